@@ -1,0 +1,98 @@
+# luaprof build.  `make` builds build/luaprof; `make test` runs every test;
+# `make demo` records a bundled sample and prints its report; `make deps`
+# installs missing Debian packages (quick and silent when all are present).
+# Objects go to build/, never next to the sources.
+
+CC       ?= gcc
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+BUILD    := build
+VERSION  := 0.1.0
+
+CFLAGS   ?= -O2 -g
+CFLAGS   += -Wall -Wextra -std=gnu11 -D_GNU_SOURCE -DLUAPROF_VERSION='"$(VERSION)"' \
+            -I. -I$(BUILD)
+LDLIBS   := -lbpf -lelf -lz -llz4
+
+# Debian packages the build and the tests need.
+DEPS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev liblz4-dev \
+        pkg-config make gcc
+
+FORMAT_SRC := $(wildcard format/*.c)
+RECORD_SRC := $(wildcard record/*.c)
+REPORT_SRC := $(wildcard report/*.c)
+FORMAT_OBJ := $(FORMAT_SRC:%.c=$(BUILD)/%.o)
+RECORD_OBJ := $(RECORD_SRC:%.c=$(BUILD)/%.o)
+REPORT_OBJ := $(REPORT_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC   := $(wildcard tests/unit/*.c)
+UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
+SAMPLES    := $(patsubst samples/%.c,$(BUILD)/samples/%,$(wildcard samples/*.c))
+
+.PHONY: all deps test unit demo clean bench
+.SECONDARY:
+all: $(BUILD)/luaprof $(SAMPLES)
+
+deps:
+	@missing=$$(dpkg-query -W -f='$${Package} $${Status}\n' $(DEPS) 2>/dev/null | \
+		awk '$$NF=="installed"{print $$1}' | sort > $(BUILD).deps-have; \
+		for p in $(DEPS); do grep -qx "$$p" $(BUILD).deps-have || echo $$p; done); \
+	rm -f $(BUILD).deps-have; \
+	if [ -n "$$missing" ]; then \
+		echo "make deps: installing $$missing"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $$missing >/dev/null \
+		|| { echo "make deps: apt-get install failed" >&2; exit 1; }; \
+	fi
+
+$(BUILD)/vmlinux.h:
+	@mkdir -p $(@D)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h $(BUILD)/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) -O2 -g -Wall -target bpf -D__TARGET_ARCH_x86 -I. -I$(BUILD) -c $< -o $@
+	llvm-strip -g $@ 2>/dev/null || true
+
+$(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/record/%.o: record/%.c $(BUILD)/sampler.skel.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -MMD -c $< -o $@
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -MMD -c $< -o $@
+
+$(BUILD)/luaprof: $(BUILD)/luaprof.o $(RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/unit_tests: $(UNIT_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# Samples keep frame pointers and distinct functions so that stacks name
+# them; issue-level tests depend on their hot functions being visible.
+$(BUILD)/samples/%: samples/%.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
+		-Wall -Wextra -o $@ $< 
+
+unit: $(BUILD)/unit_tests
+	$(BUILD)/unit_tests
+
+test: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests
+	@tests/run
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@tests/demo.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@bench/run.sh
+
+clean:
+	rm -rf $(BUILD) demo.lp demo.folded
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

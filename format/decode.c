@@ -1,0 +1,257 @@
+/*
+ * decode.c - decodes record bodies (the `record` productions of trace.h)
+ * for reader.c.  A chunk reaching this point passed its CRC, but its
+ * contents are still untrusted: it may come from a buggy or hostile
+ * writer, or a newer one.  So every count is checked against the bytes
+ * left in the body before anything is allocated for it, every 32-bit
+ * field is range-checked, and a body that does not decode costs one
+ * bad record, never the chunk, because the record's length says where
+ * the next one starts.  Fields after the known ones are ignored: that is
+ * how later versions extend a record without breaking this reader.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "format/codec.h"
+#include "format/reader_priv.h"
+
+/*
+ * Copies a string out of the body, NUL-terminated, into r->strings.
+ * lp_decode_record() reserved as many bytes as the body has, which is
+ * enough: a string of n bytes takes at least n + 1 body bytes and n + 1
+ * arena bytes.  So the arena never moves while a record is decoded and
+ * earlier pointers stay valid.
+ */
+static int get_str(struct trace_reader *r, struct lp_cursor *c,
+		   const char **out)
+{
+	const uint8_t *s;
+	char *dst;
+	size_t n;
+
+	if (lp_get_str(c, &s, &n))
+		return -EBADMSG;
+	dst = (char *)r->strings.data + r->strings.len;
+	memcpy(dst, s, n);
+	dst[n] = '\0';
+	r->strings.len += n + 1;
+	*out = dst;
+	return 0;
+}
+
+/* Room for count elements in r->array; count was bounded by the caller. */
+static void *get_array(struct trace_reader *r, size_t count, size_t size)
+{
+	r->array.len = 0;
+	if (lp_buf_reserve(&r->array, count * size + 1))
+		return NULL;
+	return r->array.data;
+}
+
+static int decode_meta(struct trace_reader *r, struct lp_cursor *c,
+		       struct lp_meta *m)
+{
+	return get_str(r, c, &m->version) ?: get_str(r, c, &m->cmdline) ?:
+	       get_str(r, c, &m->target) ?: get_str(r, c, &m->hostname) ?:
+	       get_str(r, c, &m->kernel) ?: get_str(r, c, &m->clock) ?:
+	       lp_get_uv32(c, &m->rate_hz) ?: lp_get_uv(c, &m->start_mono_ns) ?:
+	       lp_get_uv(c, &m->start_real_ns) ?: lp_get_uv32(c, &m->flags);
+}
+
+static int decode_process(struct trace_reader *r, struct lp_cursor *c,
+			  struct lp_process *p)
+{
+	return lp_get_uv32(c, &p->pid) ?: lp_get_uv32(c, &p->ppid) ?:
+	       lp_get_uv(c, &p->time_ns) ?: lp_get_uv32(c, &p->flags) ?:
+	       get_str(r, c, &p->comm) ?: get_str(r, c, &p->exe);
+}
+
+static int decode_maps(struct trace_reader *r, struct lp_cursor *c,
+		       struct lp_maps *m)
+{
+	struct lp_mapping *maps;
+	uint64_t count, size;
+	uint32_t i;
+	int err;
+
+	err = lp_get_uv32(c, &m->pid) ?: lp_get_uv(c, &m->time_ns) ?:
+	      lp_get_uv32(c, &m->flags) ?: lp_get_uv(c, &count);
+	if (err)
+		return err;
+	/* A mapping takes at least six bytes (five varints and a string
+	 * length), so a larger count is a lie, not an allocation. */
+	if (count > lp_cursor_left(c) / 6)
+		return -EBADMSG;
+	maps = get_array(r, count, sizeof(*maps));
+	if (!maps)
+		return -ENOMEM;
+	for (i = 0; i < count; i++) {
+		struct lp_mapping *mp = &maps[i];
+
+		err = lp_get_uv(c, &mp->start) ?: lp_get_uv(c, &size) ?:
+		      lp_get_uv(c, &mp->pgoff) ?: lp_get_uv32(c, &mp->prot) ?:
+		      lp_get_uv(c, &mp->inode) ?: get_str(r, c, &mp->path);
+		if (err)
+			return err;
+		mp->end = mp->start + size;
+		if (mp->end < mp->start)
+			return -EBADMSG; /* past the end of the address space */
+	}
+	m->count = (uint32_t)count;
+	m->mappings = maps;
+	return 0;
+}
+
+static int decode_stack(struct trace_reader *r, struct lp_cursor *c,
+			struct lp_stack *s)
+{
+	uint64_t *addrs, prev = 0;
+	uint32_t i;
+	int err;
+
+	err = lp_get_uv(c, &s->id) ?: lp_get_uv32(c, &s->kind) ?:
+	      lp_get_uv32(c, &s->depth);
+	if (err)
+		return err;
+	if (!s->id || s->depth > LP_STACK_MAX_DEPTH ||
+	    s->depth > lp_cursor_left(c))
+		return -EBADMSG;
+	addrs = get_array(r, s->depth, sizeof(*addrs));
+	if (!addrs)
+		return -ENOMEM;
+	for (i = 0; i < s->depth; i++) {
+		uint64_t first;
+		int64_t delta;
+
+		if (i == 0) {
+			err = lp_get_uv(c, &first);
+			addrs[0] = first;
+		} else {
+			/* Deltas are modulo 2^64 by definition. */
+			err = lp_get_sv(c, &delta);
+			addrs[i] = prev + (uint64_t)delta;
+		}
+		if (err)
+			return err;
+		prev = addrs[i];
+	}
+	s->addrs = addrs;
+	return 0;
+}
+
+static int decode_sample(struct trace_reader *r, struct lp_cursor *c,
+			 struct lp_sample *s)
+{
+	int64_t dtime;
+	int err;
+
+	err = lp_get_sv(c, &dtime) ?: lp_get_uv32(c, &s->pid) ?:
+	      lp_get_uv32(c, &s->tid) ?: lp_get_uv32(c, &s->cpu) ?:
+	      lp_get_uv(c, &s->kstack) ?: lp_get_uv(c, &s->ustack) ?:
+	      lp_get_uv32(c, &s->flags);
+	if (err)
+		return err;
+	/* Only a sample that decoded moves the time base, as in the writer. */
+	s->time_ns = r->prev_sample_time + (uint64_t)dtime;
+	r->prev_sample_time = s->time_ns;
+	return 0;
+}
+
+static int decode_ksyms(struct trace_reader *r, struct lp_cursor *c,
+			struct lp_ksyms *k)
+{
+	struct lp_ksym *syms;
+	uint64_t count, delta, prev = 0;
+	uint32_t i;
+
+	if (lp_get_uv(c, &count))
+		return -EBADMSG;
+	/* A symbol takes at least two bytes: a delta and a name length. */
+	if (count > lp_cursor_left(c) / 2)
+		return -EBADMSG;
+	syms = get_array(r, count, sizeof(*syms));
+	if (!syms)
+		return -ENOMEM;
+	for (i = 0; i < count; i++) {
+		if (lp_get_uv(c, &delta) || get_str(r, c, &syms[i].name))
+			return -EBADMSG;
+		syms[i].addr = prev + delta;
+		if (syms[i].addr < prev)
+			return -EBADMSG;
+		prev = syms[i].addr;
+	}
+	k->count = (uint32_t)count;
+	k->syms = syms;
+	return 0;
+}
+
+static int decode_body(struct trace_reader *r, uint64_t type,
+		       struct lp_cursor *c, struct lp_record *rec)
+{
+	struct lp_footer *f = &rec->u.footer;
+
+	switch (type) {
+	case LP_REC_META:
+		return decode_meta(r, c, &rec->u.meta);
+	case LP_REC_PROCESS:
+		return decode_process(r, c, &rec->u.process);
+	case LP_REC_EXIT:
+		return lp_get_uv32(c, &rec->u.exit.pid) ?:
+		       lp_get_uv(c, &rec->u.exit.time_ns);
+	case LP_REC_MAPS:
+		return decode_maps(r, c, &rec->u.maps);
+	case LP_REC_STACK:
+		return decode_stack(r, c, &rec->u.stack);
+	case LP_REC_SAMPLE:
+		return decode_sample(r, c, &rec->u.sample);
+	case LP_REC_LOST:
+		return lp_get_uv(c, &rec->u.lost.time_ns) ?:
+		       lp_get_uv(c, &rec->u.lost.count) ?:
+		       lp_get_uv32(c, &rec->u.lost.reason);
+	case LP_REC_KSYMS:
+		return decode_ksyms(r, c, &rec->u.ksyms);
+	case LP_REC_FOOTER:
+		return lp_get_uv(c, &f->samples) ?: lp_get_uv(c, &f->lost) ?:
+		       lp_get_uv(c, &f->chunks) ?: lp_get_uv(c, &f->end_mono_ns);
+	}
+	return -ENOENT;
+}
+
+int lp_decode_record(struct trace_reader *r, struct lp_record *rec)
+{
+	struct lp_cursor c = { r->rec, r->rec_end }, body;
+	uint64_t type, len;
+	int err;
+
+	if (lp_get_uv(&c, &type) || lp_get_uv(&c, &len) ||
+	    len > lp_cursor_left(&c)) {
+		/* Without a length there is no next record to find. */
+		r->stats.bad_records++;
+		r->rec = r->rec_end;
+		return 0;
+	}
+	body.p = c.p;
+	body.end = c.p + len;
+	r->rec = body.end;
+
+	r->strings.len = 0;
+	err = lp_buf_reserve(&r->strings, (size_t)len + 1);
+	if (err)
+		return err;
+	memset(rec, 0, sizeof(*rec));
+	rec->type = (enum lp_record_type)type;
+	err = decode_body(r, type, &body, rec);
+	if (err == -ENOENT) {
+		r->stats.unknown_records++;
+		return 0;
+	}
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		r->stats.bad_records++;
+		return 0;
+	}
+	if (type == LP_REC_FOOTER)
+		r->stats.footer_seen = 1;
+	return 1;
+}

@@ -1,0 +1,57 @@
+/*
+ * names.c - the human-readable names of codecs and record types.  They
+ * appear on the command line (`record --codec lz4`) and in diagnostics
+ * (`report --stats`), so they live next to the format rather than in
+ * either tool, and both directions of the codec mapping share one table.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "format/trace.h"
+
+static const char *const codec_names[] = {
+	[LP_CODEC_NONE] = "none",
+	[LP_CODEC_LZ4] = "lz4",
+	[LP_CODEC_ZLIB] = "zlib",
+};
+
+static const char *const record_names[] = {
+	[LP_REC_META] = "meta",	    [LP_REC_PROCESS] = "process",
+	[LP_REC_EXIT] = "exit",	    [LP_REC_MAPS] = "maps",
+	[LP_REC_STACK] = "stack",   [LP_REC_SAMPLE] = "sample",
+	[LP_REC_LOST] = "lost",	    [LP_REC_KSYMS] = "ksyms",
+	[LP_REC_FOOTER] = "footer",
+};
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *lp_codec_name(enum lp_codec codec)
+{
+	/* The cast also turns a negative value into a large, rejected one. */
+	if ((unsigned int)codec < ARRAY_SIZE(codec_names))
+		return codec_names[codec];
+	return "unknown";
+}
+
+int lp_codec_parse(const char *name, enum lp_codec *codec)
+{
+	unsigned int i;
+
+	if (!name)
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(codec_names); i++) {
+		if (!strcmp(name, codec_names[i])) {
+			*codec = (enum lp_codec)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *lp_record_name(enum lp_record_type type)
+{
+	if ((unsigned int)type < ARRAY_SIZE(record_names) &&
+	    record_names[type])
+		return record_names[type];
+	return "unknown";
+}

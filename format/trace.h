@@ -1,0 +1,268 @@
+/*
+ * trace.h - the luaprof trace format, version 1: grammar, constants and the
+ * decoded (in-memory) form of every record, shared by writer.c and reader.c.
+ *
+ * A trace is what `luaprof record` leaves behind and all `luaprof report`
+ * ever reads, so it must survive a recorder killed at any instant and be
+ * readable on another machine.  It is therefore a header written once,
+ * followed by a stream of self-contained, checksummed chunks; nothing is
+ * ever back-patched.  A footer record closes a complete trace; its absence
+ * tells the reader the trace was cut short, not that it is unreadable.
+ * docs/format.md is the normative specification; this grammar is its summary.
+ *
+ *   trace      := header chunk*
+ *   header     := magic[8] "LUAPROF\0"
+ *                 version:u16le         (= 1)
+ *                 header_size:u16le     (= 24; bytes from magic to crc)
+ *                 incompat:u32le        (feature bits a reader must know)
+ *                 compat:u32le          (feature bits a reader may ignore)
+ *                 crc:u32le             (CRC-32 of the 20 bytes before it)
+ *   chunk      := magic[4] "LPCK"
+ *                 type:u8               (1 = records; others are skipped)
+ *                 codec:u8              (0 none, 1 lz4 block, 2 zlib)
+ *                 flags:u16le           (0)
+ *                 raw_size:u32le        (payload size once decompressed)
+ *                 stored_size:u32le     (payload size in the file)
+ *                 crc:u32le             (CRC-32 of type..stored_size and
+ *                                        the stored payload)
+ *                 payload[stored_size]
+ *   payload    := record*               (after decompression)
+ *   record     := type:uv length:uv body[length]
+ *
+ *   uv = unsigned LEB128 varint (at most 10 bytes), sv = zigzag then uv,
+ *   str = length:uv bytes[length] (UTF-8 or raw bytes, not terminated).
+ *
+ *   meta       := version:str cmdline:str target:str hostname:str kernel:str
+ *                 clock:str rate_hz:uv start_mono_ns:uv start_real_ns:uv
+ *                 flags:uv
+ *   process    := pid:uv ppid:uv time_ns:uv flags:uv comm:str exe:str
+ *   exit       := pid:uv time_ns:uv
+ *   maps       := pid:uv time_ns:uv flags:uv count:uv mapping[count]
+ *   mapping    := start:uv size:uv pgoff:uv prot:uv inode:uv path:str
+ *   stack      := id:uv kind:uv depth:uv addr[depth]   (leaf first)
+ *   addr       := first: value:uv; then: (value - previous):sv
+ *   sample     := dtime:sv pid:uv tid:uv cpu:uv kstack:uv ustack:uv flags:uv
+ *   lost       := time_ns:uv count:uv reason:uv
+ *   ksyms      := count:uv ksym[count]  (ascending addresses)
+ *   ksym       := (addr - previous addr):uv name:str  (previous = 0 first)
+ *   footer     := samples:uv lost:uv chunks:uv end_mono_ns:uv
+ *
+ * A sample's time is dtime added to the time of the previous sample in the
+ * same chunk (0 at a chunk's start), so each chunk decodes on its own.
+ * Stack ids are unique for the whole trace and 0 means "no stack"; a stack
+ * record precedes, in stream order, every sample that names it.  Fields may
+ * be appended to a record body in a later version: a reader decodes the
+ * fields it knows and skips to the record's end by its length.
+ */
+#ifndef LUAPROF_FORMAT_TRACE_H
+#define LUAPROF_FORMAT_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LP_MAGIC "LUAPROF"          /* 8 bytes with its NUL */
+#define LP_MAGIC_SIZE 8
+#define LP_VERSION 1
+#define LP_HEADER_SIZE 24
+#define LP_CHUNK_MAGIC "LPCK"
+#define LP_CHUNK_HEADER_SIZE 20
+
+/* Feature bits.  v1 defines none; a reader refuses a trace with an
+ * incompat bit it does not know, and ignores unknown compat bits. */
+#define LP_INCOMPAT_KNOWN 0u
+#define LP_COMPAT_KNOWN 0u
+
+/* Sizes a reader accepts: anything larger is corruption, not data. */
+#define LP_CHUNK_MAX_RAW (16u << 20)
+#define LP_CHUNK_TARGET_RAW (256u << 10) /* writer flushes at this size */
+#define LP_STACK_MAX_DEPTH 4096
+
+enum lp_chunk_type { LP_CHUNK_RECORDS = 1 };
+
+enum lp_codec { LP_CODEC_NONE = 0, LP_CODEC_LZ4 = 1, LP_CODEC_ZLIB = 2 };
+
+enum lp_record_type {
+	LP_REC_META = 1,
+	LP_REC_PROCESS = 2,
+	LP_REC_EXIT = 3,
+	LP_REC_MAPS = 4,
+	LP_REC_STACK = 5,
+	LP_REC_SAMPLE = 6,
+	LP_REC_LOST = 7,
+	LP_REC_KSYMS = 8,
+	LP_REC_FOOTER = 9,
+};
+
+/* meta.flags */
+#define LP_META_FOLLOW_CHILDREN 0x1u
+/* process.flags: why the process entered the trace. */
+#define LP_PROC_EXISTING 0x1u /* already running when recording began */
+#define LP_PROC_FORKED 0x2u   /* forked from a target while recording */
+#define LP_PROC_EXEC 0x4u     /* replaced its image (execve) */
+#define LP_PROC_LAUNCHED 0x8u /* started by `record -- CMD` */
+/* maps.flags */
+#define LP_MAPS_REPLACE 0x1u /* a full snapshot: forget older mappings */
+/* mapping.prot */
+#define LP_PROT_READ 0x1u
+#define LP_PROT_WRITE 0x2u
+#define LP_PROT_EXEC 0x4u
+/* stack.kind */
+enum lp_stack_kind { LP_STACK_KERNEL = 1, LP_STACK_USER = 2 };
+/* sample.flags */
+#define LP_SAMPLE_KSTACK_FAILED 0x1u /* kernel stack could not be read */
+#define LP_SAMPLE_USTACK_FAILED 0x2u /* user stack could not be read */
+/* lost.reason */
+enum lp_lost_reason {
+	LP_LOST_RINGBUF = 1, /* BPF ring buffer was full */
+	LP_LOST_WRITE = 2,   /* the recorder could not keep the sample */
+};
+
+/* Decoded records.  Strings and arrays returned by the reader point into
+ * its buffers and stay valid until the next trace_reader_next() call. */
+struct lp_meta {
+	const char *version, *cmdline, *target, *hostname, *kernel, *clock;
+	uint32_t rate_hz;
+	uint64_t start_mono_ns, start_real_ns;
+	uint32_t flags;
+};
+
+struct lp_process {
+	uint32_t pid, ppid;
+	uint64_t time_ns;
+	uint32_t flags;
+	const char *comm, *exe;
+};
+
+struct lp_exit {
+	uint32_t pid;
+	uint64_t time_ns;
+};
+
+struct lp_mapping {
+	uint64_t start, end, pgoff;
+	uint32_t prot;
+	uint64_t inode;
+	const char *path; /* "" for anonymous memory */
+};
+
+struct lp_maps {
+	uint32_t pid;
+	uint64_t time_ns;
+	uint32_t flags;
+	uint32_t count;
+	const struct lp_mapping *mappings;
+};
+
+struct lp_stack {
+	uint64_t id;
+	uint32_t kind;
+	uint32_t depth;
+	const uint64_t *addrs; /* leaf first */
+};
+
+struct lp_sample {
+	uint64_t time_ns; /* absolute CLOCK_MONOTONIC; delta-coded on disk */
+	uint32_t pid, tid, cpu;
+	uint64_t kstack, ustack; /* stack ids, 0 = none */
+	uint32_t flags;
+};
+
+struct lp_lost {
+	uint64_t time_ns;
+	uint64_t count;
+	uint32_t reason;
+};
+
+struct lp_ksym {
+	uint64_t addr;
+	const char *name;
+};
+
+struct lp_ksyms {
+	uint32_t count;
+	const struct lp_ksym *syms; /* ascending addr */
+};
+
+struct lp_footer {
+	uint64_t samples, lost, chunks, end_mono_ns;
+};
+
+struct lp_record {
+	enum lp_record_type type;
+	union {
+		struct lp_meta meta;
+		struct lp_process process;
+		struct lp_exit exit;
+		struct lp_maps maps;
+		struct lp_stack stack;
+		struct lp_sample sample;
+		struct lp_lost lost;
+		struct lp_ksyms ksyms;
+		struct lp_footer footer;
+	} u;
+};
+
+const char *lp_codec_name(enum lp_codec codec);
+int lp_codec_parse(const char *name, enum lp_codec *codec); /* 0 / -EINVAL */
+const char *lp_record_name(enum lp_record_type type);
+
+/* ---- writer.c ----------------------------------------------------------
+ * The writer owns its file descriptor and one chunk buffer.  Records are
+ * encoded into the buffer; a chunk is compressed and written when the
+ * buffer reaches LP_CHUNK_TARGET_RAW or on trace_writer_flush(), which the
+ * recorder calls at least once a second.  Every call returns 0 or -errno;
+ * after a write error the writer refuses further records (-EIO or the
+ * first error) but what was already written stays a valid trace. */
+struct trace_writer;
+
+struct trace_writer_stats {
+	uint64_t chunks;       /* chunks written */
+	uint64_t raw_bytes;    /* payload bytes before compression */
+	uint64_t file_bytes;   /* bytes written to the file, header included */
+	uint64_t records;
+};
+
+int trace_writer_open(struct trace_writer **out, const char *path,
+		      enum lp_codec codec);
+int trace_write(struct trace_writer *w, const struct lp_record *rec);
+int trace_writer_flush(struct trace_writer *w);
+/* Writes the footer record, flushes and closes; frees w even on error.
+ * The writer fills in footer->chunks itself; a NULL footer takes the
+ * samples and lost counts from the records written. */
+int trace_writer_close(struct trace_writer *w, const struct lp_footer *footer);
+void trace_writer_get_stats(const struct trace_writer *w,
+			    struct trace_writer_stats *stats);
+
+/* ---- reader.c ----------------------------------------------------------
+ * The reader treats the file as untrusted.  Opening fails with a message
+ * (in errbuf) for a file that is empty, not a trace, or of a newer
+ * version.  After that, damage never stops it: a chunk whose CRC or codec
+ * does not check out is counted and skipped, and the reader scans forward
+ * for the next chunk magic; a record that does not decode is counted and
+ * skipped on its own.  trace_reader_next() returns 1 with a
+ * record, 0 at the end of the file, -errno on an I/O error. */
+struct trace_reader;
+
+struct trace_reader_stats {
+	uint32_t version, incompat, compat;
+	uint64_t file_bytes;
+	uint64_t chunks;          /* good chunks decoded */
+	uint64_t bad_chunks;      /* chunks skipped for damage */
+	uint64_t skipped_chunks;  /* chunks of unknown type, skipped */
+	uint64_t bad_records;     /* records that did not decode */
+	uint64_t unknown_records; /* records of unknown type, skipped */
+	uint64_t raw_bytes;       /* decompressed payload bytes */
+	uint64_t stored_bytes;    /* payload bytes in the file */
+	uint64_t garbage_bytes;   /* bytes skipped while resynchronizing */
+	int truncated;            /* the file ends inside a chunk */
+	int footer_seen;          /* a footer record was read */
+};
+
+int trace_reader_open(struct trace_reader **out, const char *path,
+		      char *errbuf, size_t errlen);
+int trace_reader_next(struct trace_reader *r, struct lp_record *rec);
+void trace_reader_get_stats(const struct trace_reader *r,
+			    struct trace_reader_stats *stats);
+void trace_reader_close(struct trace_reader *r);
+
+#endif

@@ -1,0 +1,415 @@
+/*
+ * writer.c - turns decoded records into a trace file (format v1, see
+ * trace.h and docs/format.md).  The writer owns the file descriptor and a
+ * single chunk buffer; the recorder hands it records and a periodic flush.
+ *
+ * Everything on disk is append-only and self-contained per chunk, so a
+ * recorder killed at any instant leaves a readable trace: the header is
+ * written at open, and each chunk goes out with one write() of its header
+ * and payload.  Records are encoded field by field through codec.c; no
+ * struct is ever written raw, so the file does not depend on this
+ * machine's padding or byte order.  The first I/O error is remembered and
+ * returned by every later call, and the file is cut back to the last
+ * complete chunk when the kernel lets us, so an out-of-space disk leaves a
+ * clean (footer-less) trace instead of a torn chunk.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format/codec.h"
+#include "format/trace.h"
+
+struct trace_writer {
+	int fd;
+	enum lp_codec codec;
+	int error; /* first write error (-errno), returned ever after */
+	/*
+	 * The pending chunk: LP_CHUNK_HEADER_SIZE bytes reserved up front,
+	 * then the raw payload.  Reserving the header lets an uncompressed
+	 * chunk go out in one write() without copying.  packed holds the
+	 * compressed form of the same chunk (header reserved likewise) and
+	 * is only scratch space: it never holds a second pending chunk.
+	 */
+	struct lp_buf chunk;
+	struct lp_buf packed;
+	uint64_t prev_sample_time; /* of the last sample in this chunk */
+	uint64_t samples, lost;    /* for a footer the caller leaves to us */
+	struct trace_writer_stats stats;
+};
+
+static size_t pending_raw(const struct trace_writer *w)
+{
+	return w->chunk.len - LP_CHUNK_HEADER_SIZE;
+}
+
+/* Writes all of buf, resuming after signals and short writes. */
+static int write_full(int fd, const uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void fail(struct trace_writer *w, int err)
+{
+	if (!w->error)
+		w->error = err;
+	/*
+	 * A short write may have left part of a chunk behind.  Cutting the
+	 * file back to the last complete chunk keeps the trace clean; on a
+	 * device or a pipe this fails harmlessly and the reader's
+	 * truncation handling covers it instead.
+	 */
+	if (ftruncate(w->fd, (off_t)w->stats.file_bytes) < 0) {
+		/* Nothing better to do: the error is already recorded. */
+	}
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+/* Compresses and writes the pending chunk, if any, and starts a new one. */
+static int write_chunk(struct trace_writer *w)
+{
+	size_t raw = pending_raw(w), stored = raw, bound;
+	enum lp_codec codec = LP_CODEC_NONE;
+	uint8_t *out = w->chunk.data;
+	uint32_t crc;
+	int err;
+
+	if (w->error)
+		return w->error;
+	if (!raw)
+		return 0;
+
+	bound = lp_compress_bound(w->codec, raw);
+	if (w->codec != LP_CODEC_NONE && bound &&
+	    !lp_buf_reserve(&w->packed, LP_CHUNK_HEADER_SIZE + bound) &&
+	    !lp_compress(w->codec, w->chunk.data + LP_CHUNK_HEADER_SIZE, raw,
+			 w->packed.data + LP_CHUNK_HEADER_SIZE, bound,
+			 &stored) &&
+	    stored < raw) {
+		codec = w->codec;
+		out = w->packed.data;
+	} else {
+		/* Incompressible data, or no memory to compress it: the
+		 * codec is per chunk, so storing it as is stays valid. */
+		stored = raw;
+	}
+
+	memcpy(out, LP_CHUNK_MAGIC, 4);
+	out[4] = LP_CHUNK_RECORDS;
+	out[5] = (uint8_t)codec;
+	out[6] = out[7] = 0; /* flags */
+	put_le32(out + 8, (uint32_t)raw);
+	put_le32(out + 12, (uint32_t)stored);
+	crc = lp_crc32(0, out + 4, 12);
+	crc = lp_crc32(crc, out + LP_CHUNK_HEADER_SIZE, stored);
+	put_le32(out + 16, crc);
+
+	/* Whatever happens, this chunk's records are done with. */
+	w->chunk.len = LP_CHUNK_HEADER_SIZE;
+	w->prev_sample_time = 0;
+
+	err = write_full(w->fd, out, LP_CHUNK_HEADER_SIZE + stored);
+	if (err) {
+		fail(w, err);
+		return err;
+	}
+	w->stats.chunks++;
+	w->stats.raw_bytes += raw;
+	w->stats.file_bytes += LP_CHUNK_HEADER_SIZE + stored;
+	return 0;
+}
+
+static int put_mapping(struct lp_buf *b, const struct lp_mapping *m)
+{
+	if (m->end < m->start)
+		return -EINVAL;
+	/* A size is shorter than an end address and never negative. */
+	return lp_put_uv(b, m->start) ?: lp_put_uv(b, m->end - m->start) ?:
+	       lp_put_uv(b, m->pgoff) ?: lp_put_uv(b, m->prot) ?:
+	       lp_put_uv(b, m->inode) ?: lp_put_str(b, m->path);
+}
+
+static int put_stack(struct lp_buf *b, const struct lp_stack *s)
+{
+	uint64_t prev = 0;
+	uint32_t i;
+	int err;
+
+	if (!s->id || s->depth > LP_STACK_MAX_DEPTH || (s->depth && !s->addrs))
+		return -EINVAL;
+	err = lp_put_uv(b, s->id) ?: lp_put_uv(b, s->kind) ?:
+	      lp_put_uv(b, s->depth);
+	for (i = 0; !err && i < s->depth; i++) {
+		/* Neighbouring frames are close together, so after the first
+		 * address the signed difference (mod 2^64) is short. */
+		if (i == 0)
+			err = lp_put_uv(b, s->addrs[0]);
+		else
+			err = lp_put_sv(b, (int64_t)(s->addrs[i] - prev));
+		prev = s->addrs[i];
+	}
+	return err;
+}
+
+static int put_ksyms(struct lp_buf *b, const struct lp_ksyms *k)
+{
+	uint64_t prev = 0;
+	uint32_t i;
+	int err;
+
+	if (k->count && !k->syms)
+		return -EINVAL;
+	err = lp_put_uv(b, k->count);
+	for (i = 0; !err && i < k->count; i++) {
+		if (k->syms[i].addr < prev)
+			return -EINVAL; /* the delta coding needs ascending */
+		err = lp_put_uv(b, k->syms[i].addr - prev) ?:
+		      lp_put_str(b, k->syms[i].name);
+		prev = k->syms[i].addr;
+	}
+	return err;
+}
+
+/* Appends the body of rec to b; returns 0, -EINVAL or -E2BIG/-ENOMEM. */
+static int put_body(struct trace_writer *w, struct lp_buf *b,
+		    const struct lp_record *rec)
+{
+	const struct lp_meta *me = &rec->u.meta;
+	const struct lp_process *pr = &rec->u.process;
+	const struct lp_maps *ma = &rec->u.maps;
+	const struct lp_sample *sa = &rec->u.sample;
+	const struct lp_footer *fo = &rec->u.footer;
+	uint32_t i;
+	int err;
+
+	switch (rec->type) {
+	case LP_REC_META:
+		return lp_put_str(b, me->version) ?: lp_put_str(b, me->cmdline) ?:
+		       lp_put_str(b, me->target) ?: lp_put_str(b, me->hostname) ?:
+		       lp_put_str(b, me->kernel) ?: lp_put_str(b, me->clock) ?:
+		       lp_put_uv(b, me->rate_hz) ?:
+		       lp_put_uv(b, me->start_mono_ns) ?:
+		       lp_put_uv(b, me->start_real_ns) ?:
+		       lp_put_uv(b, me->flags);
+	case LP_REC_PROCESS:
+		return lp_put_uv(b, pr->pid) ?: lp_put_uv(b, pr->ppid) ?:
+		       lp_put_uv(b, pr->time_ns) ?: lp_put_uv(b, pr->flags) ?:
+		       lp_put_str(b, pr->comm) ?: lp_put_str(b, pr->exe);
+	case LP_REC_EXIT:
+		return lp_put_uv(b, rec->u.exit.pid) ?:
+		       lp_put_uv(b, rec->u.exit.time_ns);
+	case LP_REC_MAPS:
+		if (ma->count && !ma->mappings)
+			return -EINVAL;
+		err = lp_put_uv(b, ma->pid) ?: lp_put_uv(b, ma->time_ns) ?:
+		      lp_put_uv(b, ma->flags) ?: lp_put_uv(b, ma->count);
+		for (i = 0; !err && i < ma->count; i++)
+			err = put_mapping(b, &ma->mappings[i]);
+		return err;
+	case LP_REC_STACK:
+		return put_stack(b, &rec->u.stack);
+	case LP_REC_SAMPLE:
+		/* Delta against the previous sample of this chunk only, so
+		 * that every chunk decodes without its predecessors. */
+		return lp_put_sv(b, (int64_t)(sa->time_ns - w->prev_sample_time)) ?:
+		       lp_put_uv(b, sa->pid) ?: lp_put_uv(b, sa->tid) ?:
+		       lp_put_uv(b, sa->cpu) ?: lp_put_uv(b, sa->kstack) ?:
+		       lp_put_uv(b, sa->ustack) ?: lp_put_uv(b, sa->flags);
+	case LP_REC_LOST:
+		return lp_put_uv(b, rec->u.lost.time_ns) ?:
+		       lp_put_uv(b, rec->u.lost.count) ?:
+		       lp_put_uv(b, rec->u.lost.reason);
+	case LP_REC_KSYMS:
+		return put_ksyms(b, &rec->u.ksyms);
+	case LP_REC_FOOTER:
+		return lp_put_uv(b, fo->samples) ?: lp_put_uv(b, fo->lost) ?:
+		       lp_put_uv(b, fo->chunks) ?: lp_put_uv(b, fo->end_mono_ns);
+	}
+	return -EINVAL;
+}
+
+/*
+ * Appends one record (type, length, body) to the pending chunk.  The
+ * length precedes the body but is only known after it, so the body is
+ * encoded LP_UV_MAX bytes further on and slid back once the length's own
+ * size is known.  On failure the chunk is left exactly as it was.
+ */
+static int append_record(struct trace_writer *w, const struct lp_record *rec)
+{
+	uint8_t gap[LP_UV_MAX] = { 0 }, len_bytes[LP_UV_MAX];
+	size_t mark = w->chunk.len, body, body_len, n;
+	int err;
+
+	err = lp_put_uv(&w->chunk, rec->type) ?:
+	      lp_put_bytes(&w->chunk, gap, sizeof(gap));
+	body = w->chunk.len;
+	err = err ?: put_body(w, &w->chunk, rec);
+	if (err) {
+		w->chunk.len = mark;
+		return err;
+	}
+	body_len = w->chunk.len - body;
+	n = lp_uv_encode(len_bytes, body_len);
+	if (pending_raw(w) - (LP_UV_MAX - n) > LP_CHUNK_MAX_RAW) {
+		w->chunk.len = mark;
+		return -E2BIG;
+	}
+	memmove(w->chunk.data + body - LP_UV_MAX + n, w->chunk.data + body,
+		body_len);
+	memcpy(w->chunk.data + body - LP_UV_MAX, len_bytes, n);
+	w->chunk.len -= LP_UV_MAX - n;
+	if (rec->type == LP_REC_SAMPLE)
+		w->prev_sample_time = rec->u.sample.time_ns;
+	return 0;
+}
+
+/* Adds rec to the trace, starting a new chunk first if it does not fit. */
+static int add_record(struct trace_writer *w, const struct lp_record *rec)
+{
+	int err;
+
+	if (w->error)
+		return w->error;
+	err = append_record(w, rec);
+	if (err == -E2BIG && pending_raw(w)) {
+		/* Too big for what is left of this chunk: it gets a chunk
+		 * of its own, and is refused only if even that is too small. */
+		err = write_chunk(w) ?: append_record(w, rec);
+	}
+	if (err)
+		return err;
+	w->stats.records++;
+	if (rec->type == LP_REC_SAMPLE)
+		w->samples++;
+	else if (rec->type == LP_REC_LOST)
+		w->lost += rec->u.lost.count;
+	if (pending_raw(w) >= LP_CHUNK_TARGET_RAW)
+		return write_chunk(w);
+	return 0;
+}
+
+int trace_writer_open(struct trace_writer **out, const char *path,
+		      enum lp_codec codec)
+{
+	struct trace_writer *w = NULL;
+	struct lp_buf header = { 0 };
+	int err;
+
+	*out = NULL;
+	if (!path || !lp_compress_bound(codec, 1))
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->codec = codec;
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (w->fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	/* The limit refuses a record that can never fit in a chunk as soon
+	 * as encoding it passes LP_CHUNK_MAX_RAW (plus the slack of the
+	 * length gap, see append_record()), not after. */
+	w->chunk.limit = LP_CHUNK_HEADER_SIZE + LP_CHUNK_MAX_RAW + LP_UV_MAX;
+	err = lp_buf_reserve(&w->chunk, LP_CHUNK_HEADER_SIZE + 4096);
+	if (err)
+		goto cleanup;
+	w->chunk.len = LP_CHUNK_HEADER_SIZE;
+
+	err = lp_put_bytes(&header, LP_MAGIC, LP_MAGIC_SIZE) ?:
+	      lp_put_u16(&header, LP_VERSION) ?:
+	      lp_put_u16(&header, LP_HEADER_SIZE) ?:
+	      lp_put_u32(&header, LP_INCOMPAT_KNOWN) ?:
+	      lp_put_u32(&header, LP_COMPAT_KNOWN);
+	err = err ?: lp_put_u32(&header, lp_crc32(0, header.data, header.len));
+	err = err ?: write_full(w->fd, header.data, header.len);
+	if (err)
+		goto cleanup;
+	w->stats.file_bytes = header.len;
+	lp_buf_free(&header);
+	*out = w;
+	return 0;
+
+cleanup:
+	lp_buf_free(&header);
+	if (w->fd >= 0)
+		close(w->fd);
+	lp_buf_free(&w->chunk);
+	free(w);
+	return err;
+}
+
+int trace_write(struct trace_writer *w, const struct lp_record *rec)
+{
+	if (!w || !rec)
+		return -EINVAL;
+	/* The footer ends the trace: only trace_writer_close() writes it. */
+	if (rec->type == LP_REC_FOOTER)
+		return -EINVAL;
+	return add_record(w, rec);
+}
+
+int trace_writer_flush(struct trace_writer *w)
+{
+	if (!w)
+		return -EINVAL;
+	return write_chunk(w);
+}
+
+int trace_writer_close(struct trace_writer *w, const struct lp_footer *footer)
+{
+	struct lp_record rec = { .type = LP_REC_FOOTER };
+	int err;
+
+	if (!w)
+		return -EINVAL;
+	if (footer) {
+		rec.u.footer = *footer;
+	} else {
+		rec.u.footer.samples = w->samples;
+		rec.u.footer.lost = w->lost;
+	}
+	/*
+	 * The footer is small and the pending chunk is always below the
+	 * target size here, so the footer lands in the pending chunk, which
+	 * becomes the trace's last: count it in.
+	 */
+	rec.u.footer.chunks = w->stats.chunks + 1;
+	err = add_record(w, &rec) ?: write_chunk(w);
+	if (close(w->fd) < 0 && !err)
+		err = -errno;
+	lp_buf_free(&w->chunk);
+	lp_buf_free(&w->packed);
+	free(w);
+	return err;
+}
+
+void trace_writer_get_stats(const struct trace_writer *w,
+			    struct trace_writer_stats *stats)
+{
+	memset(stats, 0, sizeof(*stats));
+	if (w)
+		*stats = w->stats;
+}

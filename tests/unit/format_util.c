@@ -1,0 +1,192 @@
+/*
+ * format_util.c - helpers shared by the format tests (see format_util.h).
+ * They use only the public API of trace.h, so a round trip through them
+ * tests the writer and the reader against each other, not against
+ * themselves.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tests/unit/format_util.h"
+#include "tests/unit/unit.h"
+
+const enum lp_codec fmt_codecs[3] = { LP_CODEC_NONE, LP_CODEC_LZ4,
+				      LP_CODEC_ZLIB };
+
+const char *fmt_tmp_path(const char *name)
+{
+	static char path[4][PATH_MAX];
+	static int next;
+	char *p = path[next++ % 4];
+
+	snprintf(p, PATH_MAX, "%s/%s", unit_tmpdir(), name);
+	return p;
+}
+
+int fmt_write_file(const char *path, const void *data, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fwrite(data, 1, n, f) == n;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+uint8_t *fmt_read_file(const char *path, size_t *n)
+{
+	struct stat st;
+	uint8_t *data;
+	FILE *f = fopen(path, "rb");
+
+	if (!f || fstat(fileno(f), &st) < 0) {
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	data = malloc((size_t)st.st_size + 1);
+	*n = data ? fread(data, 1, (size_t)st.st_size, f) : 0;
+	fclose(f);
+	return data;
+}
+
+static int str_eq(const char *written, const char *read)
+{
+	return read && !strcmp(written ? written : "", read);
+}
+
+int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
+{
+	uint32_t i;
+
+	if (a->type != b->type)
+		return 0;
+	switch (a->type) {
+	case LP_REC_META:
+		return str_eq(a->u.meta.version, b->u.meta.version) &&
+		       str_eq(a->u.meta.cmdline, b->u.meta.cmdline) &&
+		       str_eq(a->u.meta.target, b->u.meta.target) &&
+		       str_eq(a->u.meta.hostname, b->u.meta.hostname) &&
+		       str_eq(a->u.meta.kernel, b->u.meta.kernel) &&
+		       str_eq(a->u.meta.clock, b->u.meta.clock) &&
+		       a->u.meta.rate_hz == b->u.meta.rate_hz &&
+		       a->u.meta.start_mono_ns == b->u.meta.start_mono_ns &&
+		       a->u.meta.start_real_ns == b->u.meta.start_real_ns &&
+		       a->u.meta.flags == b->u.meta.flags;
+	case LP_REC_PROCESS:
+		return a->u.process.pid == b->u.process.pid &&
+		       a->u.process.ppid == b->u.process.ppid &&
+		       a->u.process.time_ns == b->u.process.time_ns &&
+		       a->u.process.flags == b->u.process.flags &&
+		       str_eq(a->u.process.comm, b->u.process.comm) &&
+		       str_eq(a->u.process.exe, b->u.process.exe);
+	case LP_REC_EXIT:
+		return !memcmp(&a->u.exit, &b->u.exit, sizeof(a->u.exit));
+	case LP_REC_MAPS:
+		if (a->u.maps.pid != b->u.maps.pid || a->u.maps.time_ns != b->u.maps.time_ns ||
+		    a->u.maps.flags != b->u.maps.flags || a->u.maps.count != b->u.maps.count)
+			return 0;
+		for (i = 0; i < a->u.maps.count; i++) {
+			const struct lp_mapping *x = &a->u.maps.mappings[i], *y = &b->u.maps.mappings[i];
+
+			if (x->start != y->start || x->end != y->end || x->pgoff != y->pgoff ||
+			    x->prot != y->prot || x->inode != y->inode || !str_eq(x->path, y->path))
+				return 0;
+		}
+		return 1;
+	case LP_REC_STACK:
+		return a->u.stack.id == b->u.stack.id && a->u.stack.kind == b->u.stack.kind &&
+		       a->u.stack.depth == b->u.stack.depth &&
+		       (!a->u.stack.depth || !memcmp(a->u.stack.addrs, b->u.stack.addrs,
+						     a->u.stack.depth * sizeof(uint64_t)));
+	case LP_REC_SAMPLE:
+		return !memcmp(&a->u.sample, &b->u.sample, sizeof(a->u.sample));
+	case LP_REC_LOST:
+		return !memcmp(&a->u.lost, &b->u.lost, sizeof(a->u.lost));
+	case LP_REC_KSYMS:
+		if (a->u.ksyms.count != b->u.ksyms.count)
+			return 0;
+		for (i = 0; i < a->u.ksyms.count; i++)
+			if (a->u.ksyms.syms[i].addr != b->u.ksyms.syms[i].addr ||
+			    !str_eq(a->u.ksyms.syms[i].name, b->u.ksyms.syms[i].name))
+				return 0;
+		return 1;
+	case LP_REC_FOOTER:
+		return !memcmp(&a->u.footer, &b->u.footer, sizeof(a->u.footer));
+	}
+	return 0;
+}
+
+static void note_bounds(struct trace_writer *w, struct layout *l)
+{
+	struct trace_writer_stats st;
+
+	trace_writer_get_stats(w, &st);
+	if (l && (!l->nbounds || l->bounds[l->nbounds - 1] != st.file_bytes) &&
+	    l->nbounds < ARRAY_SIZE(l->bounds))
+		l->bounds[l->nbounds++] = st.file_bytes;
+}
+
+/* Writes recs, flushing after every flush_every records (0 = never). */
+int fmt_write_trace(const char *path, enum lp_codec codec,
+		    const struct lp_record *recs, size_t n, size_t flush_every,
+		    const struct lp_footer *footer, struct layout *l,
+		    struct trace_writer_stats *stats)
+{
+	struct trace_writer *w;
+	size_t i;
+	int err;
+
+	err = trace_writer_open(&w, path, codec);
+	if (err)
+		return err;
+	if (l)
+		l->nbounds = 0;
+	note_bounds(w, l);
+	for (i = 0; i < n && !err; i++) {
+		err = trace_write(w, &recs[i]);
+		if (!err && flush_every && (i + 1) % flush_every == 0)
+			err = trace_writer_flush(w);
+		note_bounds(w, l);
+	}
+	if (stats)
+		trace_writer_get_stats(w, stats);
+	err = trace_writer_close(w, footer) ?: err;
+	if (!err && l && l->nbounds < ARRAY_SIZE(l->bounds)) {
+		struct stat st;
+
+		if (stat(path, &st) == 0)
+			l->bounds[l->nbounds++] = (uint64_t)st.st_size;
+	}
+	return err;
+}
+
+/* Reads path back; returns how many records matched exp, in order. */
+size_t fmt_read_expect(const char *path, const struct lp_record *exp,
+		       size_t n, struct lp_footer *footer,
+		       struct trace_reader_stats *st)
+{
+	struct trace_reader *r;
+	struct lp_record rec;
+	char err[256];
+	size_t i = 0;
+
+	if (trace_reader_open(&r, path, err, sizeof(err)))
+		return (size_t)-1;
+	while (trace_reader_next(r, &rec) == 1) {
+		if (rec.type == LP_REC_FOOTER) {
+			*footer = rec.u.footer;
+			continue;
+		}
+		if (i >= n || !fmt_record_equal(&exp[i], &rec))
+			break;
+		i++;
+	}
+	trace_reader_get_stats(r, st);
+	trace_reader_close(r);
+	return i;
+}

@@ -1,0 +1,438 @@
+/*
+ * test_format.c - unit tests of the trace format library (format/): the
+ * byte encodings of codec.c, and writer/reader round trips of every record
+ * type under every codec, across chunks, and through write errors.  The
+ * reader's handling of damaged, foreign and hand-made files is tested in
+ * test_format_damage.c.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format/codec.h"
+#include "format/trace.h"
+#include "tests/unit/format_util.h"
+#include "tests/unit/unit.h"
+
+/* ---- encodings --------------------------------------------------------- */
+
+static int uv_bytes(const uint8_t *p, size_t n, uint64_t *v)
+{
+	struct lp_cursor c = { p, p + n };
+	int err = lp_get_uv(&c, v);
+
+	/* A successful decode must consume exactly the encoding given. */
+	return err ? err : (c.p == p + n ? 0 : -1);
+}
+
+TEST(varint_edges)
+{
+	static const uint64_t values[] = { 0, 1, 127, 128, 255, 16383, 16384,
+					   UINT32_MAX, 1ull << 63, UINT64_MAX };
+	static const size_t sizes[] = { 1, 1, 1, 2, 2, 2, 3, 5, 10, 10 };
+	uint8_t buf[LP_UV_MAX];
+	uint64_t v;
+	size_t i, n;
+
+	for (i = 0; i < ARRAY_SIZE(values); i++) {
+		n = lp_uv_encode(buf, values[i]);
+		CHECK(n == sizes[i]);
+		CHECK(uv_bytes(buf, n, &v) == 0 && v == values[i]);
+		/* Every proper prefix is a truncated varint. */
+		while (n-- > 0)
+			CHECK(uv_bytes(buf, n, &v) == -EBADMSG);
+	}
+	CHECK(lp_uv_encode(buf, 128) == 2 && buf[0] == 0x80 && buf[1] == 0x01);
+	CHECK(lp_uv_encode(buf, UINT64_MAX) == 10 && buf[9] == 0x01);
+
+	/* Overlong spellings of 0 and 1, an 11-byte run, a tenth byte with
+	 * bits beyond 2^64, and nothing at all are all refused. */
+	CHECK(uv_bytes((const uint8_t *)"\x80\x00", 2, &v) == -EBADMSG);
+	CHECK(uv_bytes((const uint8_t *)"\x81\x80\x00", 3, &v) == -EBADMSG);
+	CHECK(uv_bytes((const uint8_t *)"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02",
+		       10, &v) == -EBADMSG);
+	CHECK(uv_bytes((const uint8_t *)"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x81\x00",
+		       11, &v) == -EBADMSG);
+	CHECK(uv_bytes((const uint8_t *)"\x80\x80\x80\x80\x80\x80\x80\x80\x80\x00",
+		       10, &v) == -EBADMSG);
+	CHECK(uv_bytes(buf, 0, &v) == -EBADMSG);
+}
+
+TEST(zigzag_and_fixed)
+{
+	static const int64_t values[] = { 0, -1, 1, -2, 2, INT64_MAX, INT64_MIN };
+	static const uint64_t zz[] = { 0, 1, 2, 3, 4, UINT64_MAX - 1, UINT64_MAX };
+	struct lp_buf b = { 0 };
+	struct lp_cursor c;
+	const uint8_t *s;
+	uint16_t u16;
+	uint32_t u32;
+	int64_t sv;
+	size_t i, n;
+
+	for (i = 0; i < ARRAY_SIZE(values); i++) {
+		CHECK(lp_zigzag(values[i]) == zz[i]);
+		CHECK(lp_unzigzag(zz[i]) == values[i]);
+	}
+	CHECK(lp_put_sv(&b, INT64_MIN) == 0 && lp_put_u16(&b, 0x1234) == 0 &&
+	      lp_put_u32(&b, 0xdeadbeef) == 0 && lp_put_str(&b, "") == 0 &&
+	      lp_put_str(&b, "a\xff") == 0 && lp_put_uv(&b, 1ull << 32) == 0);
+	c = (struct lp_cursor){ b.data, b.data + b.len };
+	CHECK(lp_get_sv(&c, &sv) == 0 && sv == INT64_MIN);
+	CHECK(c.p[0] == 0x34 && c.p[1] == 0x12);
+	CHECK(lp_get_u16(&c, &u16) == 0 && u16 == 0x1234);
+	CHECK(lp_get_u32(&c, &u32) == 0 && u32 == 0xdeadbeef);
+	CHECK(lp_get_str(&c, &s, &n) == 0 && n == 0);
+	CHECK(lp_get_str(&c, &s, &n) == 0 && n == 2 && !memcmp(s, "a\xff", 2));
+	CHECK(lp_get_uv32(&c, &u32) == -EBADMSG); /* 2^32 does not fit */
+	CHECK(lp_cursor_left(&c) == 5);
+	c.p = c.end;
+	CHECK(lp_get_u16(&c, &u16) == -EBADMSG && lp_get_u32(&c, &u32) == -EBADMSG);
+	/* A string longer than what is left is refused, cursor unmoved. */
+	c = (struct lp_cursor){ (const uint8_t *)"\x05" "abcd", NULL };
+	c.end = c.p + 5;
+	CHECK(lp_get_str(&c, &s, &n) == -EBADMSG && lp_cursor_left(&c) == 5);
+	lp_buf_free(&b);
+}
+
+TEST(codecs_and_names)
+{
+	static char src[20000];
+	char packed[40000], out[20000];
+	enum lp_codec codec;
+	size_t i, n;
+
+	for (i = 0; i < sizeof(src); i++)
+		src[i] = (char)(i % 251 < 100 ? 'x' : i * 7);
+	for (i = 0; i < ARRAY_SIZE(fmt_codecs); i++) {
+		codec = fmt_codecs[i];
+		CHECK(lp_compress_bound(codec, LP_CHUNK_MAX_RAW) <= LP_CHUNK_MAX_STORED);
+		CHECK(lp_compress(codec, src, sizeof(src), packed, sizeof(packed), &n) == 0);
+		CHECK(lp_decompress(codec, packed, n, out, sizeof(src)) == 0);
+		CHECK(!memcmp(src, out, sizeof(src)));
+		/* The size from the chunk header must match exactly. */
+		CHECK(lp_decompress(codec, packed, n, out, sizeof(src) - 1) != 0);
+		CHECK(lp_decompress(codec, packed, n - 1, out, sizeof(src)) != 0);
+		CHECK(!strcmp(lp_codec_name(codec), i == 0 ? "none" : i == 1 ? "lz4" : "zlib"));
+		CHECK(lp_codec_parse(lp_codec_name(codec), &codec) == 0 &&
+		      codec == fmt_codecs[i]);
+	}
+	CHECK(lp_codec_parse("gzip", &codec) == -EINVAL);
+	CHECK(!strcmp(lp_codec_name((enum lp_codec)7), "unknown"));
+	CHECK(!strcmp(lp_record_name(LP_REC_MAPS), "maps"));
+	CHECK(!strcmp(lp_record_name(LP_REC_FOOTER), "footer"));
+	CHECK(!strcmp(lp_record_name((enum lp_record_type)0), "unknown"));
+	CHECK(!strcmp(lp_record_name((enum lp_record_type)99), "unknown"));
+}
+
+/* ---- round trips --------------------------------------------------------- */
+
+static struct lp_mapping many_maps[1000];
+static uint64_t deep_addrs[LP_STACK_MAX_DEPTH];
+static uint64_t kernel_addrs[64];
+static struct lp_ksym ksyms[500];
+static char ksym_names[500][32];
+
+/* Fills the arrays the records below point to: odd values on purpose. */
+static void make_arrays(void)
+{
+	static const char *paths[] = {
+		"", "/usr/lib/x86_64-linux-gnu/liblua5.4.so.0", "[vdso]",
+		"/tmp/odd \n\t\"name\xc3\xa9\xff",
+	};
+	uint64_t start;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(many_maps); i++) {
+		start = 0x400000ull + i * 0x10000;
+		many_maps[i] = (struct lp_mapping){
+			.start = start, .end = start + 0x1000 * (i % 5),
+			.pgoff = i * 4096, .prot = (uint32_t)(i % 8),
+			.inode = i * 7919ull, .path = paths[i % 4],
+		};
+	}
+	many_maps[999].start = 0xffffffffff600000ull;
+	many_maps[999].end = 0xffffffffff601000ull;
+	/* Addresses that jump up and down, by a little and by a lot. */
+	for (i = 0; i < ARRAY_SIZE(deep_addrs); i++)
+		deep_addrs[i] = i % 3 == 0 ? 0x7fff00000000ull - i * 16 :
+				i % 3 == 1 ? 0x555555554000ull + i :
+				i % 7 ? 1 : 0;
+	deep_addrs[5] = UINT64_MAX; /* no user address is, but deltas wrap */
+	for (i = 0; i < ARRAY_SIZE(kernel_addrs); i++)
+		kernel_addrs[i] = UINT64_MAX -
+				  (i % 2 ? i * 0x1234 : 0x7e000000ull + i);
+	for (i = 0; i < ARRAY_SIZE(ksyms); i++) {
+		snprintf(ksym_names[i], sizeof(ksym_names[i]), "sym_%zu", i);
+		if (i % 50 == 0)
+			ksym_names[i][0] = '\0'; /* an empty name now and then */
+		/* Pairs share an address, as kernel aliases do. */
+		ksyms[i].addr = 0xffffffff81000000ull + (i / 2) * 0x40;
+		ksyms[i].name = ksym_names[i];
+	}
+	ksyms[499].addr = UINT64_MAX;
+}
+
+/* One or more records of every type; returns how many. */
+static size_t make_records(struct lp_record *r)
+{
+	const uint64_t t0 = 123456789012345ull;
+	size_t n = 0, i;
+
+	make_arrays();
+	r[n].type = LP_REC_META;
+	r[n++].u.meta = (struct lp_meta){
+		.version = "0.1.0",
+		.cmdline = "luaprof record -F 999 -- lua \xe2\x98\x83.lua",
+		.target = "", .hostname = "h\x01\x7f",
+		.kernel = "6.1.0-13-amd64", .clock = "monotonic",
+		.rate_hz = 999, .start_mono_ns = t0,
+		.start_real_ns = 1700000000000000000ull,
+		.flags = LP_META_FOLLOW_CHILDREN,
+	};
+	r[n].type = LP_REC_PROCESS;
+	r[n++].u.process = (struct lp_process){
+		.pid = 4242, .ppid = 1, .time_ns = t0,
+		.flags = LP_PROC_LAUNCHED, .comm = "lua5.4", .exe = NULL,
+	};
+	r[n].type = LP_REC_MAPS;
+	r[n++].u.maps = (struct lp_maps){
+		.pid = 4242, .time_ns = 5, .flags = LP_MAPS_REPLACE,
+		.count = ARRAY_SIZE(many_maps), .mappings = many_maps,
+	};
+	r[n].type = LP_REC_MAPS;
+	r[n++].u.maps = (struct lp_maps){ .pid = UINT32_MAX };
+	r[n].type = LP_REC_KSYMS;
+	r[n++].u.ksyms = (struct lp_ksyms){ ARRAY_SIZE(ksyms), ksyms };
+	r[n].type = LP_REC_STACK;
+	r[n++].u.stack = (struct lp_stack){
+		1, LP_STACK_KERNEL, ARRAY_SIZE(kernel_addrs), kernel_addrs
+	};
+	r[n].type = LP_REC_STACK;
+	r[n++].u.stack = (struct lp_stack){
+		UINT64_MAX, LP_STACK_USER, LP_STACK_MAX_DEPTH, deep_addrs
+	};
+	r[n].type = LP_REC_STACK;
+	r[n++].u.stack = (struct lp_stack){ .id = 3, .kind = LP_STACK_USER };
+	for (i = 0; i < 20; i++) {
+		r[n].type = LP_REC_SAMPLE;
+		r[n++].u.sample = (struct lp_sample){
+			.time_ns = t0 + i * 1001001 - (i % 3) * 3000000,
+			.pid = 4242, .tid = 4242 + (uint32_t)i % 3,
+			.cpu = (uint32_t)i % 4, .kstack = i % 2,
+			.ustack = i % 3 ? UINT64_MAX : 3,
+			.flags = i % 5 ? 0 : LP_SAMPLE_KSTACK_FAILED |
+					     LP_SAMPLE_USTACK_FAILED,
+		};
+	}
+	/* Times at both ends of the range: the deltas wrap around. */
+	r[n - 13].u.sample.time_ns = UINT64_MAX;
+	r[n - 12].u.sample.time_ns = 0;
+	r[n].type = LP_REC_LOST;
+	r[n++].u.lost = (struct lp_lost){ t0 + 1, 1ull << 40, LP_LOST_RINGBUF };
+	r[n].type = LP_REC_EXIT;
+	r[n++].u.exit = (struct lp_exit){ 4242, t0 + 2 };
+	return n;
+}
+
+TEST(roundtrip_every_record_every_codec)
+{
+	static struct lp_record recs[64];
+	struct lp_footer footer = { .samples = 20, .lost = 1ull << 40, .end_mono_ns = 9 }, got;
+	struct trace_reader_stats st;
+	struct trace_writer_stats ws;
+	size_t n = make_records(recs), i;
+	const char *path = fmt_tmp_path("every.lp");
+
+	for (i = 0; i < ARRAY_SIZE(fmt_codecs); i++) {
+		memset(&got, 0, sizeof(got));
+		CHECK(fmt_write_trace(path, fmt_codecs[i], recs, n, 0, &footer, NULL, &ws) == 0);
+		CHECK(ws.records == n && ws.chunks == 0);
+		CHECK(fmt_read_expect(path, recs, n, &got, &st) == n);
+		CHECK(st.footer_seen && got.samples == 20 && got.lost == 1ull << 40 &&
+		      got.end_mono_ns == 9 && got.chunks == 1);
+		CHECK(st.chunks == 1 && st.version == LP_VERSION && !st.bad_chunks &&
+		      !st.bad_records && !st.unknown_records && !st.garbage_bytes && !st.truncated);
+		/* The same records, one chunk each, decode the same. */
+		CHECK(fmt_write_trace(path, fmt_codecs[i], recs, n, 1, NULL, NULL, NULL) == 0);
+		CHECK(fmt_read_expect(path, recs, n, &got, &st) == n);
+		CHECK(st.chunks == n + 1 && got.chunks == n + 1 && got.samples == 20 &&
+		      got.lost == 1ull << 40);
+	}
+}
+
+TEST(multi_chunk_sample_times)
+{
+	const size_t n = 150000;
+	struct lp_record *recs = calloc(n, sizeof(*recs));
+	struct trace_writer_stats ws;
+	struct trace_reader_stats st;
+	struct lp_footer got = { 0 };
+	const char *path = fmt_tmp_path("multi.lp");
+	size_t i, c;
+
+	CHECK(recs);
+	for (i = 0; i < n; i++) {
+		/* Out-of-order times, as samples from several CPUs are. */
+		recs[i].type = LP_REC_SAMPLE;
+		recs[i].u.sample = (struct lp_sample){
+			.time_ns = 1000000000000ull + i * 1000003 - (i % 4) * 2500000,
+			.pid = 100 + (uint32_t)(i % 7), .tid = (uint32_t)i,
+			.cpu = (uint32_t)(i % 16), .kstack = i % 3, .ustack = i * 31 % 1000 };
+	}
+	for (c = 0; c < ARRAY_SIZE(fmt_codecs); c++) {
+		CHECK(fmt_write_trace(path, fmt_codecs[c], recs, n, 0, NULL, NULL, &ws) == 0);
+		CHECK(ws.raw_bytes > 3 * LP_CHUNK_TARGET_RAW && ws.chunks >= 4);
+		CHECK(fmt_read_expect(path, recs, n, &got, &st) == n);
+		CHECK(st.chunks == ws.chunks + 1 && got.chunks == st.chunks && got.samples == n);
+		CHECK(!st.bad_chunks && !st.bad_records && st.footer_seen);
+		CHECK(st.raw_bytes >= ws.raw_bytes);
+	}
+	free(recs);
+}
+
+TEST(writer_refuses_bad_records)
+{
+	struct lp_record rec = { .type = LP_REC_STACK, .u.stack = { .id = 0 } };
+	struct lp_ksym down[2] = { { 0x2000, "b" }, { 0x1000, "a" } };
+	struct lp_mapping big = { .start = 0, .end = 4096 };
+	struct trace_reader_stats st;
+	struct trace_writer *w;
+	struct lp_footer got;
+	struct lp_record ok[3] = {
+		{ .type = LP_REC_EXIT, .u.exit = { 1, 2 } },
+		{ .type = LP_REC_MAPS, .u.maps = { .count = 1, .mappings = &big } },
+		{ .type = LP_REC_EXIT, .u.exit = { 3, 4 } },
+	};
+	const char *path = fmt_tmp_path("refuse.lp");
+	char *huge = malloc(LP_CHUNK_MAX_RAW + 1);
+
+	CHECK(huge);
+	CHECK(trace_writer_open(&w, path, (enum lp_codec)3) == -EINVAL);
+	CHECK(trace_writer_open(&w, fmt_tmp_path("no/such/dir.lp"), LP_CODEC_NONE) == -ENOENT);
+	CHECK(trace_writer_open(&w, path, LP_CODEC_LZ4) == 0);
+	CHECK(trace_write(w, &rec) == -EINVAL); /* stack id 0 means "none" */
+	rec.u.stack = (struct lp_stack){ .id = 1, .depth = LP_STACK_MAX_DEPTH + 1, .addrs = deep_addrs };
+	CHECK(trace_write(w, &rec) == -EINVAL);
+	rec = (struct lp_record){ .type = LP_REC_KSYMS, .u.ksyms = { 2, down } };
+	CHECK(trace_write(w, &rec) == -EINVAL);
+	rec = (struct lp_record){ .type = LP_REC_FOOTER };
+	CHECK(trace_write(w, &rec) == -EINVAL);
+	rec = (struct lp_record){ .type = (enum lp_record_type)42 };
+	CHECK(trace_write(w, &rec) == -EINVAL);
+	/* A record that cannot fit in any chunk is refused; one that fits
+	 * only in an empty chunk gets a chunk of its own. */
+	memset(huge, 'p', LP_CHUNK_MAX_RAW);
+	huge[LP_CHUNK_MAX_RAW] = '\0';
+	big.path = huge;
+	CHECK(trace_write(w, &ok[0]) == 0);
+	CHECK(trace_write(w, &ok[1]) == -E2BIG);
+	/* This maps record takes 19 bytes besides its path: one byte more
+	 * than LP_CHUNK_MAX_RAW is refused, exactly that much is not. */
+	huge[LP_CHUNK_MAX_RAW - 18] = '\0';
+	CHECK(trace_write(w, &ok[1]) == -E2BIG);
+	huge[LP_CHUNK_MAX_RAW - 19] = '\0';
+	CHECK(trace_write(w, &ok[1]) == 0);
+	CHECK(trace_write(w, &ok[2]) == 0);
+	/* None of the refusals is sticky. */
+	CHECK(trace_writer_close(w, NULL) == 0);
+	CHECK(fmt_read_expect(path, ok, 3, &got, &st) == 3);
+	CHECK(st.chunks == 3 && st.footer_seen && !st.bad_records);
+	CHECK(st.raw_bytes > LP_CHUNK_MAX_RAW && st.raw_bytes < LP_CHUNK_MAX_RAW + 100);
+	free(huge);
+}
+
+/* The descriptor this process has open on path, or -1. */
+static int fd_of(const char *path)
+{
+	char want[PATH_MAX], link[300], have[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int fd = -1;
+	ssize_t n;
+
+	if (!realpath(path, want) || !(d = opendir("/proc/self/fd")))
+		return -1;
+	while ((de = readdir(d))) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
+		n = readlink(link, have, sizeof(have) - 1);
+		if (n <= 0)
+			continue;
+		have[n] = '\0';
+		if (!strcmp(have, want))
+			fd = atoi(de->d_name);
+	}
+	closedir(d);
+	return fd;
+}
+
+TEST(write_error_is_sticky)
+{
+	struct lp_record s = { .type = LP_REC_SAMPLE, .u.sample = { .time_ns = 5, .tid = 9 } };
+	struct trace_reader_stats st;
+	struct trace_writer *w;
+	struct lp_footer got;
+	const char *path = fmt_tmp_path("full.lp");
+	int fd, full;
+
+	CHECK(trace_writer_open(&w, "/dev/full", LP_CODEC_NONE) == -ENOSPC);
+	/* A disk that fills up after the first chunk. */
+	CHECK(trace_writer_open(&w, path, LP_CODEC_ZLIB) == 0);
+	CHECK(trace_write(w, &s) == 0 && trace_writer_flush(w) == 0);
+	fd = fd_of(path);
+	full = open("/dev/full", O_WRONLY);
+	CHECK(fd >= 0 && full >= 0 && dup2(full, fd) == fd);
+	close(full);
+	CHECK(trace_write(w, &s) == 0); /* only buffered */
+	CHECK(trace_writer_flush(w) == -ENOSPC);
+	CHECK(trace_write(w, &s) == -ENOSPC);
+	CHECK(trace_writer_flush(w) == -ENOSPC);
+	CHECK(trace_writer_close(w, NULL) == -ENOSPC);
+	/* What was written before the error is still a trace. */
+	CHECK(fmt_read_expect(path, &s, 1, &got, &st) == 1);
+	CHECK(st.chunks == 1 && !st.footer_seen && !st.truncated && !st.bad_chunks);
+}
+
+TEST(short_write_is_cut_back)
+{
+	struct lp_record recs[2000];
+	struct trace_writer_stats ws;
+	struct trace_reader_stats st;
+	struct rlimit old, lim;
+	struct trace_writer *w;
+	struct lp_footer got;
+	const char *path = fmt_tmp_path("efbig.lp");
+	struct stat sb;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(recs); i++)
+		recs[i] = (struct lp_record){ .type = LP_REC_SAMPLE, .u.sample = {
+			.time_ns = i * 977, .tid = (uint32_t)(i * 2654435761u) } };
+	CHECK(trace_writer_open(&w, path, LP_CODEC_NONE) == 0);
+	CHECK(trace_write(w, &recs[0]) == 0 && trace_writer_flush(w) == 0);
+	trace_writer_get_stats(w, &ws);
+	/* RLIMIT_FSIZE makes the next chunk's write() stop half way. */
+	signal(SIGXFSZ, SIG_IGN);
+	CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+	lim = old;
+	lim.rlim_cur = ws.file_bytes + 100;
+	CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+	for (i = 1; i < ARRAY_SIZE(recs); i++)
+		trace_write(w, &recs[i]);
+	i = (size_t)trace_writer_flush(w);
+	CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
+	signal(SIGXFSZ, SIG_DFL);
+	CHECK((int)i == -EFBIG);
+	CHECK(trace_writer_close(w, NULL) == -EFBIG);
+	CHECK(stat(path, &sb) == 0 && (uint64_t)sb.st_size == ws.file_bytes);
+	CHECK(fmt_read_expect(path, recs, 1, &got, &st) == 1);
+	CHECK(st.chunks == 1 && !st.truncated && !st.bad_chunks && !st.footer_seen);
+}

@@ -1,0 +1,436 @@
+/*
+ * test_format_damage.c - unit tests of the trace reader on the files it
+ * will meet in the wild besides clean ones: empty, foreign, newer, cut
+ * short at any byte, damaged in the middle, or extended by a later
+ * version.  Hand-made files are built with codec.h so that each test
+ * states exactly the bytes it feeds the reader.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/codec.h"
+#include "format/trace.h"
+#include "tests/unit/format_util.h"
+#include "tests/unit/unit.h"
+
+static void open_fails(const char *path, const void *data, size_t n, int want_err,
+		       const char *want_msg, int *ok)
+{
+	struct trace_reader *r = NULL;
+	char msg[256];
+	int err;
+
+	*ok = 0;
+	if (data && fmt_write_file(path, data, n))
+		return;
+	err = trace_reader_open(&r, path, msg, sizeof(msg));
+	*ok = err == want_err && !r && strstr(msg, want_msg) != NULL;
+	if (!*ok)
+		printf("  open: %d (%s), want %d (%s)\n", err, msg, want_err, want_msg);
+}
+
+static void put_header(struct lp_buf *b, uint16_t version, uint32_t incompat, uint32_t compat)
+{
+	lp_put_bytes(b, LP_MAGIC, LP_MAGIC_SIZE);
+	lp_put_u16(b, version);
+	lp_put_u16(b, LP_HEADER_SIZE);
+	lp_put_u32(b, incompat);
+	lp_put_u32(b, compat);
+	lp_put_u32(b, lp_crc32(0, b->data + b->len - 20, 20));
+}
+
+/* Recomputes the CRC of the chunk at c, after a test edited it. */
+static void fix_crc(uint8_t *c)
+{
+	uint32_t stored = (uint32_t)c[12] | (uint32_t)c[13] << 8 |
+			  (uint32_t)c[14] << 16 | (uint32_t)c[15] << 24;
+	uint32_t crc = lp_crc32(lp_crc32(0, c + 4, 12), c + LP_CHUNK_HEADER_SIZE, stored);
+	int i;
+
+	for (i = 0; i < 4; i++)
+		c[16 + i] = (uint8_t)(crc >> (8 * i));
+}
+
+static void put_chunk(struct lp_buf *b, uint8_t type, enum lp_codec codec,
+		      const void *raw, size_t raw_size)
+{
+	size_t at = b->len, bound = lp_compress_bound(codec, raw_size), stored = 0;
+
+	lp_buf_reserve(b, LP_CHUNK_HEADER_SIZE + bound);
+	lp_compress(codec, raw, raw_size, b->data + at + LP_CHUNK_HEADER_SIZE, bound, &stored);
+	lp_put_bytes(b, LP_CHUNK_MAGIC, 4);
+	lp_put_bytes(b, (uint8_t[]){ type, (uint8_t)codec, 0, 0 }, 4);
+	lp_put_u32(b, (uint32_t)raw_size);
+	lp_put_u32(b, (uint32_t)stored);
+	lp_put_u32(b, 0);
+	b->len += stored;
+	fix_crc(b->data + at);
+}
+
+static void put_record(struct lp_buf *b, uint64_t type, const struct lp_buf *body)
+{
+	lp_put_uv(b, type);
+	lp_put_uv(b, body->len);
+	lp_put_bytes(b, body->data, body->len);
+}
+
+/* An exit record: the smallest marker a hand-made chunk can carry. */
+static void put_exit(struct lp_buf *b, uint32_t pid)
+{
+	struct lp_buf body = { 0 };
+
+	lp_put_uv(&body, pid);
+	lp_put_uv(&body, 1000 + pid);
+	put_record(b, LP_REC_EXIT, &body);
+	lp_buf_free(&body);
+}
+
+/* Reads every record; returns the exit pids seen, in order, as digits. */
+static const char *read_exits(const char *path, struct trace_reader_stats *st, int *ret)
+{
+	static char seen[64];
+	struct trace_reader *r;
+	struct lp_record rec;
+	size_t n = 0;
+	char msg[256];
+
+	seen[0] = '\0';
+	*ret = trace_reader_open(&r, path, msg, sizeof(msg));
+	if (*ret)
+		return seen;
+	while ((*ret = trace_reader_next(r, &rec)) == 1)
+		if (rec.type == LP_REC_EXIT && n + 1 < sizeof(seen))
+			seen[n++] = (char)('0' + rec.u.exit.pid % 10);
+	seen[n] = '\0';
+	trace_reader_get_stats(r, st);
+	trace_reader_close(r);
+	return seen;
+}
+
+TEST(open_refusals)
+{
+	struct lp_buf b = { 0 };
+	const char *path = fmt_tmp_path("refused.lp");
+	int ok;
+
+	open_fails(path, "", 0, -EBADMSG, "empty file", &ok);
+	CHECK(ok);
+	open_fails(path, "\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 26,
+		   -EBADMSG, "not a luaprof trace", &ok);
+	CHECK(ok);
+	open_fails(path, "LUAP", 4, -EBADMSG, "not a luaprof trace", &ok);
+	CHECK(ok);
+	open_fails(path, "LUAPROF\0\x01\0", 10, -EBADMSG, "not a luaprof trace", &ok);
+	CHECK(ok);
+	open_fails(fmt_tmp_path("missing.lp"), NULL, 0, -ENOENT, "cannot open", &ok);
+	CHECK(ok);
+	put_header(&b, 2, 0, 0);
+	open_fails(path, b.data, b.len, -ENOTSUP, "version 2 is newer", &ok);
+	CHECK(ok);
+	b.len = 0;
+	put_header(&b, 1, 0x4, 0);
+	open_fails(path, b.data, b.len, -ENOTSUP, "incompat bits 0x4", &ok);
+	CHECK(ok);
+	b.len = 0;
+	put_header(&b, 1, 0, 0);
+	b.data[12] ^= 0x80; /* an incompat bit flipped on disk is damage */
+	open_fails(path, b.data, b.len, -EBADMSG, "damaged", &ok);
+	CHECK(ok);
+	lp_buf_free(&b);
+}
+
+TEST(garbage_after_header_and_unknown_compat)
+{
+	struct trace_reader_stats st;
+	struct lp_buf b = { 0 };
+	const char *path = fmt_tmp_path("compat.lp");
+	int ret, i;
+
+	put_header(&b, 1, 0, 0x80000000u); /* unknown compat bits are fine */
+	for (i = 0; i < 5000; i++)
+		lp_put_bytes(&b, (uint8_t[]){ (uint8_t)(i * 131 + 7) }, 1);
+	CHECK(fmt_write_file(path, b.data, b.len) == 0);
+	CHECK(!strcmp(read_exits(path, &st, &ret), "") && ret == 0);
+	CHECK(st.compat == 0x80000000u && st.garbage_bytes == 5000 && st.bad_chunks == 1 &&
+	      !st.chunks && !st.truncated && st.file_bytes == b.len);
+	lp_buf_free(&b);
+}
+
+TEST(unknown_chunk_type_and_records)
+{
+	struct trace_reader_stats st;
+	struct lp_buf b = { 0 }, p = { 0 }, body = { 0 };
+	const char *path = fmt_tmp_path("unknown.lp");
+	int ret;
+
+	put_header(&b, 1, 0, 0);
+	put_exit(&p, 1);
+	put_chunk(&b, 7, LP_CODEC_NONE, p.data, p.len); /* a future chunk type */
+	p.len = 0;
+	put_exit(&p, 2);
+	lp_put_bytes(&body, "\x01\x02\x03", 3);
+	put_record(&p, 300, &body);		/* a future record type */
+	put_record(&p, 0, &body);
+	put_exit(&p, 3);
+	/* A sample with two fields a later version appended. */
+	body.len = 0;
+	lp_put_sv(&body, -5);
+	lp_put_uv(&body, 10);
+	lp_put_uv(&body, 11);
+	lp_put_uv(&body, 2);
+	lp_put_uv(&body, 0);
+	lp_put_uv(&body, 7);
+	lp_put_uv(&body, LP_SAMPLE_KSTACK_FAILED);
+	lp_put_uv(&body, 99999);
+	lp_put_str(&body, "future");
+	put_record(&p, LP_REC_SAMPLE, &body);
+	put_exit(&p, 4);
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_LZ4, p.data, p.len);
+	CHECK(fmt_write_file(path, b.data, b.len) == 0);
+	CHECK(!strcmp(read_exits(path, &st, &ret), "234") && ret == 0);
+	CHECK(st.skipped_chunks == 1 && st.chunks == 1 && st.unknown_records == 2 &&
+	      !st.bad_records && !st.bad_chunks && !st.garbage_bytes);
+	{
+		struct trace_reader *r;
+		struct lp_record rec;
+		char msg[64];
+
+		CHECK(trace_reader_open(&r, path, msg, sizeof(msg)) == 0);
+		while (trace_reader_next(r, &rec) == 1 && rec.type != LP_REC_SAMPLE)
+			;
+		CHECK(rec.type == LP_REC_SAMPLE && rec.u.sample.time_ns == (uint64_t)-5 &&
+		      rec.u.sample.pid == 10 && rec.u.sample.tid == 11 && rec.u.sample.cpu == 2 &&
+		      rec.u.sample.kstack == 0 && rec.u.sample.ustack == 7 &&
+		      rec.u.sample.flags == LP_SAMPLE_KSTACK_FAILED);
+		trace_reader_close(r);
+	}
+	lp_buf_free(&b);
+	lp_buf_free(&p);
+	lp_buf_free(&body);
+}
+
+TEST(hostile_counts_and_lengths)
+{
+	static const uint64_t counts[] = { 1ull << 32, (1ull << 31) - 1, UINT64_MAX, 2 };
+	struct trace_reader_stats st;
+	struct lp_buf b = { 0 }, p = { 0 }, body = { 0 };
+	const char *path = fmt_tmp_path("hostile.lp");
+	size_t i;
+	int ret;
+
+	put_header(&b, 1, 0, 0);
+	put_exit(&p, 1);
+	for (i = 0; i < ARRAY_SIZE(counts); i++) {
+		body.len = 0;
+		lp_put_uv(&body, 1);
+		lp_put_uv(&body, 2);
+		lp_put_uv(&body, 0);
+		lp_put_uv(&body, counts[i]); /* with no mappings behind it */
+		lp_put_uv(&body, 0);
+		put_record(&p, LP_REC_MAPS, &body);
+	}
+	body.len = 0;			/* stack deeper than allowed */
+	lp_put_uv(&body, 5);
+	lp_put_uv(&body, LP_STACK_USER);
+	lp_put_uv(&body, LP_STACK_MAX_DEPTH + 1);
+	for (i = 0; i <= LP_STACK_MAX_DEPTH; i++)
+		lp_put_uv(&body, 1);
+	put_record(&p, LP_REC_STACK, &body);
+	body.len = 0;			/* ksyms whose addresses wrap */
+	lp_put_uv(&body, 2);
+	lp_put_uv(&body, UINT64_MAX);
+	lp_put_str(&body, "a");
+	lp_put_uv(&body, 1);
+	lp_put_str(&body, "b");
+	put_record(&p, LP_REC_KSYMS, &body);
+	body.len = 0;			/* a pid beyond 32 bits */
+	lp_put_uv(&body, 1ull << 32);
+	lp_put_uv(&body, 0);
+	put_record(&p, LP_REC_EXIT, &body);
+	put_exit(&p, 2);
+	lp_put_bytes(&p, "\x03\x64\x01", 3); /* runs past the chunk: rest lost */
+	put_exit(&p, 9);
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_NONE, p.data, p.len);
+	p.len = 0;
+	put_exit(&p, 3);
+	lp_put_bytes(&p, "\x03\xff", 2);	/* a length cut short */
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_ZLIB, p.data, p.len);
+	CHECK(fmt_write_file(path, b.data, b.len) == 0);
+	CHECK(!strcmp(read_exits(path, &st, &ret), "123") && ret == 0);
+	CHECK(st.bad_records == 4 + 1 + 1 + 1 + 1 + 1 && st.chunks == 2 && !st.bad_chunks);
+	lp_buf_free(&b);
+	lp_buf_free(&p);
+	lp_buf_free(&body);
+}
+
+TEST(bad_codec_data_with_good_crc)
+{
+	struct trace_reader_stats st;
+	struct lp_buf b = { 0 }, p = { 0 };
+	const char *path = fmt_tmp_path("badlz4.lp");
+	size_t at;
+	int ret;
+
+	put_header(&b, 1, 0, 0);
+	put_exit(&p, 1);
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_NONE, p.data, p.len);
+	/* Chunks that claim lz4 and an unknown codec but hold raw bytes.
+	 * Their CRCs are right, so the reader trusts their lengths and
+	 * moves straight on to the next chunk: no garbage, no scanning. */
+	at = b.len;
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_NONE, "\xf0\xf0\xf0\xf0\xf0\xf0", 6);
+	b.data[at + 5] = LP_CODEC_LZ4;
+	fix_crc(b.data + at);
+	at = b.len;
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_NONE, p.data, p.len);
+	b.data[at + 5] = 9;
+	fix_crc(b.data + at);
+	p.len = 0;
+	put_exit(&p, 2);
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_LZ4, p.data, p.len);
+	CHECK(fmt_write_file(path, b.data, b.len) == 0);
+	CHECK(!strcmp(read_exits(path, &st, &ret), "12") && ret == 0);
+	CHECK(st.bad_chunks == 2 && st.chunks == 2 && !st.garbage_bytes);
+	lp_buf_free(&b);
+	lp_buf_free(&p);
+}
+
+/* A small multi-chunk trace of distinct samples (tid = index). */
+static size_t sample_trace(const char *path, enum lp_codec codec, struct lp_record *recs,
+			   size_t n, size_t per_chunk, struct layout *l)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		recs[i] = (struct lp_record){ .type = LP_REC_SAMPLE, .u.sample = {
+			.time_ns = 5000000000ull + i * 1000000 - (i % 5) * 1700000,
+			.pid = 77, .tid = (uint32_t)i, .cpu = (uint32_t)i % 8,
+			.kstack = i % 2, .ustack = 1 + i % 9 } };
+	return fmt_write_trace(path, codec, recs, n, per_chunk, NULL, l, NULL) ? 0 : n;
+}
+
+static int on_bound(const struct layout *l, uint64_t off)
+{
+	size_t i;
+
+	for (i = 0; i < l->nbounds; i++)
+		if (l->bounds[i] == off)
+			return 1;
+	return 0;
+}
+
+TEST(truncated_at_every_97th_byte)
+{
+	struct lp_record recs[600], rec;
+	struct trace_reader_stats st;
+	struct trace_reader *r;
+	struct layout l;
+	const char *full = fmt_tmp_path("whole.lp"), *cut = fmt_tmp_path("cut.lp");
+	uint8_t *data = NULL;
+	size_t size = 0, at, c, got;
+	char msg[256];
+	int ret, steps;
+
+	for (c = 0; c < ARRAY_SIZE(fmt_codecs); c++) {
+		CHECK(sample_trace(full, fmt_codecs[c], recs, 600, 100, &l) == 600);
+		free(data);
+		data = fmt_read_file(full, &size);
+		CHECK(data && size == l.bounds[l.nbounds - 1] && l.nbounds == 8);
+		for (at = 0; at < size; at += 97) {
+			CHECK(fmt_write_file(cut, data, at) == 0);
+			ret = trace_reader_open(&r, cut, msg, sizeof(msg));
+			if (at < LP_HEADER_SIZE) {
+				CHECK(ret == -EBADMSG);
+				continue;
+			}
+			CHECK(ret == 0);
+			got = 0;
+			for (steps = 0; steps < 10000; steps++) {
+				ret = trace_reader_next(r, &rec);
+				if (ret != 1)
+					break;
+				/* Whatever comes out is intact and in order. */
+				CHECK(rec.type == LP_REC_SAMPLE && got < 600 &&
+				      fmt_record_equal(&recs[got], &rec));
+				got++;
+			}
+			trace_reader_get_stats(r, &st);
+			trace_reader_close(r);
+			CHECK(ret == 0 && steps < 10000);
+			CHECK(!st.footer_seen && !st.bad_chunks && !st.garbage_bytes);
+			CHECK(st.truncated == !on_bound(&l, at));
+			CHECK(got == 100 * st.chunks);
+		}
+	}
+	free(data);
+}
+
+TEST(flipped_byte_in_middle_chunk)
+{
+	struct lp_record recs[500], rec;
+	struct trace_reader_stats st;
+	struct trace_reader *r;
+	struct layout l;
+	const char *path = fmt_tmp_path("flip.lp");
+	uint8_t *data;
+	size_t size, c, i, got;
+	uint64_t lo, hi;
+	char msg[256];
+
+	for (c = 0; c < ARRAY_SIZE(fmt_codecs); c++) {
+		CHECK(sample_trace(path, fmt_codecs[c], recs, 500, 100, &l) == 500);
+		data = fmt_read_file(path, &size);
+		CHECK(data);
+		lo = l.bounds[2];	/* the third chunk: samples 200..299 */
+		hi = l.bounds[3];
+		data[lo + (hi - lo) / 2] ^= 0x10;
+		CHECK(fmt_write_file(path, data, size) == 0);
+		free(data);
+		CHECK(trace_reader_open(&r, path, msg, sizeof(msg)) == 0);
+		for (got = 0, i = 0; trace_reader_next(r, &rec) == 1; got++) {
+			if (rec.type == LP_REC_FOOTER)
+				break;
+			if (i == 200)
+				i = 300;
+			CHECK(i < 500 && fmt_record_equal(&recs[i], &rec));
+			i++;
+		}
+		trace_reader_get_stats(r, &st);
+		trace_reader_close(r);
+		CHECK(got == 400 && st.footer_seen);
+		CHECK(st.bad_chunks == 1 && st.garbage_bytes == hi - lo && st.chunks == 5);
+		CHECK(!st.truncated && !st.bad_records);
+	}
+}
+
+TEST(resync_after_damaged_size_and_inserted_garbage)
+{
+	struct lp_record recs[300];
+	struct trace_reader_stats st;
+	struct lp_buf b = { 0 };
+	struct lp_footer footer;
+	struct layout l;
+	const char *path = fmt_tmp_path("resync.lp");
+	uint8_t *data;
+	size_t size, n;
+
+	CHECK(sample_trace(path, LP_CODEC_LZ4, recs, 300, 100, &l) == 300);
+	data = fmt_read_file(path, &size);
+	CHECK(data);
+	/* Chunk 2 claims a 16 MiB payload: it must not swallow chunk 3. */
+	data[l.bounds[1] + 14] = 0xff;
+	/* And 1000 bytes of junk (with a false magic) before chunk 3. */
+	lp_put_bytes(&b, data, l.bounds[2]);
+	for (n = 0; n < 1000; n++)
+		lp_put_bytes(&b, n == 500 ? "LPCK" : "x", n == 500 ? 4 : 1);
+	lp_put_bytes(&b, data + l.bounds[2], size - l.bounds[2]);
+	free(data);
+	CHECK(fmt_write_file(path, b.data, b.len) == 0);
+	memmove(recs + 100, recs + 200, 100 * sizeof(recs[0]));
+	n = fmt_read_expect(path, recs, 200, &footer, &st);
+	CHECK(n == 200 && st.bad_chunks == 1 && st.chunks == 3 && st.footer_seen);
+	CHECK(st.garbage_bytes == l.bounds[2] - l.bounds[1] + 1003);
+	lp_buf_free(&b);
+}
