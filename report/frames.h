@@ -1,0 +1,40 @@
+/*
+ * frames.h - how one address becomes one frame name.
+ *
+ * User addresses are read against their process's current layout (maps.h)
+ * and named by the file they fall in (symbolize.h); kernel addresses are
+ * named from the trace's KSYMS records.  Names are interned into the
+ * caller's name table, cleaned of control characters (a trace is
+ * untrusted, and a newline in a name would forge output lines).
+ *
+ * A return address points after its call, possibly into the next
+ * function, so every frame but a stack's leaf is looked up at addr - 1.
+ */
+#ifndef LUAPROF_REPORT_FRAMES_H
+#define LUAPROF_REPORT_FRAMES_H
+
+#include <stdint.h>
+
+#include "format/trace.h"
+#include "report/intern.h"
+#include "report/maps.h"
+#include "report/symbolize.h"
+
+struct frames;
+
+int frames_new(struct frames **out, struct strtab *names, struct maps *maps,
+	       struct symbolizer *sym);
+void frames_free(struct frames *f);
+
+/* Adds a KSYMS record's symbols; records may come anywhere in the trace,
+ * so kernel frames are best named once the whole trace was read. */
+int frames_add_ksyms(struct frames *f, const struct lp_ksyms *rec);
+
+/* `ret` is set for return addresses (all frames but a stack's leaf). */
+int frames_user(struct frames *f, uint32_t pid, uint64_t addr, int ret,
+		uint32_t *id);
+int frames_kernel(struct frames *f, uint64_t addr, int ret, uint32_t *id);
+/* Interns any other name (a comm, "[no stack]") the same careful way. */
+int frames_name(struct frames *f, const char *name, uint32_t *id);
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * htab.c - open addressing with linear probing over (hash, index) pairs,
+ * and the array growth every table uses.  See htab.h for why the table
+ * holds indices rather than entries.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/htab.h"
+
+void htab_probe_start(const struct htab *h, uint64_t hash,
+		      struct htab_probe *p)
+{
+	p->hash = hash;
+	p->pos = h->cap ? hash & (h->cap - 1) : 0;
+}
+
+int64_t htab_probe_next(const struct htab *h, struct htab_probe *p)
+{
+	if (!h->cap)
+		return -1;
+	for (;;) {
+		const struct htab_slot *s = &h->slots[p->pos];
+
+		if (!s->idx)
+			return -1;
+		p->pos = (p->pos + 1) & (h->cap - 1);
+		if (s->hash == p->hash)
+			return s->idx - 1;
+	}
+}
+
+static void place(struct htab_slot *slots, size_t cap, uint64_t hash,
+		  uint32_t idx)
+{
+	size_t pos = hash & (cap - 1);
+
+	while (slots[pos].idx)
+		pos = (pos + 1) & (cap - 1);
+	slots[pos].hash = hash;
+	slots[pos].idx = idx;
+}
+
+/* Keeping the load at or under one half keeps probe runs short even with
+ * the clustering linear probing is known for. */
+static int rehash(struct htab *h)
+{
+	size_t ncap = h->cap ? h->cap * 2 : 64;
+	struct htab_slot *ns;
+
+	if (ncap < h->cap)
+		return -ENOMEM;
+	ns = calloc(ncap, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	for (size_t i = 0; i < h->cap; i++)
+		if (h->slots[i].idx)
+			place(ns, ncap, h->slots[i].hash, h->slots[i].idx);
+	free(h->slots);
+	h->slots = ns;
+	h->cap = ncap;
+	return 0;
+}
+
+int htab_insert(struct htab *h, uint64_t hash, uint32_t idx)
+{
+	int err;
+
+	if (idx == UINT32_MAX)
+		return -ENOMEM;
+	if ((h->len + 1) * 2 > h->cap) {
+		err = rehash(h);
+		if (err)
+			return err;
+	}
+	place(h->slots, h->cap, hash, idx + 1);
+	h->len++;
+	return 0;
+}
+
+void htab_free(struct htab *h)
+{
+	free(h->slots);
+	memset(h, 0, sizeof(*h));
+}
+
+int grow_array(void **v, size_t *cap, size_t need, size_t size)
+{
+	size_t ncap = *cap ? *cap : 16;
+	void *nv;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	if (ncap > SIZE_MAX / size)
+		return -ENOMEM;
+	nv = realloc(*v, ncap * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+/* FNV-1a, 64 bit, finished with a mixer: keys here are short (names, a
+ * few dozen ids), so simplicity beats throughput. */
+uint64_t hash_bytes(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return hash_u64(h ^ n);
+}

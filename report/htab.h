@@ -1,0 +1,67 @@
+/*
+ * htab.h - the one hash table and the one growable-array helper that every
+ * table of report/ is built from.
+ *
+ * The table stores only (hash, index) pairs: the entries themselves live in
+ * the caller's own array, so each table keeps its entries dense, typed and
+ * addressable by index (ids are indices), and the hash table never needs to
+ * know how to compare keys.  A lookup walks the candidates with the same
+ * hash and the caller compares; nothing is ever removed, which a streaming
+ * aggregation does not need and which keeps open addressing trivial.
+ */
+#ifndef LUAPROF_REPORT_HTAB_H
+#define LUAPROF_REPORT_HTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct htab_slot {
+	uint64_t hash;
+	uint32_t idx; /* entry index + 1; 0 marks an empty slot */
+};
+
+struct htab {
+	struct htab_slot *slots;
+	size_t cap; /* a power of two, 0 until the first insert */
+	size_t len;
+};
+
+struct htab_probe {
+	size_t pos;
+	uint64_t hash;
+};
+
+/* Starts walking the entries whose hash is `hash`. */
+void htab_probe_start(const struct htab *h, uint64_t hash,
+		      struct htab_probe *p);
+/* The next candidate's entry index, or -1 when there is none left. */
+int64_t htab_probe_next(const struct htab *h, struct htab_probe *p);
+/* Adds entry `idx` under `hash`; 0 or -ENOMEM. */
+int htab_insert(struct htab *h, uint64_t hash, uint32_t idx);
+void htab_free(struct htab *h);
+
+/* Makes room for `need` elements of `size` bytes in *v (capacity in *cap,
+ * in elements); 0 or -ENOMEM, with *v untouched on failure. */
+int grow_array(void **v, size_t *cap, size_t need, size_t size);
+
+#define GROW(v, cap, need) grow_array((void **)&(v), &(cap), (need), sizeof(*(v)))
+
+/* splitmix64's finalizer: cheap and mixes every input bit. */
+static inline uint64_t hash_u64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static inline uint64_t hash_mix(uint64_t h, uint64_t v)
+{
+	return hash_u64(h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)));
+}
+
+uint64_t hash_bytes(const void *p, size_t n);
+
+#endif

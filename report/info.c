@@ -1,0 +1,373 @@
+/*
+ * info.c - `luaprof info TRACE`: what a trace holds and how healthy it is,
+ * without symbolizing anything.  It answers the questions to ask before
+ * trusting a report: who recorded what, on which machine, at what rate;
+ * which processes took part and how they joined; how many samples were
+ * taken, kept and lost; and whether the file is complete or damaged.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "format/trace.h"
+#include "report/procs.h"
+#include "report/report.h"
+
+#define PROG "luaprof info"
+
+struct info {
+	char *version, *cmdline, *target, *hostname, *kernel, *clock;
+	int meta_seen;
+	uint32_t rate_hz, meta_flags;
+	uint64_t start_mono_ns, start_real_ns;
+
+	struct procs procs;
+	uint64_t samples, first_ns, last_ns;
+	uint64_t kstack_failed, ustack_failed;
+	uint64_t lost[3]; /* other reasons, ringbuf, write */
+	uint64_t stacks[3]; /* other kinds, kernel, user */
+	uint64_t maps_records, mappings, ksyms;
+	struct lp_footer footer;
+	int footer_seen;
+};
+
+static const char usage_line[] = "usage: luaprof info TRACE\n";
+
+static int keep(char **dst, const char *src)
+{
+	free(*dst);
+	*dst = strdup(src ? src : "");
+	return *dst ? 0 : -ENOMEM;
+}
+
+static int on_meta(struct info *in, const struct lp_meta *m)
+{
+	int err;
+
+	err = keep(&in->version, m->version);
+	if (!err)
+		err = keep(&in->cmdline, m->cmdline);
+	if (!err)
+		err = keep(&in->target, m->target);
+	if (!err)
+		err = keep(&in->hostname, m->hostname);
+	if (!err)
+		err = keep(&in->kernel, m->kernel);
+	if (!err)
+		err = keep(&in->clock, m->clock);
+	in->meta_seen = 1;
+	in->rate_hz = m->rate_hz;
+	in->meta_flags = m->flags;
+	in->start_mono_ns = m->start_mono_ns;
+	in->start_real_ns = m->start_real_ns;
+	return err;
+}
+
+static int on_record(struct info *in, const struct lp_record *rec)
+{
+	const struct lp_sample *s = &rec->u.sample;
+	struct proc *p;
+	int err;
+
+	switch (rec->type) {
+	case LP_REC_META:
+		return on_meta(in, &rec->u.meta);
+	case LP_REC_PROCESS:
+		return procs_add(&in->procs, &rec->u.process);
+	case LP_REC_EXIT:
+		return procs_exit(&in->procs, &rec->u.exit);
+	case LP_REC_MAPS:
+		in->maps_records++;
+		in->mappings += rec->u.maps.count;
+		return 0;
+	case LP_REC_STACK:
+		in->stacks[rec->u.stack.kind <= 2 ? rec->u.stack.kind : 0]++;
+		return 0;
+	case LP_REC_SAMPLE:
+		if (!in->samples++ || s->time_ns < in->first_ns)
+			in->first_ns = s->time_ns;
+		if (s->time_ns > in->last_ns)
+			in->last_ns = s->time_ns;
+		in->kstack_failed += !!(s->flags & LP_SAMPLE_KSTACK_FAILED);
+		in->ustack_failed += !!(s->flags & LP_SAMPLE_USTACK_FAILED);
+		err = procs_get(&in->procs, s->pid, &p);
+		if (!err)
+			p->samples++;
+		return err;
+	case LP_REC_LOST:
+		in->lost[rec->u.lost.reason <= 2 ? rec->u.lost.reason : 0] +=
+			rec->u.lost.count;
+		return 0;
+	case LP_REC_KSYMS:
+		in->ksyms += rec->u.ksyms.count;
+		return 0;
+	case LP_REC_FOOTER:
+		in->footer = rec->u.footer;
+		in->footer_seen = 1;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static uint32_t le32(const unsigned char *b)
+{
+	return b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+/*
+ * Counts chunks per codec by walking the chunk headers from the file
+ * header on.  The reader does not report codecs (trace_reader_stats has
+ * no field for them), so this reads the framing trace.h documents; it
+ * stops at the first thing that is not a chunk header, so on a damaged
+ * trace it speaks for the chunks before the damage only.  Returns the
+ * number of chunks walked.
+ */
+static uint64_t walk_codecs(const char *path, uint64_t counts[4])
+{
+	unsigned char h[LP_HEADER_SIZE], b[LP_CHUNK_HEADER_SIZE];
+	uint64_t off, walked = 0;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		goto cleanup;
+	off = h[10] | h[11] << 8; /* header_size */
+	while (pread(fd, b, sizeof(b), off) == (ssize_t)sizeof(b) &&
+	       !memcmp(b, LP_CHUNK_MAGIC, 4)) {
+		counts[b[5] <= LP_CODEC_ZLIB ? b[5] : 3]++;
+		walked++;
+		off += sizeof(b) + (uint64_t)le32(b + 12);
+	}
+cleanup:
+	close(fd);
+	return walked;
+}
+
+static double rel_s(const struct info *in, uint64_t t)
+{
+	uint64_t start = in->meta_seen ? in->start_mono_ns : in->first_ns;
+
+	return ((double)t - (double)start) / 1e9;
+}
+
+static void print_meta(const struct info *in)
+{
+	char date[64] = "?";
+	time_t secs;
+	struct tm tm;
+
+	if (!in->meta_seen) {
+		printf("meta: none (the trace lost its first records)\n");
+		return;
+	}
+	secs = in->start_real_ns / 1000000000ull;
+	if (gmtime_r(&secs, &tm))
+		strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	printf("meta:\n"
+	       "  luaprof version:  %s\n"
+	       "  command line:     %s\n"
+	       "  target:           %s\n"
+	       "  host:             %s\n"
+	       "  kernel:           %s\n"
+	       "  rate:             %" PRIu32 " Hz\n"
+	       "  clock:            %s\n"
+	       "  started:          %s\n"
+	       "  follow children:  %s\n",
+	       in->version, in->cmdline, in->target, in->hostname, in->kernel,
+	       in->rate_hz, in->clock, date,
+	       in->meta_flags & LP_META_FOLLOW_CHILDREN ? "yes" : "no");
+}
+
+static void print_procs(const struct info *in)
+{
+	char joined[64], exit_at[32];
+
+	printf("processes: %zu\n", in->procs.len);
+	if (!in->procs.len)
+		return;
+	printf("  %7s %7s  %-16s %-15s %10s %9s  %s\n", "PID", "PPID", "COMM",
+	       "JOINED", "EXIT", "SAMPLES", "EXE");
+	for (size_t i = 0; i < in->procs.len; i++) {
+		const struct proc *p = &in->procs.v[i];
+
+		procs_joined(p, joined, sizeof(joined));
+		if (p->exited)
+			snprintf(exit_at, sizeof(exit_at), "%+.3f s",
+				 rel_s(in, p->exit_ns));
+		else
+			snprintf(exit_at, sizeof(exit_at), "-");
+		printf("  %7" PRIu32 " %7" PRIu32 "  %-16s %-15s %10s %9" PRIu64
+		       "  %s\n",
+		       p->pid, p->ppid, p->comm ? p->comm : "?", joined,
+		       exit_at, p->samples, p->exe && p->exe[0] ? p->exe : "?");
+	}
+}
+
+static void print_info(const char *path, const struct info *in,
+		       const struct trace_reader_stats *st)
+{
+	uint64_t codecs[4] = { 0 }, walked, lost;
+
+	lost = in->lost[0] + in->lost[1] + in->lost[2];
+	printf("trace: %s\n", path);
+	printf("format: version %" PRIu32 ", incompat features 0x%" PRIx32
+	       ", compat features 0x%" PRIx32 "\n",
+	       st->version, st->incompat, st->compat);
+	walked = walk_codecs(path, codecs);
+	printf("codecs:");
+	for (int c = 0; c <= LP_CODEC_ZLIB; c++)
+		if (codecs[c])
+			printf(" %s (%" PRIu64 " chunks)", lp_codec_name(c),
+			       codecs[c]);
+	if (codecs[3])
+		printf(" unknown (%" PRIu64 " chunks)", codecs[3]);
+	if (!walked)
+		printf(" unknown");
+	else if (walked < st->chunks + st->bad_chunks + st->skipped_chunks)
+		printf(" (of the %" PRIu64 " chunks before the first damage)",
+		       walked);
+	printf("\n");
+	print_meta(in);
+	print_procs(in);
+	if (in->samples)
+		printf("time span: %+.3f .. %+.3f s from start (%.3f s)\n",
+		       rel_s(in, in->first_ns), rel_s(in, in->last_ns),
+		       (in->last_ns - in->first_ns) / 1e9);
+	else
+		printf("time span: no samples\n");
+	printf("samples: %" PRIu64 " (kernel stack unreadable in %" PRIu64
+	       ", user stack unreadable in %" PRIu64 ")\n",
+	       in->samples, in->kstack_failed, in->ustack_failed);
+	for (size_t i = 0; i < in->procs.len; i++)
+		if (in->procs.v[i].samples)
+			printf("  pid %" PRIu32 ": %" PRIu64 "\n",
+			       in->procs.v[i].pid, in->procs.v[i].samples);
+	printf("lost: %" PRIu64, lost);
+	if (lost)
+		printf(" (%.2f%% of %" PRIu64 "; ring buffer full %" PRIu64
+		       ", recorder could not keep %" PRIu64 ", other %" PRIu64 ")",
+		       100.0 * lost / (lost + in->samples), lost + in->samples,
+		       in->lost[LP_LOST_RINGBUF], in->lost[LP_LOST_WRITE],
+		       in->lost[0]);
+	printf("\nstacks defined: %" PRIu64 " (kernel %" PRIu64 ", user %"
+	       PRIu64 ")\n",
+	       in->stacks[0] + in->stacks[1] + in->stacks[2],
+	       in->stacks[LP_STACK_KERNEL], in->stacks[LP_STACK_USER]);
+	printf("mapping records: %" PRIu64 " (%" PRIu64 " mappings)\n",
+	       in->maps_records, in->mappings);
+	printf("kernel symbols: %" PRIu64 "\n", in->ksyms);
+	printf("chunks: %" PRIu64 " good, %" PRIu64 " bad, %" PRIu64
+	       " skipped (unknown type)\n",
+	       st->chunks, st->bad_chunks, st->skipped_chunks);
+	if (st->bad_records || st->unknown_records || st->garbage_bytes)
+		printf("damage: %" PRIu64 " records undecodable, %" PRIu64
+		       " of unknown type, %" PRIu64 " bytes skipped\n",
+		       st->bad_records, st->unknown_records, st->garbage_bytes);
+	printf("file bytes: %" PRIu64 "\n", st->file_bytes);
+	printf("raw payload bytes: %" PRIu64 " (stored %" PRIu64 ")\n",
+	       st->raw_bytes, st->stored_bytes);
+	if (st->stored_bytes)
+		printf("compression ratio: %.2f\n",
+		       (double)st->raw_bytes / st->stored_bytes);
+	else
+		printf("compression ratio: n/a\n");
+	if (!in->footer_seen) {
+		printf("status: cut short (no footer%s): %" PRIu64
+		       " samples recovered from %" PRIu64 " chunks\n",
+		       st->truncated ? ", the file ends inside a chunk" : "",
+		       in->samples, st->chunks);
+	} else {
+		printf("status: complete (footer: %" PRIu64 " samples, %" PRIu64
+		       " lost, %" PRIu64 " chunks; read %" PRIu64 " samples",
+		       in->footer.samples, in->footer.lost, in->footer.chunks,
+		       in->samples);
+		if (in->footer.samples != in->samples)
+			printf(": %" PRIu64 " samples missing",
+			       in->footer.samples > in->samples ?
+			       in->footer.samples - in->samples : 0);
+		printf(")\n");
+	}
+}
+
+static void info_free(struct info *in)
+{
+	free(in->version);
+	free(in->cmdline);
+	free(in->target);
+	free(in->hostname);
+	free(in->kernel);
+	free(in->clock);
+	procs_free(&in->procs);
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct trace_reader *reader = NULL;
+	struct trace_reader_stats st;
+	struct info in = { 0 };
+	struct lp_record rec;
+	char errbuf[256] = "";
+	const char *path;
+	int c, err, ret = 1;
+
+	optind = 0; /* glibc: start over, as a command may run twice */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(usage_line, stdout);
+			fputs("\nPrints what a luaprof trace holds: format, recording "
+			      "metadata, processes,\nsamples and losses, and whether "
+			      "the file is complete or damaged.\n\n"
+			      "  -h, --help  print this help and exit\n",
+			      stdout);
+			return 0;
+		}
+		fprintf(stderr, PROG ": unknown option '%s'\n%s",
+			argv[optind - 1], usage_line);
+		return 2;
+	}
+	if (argc - optind != 1) {
+		fprintf(stderr, PROG ": %s\n%s",
+			argc - optind ? "expected one TRACE, got more" :
+			"no TRACE given", usage_line);
+		return 2;
+	}
+	path = argv[optind];
+	err = trace_reader_open(&reader, path, errbuf, sizeof(errbuf));
+	if (err) {
+		fprintf(stderr, PROG ": %s: %s\n", path,
+			errbuf[0] ? errbuf : strerror(-err));
+		return 1;
+	}
+	while ((err = trace_reader_next(reader, &rec)) == 1) {
+		err = on_record(&in, &rec);
+		if (err)
+			break;
+	}
+	if (err < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", path, strerror(-err));
+		goto cleanup;
+	}
+	trace_reader_get_stats(reader, &st);
+	print_info(path, &in, &st);
+	ret = fflush(stdout) || ferror(stdout) ? 1 : 0;
+	if (ret)
+		fprintf(stderr, PROG ": standard output: write error\n");
+cleanup:
+	trace_reader_close(reader);
+	info_free(&in);
+	return ret;
+}

@@ -1,0 +1,57 @@
+/*
+ * intern.h - interning of strings and of id sequences into dense ids.
+ *
+ * Aggregating millions of samples is only cheap if equal things become
+ * equal small integers once: frame names are interned to name ids, stacks
+ * of name ids to stack ids, and every later step (counting, sorting,
+ * printing) works on those ids.  Interned data is immutable and lives
+ * until the table is freed, so pointers to it stay valid.
+ */
+#ifndef LUAPROF_REPORT_INTERN_H
+#define LUAPROF_REPORT_INTERN_H
+
+#include <stdint.h>
+
+#include "report/htab.h"
+
+struct strtab {
+	struct htab h;
+	char **strs; /* id -> NUL-terminated copy */
+	size_t len, cap;
+};
+
+/* Interns the n bytes at s (which need no terminator); 0 or -ENOMEM. */
+int strtab_intern(struct strtab *t, const char *s, size_t n, uint32_t *id);
+void strtab_free(struct strtab *t);
+
+static inline const char *strtab_get(const struct strtab *t, uint32_t id)
+{
+	return t->strs[id];
+}
+
+struct seq_ent {
+	size_t off; /* into data */
+	uint32_t len;
+};
+
+struct seqtab {
+	struct htab h;
+	uint32_t *data; /* every sequence, back to back */
+	size_t data_len, data_cap;
+	struct seq_ent *ents; /* id -> sequence */
+	size_t len, cap;
+};
+
+/* Interns v[0..n); *created says whether the id is new.  0 or -ENOMEM. */
+int seqtab_intern(struct seqtab *t, const uint32_t *v, uint32_t n,
+		  uint32_t *id, int *created);
+void seqtab_free(struct seqtab *t);
+
+static inline const uint32_t *seqtab_get(const struct seqtab *t, uint32_t id,
+					 uint32_t *n)
+{
+	*n = t->ents[id].len;
+	return t->data + t->ents[id].off;
+}
+
+#endif

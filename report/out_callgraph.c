@@ -1,0 +1,177 @@
+/*
+ * out_callgraph.c - a caller-to-callee tree, perf style: every node shows
+ * the share of samples in its subtree (total) and of samples it was the
+ * leaf of (self), then its name indented two spaces per level.  Children
+ * come in order of total, then name, so the hot path reads top-down and
+ * the output is deterministic.  Nodes under --percent-limit are left out,
+ * with their subtrees, and counted in a closing line, so the reader knows
+ * the tree was pruned and by how much.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/htab.h"
+#include "report/profile.h"
+
+struct node {
+	uint32_t name, parent;
+	uint64_t total, self;
+	uint32_t first, nkids; /* range in kids[], once built */
+	uint32_t size;         /* nodes in the subtree, itself included */
+};
+
+struct tree {
+	const struct profile *p;
+	struct node *v;
+	size_t n, cap;
+	struct htab h; /* (parent, name) -> node */
+	uint32_t *kids;
+	double limit;
+	uint64_t hidden;
+};
+
+static int child(struct tree *t, uint32_t parent, uint32_t name,
+		 uint32_t *out)
+{
+	uint64_t hash = hash_mix(hash_u64(parent), name);
+	struct htab_probe p;
+	struct node *nd;
+	int64_t i;
+	int err;
+
+	htab_probe_start(&t->h, hash, &p);
+	while ((i = htab_probe_next(&t->h, &p)) >= 0) {
+		if (t->v[i].parent == parent && t->v[i].name == name) {
+			*out = i;
+			return 0;
+		}
+	}
+	if (t->n >= UINT32_MAX - 1)
+		return -ENOMEM;
+	err = GROW(t->v, t->cap, t->n + 1);
+	if (!err)
+		err = htab_insert(&t->h, hash, t->n);
+	if (err)
+		return err;
+	nd = &t->v[t->n];
+	memset(nd, 0, sizeof(*nd));
+	nd->name = name;
+	nd->parent = parent;
+	*out = t->n++;
+	return 0;
+}
+
+static int build(struct tree *t)
+{
+	const struct profile *p = t->p;
+	uint32_t *fill;
+	int err;
+
+	err = GROW(t->v, t->cap, 1);
+	if (err)
+		return err;
+	memset(&t->v[0], 0, sizeof(t->v[0])); /* the root above all roots */
+	t->n = 1;
+	for (size_t s = 0; s < p->stacks.len; s++) {
+		const uint32_t *v;
+		uint32_t n, cur = 0;
+
+		v = seqtab_get(&p->stacks, s, &n);
+		if (!p->counts[s])
+			continue;
+		for (uint32_t i = 0; i < n; i++) {
+			err = child(t, cur, v[i], &cur);
+			if (err)
+				return err;
+			t->v[cur].total += p->counts[s];
+		}
+		t->v[cur].self += p->counts[s];
+	}
+	/* A child is always created after its parent, so one backward pass
+	 * sums subtree sizes and a forward one lays out children. */
+	for (size_t i = t->n; i-- > 1;) {
+		t->v[i].size++;
+		t->v[t->v[i].parent].size += t->v[i].size;
+		t->v[t->v[i].parent].nkids++;
+	}
+	t->kids = calloc(t->n, sizeof(*t->kids));
+	fill = calloc(t->n, sizeof(*fill));
+	if (!t->kids || !fill) {
+		free(fill);
+		return -ENOMEM;
+	}
+	for (size_t i = 0, pos = 0; i < t->n; i++) {
+		t->v[i].first = pos;
+		pos += t->v[i].nkids;
+	}
+	for (size_t i = 1; i < t->n; i++) {
+		uint32_t par = t->v[i].parent;
+
+		t->kids[t->v[par].first + fill[par]++] = i;
+	}
+	free(fill);
+	return 0;
+}
+
+/* qsort has no context argument; the tree being sorted is set here. */
+static const struct tree *sort_tree;
+
+static int kid_cmp(const void *a, const void *b)
+{
+	const struct node *x = &sort_tree->v[*(const uint32_t *)a];
+	const struct node *y = &sort_tree->v[*(const uint32_t *)b];
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(strtab_get(&sort_tree->p->names, x->name),
+		      strtab_get(&sort_tree->p->names, y->name));
+}
+
+static double pct(const struct tree *t, uint64_t n)
+{
+	return t->p->shown ? 100.0 * n / t->p->shown : 0.0;
+}
+
+static void print(FILE *out, struct tree *t, uint32_t idx, int depth)
+{
+	const struct node *nd = &t->v[idx];
+
+	sort_tree = t;
+	qsort(t->kids + nd->first, nd->nkids, sizeof(*t->kids), kid_cmp);
+	for (uint32_t i = 0; i < nd->nkids; i++) {
+		const struct node *k = &t->v[t->kids[nd->first + i]];
+
+		if (pct(t, k->total) < t->limit) {
+			t->hidden += k->size;
+			continue;
+		}
+		fprintf(out, "%7.2f%% %7.2f%%  %*s%s\n", pct(t, k->total),
+			pct(t, k->self), depth * 2, "",
+			strtab_get(&t->p->names, k->name));
+		print(out, t, t->kids[nd->first + i], depth + 1);
+	}
+}
+
+int out_callgraph(FILE *out, const struct profile *p, double limit)
+{
+	struct tree t = { .p = p, .limit = limit };
+	int err;
+
+	err = build(&t);
+	if (err)
+		goto cleanup;
+	profile_header(out, p, "callgraph");
+	fprintf(out, "# %6s %8s  %s\n", "total", "self",
+		"function (callees indented below their caller)");
+	print(out, &t, 0, 0);
+	if (t.hidden)
+		fprintf(out, "# %" PRIu64 " nodes below %g%% hidden (--percent-limit)\n",
+			t.hidden, limit);
+cleanup:
+	free(t.v);
+	free(t.kids);
+	htab_free(&t.h);
+	return err;
+}

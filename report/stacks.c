@@ -1,0 +1,301 @@
+/*
+ * stacks.c - stack records, user stack resolution and sample counting
+ * (see stacks.h for the design).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/htab.h"
+#include "report/stacks.h"
+
+/* Stand-ins for a stack index or a user resolution. */
+#define NONE UINT32_MAX          /* the sample has no such stack */
+#define MISSING (UINT32_MAX - 1) /* it names an undefined stack id */
+
+struct stack_ent {
+	uint64_t id;
+	size_t off; /* into addrs */
+	uint32_t depth;
+};
+
+/* (pid, stack, layout generation) -> user frames, root first. */
+struct ures_ent {
+	uint32_t pid, stack;
+	uint64_t gen;
+	uint32_t useq;
+};
+
+/* What is counted: one entry per distinct triple. */
+struct count_ent {
+	uint32_t root, useq, kstack;
+	uint64_t count;
+};
+
+struct stacks {
+	struct frames *fr;
+	struct maps *maps;
+
+	struct stack_ent *st;
+	size_t nst, capst;
+	uint64_t *addrs; /* every stack's addresses, leaf first */
+	size_t naddrs, capaddrs;
+	struct htab st_h;
+
+	struct ures_ent *ures;
+	size_t nures, capures;
+	struct htab ures_h;
+	struct seqtab useqs;
+
+	struct count_ent *cnt;
+	size_t ncnt, capcnt;
+	struct htab cnt_h;
+
+	uint32_t *buf; /* scratch for one stack's name ids */
+	size_t capbuf;
+};
+
+int stacks_new(struct stacks **out, struct frames *fr, struct maps *maps)
+{
+	struct stacks *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->fr = fr;
+	s->maps = maps;
+	*out = s;
+	return 0;
+}
+
+void stacks_free(struct stacks *s)
+{
+	if (!s)
+		return;
+	free(s->st);
+	free(s->addrs);
+	htab_free(&s->st_h);
+	free(s->ures);
+	htab_free(&s->ures_h);
+	seqtab_free(&s->useqs);
+	free(s->cnt);
+	htab_free(&s->cnt_h);
+	free(s->buf);
+	free(s);
+}
+
+/* The index of stack `id`, or MISSING. */
+static uint32_t find_stack(const struct stacks *s, uint64_t id)
+{
+	struct htab_probe p;
+	int64_t i;
+
+	htab_probe_start(&s->st_h, hash_u64(id), &p);
+	while ((i = htab_probe_next(&s->st_h, &p)) >= 0)
+		if (s->st[i].id == id)
+			return i;
+	return MISSING;
+}
+
+int stacks_define(struct stacks *s, const struct lp_stack *rec)
+{
+	struct stack_ent *e;
+	int err;
+
+	if (!rec->id || find_stack(s, rec->id) != MISSING)
+		return 0;
+	if (s->nst >= MISSING)
+		return -ENOMEM;
+	err = GROW(s->st, s->capst, s->nst + 1);
+	if (!err)
+		err = GROW(s->addrs, s->capaddrs, s->naddrs + rec->depth);
+	if (!err)
+		err = htab_insert(&s->st_h, hash_u64(rec->id), s->nst);
+	if (err)
+		return err;
+	e = &s->st[s->nst++];
+	e->id = rec->id;
+	e->off = s->naddrs;
+	e->depth = rec->depth;
+	if (rec->depth)
+		memcpy(s->addrs + s->naddrs, rec->addrs,
+		       rec->depth * sizeof(*rec->addrs));
+	s->naddrs += rec->depth;
+	return 0;
+}
+
+static int reserve_buf(struct stacks *s, size_t n)
+{
+	return GROW(s->buf, s->capbuf, n);
+}
+
+/* Names a user stack's frames against pid's layout as it is now. */
+static int resolve_user(struct stacks *s, uint32_t pid, uint32_t idx,
+			uint32_t *useq)
+{
+	const struct stack_ent *e = &s->st[idx];
+	const uint64_t *a = s->addrs + e->off;
+	int err;
+
+	err = reserve_buf(s, e->depth);
+	if (err)
+		return err;
+	/* Leaf first in the record, root first in the result. */
+	for (uint32_t i = 0; i < e->depth; i++) {
+		uint32_t leaf_dist = e->depth - 1 - i;
+
+		err = frames_user(s->fr, pid, a[leaf_dist], leaf_dist != 0,
+				  &s->buf[i]);
+		if (err)
+			return err;
+	}
+	return seqtab_intern(&s->useqs, s->buf, e->depth, useq, NULL);
+}
+
+static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
+		       uint32_t *useq)
+{
+	uint32_t idx = find_stack(s, id);
+	uint64_t gen, hash;
+	struct htab_probe p;
+	int64_t i;
+	int err;
+
+	if (idx == MISSING) {
+		*useq = MISSING;
+		return 0;
+	}
+	gen = maps_generation(s->maps, pid);
+	hash = hash_mix(hash_mix(hash_u64(pid), idx), gen);
+	htab_probe_start(&s->ures_h, hash, &p);
+	while ((i = htab_probe_next(&s->ures_h, &p)) >= 0) {
+		const struct ures_ent *u = &s->ures[i];
+
+		if (u->pid == pid && u->stack == idx && u->gen == gen) {
+			*useq = u->useq;
+			return 0;
+		}
+	}
+	err = resolve_user(s, pid, idx, useq);
+	if (!err)
+		err = GROW(s->ures, s->capures, s->nures + 1);
+	if (!err)
+		err = htab_insert(&s->ures_h, hash, s->nures);
+	if (err)
+		return err;
+	s->ures[s->nures].pid = pid;
+	s->ures[s->nures].stack = idx;
+	s->ures[s->nures].gen = gen;
+	s->ures[s->nures].useq = *useq;
+	s->nures++;
+	return 0;
+}
+
+int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
+		      uint32_t root, int *missing)
+{
+	uint32_t useq = NONE, kstack = NONE;
+	struct count_ent *c;
+	struct htab_probe p;
+	uint64_t hash;
+	int64_t i;
+	int err;
+
+	if (smp->ustack) {
+		err = user_frames(s, smp->pid, smp->ustack, &useq);
+		if (err)
+			return err;
+	}
+	if (smp->kstack)
+		kstack = find_stack(s, smp->kstack);
+	*missing = useq == MISSING || kstack == MISSING;
+
+	hash = hash_mix(hash_mix(hash_u64(root), useq), kstack);
+	htab_probe_start(&s->cnt_h, hash, &p);
+	while ((i = htab_probe_next(&s->cnt_h, &p)) >= 0) {
+		c = &s->cnt[i];
+		if (c->root == root && c->useq == useq && c->kstack == kstack) {
+			c->count++;
+			return 0;
+		}
+	}
+	err = GROW(s->cnt, s->capcnt, s->ncnt + 1);
+	if (!err)
+		err = htab_insert(&s->cnt_h, hash, s->ncnt);
+	if (err)
+		return err;
+	c = &s->cnt[s->ncnt++];
+	c->root = root;
+	c->useq = useq;
+	c->kstack = kstack;
+	c->count = 1;
+	return 0;
+}
+
+/* Builds one counted triple's full stack into s->buf; returns its depth
+ * in *n.  Order: root, user frames root first, kernel frames root first. */
+static int flatten(struct stacks *s, const struct count_ent *c, uint32_t *n)
+{
+	const struct stack_ent *ke = c->kstack < MISSING ? &s->st[c->kstack] : NULL;
+	const uint32_t *u = NULL;
+	uint32_t un = 0, k = 0, id;
+	size_t need;
+	int err;
+
+	if (c->useq < MISSING)
+		u = seqtab_get(&s->useqs, c->useq, &un);
+	need = (size_t)un + (ke ? ke->depth : 0) + 3;
+	err = reserve_buf(s, need);
+	if (err)
+		return err;
+	if (c->root != STACKS_NO_ROOT)
+		s->buf[k++] = c->root;
+	if (c->useq == MISSING) {
+		err = frames_name(s->fr, "[missing stack]", &s->buf[k++]);
+		if (err)
+			return err;
+	}
+	for (uint32_t i = 0; i < un; i++)
+		s->buf[k++] = u[i];
+	if (c->kstack == MISSING) {
+		err = frames_name(s->fr, "[missing stack]", &s->buf[k++]);
+		if (err)
+			return err;
+	}
+	for (uint32_t i = 0; ke && i < ke->depth; i++) {
+		uint32_t leaf_dist = ke->depth - 1 - i;
+
+		err = frames_kernel(s->fr, s->addrs[ke->off + leaf_dist],
+				    leaf_dist != 0, &s->buf[k++]);
+		if (err)
+			return err;
+	}
+	if (k == (c->root != STACKS_NO_ROOT)) {
+		err = frames_name(s->fr, "[no stack]", &id);
+		if (err)
+			return err;
+		s->buf[k++] = id;
+	}
+	*n = k;
+	return 0;
+}
+
+int stacks_finish(struct stacks *s, struct profile *p)
+{
+	uint32_t n, id;
+	int created, err;
+
+	for (size_t i = 0; i < s->ncnt; i++) {
+		err = flatten(s, &s->cnt[i], &n);
+		if (!err)
+			err = seqtab_intern(&p->stacks, s->buf, n, &id, &created);
+		if (!err && created)
+			err = GROW(p->counts, p->counts_cap, p->stacks.len);
+		if (err)
+			return err;
+		if (created)
+			p->counts[id] = 0;
+		p->counts[id] += s->cnt[i].count;
+		p->shown += s->cnt[i].count;
+	}
+	return 0;
+}

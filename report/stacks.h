@@ -1,0 +1,44 @@
+/*
+ * stacks.h - stack records and the streaming aggregation of samples.
+ *
+ * Stack records are kept by id for the whole trace (any later sample may
+ * name one).  A sample's user stack is resolved against its process's
+ * layout as it is when the sample is read; that resolution is done once
+ * per (pid, stack, layout generation) and interned, so a million samples
+ * of a hot loop cost a million hash lookups and one symbolization.  Kernel
+ * stacks are kept as ids and named at the end, once every KSYMS record has
+ * been read.  Only distinct (root, user resolution, kernel stack) triples
+ * are counted: memory grows with the variety of stacks, not with samples.
+ */
+#ifndef LUAPROF_REPORT_STACKS_H
+#define LUAPROF_REPORT_STACKS_H
+
+#include <stdint.h>
+
+#include "format/trace.h"
+#include "report/frames.h"
+#include "report/maps.h"
+#include "report/profile.h"
+
+#define STACKS_NO_ROOT UINT32_MAX
+
+struct stacks;
+
+int stacks_new(struct stacks **out, struct frames *fr, struct maps *maps);
+void stacks_free(struct stacks *s);
+
+/* Keeps a STACK record; a second definition of an id is ignored. */
+int stacks_define(struct stacks *s, const struct lp_stack *rec);
+
+/* Counts one sample.  `root` is a name id put above every frame (the
+ * process name for --comm) or STACKS_NO_ROOT.  *missing is set when the
+ * sample names a stack id that was never defined before it. */
+int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
+		      uint32_t root, int *missing);
+
+/* Names the kernel frames and folds every counted triple into
+ * p->stacks and p->counts (name ids in p->names, which the frames
+ * given to stacks_new() intern into). */
+int stacks_finish(struct stacks *s, struct profile *p);
+
+#endif

@@ -1,0 +1,357 @@
+/*
+ * symbolize.c - the per-file symbol cache behind symbolize.h.
+ *
+ * A file is opened with libelf once; its PT_LOAD segments and function
+ * symbols are copied out and the file is closed again, so a report over
+ * hundreds of libraries holds no descriptors or mappings.  Function
+ * symbols come from .symtab, then from .dynsym (which is all a stripped
+ * library keeps).  Aliases at one address collapse to the name a reader
+ * expects: a global over a weak or local one, then the shortest, so that
+ * `memcpy` wins over `__memcpy_avx_unaligned_erms` only where both name the
+ * same code.  A file we cannot read is remembered as such, warned about
+ * once, and never retried.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "report/htab.h"
+#include "report/symbolize.h"
+
+struct seg {
+	uint64_t off, filesz, vaddr;
+};
+
+struct sym {
+	uint64_t addr, size;
+	const char *name;
+};
+
+struct sym_file {
+	char *path;
+	int elf;                /* read as ELF */
+	struct seg *segs;
+	size_t nsegs;
+	struct sym *syms;       /* sorted by addr, one per address */
+	size_t nsyms;
+	char *names;            /* the names syms point into */
+};
+
+struct symbolizer {
+	const char *who;
+	struct sym_file *files;
+	size_t len, cap;
+	struct htab h; /* path -> files[] index */
+};
+
+/* A symbol as read, before aliases are merged. */
+struct raw_sym {
+	uint64_t addr, size;
+	const char *name; /* points into the ELF image while it is open */
+	size_t len;
+	int rank;         /* 0 global, 1 weak, 2 anything else */
+};
+
+int symbolizer_new(struct symbolizer **out, const char *who)
+{
+	*out = calloc(1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	(*out)->who = who;
+	return 0;
+}
+
+void symbolizer_free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->len; i++) {
+		free(s->files[i].path);
+		free(s->files[i].segs);
+		free(s->files[i].syms);
+		free(s->files[i].names);
+	}
+	free(s->files);
+	htab_free(&s->h);
+	free(s);
+}
+
+static int raw_cmp(const void *a, const void *b)
+{
+	const struct raw_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int read_segments(Elf *elf, struct sym_file *f)
+{
+	size_t n, cap = 0;
+
+	if (elf_getphdrnum(elf, &n))
+		return 0; /* no program headers: offsets stay offsets */
+	/* Grown per PT_LOAD found, not sized by the header's count, which a
+	 * broken file may state as anything. */
+	for (size_t i = 0; i < n && i < INT_MAX; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			break;
+		if (ph.p_type != PT_LOAD)
+			continue;
+		if (GROW(f->segs, cap, f->nsegs + 1))
+			return -ENOMEM;
+		f->segs[f->nsegs].off = ph.p_offset;
+		f->segs[f->nsegs].filesz = ph.p_filesz;
+		f->segs[f->nsegs].vaddr = ph.p_vaddr;
+		f->nsegs++;
+	}
+	return 0;
+}
+
+/* Appends the function symbols of every section of type `type`. */
+static int read_symtab(Elf *elf, Elf64_Word type, struct raw_sym **v,
+		       size_t *n, size_t *cap)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		size_t count;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type ||
+		    !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		count = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < count; i++) {
+			GElf_Sym st;
+			const char *name;
+			int t, b;
+
+			if (!gelf_getsym(data, i, &st))
+				break;
+			t = GELF_ST_TYPE(st.st_info);
+			b = GELF_ST_BIND(st.st_info);
+			if ((t != STT_FUNC && t != STT_GNU_IFUNC) ||
+			    !st.st_value || st.st_shndx == SHN_UNDEF)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, st.st_name);
+			if (!name || !name[0])
+				continue;
+			if (GROW(*v, *cap, *n + 1))
+				return -ENOMEM;
+			(*v)[*n].addr = st.st_value;
+			(*v)[*n].size = st.st_size;
+			(*v)[*n].name = name;
+			(*v)[*n].len = strlen(name);
+			(*v)[*n].rank = b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2;
+			(*n)++;
+		}
+	}
+	return 0;
+}
+
+/* Sorts, merges aliases and copies the surviving names out of the ELF
+ * image, which is about to be closed. */
+static int keep_symbols(struct sym_file *f, struct raw_sym *v, size_t n)
+{
+	size_t bytes = 0, k = 0, pos = 0;
+
+	if (n)
+		qsort(v, n, sizeof(*v), raw_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!i || v[i].addr != v[i - 1].addr)
+			bytes += v[i].len + 1;
+	f->syms = calloc(n ? n : 1, sizeof(*f->syms));
+	f->names = malloc(bytes ? bytes : 1);
+	if (!f->syms || !f->names)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (i && v[i].addr == v[i - 1].addr) {
+			/* An alias: the first of the group was preferred, but
+			 * a size it lacks may be known by another name. */
+			if (!f->syms[k - 1].size)
+				f->syms[k - 1].size = v[i].size;
+			continue;
+		}
+		memcpy(f->names + pos, v[i].name, v[i].len + 1);
+		f->syms[k].addr = v[i].addr;
+		f->syms[k].size = v[i].size;
+		f->syms[k].name = f->names + pos;
+		pos += v[i].len + 1;
+		k++;
+	}
+	f->nsyms = k;
+	return 0;
+}
+
+/* Reads one file into f.  Returns 0 with f->elf set, a positive value
+ * with *reason set when the file is not usable, or -ENOMEM. */
+static int load(struct sym_file *f, const char **reason)
+{
+	struct raw_sym *raw = NULL;
+	size_t nraw = 0, capraw = 0;
+	Elf *elf = NULL;
+	struct stat st;
+	int fd, err = 1;
+
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		*reason = elf_errmsg(-1);
+		return 1;
+	}
+	fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*reason = strerror(errno);
+		return 1;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		*reason = "not a regular file";
+		goto cleanup;
+	}
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf) {
+		*reason = elf_errmsg(-1);
+		goto cleanup;
+	}
+	if (elf_kind(elf) != ELF_K_ELF) {
+		*reason = "not an ELF file";
+		goto cleanup;
+	}
+	err = read_segments(elf, f);
+	if (!err)
+		err = read_symtab(elf, SHT_SYMTAB, &raw, &nraw, &capraw);
+	if (!err)
+		err = read_symtab(elf, SHT_DYNSYM, &raw, &nraw, &capraw);
+	if (!err)
+		err = keep_symbols(f, raw, nraw);
+	if (!err)
+		f->elf = 1;
+cleanup:
+	free(raw);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+static int get_file(struct symbolizer *s, const char *path,
+		    struct sym_file **out)
+{
+	uint64_t hash = hash_bytes(path, strlen(path));
+	const char *reason = NULL;
+	struct htab_probe p;
+	struct sym_file *f;
+	int64_t i;
+	int err;
+
+	htab_probe_start(&s->h, hash, &p);
+	while ((i = htab_probe_next(&s->h, &p)) >= 0) {
+		if (!strcmp(s->files[i].path, path)) {
+			*out = &s->files[i];
+			return 0;
+		}
+	}
+	err = GROW(s->files, s->cap, s->len + 1);
+	if (err)
+		return err;
+	f = &s->files[s->len];
+	memset(f, 0, sizeof(*f));
+	f->path = strdup(path);
+	if (!f->path)
+		return -ENOMEM;
+	err = load(f, &reason);
+	if (err < 0 || (err = htab_insert(&s->h, hash, s->len)) < 0) {
+		free(f->path);
+		free(f->segs);
+		free(f->syms);
+		free(f->names);
+		return err;
+	}
+	if (!f->elf)
+		fprintf(stderr,
+			"%s: cannot read %s: %s; its frames print as module+offset\n",
+			s->who, path, reason ? reason : "unknown error");
+	s->len++;
+	*out = f;
+	return 0;
+}
+
+/* The segment holding the offset; failing that, the segment whose first
+ * page holds it (mappings start on a page boundary, segments need not). */
+static const struct seg *find_seg(const struct sym_file *f, uint64_t off)
+{
+	for (size_t i = 0; i < f->nsegs; i++)
+		if (off >= f->segs[i].off &&
+		    off - f->segs[i].off < f->segs[i].filesz)
+			return &f->segs[i];
+	for (size_t i = 0; i < f->nsegs; i++)
+		if (off < f->segs[i].off && off >= (f->segs[i].off & ~0xfffull))
+			return &f->segs[i];
+	return NULL;
+}
+
+static const char *find_sym(const struct sym_file *f, uint64_t addr)
+{
+	size_t lo = 0, hi = f->nsyms;
+
+	if (!f->nsyms || addr < f->syms[0].addr)
+		return NULL;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->syms[mid].addr <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	/* A sized symbol ends where its size says; a small function nested
+	 * in a bigger one (rare, but compilers emit them) may hide the outer
+	 * one, so look back a few entries before giving up. */
+	for (size_t j = lo + 1, tries = 0; j-- > 0 && tries < 4; tries++) {
+		const struct sym *sy = &f->syms[j];
+
+		if (sy->size ? addr - sy->addr < sy->size : j == lo)
+			return sy->name;
+	}
+	return NULL;
+}
+
+int symbolizer_lookup(struct symbolizer *s, const char *path, uint64_t off,
+		      struct sym_result *res)
+{
+	const struct seg *seg;
+	struct sym_file *f;
+	int err;
+
+	res->func = NULL;
+	res->addr = off;
+	res->elf = 0;
+	err = get_file(s, path, &f);
+	if (err)
+		return err;
+	if (!f->elf)
+		return 0;
+	seg = find_seg(f, off);
+	if (!seg)
+		return 0;
+	res->elf = 1;
+	res->addr = off - seg->off + seg->vaddr;
+	res->func = find_sym(f, res->addr);
+	return 0;
+}
