@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sampler.bpf.c - the in-kernel half of `luaprof record`.
+ *
+ * on_sample runs on every cpu-clock tick of every CPU (one perf_event per
+ * CPU, opened by record/perf.c).  It keeps only ticks that land in a target
+ * process, which the `targets` map names by thread group id, and sends the
+ * kernel and user stacks through the `events` ring buffer.  The stacks are
+ * copied whole rather than interned in a BPF stack map: a stack map's
+ * hash collisions either drop stacks or silently overwrite them, and the
+ * recorder interns stacks by content anyway.
+ *
+ * The three sched tracepoints keep the target set true while recording:
+ * a fork from a target adds the child (so nginx workers started later are
+ * sampled from their first tick, before user space hears of them), exec
+ * tells the recorder to re-read the image's mappings, and the exit of a
+ * process's last thread removes it.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "bpf/sampler.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the recorder before load. */
+const volatile bool follow_children = true;
+
+/* Wake the recorder only when this much is waiting; it polls anyway. */
+#define WAKEUP_BYTES (256 * 1024)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);   /* tgid */
+	__type(value, __u32); /* unused flags */
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 * 1024 * 1024);
+} events SEC(".maps");
+
+struct lp_bpf_counters counters;
+
+static __always_inline long wakeup_flag(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ?
+		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct lp_event_sample *e;
+
+	if (!bpf_map_lookup_elem(&targets, &tgid))
+		return 0;
+	__sync_fetch_and_add(&counters.samples, 1);
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
+		return 0;
+	}
+	e->h.type = LP_EVENT_SAMPLE;
+	e->h.pid = tgid;
+	e->h.tid = (__u32)id;
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->h.time_ns = bpf_ktime_get_ns();
+	e->kstack_bytes = bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
+	e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
+					BPF_F_USER_STACK);
+	if (e->kstack_bytes < 0)
+		__sync_fetch_and_add(&counters.kstack_failed, 1);
+	if (e->ustack_bytes < 0)
+		__sync_fetch_and_add(&counters.ustack_failed, 1);
+	bpf_ringbuf_submit(e, wakeup_flag());
+	return 0;
+}
+
+static __always_inline void send_task_event(__u32 type, __u32 pid, __u32 ppid,
+					    struct task_struct *task)
+{
+	struct lp_event_task *e;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&counters.lost_task, 1);
+		return;
+	}
+	e->h.type = type;
+	e->h.pid = pid;
+	e->h.tid = pid;
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->h.time_ns = bpf_ktime_get_ns();
+	e->ppid = ppid;
+	e->pad = 0;
+	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
+	/* Process events are rare and the recorder acts on them: wake it. */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	__u32 flags = 0;
+
+	/* A new thread shares its tgid and is sampled already. */
+	if (!follow_children || ptgid == ctgid)
+		return 0;
+	if (!bpf_map_lookup_elem(&targets, &ptgid))
+		return 0;
+	bpf_map_update_elem(&targets, &ctgid, &flags, BPF_ANY);
+	send_task_event(LP_EVENT_FORK, ctgid, ptgid, child);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *task)
+{
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+
+	if (!bpf_map_lookup_elem(&targets, &tgid))
+		return 0;
+	send_task_event(LP_EVENT_EXEC, tgid, BPF_CORE_READ(task, real_parent, tgid),
+			task);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *task)
+{
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+
+	if (!bpf_map_lookup_elem(&targets, &tgid))
+		return 0;
+	/* do_exit() has already counted this thread out of signal->live;
+	 * zero means it was the last one and the process is gone. */
+	if (BPF_CORE_READ(task, signal, live.counter) != 0)
+		return 0;
+	bpf_map_delete_elem(&targets, &tgid);
+	send_task_event(LP_EVENT_EXIT, tgid, BPF_CORE_READ(task, real_parent, tgid),
+			task);
+	return 0;
+}

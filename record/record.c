@@ -1,0 +1,199 @@
+/*
+ * record.c - the `luaprof record` command line: parses and checks options,
+ * then hands them to session.c.  Misuse exits 2 with the usage line;
+ * everything that fails once recording is under way exits 1.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record/record.h"
+#include "record/session.h"
+
+static const char usage_line[] =
+	"usage: luaprof record [OPTIONS] -p PID[,PID...]\n"
+	"       luaprof record [OPTIONS] -- COMMAND [ARGS...]\n";
+
+static void print_help(void)
+{
+	printf("%s\n"
+	       "Sample the CPU stacks of running processes, or of a command it starts,\n"
+	       "and write them to a trace file for `luaprof report`.  Needs root\n"
+	       "(or CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE).\n"
+	       "\n"
+	       "Targets:\n"
+	       "  -p, --pid PID[,PID...]  attach to running processes; their\n"
+	       "                          descendants are followed too\n"
+	       "  -- COMMAND [ARGS...]    start COMMAND and record it from its first\n"
+	       "                          instruction; recording ends when it exits\n"
+	       "      --no-children       do not follow descendants, existing or forked\n"
+	       "\n"
+	       "Sampling and output:\n"
+	       "  -F, --freq HZ           samples per second per CPU (default 99)\n"
+	       "  -d, --duration SECONDS  stop after this long (default: until Ctrl-C\n"
+	       "                          or until every target has exited)\n"
+	       "  -o, --output FILE       trace file to write (default trace.lp)\n"
+	       "      --compress CODEC    lz4, zlib or none (default lz4)\n"
+	       "  -q, --quiet             no status line and no summary\n"
+	       "  -v, --verbose           show libbpf's messages\n"
+	       "  -h, --help              show this help\n"
+	       "\n"
+	       "SIGINT or SIGTERM stop the recording and finish the file.  A launched\n"
+	       "COMMAND still running when recording stops is sent SIGTERM.\n",
+	       usage_line);
+}
+
+static int misuse(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "luaprof record: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", usage_line);
+	return 2;
+}
+
+static int parse_pids(const char *s, struct record_opts *o)
+{
+	char *copy = strdup(s), *tok, *save = NULL, *end;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		long pid;
+		pid_t *v;
+
+		errno = 0;
+		pid = strtol(tok, &end, 10);
+		if (errno || *end || pid <= 0 || pid > 0x3fffffff) {
+			free(copy);
+			return -EINVAL;
+		}
+		v = realloc(o->pids, (o->npids + 1) * sizeof(*v));
+		if (!v) {
+			free(copy);
+			return -ENOMEM;
+		}
+		o->pids = v;
+		o->pids[o->npids++] = (pid_t)pid;
+	}
+	free(copy);
+	return o->npids ? 0 : -EINVAL;
+}
+
+static char *join_args(int argc, char **argv)
+{
+	size_t len = 1;
+	char *s;
+
+	for (int i = 0; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	s = calloc(1, len);
+	if (!s)
+		return NULL;
+	for (int i = 0; i < argc; i++) {
+		if (i)
+			strcat(s, " ");
+		strcat(s, argv[i]);
+	}
+	return s;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "compress", required_argument, NULL, 'c' },
+		{ "no-children", no_argument, NULL, 'N' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct record_opts o = {
+		.freq_hz = 99,
+		.output = "trace.lp",
+		.codec = LP_CODEC_LZ4,
+		.follow_children = 1,
+	};
+	char *self = join_args(argc, argv), *end;
+	int c, ret = 2;
+
+	o.self_cmdline = self ? self : "luaprof record";
+	optind = 1;
+	/* "+": stop at the first non-option, so COMMAND's own options are
+	 * never taken for ours. */
+	while ((c = getopt_long(argc, argv, "+p:F:d:o:qvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_pids(optarg, &o)) {
+				ret = misuse("bad pid list '%s'", optarg);
+				goto out;
+			}
+			break;
+		case 'F': {
+			unsigned long hz;
+
+			errno = 0;
+			hz = strtoul(optarg, &end, 10);
+			if (errno || *end || hz < 1 || hz > 10000) {
+				ret = misuse("bad frequency '%s' (1 to 10000 Hz)", optarg);
+				goto out;
+			}
+			o.freq_hz = hz;
+			break;
+		}
+		case 'd':
+			errno = 0;
+			o.duration_s = strtod(optarg, &end);
+			if (errno || *end || !(o.duration_s > 0) || o.duration_s > 1e7) {
+				ret = misuse("bad duration '%s' (seconds > 0)", optarg);
+				goto out;
+			}
+			break;
+		case 'o':
+			o.output = optarg;
+			break;
+		case 'c':
+			if (lp_codec_parse(optarg, &o.codec)) {
+				ret = misuse("unknown codec '%s' (lz4, zlib or none)", optarg);
+				goto out;
+			}
+			break;
+		case 'N':
+			o.follow_children = 0;
+			break;
+		case 'q':
+			o.quiet = 1;
+			break;
+		case 'v':
+			o.verbose = 1;
+			break;
+		case 'h':
+			print_help();
+			ret = 0;
+			goto out;
+		default:
+			fprintf(stderr, "%s", usage_line);
+			goto out;
+		}
+	}
+	if (optind < argc)
+		o.command = argv + optind;
+	if (!o.npids && !o.command) {
+		ret = misuse("%s", "nothing to record: give -p PID or -- COMMAND");
+		goto out;
+	}
+	if (o.npids && o.command) {
+		ret = misuse("%s", "give either -p PID or -- COMMAND, not both");
+		goto out;
+	}
+	ret = record_session_run(&o);
+out:
+	free(o.pids);
+	free(self);
+	return ret;
+}

@@ -1,0 +1,93 @@
+/*
+ * recorder.h - what the files of record/ share: the process table, the
+ * mappings reader, stack interning, kernel symbols, perf events and the
+ * launcher.  Nothing outside record/ includes this; record/record.h is the
+ * only public entry point (cmd_record).
+ */
+#ifndef LUAPROF_RECORD_RECORDER_H
+#define LUAPROF_RECORD_RECORDER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "format/trace.h"
+
+struct bpf_program;
+struct bpf_link;
+
+/* ---- procmaps.c: executable mappings of a process ---------------------- */
+struct maps_table {
+	struct lp_mapping *v; /* sorted by start; paths owned (strdup) */
+	uint32_t n;
+};
+
+int procmaps_read(pid_t pid, struct maps_table *out);
+const struct lp_mapping *maps_table_find(const struct maps_table *t,
+					 uint64_t addr);
+/* Mappings of `now` not present, identical, in `old`; borrowed pointers. */
+uint32_t maps_table_added(const struct maps_table *old,
+			  const struct maps_table *now,
+			  const struct lp_mapping **added, uint32_t cap);
+void maps_table_free(struct maps_table *t);
+
+/* ---- procs.c: what /proc says about a process --------------------------- */
+struct proc_info {
+	pid_t pid, ppid;
+	char comm[64];
+	char exe[4096];
+};
+
+int proc_read_info(pid_t pid, struct proc_info *info);
+/* All descendants of the given roots, alive now (roots excluded). */
+int proc_descendants(const pid_t *roots, int nroots, pid_t **out, int *count);
+int proc_exists(pid_t pid);
+
+/* ---- stacks.c: stacks interned by content, ids from 1 ------------------ */
+struct stack_table;
+
+struct stack_table *stack_table_new(void);
+/* Returns the id; *is_new says the caller must emit its definition. */
+uint64_t stack_table_intern(struct stack_table *t, uint32_t kind,
+			    const uint64_t *addrs, uint32_t depth, int *is_new);
+uint64_t stack_table_count(const struct stack_table *t);
+uint64_t stack_table_bytes(const struct stack_table *t);
+void stack_table_free(struct stack_table *t);
+
+/* ---- kallsyms.c: the kernel symbols that stacks hit --------------------- */
+struct ksym_set;
+
+struct ksym_set *ksym_set_new(void);
+void ksym_set_note(struct ksym_set *s, const uint64_t *addrs, uint32_t n);
+/* Resolves the addresses noted since the last call against
+ * /proc/kallsyms and writes one KSYMS record with the symbols they fall in
+ * that no earlier record holds.  -ENOENT: kallsyms shows no addresses. */
+int ksym_set_write(struct ksym_set *s, struct trace_writer *w);
+void ksym_set_free(struct ksym_set *s);
+
+/* ---- perf.c: one cpu-clock perf_event per CPU --------------------------- */
+struct perf_sampling {
+	int ncpus;
+	int *fds;
+	struct bpf_link **links;
+};
+
+int perf_sampling_attach(struct perf_sampling *ps, struct bpf_program *prog,
+			 unsigned int freq_hz);
+void perf_sampling_detach(struct perf_sampling *ps);
+
+/* ---- launch.c: `record -- CMD ARGS` ------------------------------------ */
+struct launched {
+	pid_t pid;
+	int go_fd;  /* write a byte: the child may exec */
+	int err_fd; /* EOF: exec succeeded; 4 bytes: errno of a failed exec */
+};
+
+int launch_prepare(char **argv, struct launched *l);
+/* Lets the child exec; returns 0 or the child's exec errno, negated. */
+int launch_start(struct launched *l);
+
+/* time */
+uint64_t mono_ns(void);
+uint64_t real_ns(void);
+
+#endif

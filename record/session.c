@@ -1,0 +1,689 @@
+/*
+ * session.c - one recording, from loading the BPF sampler to the last byte
+ * of the trace.
+ *
+ * The session owns everything a recording holds: the trace writer, the BPF
+ * skeleton and its ring buffer, the perf events, the stack table and the
+ * table of target processes with their last-read mappings.  It is single
+ * threaded: one loop polls the ring buffer and turns each event into trace
+ * records, so records reach the writer in the order the kernel produced
+ * them, and a stack or mapping is always written before the first sample
+ * that needs it.
+ *
+ * Order of start-up matters.  The fork tracepoint is attached before the
+ * target pids go into the BPF map, and /proc is scanned for descendants
+ * after, so a child forked at any moment is either seen by BPF or found by
+ * the scan.  A launched command waits on a pipe until sampling runs.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf/sampler.h"
+#include "record/recorder.h"
+#include "record/session.h"
+#include "sampler.skel.h"
+
+#define MAPS_REREAD_NS 100000000ull /* at most 10 maps re-reads/s per pid */
+/* Flush twice a second: a recorder killed at any instant loses at most
+ * about half a second of samples. */
+#define FLUSH_NS 500000000ull
+#define STATUS_NS 500000000ull
+#define ALIVE_CHECK_NS 1000000000ull
+
+struct target {
+	pid_t pid;
+	int alive;
+	struct maps_table maps;
+	uint64_t maps_read_ns;
+};
+
+struct session {
+	const struct record_opts *o;
+	struct trace_writer *w;
+	struct sampler *skel;
+	struct ring_buffer *rb;
+	struct perf_sampling perf;
+	struct stack_table *stacks;
+	struct ksym_set *ksyms;
+	struct target *targets;
+	int ntargets, captargets, nalive;
+	struct launched launched;
+	int launched_running;
+	uint64_t start_ns, samples, lost_written;
+	int write_err; /* first trace write error, negative errno */
+	int status_shown;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void write_failed(struct session *s, int err)
+{
+	if (s->write_err)
+		return;
+	s->write_err = err;
+	fprintf(stderr, "%sluaprof record: writing %s: %s; stopping (the trace keeps "
+		"what was written before)\n", s->status_shown ? "\n" : "",
+		s->o->output, strerror(-err));
+}
+
+static void emit(struct session *s, const struct lp_record *rec)
+{
+	int err;
+
+	if (s->write_err)
+		return;
+	err = trace_write(s->w, rec);
+	if (err)
+		write_failed(s, err);
+}
+
+static struct target *find_target(struct session *s, pid_t pid)
+{
+	for (int i = 0; i < s->ntargets; i++)
+		if (s->targets[i].pid == pid)
+			return &s->targets[i];
+	return NULL;
+}
+
+static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
+		      int replace)
+{
+	struct maps_table now;
+	const struct lp_mapping **added = NULL;
+	struct lp_mapping *list = NULL;
+	struct lp_record rec;
+	uint32_t n;
+
+	t->maps_read_ns = mono_ns();
+	if (procmaps_read(t->pid, &now))
+		return; /* gone already: its samples print as [unmapped] */
+	added = calloc(now.n ? now.n : 1, sizeof(*added));
+	list = calloc(now.n ? now.n : 1, sizeof(*list));
+	if (!added || !list)
+		goto cleanup;
+	if (replace) {
+		for (n = 0; n < now.n; n++)
+			list[n] = now.v[n];
+	} else {
+		n = maps_table_added(&t->maps, &now, added, now.n);
+		for (uint32_t i = 0; i < n; i++)
+			list[i] = *added[i];
+	}
+	if (replace || n) {
+		memset(&rec, 0, sizeof(rec));
+		rec.type = LP_REC_MAPS;
+		rec.u.maps.pid = t->pid;
+		rec.u.maps.time_ns = time_ns;
+		rec.u.maps.flags = replace ? LP_MAPS_REPLACE : 0;
+		rec.u.maps.count = n;
+		rec.u.maps.mappings = list;
+		emit(s, &rec);
+	}
+	maps_table_free(&t->maps);
+	t->maps = now;
+	now.v = NULL;
+	now.n = 0;
+cleanup:
+	maps_table_free(&now);
+	free(added);
+	free(list);
+}
+
+static void emit_process(struct session *s, pid_t pid, pid_t ppid,
+			 uint64_t time_ns, uint32_t flags, const char *comm)
+{
+	struct proc_info info;
+	struct lp_record rec;
+
+	if (proc_read_info(pid, &info)) {
+		info.ppid = ppid;
+		info.exe[0] = '\0';
+		snprintf(info.comm, sizeof(info.comm), "%s", comm ? comm : "");
+	}
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_PROCESS;
+	rec.u.process.pid = pid;
+	rec.u.process.ppid = ppid ? (uint32_t)ppid : (uint32_t)info.ppid;
+	rec.u.process.time_ns = time_ns;
+	rec.u.process.flags = flags;
+	rec.u.process.comm = comm && comm[0] ? comm : info.comm;
+	rec.u.process.exe = info.exe;
+	emit(s, &rec);
+}
+
+/* Adds pid to the table (if new) and writes what the trace needs to know
+ * about it: its PROCESS record and a full mappings snapshot. */
+static struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
+				 uint64_t time_ns, uint32_t flags,
+				 const char *comm)
+{
+	struct target *t = find_target(s, pid);
+
+	if (!t) {
+		if (s->ntargets == s->captargets) {
+			int ncap = s->captargets ? s->captargets * 2 : 16;
+			struct target *v = realloc(s->targets, ncap * sizeof(*v));
+
+			if (!v)
+				return NULL;
+			s->targets = v;
+			s->captargets = ncap;
+		}
+		t = &s->targets[s->ntargets++];
+		memset(t, 0, sizeof(*t));
+		t->pid = pid;
+	}
+	if (!t->alive) {
+		t->alive = 1;
+		s->nalive++;
+	}
+	emit_process(s, pid, ppid, time_ns, flags, comm);
+	emit_maps(s, t, time_ns, 1);
+	return t;
+}
+
+static void target_exited(struct session *s, struct target *t, uint64_t time_ns)
+{
+	struct lp_record rec;
+
+	if (!t->alive)
+		return;
+	t->alive = 0;
+	s->nalive--;
+	maps_table_free(&t->maps);
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_EXIT;
+	rec.u.exit.pid = t->pid;
+	rec.u.exit.time_ns = time_ns;
+	emit(s, &rec);
+}
+
+static uint64_t intern_stack(struct session *s, uint32_t kind,
+			     const uint64_t *addrs, int bytes)
+{
+	struct lp_record rec;
+	uint32_t depth;
+	uint64_t id;
+	int is_new;
+
+	if (bytes <= 0)
+		return 0;
+	depth = bytes / sizeof(uint64_t);
+	if (depth > LP_MAX_STACK)
+		depth = LP_MAX_STACK;
+	id = stack_table_intern(s->stacks, kind, addrs, depth, &is_new);
+	if (!is_new)
+		return id;
+	if (kind == LP_STACK_KERNEL)
+		ksym_set_note(s->ksyms, addrs, depth);
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_STACK;
+	rec.u.stack.id = id;
+	rec.u.stack.kind = kind;
+	rec.u.stack.depth = depth;
+	rec.u.stack.addrs = addrs;
+	emit(s, &rec);
+	return id;
+}
+
+/* A user address outside every known mapping means the process mapped
+ * something new (dlopen, a JIT area) since we last looked, or the stack
+ * holds a garbage frame.  Re-read, at most every MAPS_REREAD_NS, and write
+ * what was added. */
+static void check_mappings(struct session *s, struct target *t,
+			   const struct lp_event_sample *e)
+{
+	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
+
+	for (int i = 0; i < n && i < LP_MAX_STACK; i++) {
+		if (maps_table_find(&t->maps, e->ustack[i]))
+			continue;
+		if (mono_ns() - t->maps_read_ns >= MAPS_REREAD_NS)
+			emit_maps(s, t, e->h.time_ns, 0);
+		return;
+	}
+}
+
+static void handle_sample(struct session *s, const struct lp_event_sample *e)
+{
+	struct target *t = find_target(s, e->h.pid);
+	struct lp_record rec;
+
+	if (!t || !t->alive) /* a sample racing its fork event */
+		t = add_target(s, e->h.pid, 0, e->h.time_ns, LP_PROC_FORKED, NULL);
+	if (t)
+		check_mappings(s, t, e);
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_SAMPLE;
+	rec.u.sample.time_ns = e->h.time_ns;
+	rec.u.sample.pid = e->h.pid;
+	rec.u.sample.tid = e->h.tid;
+	rec.u.sample.cpu = e->h.cpu;
+	rec.u.sample.kstack = intern_stack(s, LP_STACK_KERNEL, (const uint64_t *)e->kstack,
+						 e->kstack_bytes);
+	rec.u.sample.ustack = intern_stack(s, LP_STACK_USER, (const uint64_t *)e->ustack,
+						 e->ustack_bytes);
+	if (e->kstack_bytes < 0)
+		rec.u.sample.flags |= LP_SAMPLE_KSTACK_FAILED;
+	if (e->ustack_bytes < 0)
+		rec.u.sample.flags |= LP_SAMPLE_USTACK_FAILED;
+	emit(s, &rec);
+	s->samples++;
+}
+
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+	const struct lp_event_header *h = data;
+	const struct lp_event_task *te = data;
+	struct target *t;
+	char comm[LP_COMM_LEN + 1];
+
+	if (size < sizeof(*h))
+		return 0;
+	if (h->type == LP_EVENT_SAMPLE) {
+		if (size >= sizeof(struct lp_event_sample))
+			handle_sample(s, data);
+		return 0;
+	}
+	if (size < sizeof(*te))
+		return 0;
+	memcpy(comm, te->comm, LP_COMM_LEN);
+	comm[LP_COMM_LEN] = '\0';
+	switch (h->type) {
+	case LP_EVENT_FORK:
+		add_target(s, h->pid, te->ppid, h->time_ns, LP_PROC_FORKED, comm);
+		break;
+	case LP_EVENT_EXEC:
+		add_target(s, h->pid, te->ppid, h->time_ns, LP_PROC_EXEC, comm);
+		break;
+	case LP_EVENT_EXIT:
+		t = find_target(s, h->pid);
+		if (t)
+			target_exited(s, t, h->time_ns);
+		break;
+	}
+	return 0;
+}
+
+/* Kernel symbols are a courtesy to the report: failing to read them is
+ * said once, and only a trace write error stops the recording. */
+static int write_ksyms(struct session *s)
+{
+	static int warned;
+	int err;
+
+	if (s->write_err)
+		return 0;
+	err = ksym_set_write(s->ksyms, s->w);
+	if (err == -ENOENT || err == -ENOMEM || err == -EACCES || err == -EPERM) {
+		if (!warned++)
+			fprintf(stderr, "luaprof record: kernel symbols unavailable (%s); "
+				"kernel frames will print as [kernel]\n", strerror(-err));
+		return 0;
+	}
+	return err;
+}
+
+static void emit_lost(struct session *s)
+{
+	uint64_t lost = s->skel->bss->counters.lost_ringbuf;
+	struct lp_record rec;
+
+	if (lost <= s->lost_written)
+		return;
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_LOST;
+	rec.u.lost.time_ns = mono_ns();
+	rec.u.lost.count = lost - s->lost_written;
+	rec.u.lost.reason = LP_LOST_RINGBUF;
+	emit(s, &rec);
+	s->lost_written = lost;
+}
+
+static void emit_meta(struct session *s)
+{
+	char host[256] = "", target[512] = "";
+	struct utsname un;
+	struct lp_record rec;
+	int off = 0;
+
+	gethostname(host, sizeof(host) - 1);
+	uname(&un);
+	if (s->o->command) {
+		off = snprintf(target, sizeof(target), "command:");
+		for (char **a = s->o->command; *a && off < (int)sizeof(target); a++)
+			off += snprintf(target + off, sizeof(target) - off, " %s", *a);
+	} else {
+		off = snprintf(target, sizeof(target), "pid:");
+		for (int i = 0; i < s->o->npids && off < (int)sizeof(target); i++)
+			off += snprintf(target + off, sizeof(target) - off, "%s%d",
+					i ? "," : " ", (int)s->o->pids[i]);
+	}
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_META;
+	rec.u.meta.version = LUAPROF_VERSION;
+	rec.u.meta.cmdline = s->o->self_cmdline;
+	rec.u.meta.target = target;
+	rec.u.meta.hostname = host;
+	rec.u.meta.kernel = un.release;
+	rec.u.meta.clock = "monotonic";
+	rec.u.meta.rate_hz = s->o->freq_hz;
+	rec.u.meta.start_mono_ns = s->start_ns;
+	rec.u.meta.start_real_ns = real_ns();
+	rec.u.meta.flags = s->o->follow_children ? LP_META_FOLLOW_CHILDREN : 0;
+	emit(s, &rec);
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt,
+			va_list args)
+{
+	(void)level;
+	(void)fmt;
+	(void)args;
+	return 0;
+}
+
+static int load_sampler(struct session *s)
+{
+	int err;
+
+	s->skel = sampler__open();
+	if (!s->skel)
+		return -errno;
+	s->skel->rodata->follow_children = s->o->follow_children;
+	err = sampler__load(s->skel);
+	if (err)
+		return err;
+	return sampler__attach(s->skel);
+}
+
+/* Puts the initial targets in the BPF map and the trace. */
+static int add_initial_targets(struct session *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.targets);
+	pid_t *roots = s->o->command ? &s->launched.pid : s->o->pids;
+	int nroots = s->o->command ? 1 : s->o->npids;
+	pid_t *desc = NULL;
+	int ndesc = 0, err;
+	uint32_t zero = 0;
+
+	for (int i = 0; i < nroots; i++) {
+		uint32_t key = roots[i];
+
+		if (bpf_map_update_elem(fd, &key, &zero, BPF_ANY))
+			return -errno;
+		add_target(s, roots[i], 0, s->start_ns,
+			   s->o->command ? LP_PROC_LAUNCHED : LP_PROC_EXISTING, NULL);
+	}
+	if (!s->o->follow_children)
+		return 0;
+	err = proc_descendants(roots, nroots, &desc, &ndesc);
+	if (err)
+		return err;
+	for (int i = 0; i < ndesc; i++) {
+		uint32_t key = desc[i];
+
+		if (bpf_map_update_elem(fd, &key, &zero, BPF_ANY))
+			continue; /* exited meanwhile */
+		add_target(s, desc[i], 0, s->start_ns, LP_PROC_EXISTING, NULL);
+	}
+	free(desc);
+	return 0;
+}
+
+static void show_status(struct session *s, uint64_t now)
+{
+	struct trace_writer_stats ws;
+
+	trace_writer_get_stats(s->w, &ws);
+	fprintf(stderr, "\rluaprof: recording %.1f s, %llu samples, %llu lost, "
+		"%d process%s, %.1f KiB written ", (now - s->start_ns) / 1e9,
+		(unsigned long long)s->samples,
+		(unsigned long long)s->skel->bss->counters.lost_ringbuf, s->nalive,
+		s->nalive == 1 ? "" : "es", ws.file_bytes / 1024.0);
+	s->status_shown = 1;
+}
+
+/* Did the launched command exit?  Reaps it if so. */
+static int launched_exited(struct session *s)
+{
+	int status;
+
+	if (!s->launched_running)
+		return 0;
+	if (waitpid(s->launched.pid, &status, WNOHANG) != s->launched.pid)
+		return 0;
+	s->launched_running = 0;
+	return 1;
+}
+
+static void check_alive(struct session *s)
+{
+	for (int i = 0; i < s->ntargets; i++)
+		if (s->targets[i].alive && !proc_exists(s->targets[i].pid))
+			target_exited(s, &s->targets[i], mono_ns());
+}
+
+static void record_loop(struct session *s)
+{
+	uint64_t deadline = s->o->duration_s > 0 ?
+		s->start_ns + (uint64_t)(s->o->duration_s * 1e9) : UINT64_MAX;
+	uint64_t last_flush = s->start_ns, last_status = 0, last_alive = s->start_ns;
+	int tty = isatty(STDERR_FILENO) && !s->o->quiet;
+
+	while (!stop_requested && !s->write_err) {
+		uint64_t now;
+		int n = ring_buffer__poll(s->rb, 100);
+
+		if (n < 0 && n != -EINTR) {
+			fprintf(stderr, "luaprof record: ring buffer: %s\n", strerror(-n));
+			break;
+		}
+		now = mono_ns();
+		emit_lost(s);
+		if (now - last_flush >= FLUSH_NS) {
+			int err = write_ksyms(s) ?: trace_writer_flush(s->w);
+
+			if (err)
+				write_failed(s, err);
+			last_flush = now;
+		}
+		if (tty && now - last_status >= STATUS_NS) {
+			show_status(s, now);
+			last_status = now;
+		}
+		if (now >= deadline)
+			break;
+		if (s->o->command && launched_exited(s))
+			break;
+		if (now - last_alive >= ALIVE_CHECK_NS) {
+			check_alive(s);
+			last_alive = now;
+		}
+		if (!s->o->command && s->nalive == 0)
+			break;
+	}
+}
+
+static void print_summary(struct session *s, uint64_t end_ns)
+{
+	const struct lp_bpf_counters *c = &s->skel->bss->counters;
+	double secs = (end_ns - s->start_ns) / 1e9;
+	struct stat st;
+	unsigned long long bytes = 0;
+
+	/* The file's own size: the footer is written after the last stats. */
+	if (!stat(s->o->output, &st))
+		bytes = st.st_size;
+	if (s->status_shown)
+		fprintf(stderr, "\r\033[K");
+	fprintf(stderr, "luaprof record: %llu samples, %llu lost, %.2f s, %d process%s\n",
+		(unsigned long long)s->samples, (unsigned long long)c->lost_ringbuf,
+		secs, s->ntargets, s->ntargets == 1 ? "" : "es");
+	fprintf(stderr, "luaprof record: wrote %s: %llu bytes, %.1f bytes/sample, "
+		"%llu stacks\n", s->o->output, bytes,
+		s->samples ? (double)bytes / s->samples : 0.0,
+		(unsigned long long)stack_table_count(s->stacks));
+	if (c->lost_task)
+		fprintf(stderr, "luaprof record: %llu process events lost\n",
+			(unsigned long long)c->lost_task);
+}
+
+static int finish(struct session *s)
+{
+	struct lp_footer footer;
+	uint64_t end_ns = mono_ns();
+	int err;
+
+	perf_sampling_detach(&s->perf);
+	/* What is still in the ring buffer was sampled: keep it. */
+	ring_buffer__consume(s->rb);
+	emit_lost(s);
+	err = write_ksyms(s);
+	if (err)
+		write_failed(s, err);
+	footer.samples = s->samples;
+	footer.lost = s->skel->bss->counters.lost_ringbuf;
+	footer.chunks = 0; /* the writer fills in its own count */
+	footer.end_mono_ns = end_ns;
+	err = trace_writer_close(s->w, &footer);
+	s->w = NULL;
+	if (err && !s->write_err)
+		write_failed(s, err);
+	if (!s->o->quiet)
+		print_summary(s, end_ns);
+	return s->write_err ? 1 : 0;
+}
+
+static void stop_launched(struct session *s)
+{
+	if (!s->launched_running)
+		return;
+	kill(s->launched.pid, SIGTERM);
+	waitpid(s->launched.pid, NULL, 0);
+	s->launched_running = 0;
+}
+
+int record_session_run(const struct record_opts *o)
+{
+	struct session s = { .o = o, .launched = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
+	struct sigaction sa;
+	int err, ret = 1, recording = 0;
+
+	for (int i = 0; i < o->npids; i++) {
+		if (!proc_exists(o->pids[i])) {
+			fprintf(stderr, "luaprof record: no process with pid %d\n",
+				(int)o->pids[i]);
+			return 1;
+		}
+	}
+	libbpf_set_print(o->verbose ? NULL : libbpf_quiet);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	s.stacks = stack_table_new();
+	s.ksyms = ksym_set_new();
+	if (!s.stacks || !s.ksyms) {
+		fprintf(stderr, "luaprof record: out of memory\n");
+		goto cleanup;
+	}
+	err = trace_writer_open(&s.w, o->output, o->codec);
+	if (err) {
+		fprintf(stderr, "luaprof record: cannot create %s: %s\n", o->output,
+			strerror(-err));
+		goto cleanup;
+	}
+	err = load_sampler(&s);
+	if (err) {
+		fprintf(stderr, "luaprof record: cannot load the BPF sampler: %s%s\n",
+			strerror(-err), err == -EPERM ? " (recording needs root, or "
+			"CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)" : "");
+		goto cleanup;
+	}
+	if (o->command) {
+		err = launch_prepare(o->command, &s.launched);
+		if (err) {
+			fprintf(stderr, "luaprof record: cannot start %s: %s\n",
+				o->command[0], strerror(-err));
+			goto cleanup;
+		}
+		s.launched_running = 1;
+	}
+	s.start_ns = mono_ns();
+	emit_meta(&s);
+	err = add_initial_targets(&s);
+	if (err) {
+		fprintf(stderr, "luaprof record: cannot add targets: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	s.rb = ring_buffer__new(bpf_map__fd(s.skel->maps.events), handle_event, &s, NULL);
+	if (!s.rb) {
+		fprintf(stderr, "luaprof record: ring buffer: %s\n", strerror(errno));
+		goto cleanup;
+	}
+	err = perf_sampling_attach(&s.perf, s.skel->progs.on_sample, o->freq_hz);
+	if (err) {
+		fprintf(stderr, "luaprof record: cannot open cpu-clock perf events: %s\n",
+			strerror(-err));
+		goto cleanup;
+	}
+	if (o->command) {
+		err = launch_start(&s.launched);
+		if (err) {
+			fprintf(stderr, "luaprof record: cannot execute %s: %s\n",
+				o->command[0], strerror(-err));
+			waitpid(s.launched.pid, NULL, 0);
+			s.launched_running = 0;
+			goto cleanup;
+		}
+	}
+	recording = 1;
+	if (!o->quiet)
+		fprintf(stderr, "luaprof record: recording %d process%s at %u Hz into %s "
+			"(Ctrl-C to stop)\n", s.nalive, s.nalive == 1 ? "" : "es",
+			o->freq_hz, o->output);
+	record_loop(&s);
+	stop_launched(&s);
+	ret = finish(&s);
+cleanup:
+	if (s.launched.go_fd >= 0) { /* never started: let it go */
+		close(s.launched.go_fd);
+		waitpid(s.launched.pid, NULL, 0);
+	}
+	if (s.launched.err_fd >= 0)
+		close(s.launched.err_fd);
+	perf_sampling_detach(&s.perf);
+	ring_buffer__free(s.rb);
+	sampler__destroy(s.skel);
+	if (s.w) {
+		trace_writer_close(s.w, NULL);
+		if (!recording)
+			unlink(o->output); /* nothing was recorded: leave nothing */
+	}
+	stack_table_free(s.stacks);
+	ksym_set_free(s.ksyms);
+	for (int i = 0; i < s.ntargets; i++)
+		maps_table_free(&s.targets[i].maps);
+	free(s.targets);
+	return ret;
+}

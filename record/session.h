@@ -1,0 +1,29 @@
+/*
+ * session.h - the options a recording runs with, as record.c parses them,
+ * and the one call that runs the recording (session.c).
+ */
+#ifndef LUAPROF_RECORD_SESSION_H
+#define LUAPROF_RECORD_SESSION_H
+
+#include <sys/types.h>
+
+#include "format/trace.h"
+
+struct record_opts {
+	pid_t *pids; /* -p */
+	int npids;
+	char **command; /* -- CMD ARGS, NULL-terminated */
+	unsigned int freq_hz;
+	double duration_s; /* 0: until stopped or the targets exit */
+	const char *output;
+	enum lp_codec codec;
+	int follow_children;
+	int verbose;
+	int quiet;
+	const char *self_cmdline; /* luaprof's own command line, for meta */
+};
+
+/* Runs a whole recording; returns the process exit code (0 or 1). */
+int record_session_run(const struct record_opts *opts);
+
+#endif
