@@ -1,0 +1,88 @@
+# targets.sh - which processes get recorded: -p on a process tree (existing
+# and newly forked children), --no-children, a target that exits mid-way,
+# a launched command that forks, and clean stops on SIGINT and SIGKILL.
+. tests/lib.sh
+
+# -p on a tree: two children exist before recording, a third is forked
+# (on SIGUSR1) while recording.
+$SAMPLES/tree 2 8 >$TMP/tree.out &
+tree=$!
+CLEANUP_PIDS+=($tree)
+wait_line $TMP/tree.out ready
+$LUAPROF record -F 199 -d 3 -p $tree -o $TMP/tree.lp 2>$TMP/rec.err &
+rec=$!
+wait_line $TMP/rec.err "recording"
+kill -USR1 $tree
+wait $rec
+check "record -p on a tree exits 0" test $? -eq 0
+$LUAPROF report --format folded --comm -o $TMP/tree.folded $TMP/tree.lp 2>/dev/null
+check "existing children are sampled" grep -q "child_work" $TMP/tree.folded
+check "a child forked while recording is sampled" grep -q "late_child_work" $TMP/tree.folded
+$LUAPROF info $TMP/tree.lp >$TMP/tree.info
+npids=$(awk '/^processes/,/^$/' $TMP/tree.info | grep -cE '^\s+[0-9]+')
+check_num "info lists the parent and three children" "$npids" ">=" 4
+kill $tree 2>/dev/null; wait $tree 2>/dev/null || true
+
+# --no-children: only the parent, which just waits, so no child frames.
+$SAMPLES/tree 2 4 >$TMP/tree2.out &
+tree=$!
+CLEANUP_PIDS+=($tree)
+wait_line $TMP/tree2.out ready
+$LUAPROF record -q -F 199 -d 1 --no-children -p $tree -o $TMP/nochild.lp
+$LUAPROF report --format folded -o $TMP/nochild.folded $TMP/nochild.lp 2>/dev/null
+check "--no-children leaves children out" bash -c "! grep -q child_work $TMP/nochild.folded"
+kill $tree 2>/dev/null; wait $tree 2>/dev/null || true
+
+# A launched command that forks: its children are followed.
+$LUAPROF record -q -F 199 -o $TMP/launch.lp -- $SAMPLES/tree 2 1.5 >/dev/null
+check "record -- tree exits 0" test $? -eq 0
+$LUAPROF report --format folded -o $TMP/launch.folded $TMP/launch.lp 2>/dev/null
+check "children of a launched command are followed" grep -q child_work $TMP/launch.folded
+
+# A target that exits mid-way ends the recording, and the trace is whole.
+$SAMPLES/hot 1.5 &
+hot=$!
+T0=$(date +%s.%N)
+$LUAPROF record -q -F 499 -d 30 -p $hot -o $TMP/exit.lp
+rc=$?
+T1=$(date +%s.%N)
+check "record of an exiting target exits 0" test $rc -eq 0
+check_num "recording ended with the target" "$(awk -v a=$T0 -v b=$T1 'BEGIN{print b-a}')" "<" 8
+$LUAPROF info $TMP/exit.lp >$TMP/exit.info
+check "info shows the exit" grep -qiE "exit" $TMP/exit.info
+check "info says complete" grep -qi "complete" $TMP/exit.info
+$LUAPROF report --format folded -o $TMP/exit.folded $TMP/exit.lp 2>/dev/null
+check "samples before the exit are kept" grep -q spin $TMP/exit.folded
+
+# SIGINT stops cleanly and finishes the file.
+$SAMPLES/hot 30 &
+hot=$!
+CLEANUP_PIDS+=($hot)
+$LUAPROF record -F 499 -p $hot -o $TMP/int.lp 2>$TMP/int.err &
+rec=$!
+wait_line $TMP/int.err "recording"
+wait_for test -s $TMP/int.lp
+kill -INT $rec
+wait $rec
+check "SIGINT: exit 0" test $? -eq 0
+check "SIGINT: summary printed" grep -q "samples" $TMP/int.err
+$LUAPROF info $TMP/int.lp >$TMP/int.info 2>&1
+check "SIGINT: trace complete" grep -qi "complete" $TMP/int.info
+
+# SIGKILL after 5 s: at least 80% of the samples taken are recovered, and
+# the report says the trace was cut short.
+$LUAPROF record -F 999 -p $hot -o $TMP/kill.lp 2>$TMP/kill.err &
+rec=$!
+wait_line $TMP/kill.err "recording"
+T0=$(date +%s.%N)
+sleep 5 # the scenario itself: a recorder killed after 5 s
+kill -KILL $rec
+T1=$(date +%s.%N)
+wait $rec 2>/dev/null
+expected=$(awk -v a=$T0 -v b=$T1 'BEGIN { printf "%d", (b - a) * 999 }')
+$LUAPROF report --format folded -o $TMP/kill.folded $TMP/kill.lp 2>$TMP/kill.rep
+check "SIGKILL: report exits 0" test $? -eq 0
+got=$(folded_total $TMP/kill.folded)
+check_num "SIGKILL: share of samples recovered" "$(share $got $expected)" ">=" 0.8
+check "SIGKILL: report says the trace was cut short" grep -qi "cut short" $TMP/kill.rep
+kill $hot 2>/dev/null; wait $hot 2>/dev/null || true
