@@ -56,9 +56,9 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h $(BUILD)/vmlinux.h
 $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/record/%.o: record/%.c $(BUILD)/sampler.skel.h
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -MMD -c $< -o $@
+# record/ includes the generated skeleton: an explicit prerequisite, so a
+# clean tree builds it first.
+$(RECORD_OBJ): $(BUILD)/sampler.skel.h
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
