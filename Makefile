@@ -16,7 +16,7 @@ LDLIBS   := -lbpf -lelf -lz -llz4
 
 # Debian packages the build and the tests need.
 DEPS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev liblz4-dev \
-        pkg-config make gcc
+        pkg-config make gcc python3 util-linux
 
 FORMAT_SRC := $(wildcard format/*.c)
 RECORD_SRC := $(wildcard record/*.c)
@@ -40,8 +40,9 @@ deps:
 	if [ -n "$$missing" ]; then \
 		echo "make deps: installing $$missing"; \
 		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $$missing >/dev/null \
-		|| { echo "make deps: apt-get install failed" >&2; exit 1; }; \
+		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; } \
+			>/tmp/luaprof-deps.log 2>&1 \
+		|| { cat /tmp/luaprof-deps.log >&2; echo "make deps: apt-get install failed" >&2; exit 1; }; \
 	fi
 
 $(BUILD)/vmlinux.h:
