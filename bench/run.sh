@@ -4,7 +4,8 @@
 # records a running samples/hot for DURATION seconds (-p, so the recorder
 # is measured alone) and prints samples, bytes/sample and the recorder's
 # CPU time as a share of the recording's wall time, with luaprof/perf
-# ratios.  Needs root and perf (Debian linux-perf).
+# ratios, and the BPF sampler's own run time per tick
+# (kernel.bpf_stats_enabled, set for the run).  Needs root and perf (Debian linux-perf).
 set -eu
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10}
@@ -21,15 +22,21 @@ build/samples/hot $((DURATION * 6 + 10)) &
 hot=$!
 
 # cpu_of COMMAND... : runs it, prints "user+sys seconds" of it and children.
+# (the command's stderr is kept in $TMP/rec.err).
 cpu_of() {
 	local TIMEFORMAT='%U %S'
-	{ time "$@" >/dev/null 2>&1; } 2>&1 | awk '{ print $1 + $2 }'
+	{ time "$@" >/dev/null 2>$TMP/rec.err; } 2>&1 | awk '{ print $1 + $2 }'
 }
 
+old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -qw kernel.bpf_stats_enabled=1
+trap 'sysctl -qw kernel.bpf_stats_enabled=$old_stats; kill $hot 2>/dev/null; rm -rf "$TMP"' EXIT
+
 printf '%-22s %8s %12s %12s %10s\n' "recorder" "samples" "bytes" "bytes/sample" "CPU %"
-declare -A BPS CPU
+declare -A BPS CPU BPFNS
 for hz in 99 999; do
-	lp_cpu=$(cpu_of $LUAPROF record -q -F $hz -d $DURATION -p $hot -o $TMP/b.lp)
+	lp_cpu=$(cpu_of $LUAPROF record -v -F $hz -d $DURATION -p $hot -o $TMP/b.lp)
+	BPFNS[$hz]=$(awk '/BPF sampler/ { print $(NF-3), $(NF-5) }' $TMP/rec.err)
 	lp_samples=$($LUAPROF info $TMP/b.lp | awk '/^samples/ { print $2; exit }')
 	lp_bytes=$(stat -c %s $TMP/b.lp)
 	pf_cpu=$(cpu_of perf record -q -g -F $hz -p $hot -o $TMP/perf.data -- sleep $DURATION)
@@ -45,9 +52,14 @@ for hz in 99 999; do
 	done
 done
 echo
+for hz in 99 999; do
+	set -- ${BPFNS[$hz]:-"? ?"}
+	echo "luaprof BPF program at $hz Hz: $1 ns per run over $2 runs (every CPU tick, target or not)"
+done
+echo
 echo "luaprof / perf -g ratios (lower is better for luaprof):"
 for hz in 99 999; do
 	awk -v a=${BPS[luaprof$hz]} -v b=${BPS[perf$hz]} -v c=${CPU[luaprof$hz]} -v d=${CPU[perf$hz]} -v hz=$hz \
-		'BEGIN { printf "  %4d Hz: bytes/sample %.3f, recorder CPU %s\n", hz, b ? a / b : 0,
-			d > 0 ? sprintf("%.2f", c / d) : "n/a (perf used no measurable CPU)" }'
+		'BEGIN { cpu = (d > 0) ? sprintf("%.2f", c / d) : "n/a (perf used no measurable CPU)";
+			printf "  %4d Hz: bytes/sample %.3f, recorder CPU %s\n", hz, (b > 0) ? a / b : 0, cpu }'
 done

@@ -523,6 +523,25 @@ static void record_loop(struct session *s)
 	}
 }
 
+/* The sampler's own cost, counted by the kernel only while
+ * kernel.bpf_stats_enabled is 1. */
+static void print_bpf_stats(struct session *s)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	int fd = bpf_program__fd(s->skel->progs.on_sample);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) || !info.run_cnt) {
+		fprintf(stderr, "luaprof record: BPF sampler run time unknown "
+			"(sysctl kernel.bpf_stats_enabled=1 to measure it)\n");
+		return;
+	}
+	fprintf(stderr, "luaprof record: BPF sampler: %llu runs, %.0f ns per run\n",
+		(unsigned long long)info.run_cnt,
+		(double)info.run_time_ns / info.run_cnt);
+}
+
 static void print_summary(struct session *s, uint64_t end_ns)
 {
 	const struct lp_bpf_counters *c = &s->skel->bss->counters;
@@ -545,6 +564,8 @@ static void print_summary(struct session *s, uint64_t end_ns)
 	if (c->lost_task)
 		fprintf(stderr, "luaprof record: %llu process events lost\n",
 			(unsigned long long)c->lost_task);
+	if (s->o->verbose)
+		print_bpf_stats(s);
 }
 
 static int finish(struct session *s)
