@@ -10,6 +10,7 @@
  * how later versions extend a record without breaking this reader.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "format/codec.h"
@@ -151,6 +152,21 @@ static int decode_sample(struct trace_reader *r, struct lp_cursor *c,
 	      lp_get_uv32(c, &s->flags);
 	if (err)
 		return err;
+	/* Lua fields came later in v1's life: absent means none. */
+	s->lstack = 0;
+	s->vmstate = 0;
+	s->lua_state = 0;
+	if (lp_cursor_left(c)) {
+		int64_t vmstate;
+
+		err = lp_get_uv(c, &s->lstack) ?: lp_get_sv(c, &vmstate) ?:
+		      lp_get_uv32(c, &s->lua_state);
+		if (err)
+			return err;
+		if (vmstate < INT32_MIN || vmstate > INT32_MAX)
+			return -EBADMSG;
+		s->vmstate = (int32_t)vmstate;
+	}
 	/* Only a sample that decoded moves the time base, as in the writer. */
 	s->time_ns = r->prev_sample_time + (uint64_t)dtime;
 	r->prev_sample_time = s->time_ns;
@@ -185,6 +201,152 @@ static int decode_ksyms(struct trace_reader *r, struct lp_cursor *c,
 	return 0;
 }
 
+static int decode_luajit(struct trace_reader *r, struct lp_cursor *c,
+			 struct lp_luajit *lj)
+{
+	const char **names;
+	uint64_t nff;
+	int err;
+
+	err = lp_get_uv32(c, &lj->pid) ?: lp_get_uv(c, &lj->G) ?:
+	      lp_get_uv(c, &lj->vm_start) ?: lp_get_uv(c, &lj->vm_end) ?:
+	      lp_get_uv32(c, &lj->flags) ?: get_str(r, c, &lj->name) ?:
+	      get_str(r, c, &lj->source) ?: lp_get_uv(c, &nff);
+	if (err)
+		return err;
+	if (nff > lp_cursor_left(c)) /* a name takes at least a byte */
+		return -EBADMSG;
+	names = get_array(r, nff, sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < nff; i++)
+		if (get_str(r, c, &names[i]))
+			return -EBADMSG;
+	lj->nff = (uint32_t)nff;
+	lj->ffnames = names;
+	return 0;
+}
+
+/* Carves an aligned piece out of the record's array arena. */
+static void *carve(uint8_t **p, size_t size)
+{
+	void *q = *p;
+
+	*p += (size + 7) & ~(size_t)7;
+	return q;
+}
+
+static int decode_proto(struct trace_reader *r, struct lp_cursor *c,
+			struct lp_proto *pt)
+{
+	uint64_t nbc, nkstr, nuv, vlen;
+	struct lp_cursor save;
+	uint8_t *arena;
+	int64_t d;
+	int err;
+
+	err = lp_get_uv(c, &pt->id) ?: lp_get_uv(c, &pt->addr) ?:
+	      get_str(r, c, &pt->chunkname) ?: lp_get_uv32(c, &pt->firstline) ?:
+	      lp_get_uv32(c, &pt->numline) ?: lp_get_uv32(c, &pt->numparams) ?:
+	      lp_get_uv32(c, &pt->flags) ?: lp_get_uv(c, &nbc);
+	if (err)
+		return err;
+	/* Each instruction takes 4 bytes and its line at least 1. */
+	if (!pt->id || nbc > lp_cursor_left(c) / 5)
+		return -EBADMSG;
+	/* A first pass over a copy of the cursor finds the counts, so that
+	 * one exactly sized arena holds every array of the record. */
+	save = *c;
+	for (uint64_t i = 0; i < nbc; i++) {
+		uint32_t ins;
+
+		if (lp_get_u32(&save, &ins))
+			return -EBADMSG;
+	}
+	for (uint64_t i = 0; i < nbc; i++)
+		if (lp_get_sv(&save, &d))
+			return -EBADMSG;
+	if (lp_get_uv(&save, &nkstr) || nkstr > lp_cursor_left(&save) / 2)
+		return -EBADMSG;
+	for (uint64_t i = 0; i < nkstr; i++) {
+		const uint8_t *str;
+		size_t len;
+
+		if (lp_get_uv(&save, &vlen) || lp_get_str(&save, &str, &len))
+			return -EBADMSG;
+	}
+	if (lp_get_uv(&save, &nuv) || nuv > lp_cursor_left(&save))
+		return -EBADMSG;
+	arena = get_array(r, 8 * nbc + 16 + (nkstr + 1) * sizeof(*pt->kstr) +
+			  (nuv + 1) * sizeof(char *), 1);
+	if (!arena)
+		return -ENOMEM;
+	pt->nbc = (uint32_t)nbc;
+	pt->bc = carve(&arena, nbc * 4);
+	pt->lines = carve(&arena, nbc * 4);
+	for (uint64_t i = 0; i < nbc; i++)
+		if (lp_get_u32(c, (uint32_t *)&pt->bc[i]))
+			return -EBADMSG;
+	for (uint64_t i = 0, line = pt->firstline; i < nbc; i++) {
+		if (lp_get_sv(c, &d))
+			return -EBADMSG;
+		line += (uint64_t)d;
+		if (line > UINT32_MAX)
+			return -EBADMSG;
+		((uint32_t *)pt->lines)[i] = (uint32_t)line;
+	}
+	if (lp_get_uv(c, &nkstr))
+		return -EBADMSG;
+	pt->nkstr = (uint32_t)nkstr;
+	pt->kstr = carve(&arena, nkstr * sizeof(*pt->kstr));
+	for (uint64_t i = 0; i < nkstr; i++) {
+		struct lp_proto_kstr *k = (struct lp_proto_kstr *)&pt->kstr[i];
+
+		if (lp_get_uv32(c, &k->index) || get_str(r, c, &k->str))
+			return -EBADMSG;
+	}
+	if (lp_get_uv(c, &nuv))
+		return -EBADMSG;
+	pt->nuv = (uint32_t)nuv;
+	pt->uvnames = carve(&arena, nuv * sizeof(char *));
+	for (uint64_t i = 0; i < nuv; i++)
+		if (get_str(r, c, (const char **)&pt->uvnames[i]))
+			return -EBADMSG;
+	save = *c;
+	if (lp_get_uv(c, &vlen) || vlen > lp_cursor_left(c) || vlen > UINT32_MAX)
+		return -EBADMSG;
+	*c = save;
+	/* varinfo holds NUL bytes: get_str copies it whole, plus a NUL. */
+	if (get_str(r, c, (const char **)&pt->varinfo))
+		return -EBADMSG;
+	pt->varinfo_len = (uint32_t)vlen;
+	return 0;
+}
+
+static int decode_lua_stack(struct trace_reader *r, struct lp_cursor *c,
+			    struct lp_lua_stack *ls)
+{
+	struct lp_lframe *f;
+	int err;
+
+	err = lp_get_uv(c, &ls->id) ?: lp_get_uv32(c, &ls->depth);
+	if (err)
+		return err;
+	/* A frame takes at least 4 bytes. */
+	if (!ls->id || ls->depth > LP_STACK_MAX_DEPTH ||
+	    ls->depth > lp_cursor_left(c) / 4)
+		return -EBADMSG;
+	f = get_array(r, ls->depth, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < ls->depth; i++)
+		if (lp_get_uv32(c, &f[i].kind) || lp_get_uv(c, &f[i].value) ||
+		    lp_get_uv32(c, &f[i].pc) || lp_get_uv32(c, &f[i].link))
+			return -EBADMSG;
+	ls->frames = f;
+	return 0;
+}
+
 static int decode_body(struct trace_reader *r, uint64_t type,
 		       struct lp_cursor *c, struct lp_record *rec)
 {
@@ -213,6 +375,12 @@ static int decode_body(struct trace_reader *r, uint64_t type,
 	case LP_REC_FOOTER:
 		return lp_get_uv(c, &f->samples) ?: lp_get_uv(c, &f->lost) ?:
 		       lp_get_uv(c, &f->chunks) ?: lp_get_uv(c, &f->end_mono_ns);
+	case LP_REC_LUAJIT:
+		return decode_luajit(r, c, &rec->u.luajit);
+	case LP_REC_PROTO:
+		return decode_proto(r, c, &rec->u.proto);
+	case LP_REC_LUA_STACK:
+		return decode_lua_stack(r, c, &rec->u.lua_stack);
 	}
 	return -ENOENT;
 }

@@ -20,7 +20,8 @@ static const char *const record_names[] = {
 	[LP_REC_EXIT] = "exit",	    [LP_REC_MAPS] = "maps",
 	[LP_REC_STACK] = "stack",   [LP_REC_SAMPLE] = "sample",
 	[LP_REC_LOST] = "lost",	    [LP_REC_KSYMS] = "ksyms",
-	[LP_REC_FOOTER] = "footer",
+	[LP_REC_FOOTER] = "footer", [LP_REC_LUAJIT] = "luajit",
+	[LP_REC_PROTO] = "proto",   [LP_REC_LUA_STACK] = "lua_stack",
 };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

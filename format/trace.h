@@ -42,10 +42,20 @@
  *   stack      := id:uv kind:uv depth:uv addr[depth]   (leaf first)
  *   addr       := first: value:uv; then: (value - previous):sv
  *   sample     := dtime:sv pid:uv tid:uv cpu:uv kstack:uv ustack:uv flags:uv
+ *                 lstack:uv vmstate:sv lua_state:uv
  *   lost       := time_ns:uv count:uv reason:uv
  *   ksyms      := count:uv ksym[count]  (ascending addresses)
  *   ksym       := (addr - previous addr):uv name:str  (previous = 0 first)
  *   footer     := samples:uv lost:uv chunks:uv end_mono_ns:uv
+ *   luajit     := pid:uv G:uv vm_start:uv vm_end:uv flags:uv name:str
+ *                 source:str nff:uv ffname:str[nff]
+ *   proto      := id:uv addr:uv chunkname:str firstline:uv numline:uv
+ *                 numparams:uv flags:uv nbc:uv bc:u32le[nbc]
+ *                 line:sv[nbc]     (first minus firstline, then deltas)
+ *                 nkstr:uv kstr[nkstr] nuv:uv uvname:str[nuv] varinfo:str
+ *   kstr       := index:uv str     (the string constant at ~index)
+ *   lstack     := id:uv depth:uv lframe[depth]        (leaf first)
+ *   lframe     := kind:uv value:uv pc:uv link:uv
  *
  * A sample's time is dtime added to the time of the previous sample in the
  * same chunk (0 at a chunk's start), so each chunk decodes on its own.
@@ -91,6 +101,9 @@ enum lp_record_type {
 	LP_REC_LOST = 7,
 	LP_REC_KSYMS = 8,
 	LP_REC_FOOTER = 9,
+	LP_REC_LUAJIT = 10,
+	LP_REC_PROTO = 11,
+	LP_REC_LUA_STACK = 12,
 };
 
 /* meta.flags */
@@ -111,6 +124,31 @@ enum lp_stack_kind { LP_STACK_KERNEL = 1, LP_STACK_USER = 2 };
 /* sample.flags */
 #define LP_SAMPLE_KSTACK_FAILED 0x1u /* kernel stack could not be read */
 #define LP_SAMPLE_USTACK_FAILED 0x2u /* user stack could not be read */
+/* sample.lua_state: as bpf/sampler.h's enum lp_lua_state */
+enum lp_lua_state {
+	LP_LUA_NONE = 0,   /* no LuaJIT VM known in the process */
+	LP_LUA_IDLE = 1,   /* a VM exists but was not running Lua */
+	LP_LUA_WALKED = 2, /* lstack holds the Lua frames */
+	LP_LUA_NO_G = 3,   /* no valid global_State found at this tick */
+	LP_LUA_BAD_L = 4,  /* the running lua_State did not validate */
+	LP_LUA_NO_VM = 5,  /* the interpreter's code was not located yet */
+};
+/* lframe.kind */
+enum lp_lframe_kind {
+	LP_LFRAME_LUA = 1,   /* value = proto id (0: unreadable), pc = bytecode
+			      * position after the current instruction */
+	LP_LFRAME_C = 2,     /* value = lua_CFunction address */
+	LP_LFRAME_FF = 3,    /* value = fast function id (see luajit ffname) */
+	LP_LFRAME_ENTRY = 4, /* a VM entry from C: native frames belong here */
+	LP_LFRAME_TRACE = 5, /* value = compiled trace number (leaf) */
+	LP_LFRAME_TRUNC = 6, /* the walk stopped; value = reason */
+};
+/* lframe.link: the frame type of the frame's link (LuaJIT's FRAME_*);
+ * LUA means the next frame is its Lua caller, whose call site names it. */
+#define LP_LFRAME_LINK_LUA 0
+/* luajit.flags */
+#define LP_LUAJIT_GC64 0x1u
+#define LP_LUAJIT_OPENRESTY 0x2u
 /* lost.reason */
 enum lp_lost_reason {
 	LP_LOST_RINGBUF = 1, /* BPF ring buffer was full */
@@ -165,6 +203,9 @@ struct lp_sample {
 	uint32_t pid, tid, cpu;
 	uint64_t kstack, ustack; /* stack ids, 0 = none */
 	uint32_t flags;
+	uint64_t lstack;  /* Lua stack id, 0 = none */
+	int32_t vmstate;  /* g->vmstate: ~LJ_VMST_* or a trace number */
+	uint32_t lua_state; /* enum lp_lua_state */
 };
 
 struct lp_lost {
@@ -187,6 +228,52 @@ struct lp_footer {
 	uint64_t samples, lost, chunks, end_mono_ns;
 };
 
+/* One LuaJIT VM in a process: the report names fast functions with it. */
+struct lp_luajit {
+	uint32_t pid;
+	uint64_t G, vm_start, vm_end;
+	uint32_t flags;
+	const char *name;   /* e.g. "LuaJIT 2.1 (OpenResty luajit2, GC64)" */
+	const char *source; /* where the offsets came from */
+	uint32_t nff;
+	const char *const *ffnames; /* by fast function id */
+};
+
+struct lp_proto_kstr {
+	uint32_t index;
+	const char *str;
+};
+
+/* A Lua function prototype as the recorder read it from the target: what
+ * naming and line numbers need, in LuaJIT's own encodings where stable
+ * (bytecode, varinfo). */
+struct lp_proto {
+	uint64_t id, addr;
+	const char *chunkname;
+	uint32_t firstline, numline, numparams, flags;
+	uint32_t nbc;
+	const uint32_t *bc;    /* LuaJIT bytecode instructions */
+	const uint32_t *lines; /* source line of each instruction */
+	uint32_t nkstr;
+	const struct lp_proto_kstr *kstr;
+	uint32_t nuv;
+	const char *const *uvnames;
+	const uint8_t *varinfo;
+	uint32_t varinfo_len;
+};
+
+struct lp_lframe {
+	uint32_t kind, link;
+	uint64_t value;
+	uint32_t pc;
+};
+
+struct lp_lua_stack {
+	uint64_t id;
+	uint32_t depth;
+	const struct lp_lframe *frames; /* leaf first */
+};
+
 struct lp_record {
 	enum lp_record_type type;
 	union {
@@ -199,6 +286,9 @@ struct lp_record {
 		struct lp_lost lost;
 		struct lp_ksyms ksyms;
 		struct lp_footer footer;
+		struct lp_luajit luajit;
+		struct lp_proto proto;
+		struct lp_lua_stack lua_stack;
 	} u;
 };
 

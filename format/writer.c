@@ -192,6 +192,70 @@ static int put_ksyms(struct lp_buf *b, const struct lp_ksyms *k)
 	return err;
 }
 
+static int put_luajit(struct lp_buf *b, const struct lp_luajit *lj)
+{
+	uint32_t i;
+	int err;
+
+	if (lj->nff && !lj->ffnames)
+		return -EINVAL;
+	err = lp_put_uv(b, lj->pid) ?: lp_put_uv(b, lj->G) ?:
+	      lp_put_uv(b, lj->vm_start) ?: lp_put_uv(b, lj->vm_end) ?:
+	      lp_put_uv(b, lj->flags) ?: lp_put_str(b, lj->name) ?:
+	      lp_put_str(b, lj->source) ?: lp_put_uv(b, lj->nff);
+	for (i = 0; !err && i < lj->nff; i++)
+		err = lp_put_str(b, lj->ffnames[i]);
+	return err;
+}
+
+static int put_proto(struct lp_buf *b, const struct lp_proto *pt)
+{
+	uint32_t i, prev = pt->firstline;
+	int err;
+
+	if (!pt->id || (pt->nbc && (!pt->bc || !pt->lines)) ||
+	    (pt->nkstr && !pt->kstr) || (pt->nuv && !pt->uvnames))
+		return -EINVAL;
+	err = lp_put_uv(b, pt->id) ?: lp_put_uv(b, pt->addr) ?:
+	      lp_put_str(b, pt->chunkname) ?: lp_put_uv(b, pt->firstline) ?:
+	      lp_put_uv(b, pt->numline) ?: lp_put_uv(b, pt->numparams) ?:
+	      lp_put_uv(b, pt->flags) ?: lp_put_uv(b, pt->nbc);
+	for (i = 0; !err && i < pt->nbc; i++)
+		err = lp_put_u32(b, pt->bc[i]);
+	/* Lines move by small steps: each is coded against the one before. */
+	for (i = 0; !err && i < pt->nbc; i++) {
+		err = lp_put_sv(b, (int64_t)pt->lines[i] - (int64_t)prev);
+		prev = pt->lines[i];
+	}
+	if (!err)
+		err = lp_put_uv(b, pt->nkstr);
+	for (i = 0; !err && i < pt->nkstr; i++)
+		err = lp_put_uv(b, pt->kstr[i].index) ?: lp_put_str(b, pt->kstr[i].str);
+	if (!err)
+		err = lp_put_uv(b, pt->nuv);
+	for (i = 0; !err && i < pt->nuv; i++)
+		err = lp_put_str(b, pt->uvnames[i]);
+	return err ?: lp_put_uv(b, pt->varinfo_len) ?:
+	       lp_put_bytes(b, pt->varinfo, pt->varinfo_len);
+}
+
+static int put_lua_stack(struct lp_buf *b, const struct lp_lua_stack *ls)
+{
+	uint32_t i;
+	int err;
+
+	if (!ls->id || ls->depth > LP_STACK_MAX_DEPTH || (ls->depth && !ls->frames))
+		return -EINVAL;
+	err = lp_put_uv(b, ls->id) ?: lp_put_uv(b, ls->depth);
+	for (i = 0; !err && i < ls->depth; i++) {
+		const struct lp_lframe *f = &ls->frames[i];
+
+		err = lp_put_uv(b, f->kind) ?: lp_put_uv(b, f->value) ?:
+		      lp_put_uv(b, f->pc) ?: lp_put_uv(b, f->link);
+	}
+	return err;
+}
+
 /* Appends the body of rec to b; returns 0, -EINVAL or -E2BIG/-ENOMEM. */
 static int put_body(struct trace_writer *w, struct lp_buf *b,
 		    const struct lp_record *rec)
@@ -236,7 +300,9 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 		return lp_put_sv(b, (int64_t)(sa->time_ns - w->prev_sample_time)) ?:
 		       lp_put_uv(b, sa->pid) ?: lp_put_uv(b, sa->tid) ?:
 		       lp_put_uv(b, sa->cpu) ?: lp_put_uv(b, sa->kstack) ?:
-		       lp_put_uv(b, sa->ustack) ?: lp_put_uv(b, sa->flags);
+		       lp_put_uv(b, sa->ustack) ?: lp_put_uv(b, sa->flags) ?:
+		       lp_put_uv(b, sa->lstack) ?: lp_put_sv(b, sa->vmstate) ?:
+		       lp_put_uv(b, sa->lua_state);
 	case LP_REC_LOST:
 		return lp_put_uv(b, rec->u.lost.time_ns) ?:
 		       lp_put_uv(b, rec->u.lost.count) ?:
@@ -246,6 +312,12 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 	case LP_REC_FOOTER:
 		return lp_put_uv(b, fo->samples) ?: lp_put_uv(b, fo->lost) ?:
 		       lp_put_uv(b, fo->chunks) ?: lp_put_uv(b, fo->end_mono_ns);
+	case LP_REC_LUAJIT:
+		return put_luajit(b, &rec->u.luajit);
+	case LP_REC_PROTO:
+		return put_proto(b, &rec->u.proto);
+	case LP_REC_LUA_STACK:
+		return put_lua_stack(b, &rec->u.lua_stack);
 	}
 	return -EINVAL;
 }

@@ -59,6 +59,36 @@ static int str_eq(const char *written, const char *read)
 	return read && !strcmp(written ? written : "", read);
 }
 
+static int luajit_equal(const struct lp_luajit *a, const struct lp_luajit *b)
+{
+	if (a->pid != b->pid || a->G != b->G || a->vm_start != b->vm_start ||
+	    a->vm_end != b->vm_end || a->flags != b->flags || a->nff != b->nff ||
+	    !str_eq(a->name, b->name) || !str_eq(a->source, b->source))
+		return 0;
+	for (uint32_t i = 0; i < a->nff; i++)
+		if (!str_eq(a->ffnames[i], b->ffnames[i]))
+			return 0;
+	return 1;
+}
+
+static int proto_equal(const struct lp_proto *a, const struct lp_proto *b)
+{
+	if (a->id != b->id || a->addr != b->addr || !str_eq(a->chunkname, b->chunkname) ||
+	    a->firstline != b->firstline || a->numline != b->numline ||
+	    a->numparams != b->numparams || a->flags != b->flags || a->nbc != b->nbc ||
+	    a->nkstr != b->nkstr || a->nuv != b->nuv || a->varinfo_len != b->varinfo_len)
+		return 0;
+	if (a->nbc && (memcmp(a->bc, b->bc, a->nbc * 4) || memcmp(a->lines, b->lines, a->nbc * 4)))
+		return 0;
+	for (uint32_t i = 0; i < a->nkstr; i++)
+		if (a->kstr[i].index != b->kstr[i].index || !str_eq(a->kstr[i].str, b->kstr[i].str))
+			return 0;
+	for (uint32_t i = 0; i < a->nuv; i++)
+		if (!str_eq(a->uvnames[i], b->uvnames[i]))
+			return 0;
+	return !a->varinfo_len || !memcmp(a->varinfo, b->varinfo, a->varinfo_len);
+}
+
 int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 {
 	uint32_t i;
@@ -117,6 +147,23 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 		return 1;
 	case LP_REC_FOOTER:
 		return !memcmp(&a->u.footer, &b->u.footer, sizeof(a->u.footer));
+	case LP_REC_LUAJIT:
+		return luajit_equal(&a->u.luajit, &b->u.luajit);
+	case LP_REC_PROTO:
+		return proto_equal(&a->u.proto, &b->u.proto);
+	case LP_REC_LUA_STACK:
+		if (a->u.lua_stack.id != b->u.lua_stack.id ||
+		    a->u.lua_stack.depth != b->u.lua_stack.depth)
+			return 0;
+		for (i = 0; i < a->u.lua_stack.depth; i++) {
+			const struct lp_lframe *x = &a->u.lua_stack.frames[i];
+			const struct lp_lframe *y = &b->u.lua_stack.frames[i];
+
+			if (x->kind != y->kind || x->link != y->link ||
+			    x->value != y->value || x->pc != y->pc)
+				return 0;
+		}
+		return 1;
 	}
 	return 0;
 }

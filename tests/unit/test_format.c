@@ -184,6 +184,19 @@ static void make_arrays(void)
 /* One or more records of every type; returns how many. */
 static size_t make_records(struct lp_record *r)
 {
+	static const char *const ffnames[] = { "Lua", "C", "assert", "string.format" };
+	static const uint32_t bc[] = { 0x00000059, 0x12345678, 0xffffffff, 0 };
+	static const uint32_t lines[] = { 10, 12, 11, 310 };
+	static const struct lp_proto_kstr kstr[] = { { 0, "print" }, { 7, "" } };
+	static const char *const uvnames[] = { "M", "" };
+	static const uint8_t varinfo[] = { 'x', 0, 1, 3, 7, 0, 2, 0 };
+	static const struct lp_lframe lframes[] = {
+		{ LP_LFRAME_LUA, 0, 9, 3 },
+		{ LP_LFRAME_FF, 6, 17, 0 },
+		{ LP_LFRAME_ENTRY, 0, 0, 0 },
+		{ LP_LFRAME_C, 1, 0x7f00deadbeefull, 0 },
+		{ LP_LFRAME_TRUNC, 0, 1, 0 },
+	};
 	const uint64_t t0 = 123456789012345ull;
 	size_t n = 0, i;
 
@@ -231,8 +244,28 @@ static size_t make_records(struct lp_record *r)
 			.ustack = i % 3 ? UINT64_MAX : 3,
 			.flags = i % 5 ? 0 : LP_SAMPLE_KSTACK_FAILED |
 					     LP_SAMPLE_USTACK_FAILED,
+			.lstack = i % 4 ? 0 : 7, .vmstate = i % 2 ? -1 - (int32_t)i : INT32_MAX,
+			.lua_state = (uint32_t)i % 6,
 		};
 	}
+	r[n].type = LP_REC_LUAJIT;
+	r[n++].u.luajit = (struct lp_luajit){
+		.pid = 4242, .G = 0x7fffe0001000ull, .vm_start = 0x400000, .vm_end = 0x410000,
+		.flags = LP_LUAJIT_GC64 | LP_LUAJIT_OPENRESTY, .name = "LuaJIT 2.1",
+		.source = "built-in", .nff = ARRAY_SIZE(ffnames), .ffnames = ffnames,
+	};
+	r[n].type = LP_REC_PROTO;
+	r[n++].u.proto = (struct lp_proto){
+		.id = 9, .addr = 0x7f0000123450ull, .chunkname = "@abc.lua",
+		.firstline = 10, .numline = 300, .numparams = 2, .flags = 3,
+		.nbc = ARRAY_SIZE(bc), .bc = bc, .lines = lines,
+		.nkstr = ARRAY_SIZE(kstr), .kstr = kstr, .nuv = ARRAY_SIZE(uvnames),
+		.uvnames = uvnames, .varinfo = varinfo, .varinfo_len = sizeof(varinfo),
+	};
+	r[n].type = LP_REC_PROTO;
+	r[n++].u.proto = (struct lp_proto){ .id = 10, .chunkname = "=stdin" };
+	r[n].type = LP_REC_LUA_STACK;
+	r[n++].u.lua_stack = (struct lp_lua_stack){ 7, ARRAY_SIZE(lframes), lframes };
 	/* Times at both ends of the range: the deltas wrap around. */
 	r[n - 13].u.sample.time_ns = UINT64_MAX;
 	r[n - 12].u.sample.time_ns = 0;
