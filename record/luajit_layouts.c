@@ -1,0 +1,352 @@
+/*
+ * luajit_layouts.c - the table of LuaJIT builds luaprof can walk without
+ * debug info, and the cheap static test that tells their reference width
+ * apart.  Every LuaJIT build has its own struct offsets; the BPF walker
+ * gets them as a struct lj_layout, and the reporter names builtins by the
+ * build's fast-function ids, which differ between LuaJIT variants.
+ *
+ * The rows come from Debian bookworm's two x86_64 LuaJIT builds:
+ * luajit/libluajit-5.1-2 2.1.0~beta3+git20220320+dfsg-4.1+deb12u1
+ * (upstream LuaJIT 2.1) and luajit2/libluajit2-5.1-2 2.1-20230119-1
+ * (OpenResty's luajit2).  Both are GC64; the non-GC64 rows describe the
+ * same sources built with -DLUAJIT_DISABLE_GC64, which the end-to-end
+ * tests build with tests/luajit-variants.sh.  Each source was built the
+ * way its debian/rules does (`make amalg` with dpkg-buildflags) plus -g,
+ * with and without GC64, and a probe compiled against LuaJIT's internal
+ * headers (lj_obj.h, lj_frame.h, lj_dispatch.h, lj_jit.h, lj_ff.h) with
+ * the same defines printed every offsetof, sizeof and constant below.  The
+ * fast-function names are buildvm's jit/vmdef.lua of those builds, which is
+ * identical to the one each Debian package ships.  The GC64 builds' .text
+ * and .rodata are byte for byte those of the Debian objects, so the flags
+ * are Debian's.
+ *
+ * The rows were then checked against the stripped Debian objects
+ * themselves: each Debian `luajit -joff` and each Debian libluajit (loaded
+ * by a small dlopen host) ran an interpreted busy loop, gdb attached, read
+ * DISPATCH from r14 and, with G = r14 - g2disp, found mainthref == G -
+ * gg_g, cur_L->glref == G, vmstate == ~0 (interpreting), L->cframe == rsp
+ * with the cframe's saved L == L, and the running closure's proto (via
+ * fn_pc and pt_size) with its bytecode around rbx (PC) and the expected
+ * chunk name (pt_chunkname, str_len, str_size).  The non-GC64 rows passed
+ * the same check on the non-GC64 executables of tests/luajit-variants.sh.
+ * Every builtin reachable from the standard libraries printed as
+ * "builtin#ID" with the ID this table gives its name, in all four.
+ * Statically, lj_vm_call's prologue in the stripped objects (lua_call
+ * tail-jumps to it) does "add r14, g2disp" and stores L and ~0 at the
+ * cur_L and vmstate offsets, agreeing.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "record/luajit_layouts.h"
+
+/*
+ * Offsets shared by upstream and OpenResty: they differ only in the size
+ * of lua_State, global_State and jit_State, i.e. in gg_g and g2disp.
+ */
+#define LJ_GC64_COMMON                                                     \
+	.ref_size = 8,                                                     \
+	.g_vmstate = 184, .g_mainthref = 192, .g_cur_L = 368,              \
+	.g_jit_base = 376,                                                 \
+	.l_glref = 16, .l_base = 32, .l_top = 40,                          \
+	.l_stack = 56, .l_maxstack = 48, /* maxstack comes first */        \
+	.l_cframe = 80,                                                    \
+	.fn_ffid = 10, .fn_pc = 32, .fn_f = 40, .fn_upvalue = 48,          \
+	.pt_size = 104, .pt_sizebc = 12, .pt_k = 32, .pt_sizekgc = 48,     \
+	.pt_sizekn = 52, .pt_sizept = 56, .pt_numparams = 10,              \
+	.pt_framesize = 11, .pt_sizeuv = 60, .pt_flags = 61,               \
+	.pt_chunkname = 64, .pt_firstline = 72, .pt_numline = 76,          \
+	.pt_lineinfo = 80, .pt_uvinfo = 88, .pt_varinfo = 96,              \
+	.str_len = 20, /* after the string's sid and hash */               \
+	.str_size = 24,                                                    \
+	.cf_l = 16, .cf_pc = 24, .cf_prev = 32,                            \
+	.cf_size = 80, /* 96 with LUAJIT_NO_UNWIND, not set by Debian */   \
+	.ffid_coroutine_resume = 35, .ffid_coroutine_wrap_aux = 36
+
+/*
+ * Without GC64 a GCRef or MRef is 4 bytes, but some fields stay 8: L->base
+ * and L->top are TValue pointers, L->cframe and the cframe's prev link are
+ * void pointers, fn_f is a C function pointer and fn_upvalue holds 8-byte
+ * TValues.  Only the references (ref_size) shrink.
+ */
+#define LJ_NOGC64_COMMON                                                   \
+	.ref_size = 4,                                                     \
+	.g_vmstate = 136, .g_mainthref = 140, .g_cur_L = 288,              \
+	.g_jit_base = 292,                                                 \
+	.l_glref = 8,                                                      \
+	.l_base = 16, .l_top = 24, /* 8-byte pointers, not refs */         \
+	.l_stack = 36, .l_maxstack = 32, .l_cframe = 48,                   \
+	.fn_ffid = 6, .fn_pc = 16, .fn_f = 24, .fn_upvalue = 32,           \
+	.pt_size = 64, .pt_sizebc = 8, .pt_k = 16, .pt_sizekgc = 24,       \
+	.pt_sizekn = 28, .pt_sizept = 32, .pt_numparams = 6,               \
+	.pt_framesize = 7, .pt_sizeuv = 36, .pt_flags = 37,                \
+	.pt_chunkname = 40, .pt_firstline = 44, .pt_numline = 48,          \
+	.pt_lineinfo = 52, .pt_uvinfo = 56, .pt_varinfo = 60,              \
+	.str_len = 16, .str_size = 20,                                     \
+	.cf_l = 24, .cf_pc = 28, /* 4-byte slots, not GC64's 16/24 */      \
+	.cf_prev = 32, .cf_size = 80,                                      \
+	.ffid_coroutine_resume = 35, .ffid_coroutine_wrap_aux = 36
+
+/*
+ * Fast-function names by id.  Index 0 is a Lua function, 1 a C function;
+ * the rest are the builtins in the order buildvm numbered them.  OpenResty
+ * inserts thread.exdata and thread.exdata2 after coroutine.wrap (37) and
+ * four table functions and jit.prngstate later, so from id 38 on the same
+ * id names different builtins in the two variants.  GC64 does not change
+ * the numbering.
+ */
+static const char *const upstream_ffnames[] = {
+	/*   0 */ "Lua", "C", "assert", "type", "next", "pairs", "ipairs_aux",
+	/*   7 */ "ipairs", "getmetatable", "setmetatable", "getfenv",
+	/*  11 */ "setfenv", "rawget", "rawset", "rawequal", "unpack",
+	/*  16 */ "select", "tonumber", "tostring", "error", "pcall", "xpcall",
+	/*  22 */ "loadfile", "load", "loadstring", "dofile", "gcinfo",
+	/*  27 */ "collectgarbage", "newproxy", "print", "coroutine.status",
+	/*  31 */ "coroutine.running", "coroutine.isyieldable",
+	/*  33 */ "coroutine.create", "coroutine.yield", "coroutine.resume",
+	/*  36 */ "coroutine.wrap_aux", "coroutine.wrap", "math.abs",
+	/*  39 */ "math.floor", "math.ceil", "math.sqrt", "math.log10",
+	/*  43 */ "math.exp", "math.sin", "math.cos", "math.tan", "math.asin",
+	/*  48 */ "math.acos", "math.atan", "math.sinh", "math.cosh",
+	/*  52 */ "math.tanh", "math.frexp", "math.modf", "math.log",
+	/*  56 */ "math.atan2", "math.pow", "math.fmod", "math.ldexp",
+	/*  60 */ "math.min", "math.max", "math.random", "math.randomseed",
+	/*  64 */ "bit.tobit", "bit.bnot", "bit.bswap", "bit.lshift",
+	/*  68 */ "bit.rshift", "bit.arshift", "bit.rol", "bit.ror",
+	/*  72 */ "bit.band", "bit.bor", "bit.bxor", "bit.tohex",
+	/*  76 */ "string.byte", "string.char", "string.sub", "string.rep",
+	/*  80 */ "string.reverse", "string.lower", "string.upper",
+	/*  83 */ "string.dump", "string.find", "string.match",
+	/*  86 */ "string.gmatch_aux", "string.gmatch", "string.gsub",
+	/*  89 */ "string.format", "table.maxn", "table.insert",
+	/*  92 */ "table.concat", "table.sort", "table.new", "table.clear",
+	/*  96 */ "io.method.close", "io.method.read", "io.method.write",
+	/*  99 */ "io.method.flush", "io.method.seek", "io.method.setvbuf",
+	/* 102 */ "io.method.lines", "io.method.__gc", "io.method.__tostring",
+	/* 105 */ "io.open", "io.popen", "io.tmpfile", "io.close", "io.read",
+	/* 110 */ "io.write", "io.flush", "io.input", "io.output", "io.lines",
+	/* 115 */ "io.type", "os.execute", "os.remove", "os.rename",
+	/* 119 */ "os.tmpname", "os.getenv", "os.exit", "os.clock", "os.date",
+	/* 124 */ "os.time", "os.difftime", "os.setlocale",
+	/* 127 */ "debug.getregistry", "debug.getmetatable",
+	/* 129 */ "debug.setmetatable", "debug.getfenv", "debug.setfenv",
+	/* 132 */ "debug.getinfo", "debug.getlocal", "debug.setlocal",
+	/* 135 */ "debug.getupvalue", "debug.setupvalue", "debug.upvalueid",
+	/* 138 */ "debug.upvaluejoin", "debug.sethook", "debug.gethook",
+	/* 141 */ "debug.debug", "debug.traceback", "jit.on", "jit.off",
+	/* 145 */ "jit.flush", "jit.status", "jit.security", "jit.attach",
+	/* 149 */ "jit.util.funcinfo", "jit.util.funcbc", "jit.util.funck",
+	/* 152 */ "jit.util.funcuvname", "jit.util.traceinfo",
+	/* 154 */ "jit.util.traceir", "jit.util.tracek", "jit.util.tracesnap",
+	/* 157 */ "jit.util.tracemc", "jit.util.traceexitstub",
+	/* 159 */ "jit.util.ircalladdr", "jit.opt.start", "jit.profile.start",
+	/* 162 */ "jit.profile.stop", "jit.profile.dumpstack",
+	/* 164 */ "ffi.meta.__index", "ffi.meta.__newindex", "ffi.meta.__eq",
+	/* 167 */ "ffi.meta.__len", "ffi.meta.__lt", "ffi.meta.__le",
+	/* 170 */ "ffi.meta.__concat", "ffi.meta.__call", "ffi.meta.__add",
+	/* 173 */ "ffi.meta.__sub", "ffi.meta.__mul", "ffi.meta.__div",
+	/* 176 */ "ffi.meta.__mod", "ffi.meta.__pow", "ffi.meta.__unm",
+	/* 179 */ "ffi.meta.__tostring", "ffi.meta.__pairs",
+	/* 181 */ "ffi.meta.__ipairs", "ffi.clib.__index",
+	/* 183 */ "ffi.clib.__newindex", "ffi.clib.__gc", "ffi.callback.free",
+	/* 186 */ "ffi.callback.set", "ffi.cdef", "ffi.new", "ffi.cast",
+	/* 190 */ "ffi.typeof", "ffi.typeinfo", "ffi.istype", "ffi.sizeof",
+	/* 194 */ "ffi.alignof", "ffi.offsetof", "ffi.errno", "ffi.string",
+	/* 198 */ "ffi.copy", "ffi.fill", "ffi.abi", "ffi.metatype", "ffi.gc",
+	/* 203 */ "ffi.load", "buffer.method.free", "buffer.method.reset",
+	/* 206 */ "buffer.method.skip", "buffer.method.set",
+	/* 208 */ "buffer.method.put", "buffer.method.putf",
+	/* 210 */ "buffer.method.get", "buffer.method.putcdata",
+	/* 212 */ "buffer.method.reserve", "buffer.method.commit",
+	/* 214 */ "buffer.method.ref", "buffer.method.encode",
+	/* 216 */ "buffer.method.decode", "buffer.method.__gc",
+	/* 218 */ "buffer.method.__tostring", "buffer.method.__len",
+	/* 220 */ "buffer.new", "buffer.encode", "buffer.decode",
+};
+
+static const char *const openresty_ffnames[] = {
+	/*   0 */ "Lua", "C", "assert", "type", "next", "pairs", "ipairs_aux",
+	/*   7 */ "ipairs", "getmetatable", "setmetatable", "getfenv",
+	/*  11 */ "setfenv", "rawget", "rawset", "rawequal", "unpack",
+	/*  16 */ "select", "tonumber", "tostring", "error", "pcall", "xpcall",
+	/*  22 */ "loadfile", "load", "loadstring", "dofile", "gcinfo",
+	/*  27 */ "collectgarbage", "newproxy", "print", "coroutine.status",
+	/*  31 */ "coroutine.running", "coroutine.isyieldable",
+	/*  33 */ "coroutine.create", "coroutine.yield", "coroutine.resume",
+	/*  36 */ "coroutine.wrap_aux", "coroutine.wrap", "thread.exdata",
+	/*  39 */ "thread.exdata2", "math.abs", "math.floor", "math.ceil",
+	/*  43 */ "math.sqrt", "math.log10", "math.exp", "math.sin",
+	/*  47 */ "math.cos", "math.tan", "math.asin", "math.acos",
+	/*  51 */ "math.atan", "math.sinh", "math.cosh", "math.tanh",
+	/*  55 */ "math.frexp", "math.modf", "math.log", "math.atan2",
+	/*  59 */ "math.pow", "math.fmod", "math.ldexp", "math.min",
+	/*  63 */ "math.max", "math.random", "math.randomseed", "bit.tobit",
+	/*  67 */ "bit.bnot", "bit.bswap", "bit.lshift", "bit.rshift",
+	/*  71 */ "bit.arshift", "bit.rol", "bit.ror", "bit.band", "bit.bor",
+	/*  76 */ "bit.bxor", "bit.tohex", "string.byte", "string.char",
+	/*  80 */ "string.sub", "string.rep", "string.reverse", "string.lower",
+	/*  84 */ "string.upper", "string.dump", "string.find", "string.match",
+	/*  88 */ "string.gmatch_aux", "string.gmatch", "string.gsub",
+	/*  91 */ "string.format", "table.maxn", "table.insert",
+	/*  94 */ "table.concat", "table.clone", "table.isarray",
+	/*  97 */ "table.nkeys", "table.isempty", "table.sort", "table.new",
+	/* 101 */ "table.clear", "io.method.close", "io.method.read",
+	/* 104 */ "io.method.write", "io.method.flush", "io.method.seek",
+	/* 107 */ "io.method.setvbuf", "io.method.lines", "io.method.__gc",
+	/* 110 */ "io.method.__tostring", "io.open", "io.popen", "io.tmpfile",
+	/* 114 */ "io.close", "io.read", "io.write", "io.flush", "io.input",
+	/* 119 */ "io.output", "io.lines", "io.type", "os.execute",
+	/* 123 */ "os.remove", "os.rename", "os.tmpname", "os.getenv",
+	/* 127 */ "os.exit", "os.clock", "os.date", "os.time", "os.difftime",
+	/* 132 */ "os.setlocale", "debug.getregistry", "debug.getmetatable",
+	/* 135 */ "debug.setmetatable", "debug.getfenv", "debug.setfenv",
+	/* 138 */ "debug.getinfo", "debug.getlocal", "debug.setlocal",
+	/* 141 */ "debug.getupvalue", "debug.setupvalue", "debug.upvalueid",
+	/* 144 */ "debug.upvaluejoin", "debug.sethook", "debug.gethook",
+	/* 147 */ "debug.debug", "debug.traceback", "jit.on", "jit.off",
+	/* 151 */ "jit.flush", "jit.status", "jit.security", "jit.attach",
+	/* 155 */ "jit.prngstate", "jit.util.funcinfo", "jit.util.funcbc",
+	/* 158 */ "jit.util.funck", "jit.util.funcuvname",
+	/* 160 */ "jit.util.traceinfo", "jit.util.traceir", "jit.util.tracek",
+	/* 163 */ "jit.util.tracesnap", "jit.util.tracemc",
+	/* 165 */ "jit.util.traceexitstub", "jit.util.ircalladdr",
+	/* 167 */ "jit.opt.start", "jit.profile.start", "jit.profile.stop",
+	/* 170 */ "jit.profile.dumpstack", "ffi.meta.__index",
+	/* 172 */ "ffi.meta.__newindex", "ffi.meta.__eq", "ffi.meta.__len",
+	/* 175 */ "ffi.meta.__lt", "ffi.meta.__le", "ffi.meta.__concat",
+	/* 178 */ "ffi.meta.__call", "ffi.meta.__add", "ffi.meta.__sub",
+	/* 181 */ "ffi.meta.__mul", "ffi.meta.__div", "ffi.meta.__mod",
+	/* 184 */ "ffi.meta.__pow", "ffi.meta.__unm", "ffi.meta.__tostring",
+	/* 187 */ "ffi.meta.__pairs", "ffi.meta.__ipairs", "ffi.clib.__index",
+	/* 190 */ "ffi.clib.__newindex", "ffi.clib.__gc", "ffi.callback.free",
+	/* 193 */ "ffi.callback.set", "ffi.cdef", "ffi.new", "ffi.cast",
+	/* 197 */ "ffi.typeof", "ffi.typeinfo", "ffi.istype", "ffi.sizeof",
+	/* 201 */ "ffi.alignof", "ffi.offsetof", "ffi.errno", "ffi.string",
+	/* 205 */ "ffi.copy", "ffi.fill", "ffi.abi", "ffi.metatype", "ffi.gc",
+	/* 210 */ "ffi.load", "buffer.method.free", "buffer.method.reset",
+	/* 213 */ "buffer.method.skip", "buffer.method.set",
+	/* 215 */ "buffer.method.put", "buffer.method.putf",
+	/* 217 */ "buffer.method.get", "buffer.method.putcdata",
+	/* 219 */ "buffer.method.reserve", "buffer.method.commit",
+	/* 221 */ "buffer.method.ref", "buffer.method.encode",
+	/* 223 */ "buffer.method.decode", "buffer.method.__gc",
+	/* 225 */ "buffer.method.__tostring", "buffer.method.__len",
+	/* 227 */ "buffer.new", "buffer.encode", "buffer.decode",
+};
+
+#define LJ_NAMES(a) .ffnames = a, .nffnames = sizeof(a) / sizeof(a[0])
+
+const struct lj_build_desc lj_builds[] = {
+	{
+		.name = "upstream-gc64",
+		.flags = LJ_LAYOUT_GC64,
+		.layout = { .flags = LJ_LAYOUT_GC64,
+			    .g2disp = 3968, .gg_g = 96, LJ_GC64_COMMON },
+		LJ_NAMES(upstream_ffnames),
+	},
+	{
+		.name = "upstream-nogc64",
+		.flags = 0,
+		.layout = { .flags = 0,
+			    .g2disp = 3176, .gg_g = 64, LJ_NOGC64_COMMON },
+		LJ_NAMES(upstream_ffnames),
+	},
+	{
+		/*
+		 * lua_State gains exdata and exdata2 (gg_g + 16),
+		 * global_State saved_jit_base and jit_State a PRNG state
+		 * (g2disp + 40).
+		 */
+		.name = "openresty-gc64",
+		.flags = LJ_LAYOUT_GC64 | LJ_LAYOUT_OPENRESTY,
+		.layout = { .flags = LJ_LAYOUT_GC64 | LJ_LAYOUT_OPENRESTY,
+			    .g2disp = 4008, .gg_g = 112, LJ_GC64_COMMON },
+		LJ_NAMES(openresty_ffnames),
+	},
+	{
+		.name = "openresty-nogc64",
+		.flags = LJ_LAYOUT_OPENRESTY,
+		.layout = { .flags = LJ_LAYOUT_OPENRESTY,
+			    .g2disp = 3216, .gg_g = 80, LJ_NOGC64_COMMON },
+		LJ_NAMES(openresty_ffnames),
+	},
+};
+
+const size_t lj_nbuilds = sizeof(lj_builds) / sizeof(lj_builds[0]);
+
+const struct lj_build_desc *lj_known_build(uint32_t flags)
+{
+	for (size_t i = 0; i < lj_nbuilds; i++)
+		if (lj_builds[i].flags == flags)
+			return &lj_builds[i];
+	return NULL;
+}
+
+const char *lj_ffname(const struct lj_build_desc *b, uint32_t ffid)
+{
+	if (!b || ffid >= b->nffnames)
+		return NULL;
+	return b->ffnames[ffid];
+}
+
+/*
+ * Decodes "op reg, [rdi + disp8]" with a REX.W prefix (the operands are
+ * 64-bit pointers).  REX.B must be clear because the base is rdi.  Returns
+ * the instruction's length, or 0 if the bytes are something else.
+ */
+static size_t rdi_disp8(const uint8_t *p, size_t left, uint8_t op, int *reg,
+			int8_t *disp)
+{
+	if (left < 4 || (p[0] & 0xf9) != 0x48 || p[1] != op ||
+	    (p[2] & 0xc7) != 0x47)
+		return 0;
+	*reg = ((p[0] & 0x4) << 1) | ((p[2] >> 3) & 7);
+	*disp = (int8_t)p[3];
+	return 4;
+}
+
+/*
+ * lua_gettop is "return (int)(L->top - L->base)": a load of L->top, a
+ * subtraction of L->base and a shift by 3 (sizeof(TValue)), the latter
+ * arithmetic or logical depending on the compiler.  An endbr64 may come
+ * first in builds with -fcf-protection.  The two offsets are those of
+ * lua_State's base and top: 0x20/0x28 with GC64, 0x10/0x18 without,
+ * in both upstream and OpenResty.
+ */
+int lj_gc64_from_gettop(const uint8_t *code, size_t len)
+{
+	static const uint8_t endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	const uint8_t *p = code;
+	size_t left = len < 16 ? len : 16, n;
+	int reg, reg2, rm;
+	int8_t top, base;
+
+	if (!code)
+		return -EINVAL;
+	if (left >= 4 && !memcmp(p, endbr64, 4)) {
+		p += 4;
+		left -= 4;
+	}
+	n = rdi_disp8(p, left, 0x8b, &reg, &top); /* mov reg, [rdi+top] */
+	if (!n)
+		return -EINVAL;
+	p += n;
+	left -= n;
+	n = rdi_disp8(p, left, 0x2b, &reg2, &base); /* sub reg, [rdi+base] */
+	if (!n || reg2 != reg)
+		return -EINVAL;
+	p += n;
+	left -= n;
+	/* sar/shr reg, 3: REX.W (+B for r8-r15), c1 /7 or /5, imm8 3. */
+	if (left < 4 || (p[0] & 0xfe) != 0x48 || p[1] != 0xc1 || p[3] != 3)
+		return -EINVAL;
+	rm = ((p[0] & 1) << 3) | (p[2] & 7);
+	if ((p[2] & 0xc0) != 0xc0 || rm != reg ||
+	    (((p[2] >> 3) & 7) != 7 && ((p[2] >> 3) & 7) != 5))
+		return -EINVAL;
+	if (base == 0x20 && top == 0x28)
+		return 1;
+	if (base == 0x10 && top == 0x18)
+		return 0;
+	return -EINVAL;
+}

@@ -1,0 +1,302 @@
+/*
+ * test_luajit_layouts.c - unit tests of the known LuaJIT builds
+ * (record/luajit_layouts.c): fast-function names by id in both variants,
+ * the lookup by flags, the GC64 test on lua_gettop's machine code with the
+ * bytes of the real Debian objects, and invariants that any correct row
+ * must satisfy, so that a mistyped offset in a new row shows up here.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "record/luajit_layouts.h"
+#include "tests/unit/unit.h"
+
+static int streq(const char *a, const char *b)
+{
+	return a && b && !strcmp(a, b);
+}
+
+/* ---- fast-function names ---------------------------------------------- */
+
+TEST(lj_ffname_upstream)
+{
+	const struct lj_build_desc *b = lj_known_build(LJ_LAYOUT_GC64);
+
+	CHECK(b);
+	CHECK(streq(lj_ffname(b, LJ_FF_LUA), "Lua"));
+	CHECK(streq(lj_ffname(b, LJ_FF_C), "C"));
+	CHECK(streq(lj_ffname(b, 2), "assert"));
+	CHECK(streq(lj_ffname(b, 20), "pcall"));
+	CHECK(streq(lj_ffname(b, 35), "coroutine.resume"));
+	CHECK(streq(lj_ffname(b, 39), "math.floor"));
+	CHECK(streq(lj_ffname(b, 89), "string.format"));
+	CHECK(streq(lj_ffname(b, 93), "table.sort"));
+	CHECK(b->nffnames == 223);
+	CHECK(streq(lj_ffname(b, 222), "buffer.decode"));
+	CHECK(!lj_ffname(b, 223));
+	CHECK(!lj_ffname(b, UINT32_MAX));
+}
+
+/* OpenResty's extra builtins shift every id after coroutine.wrap. */
+TEST(lj_ffname_openresty)
+{
+	const struct lj_build_desc *b =
+		lj_known_build(LJ_LAYOUT_GC64 | LJ_LAYOUT_OPENRESTY);
+
+	CHECK(b);
+	CHECK(streq(lj_ffname(b, LJ_FF_LUA), "Lua"));
+	CHECK(streq(lj_ffname(b, 20), "pcall"));
+	CHECK(streq(lj_ffname(b, 35), "coroutine.resume"));
+	CHECK(streq(lj_ffname(b, 37), "coroutine.wrap"));
+	CHECK(streq(lj_ffname(b, 38), "thread.exdata"));
+	CHECK(streq(lj_ffname(b, 39), "thread.exdata2"));
+	CHECK(streq(lj_ffname(b, 41), "math.floor"));
+	CHECK(streq(lj_ffname(b, 91), "string.format"));
+	CHECK(streq(lj_ffname(b, 95), "table.clone"));
+	CHECK(streq(lj_ffname(b, 99), "table.sort"));
+	CHECK(streq(lj_ffname(b, 155), "jit.prngstate"));
+	CHECK(b->nffnames == 230);
+	CHECK(streq(lj_ffname(b, 229), "buffer.decode"));
+	CHECK(!lj_ffname(b, 230));
+	CHECK(!lj_ffname(b, UINT32_MAX));
+}
+
+TEST(lj_ffname_no_build)
+{
+	CHECK(!lj_ffname(NULL, 0));
+	CHECK(!lj_ffname(NULL, 89));
+}
+
+/* GC64 does not renumber: both variants of a source share their names. */
+TEST(lj_ffname_same_without_gc64)
+{
+	const struct lj_build_desc *u = lj_known_build(0);
+	const struct lj_build_desc *o = lj_known_build(LJ_LAYOUT_OPENRESTY);
+
+	CHECK(u && o);
+	CHECK(u->ffnames == lj_known_build(LJ_LAYOUT_GC64)->ffnames);
+	CHECK(o->ffnames ==
+	      lj_known_build(LJ_LAYOUT_GC64 | LJ_LAYOUT_OPENRESTY)->ffnames);
+	CHECK(streq(lj_ffname(u, 89), "string.format"));
+	CHECK(streq(lj_ffname(o, 91), "string.format"));
+}
+
+/* Every name is set, and each appears once. */
+TEST(lj_ffname_complete)
+{
+	for (size_t i = 0; i < lj_nbuilds; i++) {
+		const struct lj_build_desc *b = &lj_builds[i];
+
+		for (uint32_t id = 0; id < b->nffnames; id++) {
+			CHECK(b->ffnames[id] && b->ffnames[id][0]);
+			for (uint32_t j = 0; j < id; j++)
+				CHECK(strcmp(b->ffnames[j], b->ffnames[id]));
+		}
+	}
+}
+
+/* ---- lookup by flags -------------------------------------------------- */
+
+TEST(lj_known_build_all_flags)
+{
+	static const struct {
+		uint32_t flags;
+		const char *name;
+	} want[] = {
+		{ LJ_LAYOUT_GC64, "upstream-gc64" },
+		{ 0, "upstream-nogc64" },
+		{ LJ_LAYOUT_GC64 | LJ_LAYOUT_OPENRESTY, "openresty-gc64" },
+		{ LJ_LAYOUT_OPENRESTY, "openresty-nogc64" },
+	};
+
+	CHECK(lj_nbuilds == 4);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct lj_build_desc *b = lj_known_build(want[i].flags);
+
+		CHECK(b);
+		CHECK(streq(b->name, want[i].name));
+		CHECK(b->flags == want[i].flags);
+		CHECK(b->layout.flags == want[i].flags);
+	}
+	CHECK(!lj_known_build(0x4));
+	CHECK(!lj_known_build(LJ_LAYOUT_GC64 | 0x80000000u));
+}
+
+/* ---- GC64 from lua_gettop --------------------------------------------- */
+
+/*
+ * lua_gettop and the padding after it, as in all four Debian objects
+ * (luajit and libluajit-5.1.so.2 of both packages): mov rax,[rdi+0x28];
+ * sub rax,[rdi+0x20]; sar rax,3; ret; nopl (%rax).
+ */
+static const uint8_t gettop_gc64[16] = {
+	0x48, 0x8b, 0x47, 0x28, 0x48, 0x2b, 0x47, 0x20,
+	0x48, 0xc1, 0xf8, 0x03, 0xc3, 0x0f, 0x1f, 0x00,
+};
+
+/* The same source built with -DLUAJIT_DISABLE_GC64, either variant. */
+static const uint8_t gettop_nogc64[16] = {
+	0x48, 0x8b, 0x47, 0x18, 0x48, 0x2b, 0x47, 0x10,
+	0x48, 0xc1, 0xf8, 0x03, 0xc3, 0x0f, 0x1f, 0x00,
+};
+
+TEST(lj_gc64_from_gettop_debian)
+{
+	CHECK(lj_gc64_from_gettop(gettop_gc64, sizeof(gettop_gc64)) == 1);
+	CHECK(lj_gc64_from_gettop(gettop_nogc64, sizeof(gettop_nogc64)) == 0);
+	/* The ret and what follows it are not needed. */
+	CHECK(lj_gc64_from_gettop(gettop_gc64, 12) == 1);
+	CHECK(lj_gc64_from_gettop(gettop_nogc64, 12) == 0);
+}
+
+/* Other compilers' spellings of the same code. */
+TEST(lj_gc64_from_gettop_variants)
+{
+	/* endbr64 first (-fcf-protection), then the GC64 sequence. */
+	static const uint8_t endbr[] = {
+		0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x8b, 0x47, 0x28,
+		0x48, 0x2b, 0x47, 0x20, 0x48, 0xc1, 0xf8, 0x03,
+	};
+	/* shr instead of sar. */
+	static const uint8_t shr[] = {
+		0x48, 0x8b, 0x47, 0x18, 0x48, 0x2b, 0x47, 0x10,
+		0x48, 0xc1, 0xe8, 0x03, 0xc3,
+	};
+	/* rcx instead of rax; r9 instead of rax. */
+	static const uint8_t rcx[] = {
+		0x48, 0x8b, 0x4f, 0x28, 0x48, 0x2b, 0x4f, 0x20,
+		0x48, 0xc1, 0xf9, 0x03,
+	};
+	static const uint8_t r9[] = {
+		0x4c, 0x8b, 0x4f, 0x18, 0x4c, 0x2b, 0x4f, 0x10,
+		0x49, 0xc1, 0xf9, 0x03,
+	};
+
+	CHECK(lj_gc64_from_gettop(endbr, sizeof(endbr)) == 1);
+	CHECK(lj_gc64_from_gettop(shr, sizeof(shr)) == 0);
+	CHECK(lj_gc64_from_gettop(rcx, sizeof(rcx)) == 1);
+	CHECK(lj_gc64_from_gettop(r9, sizeof(r9)) == 0);
+}
+
+TEST(lj_gc64_from_gettop_garbage)
+{
+	/* lua_settop's prologue: push r14; push r13; ... */
+	static const uint8_t settop[] = {
+		0x41, 0x56, 0x41, 0x55, 0x41, 0x54, 0x55, 0x53,
+		0x48, 0x89, 0xfb, 0x48, 0x83, 0xec, 0x10, 0x90,
+	};
+	/* Right shape, offsets of neither layout (top and base swapped). */
+	static const uint8_t swapped[] = {
+		0x48, 0x8b, 0x47, 0x20, 0x48, 0x2b, 0x47, 0x28,
+		0x48, 0xc1, 0xf8, 0x03,
+	};
+	/* The subtraction into another register than the load. */
+	static const uint8_t tworegs[] = {
+		0x48, 0x8b, 0x47, 0x28, 0x48, 0x2b, 0x4f, 0x20,
+		0x48, 0xc1, 0xf8, 0x03,
+	};
+	/* Shift by 4, and 32-bit operands (no REX.W). */
+	static const uint8_t shift4[] = {
+		0x48, 0x8b, 0x47, 0x28, 0x48, 0x2b, 0x47, 0x20,
+		0x48, 0xc1, 0xf8, 0x04,
+	};
+	static const uint8_t narrow[] = {
+		0x8b, 0x47, 0x28, 0x2b, 0x47, 0x20, 0xc1, 0xf8, 0x03,
+	};
+	static const uint8_t zeros[16];
+
+	CHECK(lj_gc64_from_gettop(settop, sizeof(settop)) == -EINVAL);
+	CHECK(lj_gc64_from_gettop(swapped, sizeof(swapped)) == -EINVAL);
+	CHECK(lj_gc64_from_gettop(tworegs, sizeof(tworegs)) == -EINVAL);
+	CHECK(lj_gc64_from_gettop(shift4, sizeof(shift4)) == -EINVAL);
+	CHECK(lj_gc64_from_gettop(narrow, sizeof(narrow)) == -EINVAL);
+	CHECK(lj_gc64_from_gettop(zeros, sizeof(zeros)) == -EINVAL);
+	/* Too short to hold the shift; nothing at all. */
+	CHECK(lj_gc64_from_gettop(gettop_gc64, 11) == -EINVAL);
+	CHECK(lj_gc64_from_gettop(gettop_gc64, 0) == -EINVAL);
+	CHECK(lj_gc64_from_gettop(NULL, 16) == -EINVAL);
+}
+
+/* ---- invariants of every row ------------------------------------------ */
+
+TEST(lj_layout_invariants)
+{
+	for (size_t i = 0; i < lj_nbuilds; i++) {
+		const struct lj_build_desc *b = &lj_builds[i];
+		const struct lj_layout *l = &b->layout;
+		int gc64 = !!(b->flags & LJ_LAYOUT_GC64);
+		int r = l->ref_size;
+
+		CHECK(l->flags == b->flags);
+		CHECK(r == (gc64 ? 8 : 4));
+		/* The VM entry's C frame is 80 bytes either way. */
+		CHECK(l->cf_size == 80);
+		CHECK(l->cf_prev == 32);
+		CHECK(l->cf_l < l->cf_pc && l->cf_pc < l->cf_prev);
+		CHECK(gc64 ? l->cf_pc == l->cf_l + 8 : l->cf_pc == l->cf_l + 4);
+		/* GG_State starts with the main lua_State, then G. */
+		CHECK(l->gg_g >= (gc64 ? 96 : 64));
+		CHECK(l->gg_g % 8 == 0);
+		CHECK(l->g2disp > (int32_t)l->g_jit_base);
+		/* global_State: vmstate (int32) then mainthref; cur_L and
+		 * jit_base are adjacent references. */
+		CHECK(l->g_mainthref == l->g_vmstate + r);
+		CHECK(l->g_jit_base == l->g_cur_L + r);
+		/* lua_State: glref follows the 8- or 12-byte GC header (with
+		 * dummy_ffid and status); base and top are pointers. */
+		CHECK(l->l_glref == 2 * r);
+		CHECK(l->l_top == l->l_base + 8);
+		CHECK(l->l_maxstack == l->l_top + 8);
+		CHECK(l->l_stack == l->l_maxstack + r);
+		CHECK(l->l_cframe + 8u <= l->gg_g);
+		/* GCfunc: ffid sits in the header; C function then upvalues. */
+		CHECK(l->fn_ffid == r + 2);
+		CHECK(l->fn_upvalue == l->fn_f + 8);
+		CHECK(l->fn_pc < l->fn_f);
+		/* GCproto: every field lies before the bytecode. */
+		CHECK(l->pt_varinfo + r == l->pt_size);
+		CHECK(l->pt_numparams == l->fn_ffid);
+		CHECK(l->pt_framesize == l->pt_numparams + 1);
+		CHECK(l->pt_flags == l->pt_sizeuv + 1);
+		CHECK(l->pt_sizebc < l->pt_k && l->pt_k < l->pt_sizekgc);
+		CHECK(l->pt_chunkname < l->pt_firstline);
+		CHECK(l->pt_lineinfo + r == l->pt_uvinfo);
+		CHECK(l->pt_uvinfo + r == l->pt_varinfo);
+		CHECK(l->pt_size == (gc64 ? 104 : 64));
+		/* GCstr: len is the last header field. */
+		CHECK(l->str_size == l->str_len + 4);
+		/* The coroutine builtins are what the walker follows. */
+		CHECK(streq(lj_ffname(b, l->ffid_coroutine_resume),
+			    "coroutine.resume"));
+		CHECK(streq(lj_ffname(b, l->ffid_coroutine_wrap_aux),
+			    "coroutine.wrap_aux"));
+	}
+}
+
+/*
+ * Upstream and OpenResty differ only in where G and the dispatch table
+ * are: OpenResty's lua_State is 16 bytes larger, and its global_State and
+ * jit_State 40 together.
+ */
+TEST(lj_layout_openresty_vs_upstream)
+{
+	static const uint32_t widths[] = { 0, LJ_LAYOUT_GC64 };
+
+	for (size_t i = 0; i < 2; i++) {
+		uint32_t gc64 = widths[i];
+		struct lj_layout u, o;
+
+		/* memcpy, unlike assignment, keeps the (zero) tail padding. */
+		memcpy(&u, &lj_known_build(gc64)->layout, sizeof(u));
+		memcpy(&o, &lj_known_build(gc64 | LJ_LAYOUT_OPENRESTY)->layout,
+		       sizeof(o));
+
+		CHECK(o.gg_g == u.gg_g + 16);
+		CHECK(o.g2disp == u.g2disp + 40);
+		o.flags = u.flags;
+		o.gg_g = u.gg_g;
+		o.g2disp = u.g2disp;
+		CHECK(!memcmp(&o, &u, sizeof(u)));
+	}
+}
