@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# tests/deps.sh - installs what the end-to-end tests need beyond the build
+# (`make deps`): the Debian packages for the Lua and nginx scenarios, and
+# upstream LuaJIT unpacked into build/luajit-upstream/ (it cannot be
+# installed beside luajit2: the packages conflict).  Quick and silent when
+# everything is present; apt's chatter goes to /tmp/luaprof-test-deps.log
+# and is shown only on failure.  Needs root only when something is missing.
+#
+# Upstream LuaJIT, once unpacked:
+#   build/luajit-upstream/usr/bin/luajit                       (the VM is
+#       linked into the executable)
+#   build/luajit-upstream/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2
+#   build/luajit-upstream/usr/share/luajit-2.1.0-beta3/jit/    (jit.* modules,
+#       from libluajit-5.1-common: `-jp`, `-jv` need these, not luajit2's, as
+#       builtin numbering differs; run with
+#       LUA_PATH="$PWD/build/luajit-upstream/usr/share/luajit-2.1.0-beta3/?.lua;;")
+set -eu
+cd "$(dirname "$0")/.."
+
+PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl"
+UPSTREAM_PKGS="luajit libluajit-5.1-2 libluajit-5.1-common"
+UPSTREAM=build/luajit-upstream
+LOG=/tmp/luaprof-test-deps.log
+
+die() {
+	[ -s "$LOG" ] && cat "$LOG" >&2
+	echo "tests/deps.sh: $*" >&2
+	exit 1
+}
+
+need_root() {
+	[ "$(id -u)" -eq 0 ] || die "needs root to $1"
+}
+
+apt_updated=
+apt_update() {
+	[ -n "$apt_updated" ] && return 0
+	apt-get update -qq >>"$LOG" 2>&1 || die "apt-get update failed"
+	apt_updated=1
+}
+
+: >"$LOG"
+
+# Debian packages: install the missing ones.
+missing=
+for p in $PKGS; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$st" in *" installed") ;; *) missing="$missing $p" ;; esac
+done
+if [ -n "$missing" ]; then
+	need_root "install$missing"
+	echo "tests/deps.sh: installing$missing"
+	apt_update
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		$missing >>"$LOG" 2>&1 || die "apt-get install$missing failed"
+fi
+
+# Upstream LuaJIT, unpacked (never installed).
+if [ ! -x $UPSTREAM/usr/bin/luajit ] ||
+   [ ! -f $UPSTREAM/usr/share/luajit-2.1.0-beta3/jit/vmdef.lua ]; then
+	need_root "download upstream LuaJIT"
+	echo "tests/deps.sh: unpacking upstream LuaJIT into $UPSTREAM"
+	dl=$(mktemp -d /tmp/luaprof-luajit.XXXXXX)
+	trap 'rm -rf "$dl"' EXIT
+	# apt's download sandbox user must be able to write there.
+	chmod 755 "$dl"
+	if id _apt >/dev/null 2>&1; then chown _apt "$dl"; fi
+	if ! (cd "$dl" && apt-get download $UPSTREAM_PKGS) >>"$LOG" 2>&1; then
+		apt_update
+		(cd "$dl" && apt-get download $UPSTREAM_PKGS) >>"$LOG" 2>&1 ||
+			die "apt-get download $UPSTREAM_PKGS failed"
+	fi
+	rm -rf $UPSTREAM.tmp
+	mkdir -p $UPSTREAM.tmp
+	for deb in "$dl"/*.deb; do
+		dpkg -x "$deb" $UPSTREAM.tmp >>"$LOG" 2>&1 || die "dpkg -x $deb failed"
+	done
+	rm -rf $UPSTREAM
+	mv $UPSTREAM.tmp $UPSTREAM
+	$UPSTREAM/usr/bin/luajit -e 'assert(jit.version_num >= 20100)' ||
+		die "$UPSTREAM/usr/bin/luajit does not run"
+fi
+rm -f "$LOG"

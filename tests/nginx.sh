@@ -1,0 +1,128 @@
+# tests/nginx.sh - the nginx scenario for the end-to-end scripts, sourced
+# after tests/lib.sh (it uses $TMP, CLEANUP_PIDS and wait_for):
+#
+#   nginx_start       copies samples/nginx/nginx.conf into $TMP/nginx (port
+#                     and app directory substituted), starts nginx (master
+#                     + 2 workers, in the foreground as a child of the
+#                     test) on a free port of 127.0.0.1, waits until it
+#                     answers a request and both workers run; sets
+#                     NGINX_MASTER (the master's pid), NGINX_PORT and
+#                     NGINX_PREFIX.  Returns 1 (with nginx's error log on
+#                     stderr) if nginx does not come up.
+#   nginx_workers     prints the worker pids, one per line, sorted.
+#   nginx_load SECS   runs wrk -t2 -c8 against it for SECS seconds and
+#                     prints wrk's output.
+#   nginx_stop        stops nginx (SIGQUIT to the master: graceful) and
+#                     waits until the master and its workers have exited
+#                     (SIGKILL if that takes over 20 s).
+
+NGINX_CONF_SRC=$PWD/samples/nginx/nginx.conf
+NGINX_APPDIR=$PWD/samples/nginx
+NGINX_PREFIX=$TMP/nginx
+NGINX_MASTER=
+NGINX_PORT=
+
+# _nginx_children PID: the pids whose parent is PID (from /proc, no procps).
+_nginx_children() {
+	local st line f pid
+	for st in /proc/[0-9]*/stat; do
+		read -r line 2>/dev/null <"$st" || continue
+		read -ra f <<<"${line##*) }" # f[0] state, f[1] ppid
+		[ "${f[1]}" = "$1" ] || continue
+		pid=${st#/proc/}
+		echo "${pid%/stat}"
+	done | sort -n
+}
+
+# _nginx_gone PID: PID has exited (or is a zombie nobody reaped yet).
+_nginx_gone() {
+	local line
+	read -r line 2>/dev/null <"/proc/$1/stat" || return 0
+	line=${line##*) }
+	[ "${line%% *}" = Z ]
+}
+
+# _nginx_port_free PORT: nothing listens on 127.0.0.1:PORT.
+_nginx_port_free() {
+	! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# _nginx_answers: the port gives a complete HTTP 200 answer.
+_nginx_answers() {
+	curl -sf -o /dev/null --max-time 2 "http://127.0.0.1:$NGINX_PORT/"
+}
+
+# _nginx_up PID: the master PID still runs, its pid file names it, it has
+# 2 workers, and it answers.  Returns 2 when the master has exited.
+_nginx_up() {
+	_nginx_gone "$1" && return 2
+	[ "$(cat "$NGINX_PREFIX/logs/nginx.pid" 2>/dev/null)" = "$1" ] || return 1
+	[ "$(_nginx_children "$1" | wc -l)" -eq 2 ] || return 1
+	_nginx_answers
+}
+
+nginx_start() {
+	local try port pid i rc
+	for try in 1 2 3 4 5; do
+		# A port below the ephemeral range (32768-60999 by default), so
+		# that no outgoing connection holds it.
+		port=$((20000 + RANDOM % 10000))
+		_nginx_port_free $port || continue
+		rm -rf "$NGINX_PREFIX"
+		mkdir -p "$NGINX_PREFIX/logs" "$NGINX_PREFIX/tmp"
+		sed -e "s|@PORT@|$port|g" -e "s|@APPDIR@|$NGINX_APPDIR|g" \
+			"$NGINX_CONF_SRC" >"$NGINX_PREFIX/nginx.conf"
+		NGINX_PORT=$port
+		nginx -p "$NGINX_PREFIX" -c "$NGINX_PREFIX/nginx.conf" \
+			</dev/null >"$NGINX_PREFIX/logs/stdout.log" 2>&1 &
+		pid=$!
+		CLEANUP_PIDS+=($pid)
+		# Poll until up, or until the master has exited (bad config,
+		# port taken meanwhile): up to 20 s.
+		rc=1
+		for i in $(seq 200); do
+			_nginx_up $pid
+			rc=$?
+			[ $rc -ne 1 ] && break
+			sleep 0.1
+		done
+		if [ $rc -eq 0 ]; then
+			NGINX_MASTER=$pid
+			return 0
+		fi
+		kill -KILL $pid $(_nginx_children $pid) 2>/dev/null
+		wait $pid 2>/dev/null
+		if grep -q "Address already in use" "$NGINX_PREFIX"/logs/*.log 2>/dev/null; then
+			continue
+		fi
+		break
+	done
+	echo "nginx_start: nginx did not come up on 127.0.0.1:$NGINX_PORT" >&2
+	cat "$NGINX_PREFIX"/logs/*.log >&2 2>/dev/null
+	NGINX_MASTER=
+	return 1
+}
+
+nginx_workers() {
+	[ -n "$NGINX_MASTER" ] && _nginx_children "$NGINX_MASTER"
+}
+
+nginx_load() {
+	wrk -t2 -c8 -d"${1:-3}s" "http://127.0.0.1:$NGINX_PORT/"
+}
+
+nginx_stop() {
+	local m=$NGINX_MASTER w workers
+	[ -n "$m" ] || return 0
+	workers=$(nginx_workers)
+	kill -QUIT "$m" 2>/dev/null
+	if ! wait_for _nginx_gone "$m"; then
+		kill -KILL "$m" $workers 2>/dev/null
+		wait_for _nginx_gone "$m"
+	fi
+	wait "$m" 2>/dev/null # reap it: the master is our child
+	for w in $workers; do
+		wait_for _nginx_gone "$w"
+	done
+	NGINX_MASTER=
+}
