@@ -23,6 +23,7 @@
 #include "report/maps.h"
 #include "report/profile.h"
 #include "report/report.h"
+#include "report/lua.h"
 #include "report/stacks.h"
 #include "report/symbolize.h"
 
@@ -38,6 +39,7 @@ struct opts {
 	unsigned rows;
 	double limit;
 	int comm;
+	int lines;
 	const char *trace;
 };
 
@@ -49,6 +51,7 @@ struct run {
 	struct symbolizer *sym;
 	struct frames *fr;
 	struct stacks *st;
+	struct lua *lua;
 	uint32_t *roots; /* --comm root name per procs entry */
 	size_t nroots, caproots;
 	uint64_t lost, missing;
@@ -59,7 +62,7 @@ struct run {
 static const char usage_line[] =
 	"usage: luaprof report [--format top|folded|callgraph] [-o FILE] "
 	"[--pid PID[,PID...]] [--tid TID[,TID...]] [-n N] "
-	"[--percent-limit P] [--comm] TRACE\n";
+	"[--percent-limit P] [--comm] [--lines] TRACE\n";
 
 static void help(void)
 {
@@ -79,9 +82,18 @@ static void help(void)
 	      "                      (default 0.5)\n"
 	      "  --comm              folded, callgraph: put the process name above\n"
 	      "                      each stack as its root frame\n"
+	      "  --lines             Lua frames show the line being run, not the\n"
+	      "                      line where the function is defined\n"
 	      "  -h, --help          print this help and exit\n"
 	      "\n"
-	      "Frames read root to leaf: user frames, then kernel frames.  A frame\n"
+	      "Frames read root to leaf: user frames, then kernel frames.  Lua\n"
+	      "frames stand where the LuaJIT VM ran them, between the native\n"
+	      "frames that called into the VM and those it called, as\n"
+	      "NAME (CHUNK:LINE): NAME as LuaJIT derives it from the call site,\n"
+	      "main for a chunk, ? when none; CHUNK without its @; LINE where the\n"
+	      "function is defined.  Builtins print by name (string.format),\n"
+	      "[trace N] a compiled trace, [truncated] where a Lua stack could not\n"
+	      "be read further.  A native frame\n"
 	      "is a function name; MODULE+0xADDR where the file has no symbol for\n"
 	      "it (ADDR as addr2line -e takes it, or a file offset if the file\n"
 	      "cannot be read here); [anon]+0xOFF or [vdso]+0xOFF inside such\n"
@@ -149,7 +161,7 @@ static int has_id(const uint32_t *v, size_t n, uint32_t id)
 	return bsearch(&id, v, n, sizeof(id), id_cmp) != NULL;
 }
 
-enum { OPT_FORMAT = 256, OPT_PID, OPT_TID, OPT_LIMIT, OPT_COMM };
+enum { OPT_FORMAT = 256, OPT_PID, OPT_TID, OPT_LIMIT, OPT_COMM, OPT_LINES };
 
 /* 0 to run, 2 on misuse, -1 when --help was printed, -ENOMEM. */
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -162,6 +174,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "rows", required_argument, NULL, 'n' },
 		{ "percent-limit", required_argument, NULL, OPT_LIMIT },
 		{ "comm", no_argument, NULL, OPT_COMM },
+		{ "lines", no_argument, NULL, OPT_LINES },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -216,6 +229,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_COMM:
 			o->comm = 1;
+			break;
+		case OPT_LINES:
+			o->lines = 1;
 			break;
 		case 'h':
 			help();
@@ -314,6 +330,12 @@ static int on_record(struct run *r, const struct lp_record *rec)
 		return maps_apply(r->maps, &rec->u.maps);
 	case LP_REC_STACK:
 		return stacks_define(r->st, &rec->u.stack);
+	case LP_REC_LUAJIT:
+		return lua_add_luajit(r->lua, &rec->u.luajit);
+	case LP_REC_PROTO:
+		return lua_add_proto(r->lua, &rec->u.proto);
+	case LP_REC_LUA_STACK:
+		return lua_add_stack(r->lua, &rec->u.lua_stack);
 	case LP_REC_SAMPLE:
 		return on_sample(r, &rec->u.sample);
 	case LP_REC_LOST:
@@ -430,7 +452,9 @@ int cmd_report(int argc, char **argv)
 	if (!err)
 		err = frames_new(&r.fr, &r.prof.names, r.maps, r.sym);
 	if (!err)
-		err = stacks_new(&r.st, r.fr, r.maps);
+		err = lua_new(&r.lua, r.fr, o.lines);
+	if (!err)
+		err = stacks_new(&r.st, r.fr, r.maps, r.lua);
 	while (!err && (err = trace_reader_next(reader, &rec)) == 1)
 		err = on_record(&r, &rec);
 	if (err < 0) {
@@ -455,6 +479,7 @@ cleanup:
 	if (reader)
 		trace_reader_close(reader);
 	stacks_free(r.st);
+	lua_free(r.lua);
 	frames_free(r.fr);
 	symbolizer_free(r.sym);
 	maps_free(r.maps);

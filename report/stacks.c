@@ -19,9 +19,9 @@ struct stack_ent {
 	uint32_t depth;
 };
 
-/* (pid, stack, layout generation) -> user frames, root first. */
+/* (pid, stack, Lua stack, layout generation) -> user frames, root first. */
 struct ures_ent {
-	uint32_t pid, stack;
+	uint32_t pid, stack, lstack;
 	uint64_t gen;
 	uint32_t useq;
 };
@@ -35,6 +35,7 @@ struct count_ent {
 struct stacks {
 	struct frames *fr;
 	struct maps *maps;
+	struct lua *lua;
 
 	struct stack_ent *st;
 	size_t nst, capst;
@@ -55,7 +56,8 @@ struct stacks {
 	size_t capbuf;
 };
 
-int stacks_new(struct stacks **out, struct frames *fr, struct maps *maps)
+int stacks_new(struct stacks **out, struct frames *fr, struct maps *maps,
+	       struct lua *lua)
 {
 	struct stacks *s = calloc(1, sizeof(*s));
 
@@ -63,6 +65,7 @@ int stacks_new(struct stacks **out, struct frames *fr, struct maps *maps)
 		return -ENOMEM;
 	s->fr = fr;
 	s->maps = maps;
+	s->lua = lua;
 	*out = s;
 	return 0;
 }
@@ -128,54 +131,96 @@ static int reserve_buf(struct stacks *s, size_t n)
 	return GROW(s->buf, s->capbuf, n);
 }
 
-/* Names a user stack's frames against pid's layout as it is now. */
-static int resolve_user(struct stacks *s, uint32_t pid, uint32_t idx,
-			uint32_t *useq)
+/* Names a user stack's frames against pid's layout as it is now, with
+ * the Lua stack's frames in place of the native frames of each VM entry.
+ * uidx or lidx may be NONE. */
+static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
+			uint32_t lidx, uint32_t *useq)
 {
-	const struct stack_ent *e = &s->st[idx];
-	const uint64_t *a = s->addrs + e->off;
-	int err;
+	const struct stack_ent *e = uidx < MISSING ? &s->st[uidx] : NULL;
+	const uint64_t *a = e ? s->addrs + e->off : NULL;
+	uint32_t nd = e ? e->depth : 0, nl = 0, li = 0, k = 0, *lua;
+	uint64_t vs = 0, ve = 0;
+	int have_vm, any_vm = 0, err;
 
-	err = reserve_buf(s, e->depth);
+	err = reserve_buf(s, 2 * ((size_t)nd + (lidx < MISSING ?
+					lua_stack_depth(s->lua, lidx) : 0)) + 2);
 	if (err)
 		return err;
-	/* Leaf first in the record, root first in the result. */
-	for (uint32_t i = 0; i < e->depth; i++) {
-		uint32_t leaf_dist = e->depth - 1 - i;
-
-		err = frames_user(s->fr, pid, a[leaf_dist], leaf_dist != 0,
-				  &s->buf[i]);
+	/* The Lua names go to the upper half of buf, the result to the lower. */
+	lua = s->buf + s->capbuf / 2;
+	if (lidx < MISSING) {
+		err = lua_stack_names(s->lua, pid, lidx, lua, &nl);
 		if (err)
 			return err;
 	}
-	return seqtab_intern(&s->useqs, s->buf, e->depth, useq, NULL);
+	have_vm = nl && lua_vm_range(s->lua, pid, &vs, &ve) == 0;
+	for (uint32_t i = 0; i < nd; i++) {
+		uint64_t at = i ? a[i] - 1 : a[i];
+
+		if (have_vm && li < nl && at >= vs && at < ve) {
+			/* This VM entry's Lua frames; a C function's Lua-level
+			 * frame repeats the native frame just above it. */
+			any_vm = 1;
+			if (lua[li] != LUA_ENTRY_MARK && k && lua[li] == s->buf[k - 1])
+				li++;
+			while (li < nl && lua[li] != LUA_ENTRY_MARK)
+				s->buf[k++] = lua[li++];
+			li += li < nl;
+			continue;
+		}
+		err = frames_user(s->fr, pid, a[i], i != 0, &s->buf[k]);
+		if (err)
+			return err;
+		k++;
+	}
+	if (nl && !any_vm && k > 1)
+		k = 1; /* no VM entry seen: only the native leaf is trusted */
+	for (; li < nl; li++)
+		if (lua[li] != LUA_ENTRY_MARK)
+			s->buf[k++] = lua[li];
+	/* Leaf first so far; root first in the result. */
+	for (uint32_t i = 0; i < k / 2; i++) {
+		uint32_t t = s->buf[i];
+
+		s->buf[i] = s->buf[k - 1 - i];
+		s->buf[k - 1 - i] = t;
+	}
+	return seqtab_intern(&s->useqs, s->buf, k, useq, NULL);
 }
 
 static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
-		       uint32_t *useq)
+		       uint64_t lid, uint32_t *useq)
 {
-	uint32_t idx = find_stack(s, id);
+	uint32_t idx = id ? find_stack(s, id) : NONE;
+	uint32_t lidx = NONE;
 	uint64_t gen, hash;
 	struct htab_probe p;
 	int64_t i;
 	int err;
 
-	if (idx == MISSING) {
+	if (lid) {
+		lidx = lua_find_stack(s->lua, lid);
+		if (lidx == UINT32_MAX)
+			lidx = MISSING;
+	}
+	if (idx == MISSING || lidx == MISSING) {
 		*useq = MISSING;
 		return 0;
 	}
 	gen = maps_generation(s->maps, pid);
-	hash = hash_mix(hash_mix(hash_u64(pid), idx), gen);
+	hash = hash_mix(hash_mix(hash_mix(hash_u64(pid), idx), lidx), gen);
 	htab_probe_start(&s->ures_h, hash, &p);
 	while ((i = htab_probe_next(&s->ures_h, &p)) >= 0) {
 		const struct ures_ent *u = &s->ures[i];
 
-		if (u->pid == pid && u->stack == idx && u->gen == gen) {
+		if (u->pid == pid && u->stack == idx && u->lstack == lidx &&
+		    u->gen == gen) {
 			*useq = u->useq;
 			return 0;
 		}
 	}
-	err = resolve_user(s, pid, idx, useq);
+	err = resolve_user(s, pid, idx, lidx, useq);
 	if (!err)
 		err = GROW(s->ures, s->capures, s->nures + 1);
 	if (!err)
@@ -184,6 +229,7 @@ static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
 		return err;
 	s->ures[s->nures].pid = pid;
 	s->ures[s->nures].stack = idx;
+	s->ures[s->nures].lstack = lidx;
 	s->ures[s->nures].gen = gen;
 	s->ures[s->nures].useq = *useq;
 	s->nures++;
@@ -200,8 +246,8 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 	int64_t i;
 	int err;
 
-	if (smp->ustack) {
-		err = user_frames(s, smp->pid, smp->ustack, &useq);
+	if (smp->ustack || smp->lstack) {
+		err = user_frames(s, smp->pid, smp->ustack, smp->lstack, &useq);
 		if (err)
 			return err;
 	}

@@ -2,7 +2,9 @@
  * stacks.h - stack records and the streaming aggregation of samples.
  *
  * Stack records are kept by id for the whole trace (any later sample may
- * name one).  A sample's user stack is resolved against its process's
+ * name one).  A sample's user stack, merged with its Lua stack (native
+ * frames inside the LuaJIT interpreter's code are where Lua frames go, one
+ * VM entry each, leaf first), is resolved against its process's
  * layout as it is when the sample is read; that resolution is done once
  * per (pid, stack, layout generation) and interned, so a million samples
  * of a hot loop cost a million hash lookups and one symbolization.  Kernel
@@ -17,6 +19,7 @@
 
 #include "format/trace.h"
 #include "report/frames.h"
+#include "report/lua.h"
 #include "report/maps.h"
 #include "report/profile.h"
 
@@ -24,7 +27,8 @@
 
 struct stacks;
 
-int stacks_new(struct stacks **out, struct frames *fr, struct maps *maps);
+int stacks_new(struct stacks **out, struct frames *fr, struct maps *maps,
+	       struct lua *lua);
 void stacks_free(struct stacks *s);
 
 /* Keeps a STACK record; a second definition of an id is ignored. */

@@ -1,0 +1,342 @@
+/*
+ * lua.c - keeps the Lua records of a trace and names Lua stacks (see
+ * lua.h).  Prototypes and Lua stacks are defined once and named by id for
+ * the rest of the trace, so they are copied out of the reader's buffers
+ * and kept; a process's VM record may be replaced (exec, a new VM).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/htab.h"
+#include "report/lua.h"
+
+struct vm_ent {
+	uint32_t pid;
+	uint64_t vm_start, vm_end;
+	uint32_t flags;
+	char **ffnames;
+	uint32_t nff;
+};
+
+struct lstack_ent {
+	uint64_t id;
+	uint32_t depth;
+	struct lp_lframe *frames;
+};
+
+struct lua {
+	struct frames *fr;
+	int current_lines;
+	struct vm_ent *vms;
+	size_t nvms, capvms;
+	struct lp_proto **protos;
+	size_t nprotos, capprotos;
+	struct htab protos_h;
+	struct lstack_ent *stacks;
+	size_t nstacks, capstacks;
+	struct htab stacks_h;
+};
+
+int lua_new(struct lua **out, struct frames *fr, int current_lines)
+{
+	struct lua *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	l->fr = fr;
+	l->current_lines = current_lines;
+	*out = l;
+	return 0;
+}
+
+static void free_proto(struct lp_proto *p)
+{
+	if (!p)
+		return;
+	free((void *)p->chunkname);
+	free((void *)p->bc);
+	free((void *)p->lines);
+	for (uint32_t i = 0; i < p->nkstr; i++)
+		free((void *)p->kstr[i].str);
+	free((void *)p->kstr);
+	for (uint32_t i = 0; i < p->nuv; i++)
+		free((void *)p->uvnames[i]);
+	free((void *)p->uvnames);
+	free((void *)p->varinfo);
+	free(p);
+}
+
+void lua_free(struct lua *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->nvms; i++) {
+		for (uint32_t j = 0; j < l->vms[i].nff; j++)
+			free(l->vms[i].ffnames[j]);
+		free(l->vms[i].ffnames);
+	}
+	free(l->vms);
+	for (size_t i = 0; i < l->nprotos; i++)
+		free_proto(l->protos[i]);
+	free(l->protos);
+	htab_free(&l->protos_h);
+	for (size_t i = 0; i < l->nstacks; i++)
+		free(l->stacks[i].frames);
+	free(l->stacks);
+	htab_free(&l->stacks_h);
+	free(l);
+}
+
+static struct vm_ent *find_vm(const struct lua *l, uint32_t pid)
+{
+	/* Few processes: the latest record of pid wins. */
+	for (size_t i = l->nvms; i-- > 0;)
+		if (l->vms[i].pid == pid)
+			return &l->vms[i];
+	return NULL;
+}
+
+int lua_add_luajit(struct lua *l, const struct lp_luajit *rec)
+{
+	struct vm_ent *v;
+	int err = GROW(l->vms, l->capvms, l->nvms + 1);
+
+	if (err)
+		return err;
+	v = &l->vms[l->nvms];
+	memset(v, 0, sizeof(*v));
+	v->pid = rec->pid;
+	v->vm_start = rec->vm_start;
+	v->vm_end = rec->vm_end;
+	v->flags = rec->flags;
+	v->ffnames = calloc(rec->nff + 1, sizeof(*v->ffnames));
+	if (!v->ffnames)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < rec->nff; i++) {
+		v->ffnames[i] = strdup(rec->ffnames[i]);
+		if (!v->ffnames[i])
+			return -ENOMEM;
+		v->nff = i + 1;
+	}
+	l->nvms++;
+	return 0;
+}
+
+static void *dup_mem(const void *p, size_t n)
+{
+	void *q = malloc(n ? n : 1);
+
+	if (q && n)
+		memcpy(q, p, n);
+	return q;
+}
+
+static const struct lp_proto *find_proto(const struct lua *l, uint64_t id)
+{
+	struct htab_probe p;
+	int64_t i;
+
+	htab_probe_start(&l->protos_h, hash_u64(id), &p);
+	while ((i = htab_probe_next(&l->protos_h, &p)) >= 0)
+		if (l->protos[i]->id == id)
+			return l->protos[i];
+	return NULL;
+}
+
+int lua_add_proto(struct lua *l, const struct lp_proto *rec)
+{
+	struct lp_proto *p;
+	struct lp_proto_kstr *ks;
+	char **uv;
+	int err;
+
+	if (!rec->id || find_proto(l, rec->id))
+		return 0;
+	err = GROW(l->protos, l->capprotos, l->nprotos + 1);
+	if (err)
+		return err;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	*p = *rec;
+	p->nkstr = p->nuv = 0;
+	p->kstr = NULL;
+	p->uvnames = NULL;
+	p->chunkname = strdup(rec->chunkname);
+	p->bc = dup_mem(rec->bc, rec->nbc * sizeof(*rec->bc));
+	p->lines = dup_mem(rec->lines, rec->nbc * sizeof(*rec->lines));
+	p->varinfo = dup_mem(rec->varinfo, rec->varinfo_len);
+	ks = calloc(rec->nkstr + 1, sizeof(*ks));
+	uv = calloc(rec->nuv + 1, sizeof(*uv));
+	p->kstr = ks;
+	p->uvnames = (const char *const *)uv;
+	if (!p->chunkname || !p->bc || !p->lines || !p->varinfo || !ks || !uv)
+		goto nomem;
+	for (uint32_t i = 0; i < rec->nkstr; i++, p->nkstr++) {
+		ks[i].index = rec->kstr[i].index;
+		ks[i].str = strdup(rec->kstr[i].str);
+		if (!ks[i].str)
+			goto nomem;
+	}
+	for (uint32_t i = 0; i < rec->nuv; i++, p->nuv++) {
+		uv[i] = strdup(rec->uvnames[i]);
+		if (!uv[i])
+			goto nomem;
+	}
+	err = htab_insert(&l->protos_h, hash_u64(p->id), l->nprotos);
+	if (err) {
+		free_proto(p);
+		return err;
+	}
+	l->protos[l->nprotos++] = p;
+	return 0;
+nomem:
+	free_proto(p);
+	return -ENOMEM;
+}
+
+uint32_t lua_find_stack(const struct lua *l, uint64_t id)
+{
+	struct htab_probe p;
+	int64_t i;
+
+	htab_probe_start(&l->stacks_h, hash_u64(id), &p);
+	while ((i = htab_probe_next(&l->stacks_h, &p)) >= 0)
+		if (l->stacks[i].id == id)
+			return (uint32_t)i;
+	return UINT32_MAX;
+}
+
+int lua_add_stack(struct lua *l, const struct lp_lua_stack *rec)
+{
+	struct lstack_ent *e;
+	int err;
+
+	if (!rec->id || lua_find_stack(l, rec->id) != UINT32_MAX)
+		return 0;
+	err = GROW(l->stacks, l->capstacks, l->nstacks + 1);
+	if (!err)
+		err = htab_insert(&l->stacks_h, hash_u64(rec->id), l->nstacks);
+	if (err)
+		return err;
+	e = &l->stacks[l->nstacks++];
+	e->id = rec->id;
+	e->depth = rec->depth;
+	e->frames = dup_mem(rec->frames, rec->depth * sizeof(*rec->frames));
+	if (!e->frames) {
+		e->depth = 0;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+uint32_t lua_stack_depth(const struct lua *l, uint32_t idx)
+{
+	return idx < l->nstacks ? l->stacks[idx].depth : 0;
+}
+
+int lua_vm_range(const struct lua *l, uint32_t pid, uint64_t *start, uint64_t *end)
+{
+	const struct vm_ent *v = find_vm(l, pid);
+
+	if (!v || !v->vm_end)
+		return -ENOENT;
+	*start = v->vm_start;
+	*end = v->vm_end;
+	return 0;
+}
+
+/* "abc.lua" for "@abc.lua", "=stdin" as given, "[string]" for source
+ * text (LuaJIT's own convention for loadstring chunks). */
+static const char *chunk_label(const char *chunkname)
+{
+	if (chunkname[0] == '@')
+		return chunkname + 1;
+	if (chunkname[0] == '=')
+		return chunkname;
+	return "[string]";
+}
+
+static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
+			  const struct lp_lframe *f, const struct lp_lframe *caller,
+			  uint32_t *id)
+{
+	const struct lp_proto *pt = find_proto(l, f->value);
+	char name[256], text[768];
+	uint32_t line;
+
+	if (!pt)
+		return frames_name(l->fr, "[unknown Lua function]", id);
+	if (pt->firstline == UINT32_MAX) { /* a bytecode builtin */
+		snprintf(text, sizeof(text), "[builtin:%s]", pt->chunkname);
+		return frames_name(l->fr, text, id);
+	}
+	strcpy(name, "?");
+	if (pt->firstline == 0) {
+		strcpy(name, "main");
+	} else if (f->link == LP_LFRAME_LINK_LUA && caller &&
+		   caller->kind == LP_LFRAME_LUA) {
+		if (!lua_call_name(find_proto(l, caller->value), caller->pc,
+				   vm && (vm->flags & LP_LUAJIT_GC64), name, sizeof(name)))
+			strcpy(name, "?");
+	}
+	line = pt->firstline;
+	if (l->current_lines && f->pc > 0 && f->pc <= pt->nbc)
+		line = pt->lines[f->pc - 1];
+	snprintf(text, sizeof(text), "%s (%s:%u)", name, chunk_label(pt->chunkname), line);
+	return frames_name(l->fr, text, id);
+}
+
+int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
+		    uint32_t *n)
+{
+	const struct vm_ent *vm = find_vm(l, pid);
+	const struct lstack_ent *e;
+	char text[64];
+	int err = 0;
+
+	*n = 0;
+	if (idx >= l->nstacks)
+		return 0;
+	e = &l->stacks[idx];
+	for (uint32_t i = 0; i < e->depth && !err; i++) {
+		const struct lp_lframe *f = &e->frames[i];
+		const struct lp_lframe *caller = i + 1 < e->depth ? &e->frames[i + 1] : NULL;
+		uint32_t *id = &out[*n];
+
+		switch (f->kind) {
+		case LP_LFRAME_LUA:
+			err = name_lua_frame(l, vm, f, caller, id);
+			break;
+		case LP_LFRAME_C:
+			err = frames_user(l->fr, pid, f->value, 0, id);
+			break;
+		case LP_LFRAME_FF:
+			if (vm && f->value < vm->nff && vm->ffnames[f->value][0]) {
+				err = frames_name(l->fr, vm->ffnames[f->value], id);
+			} else {
+				snprintf(text, sizeof(text), "[builtin#%llu]",
+					 (unsigned long long)f->value);
+				err = frames_name(l->fr, text, id);
+			}
+			break;
+		case LP_LFRAME_ENTRY:
+			*id = LUA_ENTRY_MARK;
+			break;
+		case LP_LFRAME_TRACE:
+			snprintf(text, sizeof(text), "[trace %llu]",
+				 (unsigned long long)f->value);
+			err = frames_name(l->fr, text, id);
+			break;
+		case LP_LFRAME_TRUNC:
+			err = frames_name(l->fr, "[truncated]", id);
+			break;
+		default:
+			continue; /* a kind from a later version */
+		}
+		(*n)++;
+	}
+	return err;
+}

@@ -1,0 +1,51 @@
+/*
+ * lua.h - the Lua side of a trace, for the report: each process's LuaJIT
+ * VM (its interpreter's code range and fast-function names), the function
+ * prototypes the recorder read, and the Lua stacks samples name.  Turns a
+ * Lua stack into frame names: `NAME (CHUNK:LINE)` for Lua functions, with
+ * NAME derived from the caller's call site as LuaJIT derives it
+ * (lua_names.c), builtins by name, C functions by symbol.
+ */
+#ifndef LUAPROF_REPORT_LUA_H
+#define LUAPROF_REPORT_LUA_H
+
+#include <stdint.h>
+
+#include "format/trace.h"
+#include "report/frames.h"
+
+/* In the name ids lua_stack_names() returns: where a VM entry from C was,
+ * i.e. where that entry's native frames belong. */
+#define LUA_ENTRY_MARK (UINT32_MAX - 3)
+
+struct lua;
+
+int lua_new(struct lua **out, struct frames *fr, int current_lines);
+void lua_free(struct lua *l);
+
+int lua_add_luajit(struct lua *l, const struct lp_luajit *rec);
+int lua_add_proto(struct lua *l, const struct lp_proto *rec);
+int lua_add_stack(struct lua *l, const struct lp_lua_stack *rec);
+
+/* Index of Lua stack id, or UINT32_MAX when it was never defined. */
+uint32_t lua_find_stack(const struct lua *l, uint64_t id);
+/* Depth of the Lua stack at index idx. */
+uint32_t lua_stack_depth(const struct lua *l, uint32_t idx);
+/* The interpreter's code range of pid's VM; 0, or -ENOENT if unknown. */
+int lua_vm_range(const struct lua *l, uint32_t pid, uint64_t *start,
+		 uint64_t *end);
+/* Names the frames of Lua stack idx for pid into out[], leaf first,
+ * LUA_ENTRY_MARK at VM entries; *n gets the count (at most the depth). */
+int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
+		    uint32_t *n);
+
+/* ---- lua_names.c: LuaJIT's lj_debug_funcname(), offline --------------- */
+/* The name of the function called at caller's instruction pc - 1 (pc as
+ * the walker gives it: the position after the call): writes it to buf and
+ * returns its kind ("global", "local", "field", "method", "upvalue",
+ * "metamethod"), or NULL when it cannot be derived.  fr2: the VM uses
+ * two-slot frames (GC64). */
+const char *lua_call_name(const struct lp_proto *caller, uint32_t pc, int fr2,
+			  char *buf, size_t len);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * test_lua_names.c - naming Lua functions from their caller's call site
+ * (report/lua_names.c), on hand-assembled LuaJIT bytecode, as LuaJIT's
+ * lj_debug_funcname() would name them.
+ */
+#include <string.h>
+
+#include "report/lua.h"
+#include "report/lua_bc.h"
+#include "tests/unit/unit.h"
+
+/* An instruction in the AD format (OP, A, D) or ABC format. */
+#define AD(op, a, d) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(d) << 16)
+#define ABC(op, a, b, c) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(c) << 16 | (uint32_t)(b) << 24)
+
+static const struct lp_proto_kstr kstr[] = { { 0, "work" }, { 1, "M" }, { 2, "field_fn" } };
+static const char *const uvnames[] = { "helper" };
+
+static struct lp_proto proto(const uint32_t *bc, uint32_t n)
+{
+	struct lp_proto p = { .id = 1, .chunkname = "@t.lua", .firstline = 1,
+			      .nbc = n, .bc = bc, .nkstr = 3, .kstr = kstr,
+			      .nuv = 1, .uvnames = uvnames };
+	return p;
+}
+
+TEST(lua_name_global)
+{
+	/* work(): GGET 0 "work"; CALL 0 1 1 */
+	static const uint32_t bc[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_GGET, 0, 0),
+				       ABC(LBC_CALL, 0, 1, 1) };
+	struct lp_proto p = proto(bc, 3);
+	char name[64];
+
+	/* The walker's pc is the position after the CALL. */
+	CHECK(lua_call_name(&p, 3, 1, name, sizeof(name)) &&
+	      !strcmp(lua_call_name(&p, 3, 1, name, sizeof(name)), "global"));
+	CHECK(!strcmp(name, "work"));
+}
+
+TEST(lua_name_field_and_method)
+{
+	/* M.field_fn(): GGET 0 "M"; TGETS 0 0 "field_fn"; CALL 0 1 1
+	 * M:field_fn(): GGET 0 "M"; MOV 2 0; TGETS 0 0 "field_fn"; CALL 0 1 2
+	 * (with two-slot frames the object goes to A + 2) */
+	static const uint32_t field[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_GGET, 0, 1),
+					  ABC(LBC_TGETS, 0, 0, 2), ABC(LBC_CALL, 0, 1, 1) };
+	static const uint32_t method[] = { AD(LBC_FUNCF, 3, 0), AD(LBC_GGET, 0, 1),
+					   AD(LBC_MOV, 2, 0), ABC(LBC_TGETS, 0, 0, 2),
+					   ABC(LBC_CALL, 0, 1, 2) };
+	struct lp_proto p = proto(field, 4);
+	char name[64];
+
+	CHECK(!strcmp(lua_call_name(&p, 4, 1, name, sizeof(name)), "field"));
+	CHECK(!strcmp(name, "field_fn"));
+	p = proto(method, 5);
+	CHECK(!strcmp(lua_call_name(&p, 5, 1, name, sizeof(name)), "method"));
+	CHECK(!strcmp(name, "field_fn"));
+	/* With one-slot frames (32-bit refs) the same code is not a method. */
+	CHECK(!strcmp(lua_call_name(&p, 5, 0, name, sizeof(name)), "field"));
+}
+
+TEST(lua_name_local_upvalue_and_mov)
+{
+	/* varinfo: local "fn" in slot 0 from pc 1 for 10 instructions. */
+	static const uint8_t varinfo[] = { 'f', 'n', 0, 1, 10, 0 };
+	static const uint32_t local[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_KPRI, 1, 0),
+					  ABC(LBC_CALL, 0, 1, 1) };
+	/* helper(): UGET 1 0; MOV 0 1; CALL 0 1 1 -- follows the MOV */
+	static const uint32_t upv[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_UGET, 1, 0),
+					AD(LBC_MOV, 0, 1), ABC(LBC_CALL, 0, 1, 1) };
+	struct lp_proto p = proto(local, 3);
+	char name[64];
+
+	p.varinfo = varinfo;
+	p.varinfo_len = sizeof(varinfo);
+	CHECK(!strcmp(lua_call_name(&p, 3, 1, name, sizeof(name)), "local"));
+	CHECK(!strcmp(name, "fn"));
+	p = proto(upv, 4);
+	CHECK(!strcmp(lua_call_name(&p, 4, 1, name, sizeof(name)), "upvalue"));
+	CHECK(!strcmp(name, "helper"));
+}
+
+TEST(lua_name_metamethod_and_unknown)
+{
+	/* A TGETV calling __index; a call whose slot was filled by a call. */
+	static const uint32_t mm[] = { AD(LBC_FUNCF, 2, 0), ABC(LBC_TGETV, 0, 1, 2) };
+	static const uint32_t anon[] = { AD(LBC_FUNCF, 2, 0), ABC(LBC_CALL, 0, 2, 1),
+					 ABC(LBC_CALL, 0, 1, 1) };
+	struct lp_proto p = proto(mm, 2);
+	char name[64];
+
+	CHECK(!strcmp(lua_call_name(&p, 2, 1, name, sizeof(name)), "metamethod"));
+	CHECK(!strcmp(name, "__index"));
+	p = proto(anon, 3);
+	CHECK(!lua_call_name(&p, 3, 1, name, sizeof(name)));
+}
+
+TEST(lua_name_bad_input)
+{
+	/* Out-of-range pcs, unknown opcodes, a constant that is not there,
+	 * an upvalue index past the names and a MOV cycle give no name. */
+	static const uint32_t bc[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_GGET, 0, 77),
+				       ABC(LBC_CALL, 0, 1, 1), 0xff };
+	static const uint32_t cyc[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_MOV, 0, 1),
+					AD(LBC_MOV, 1, 0), ABC(LBC_CALL, 0, 1, 1) };
+	static const uint32_t uv[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_UGET, 0, 9),
+				       ABC(LBC_CALL, 0, 1, 1) };
+	struct lp_proto p = proto(bc, 4);
+	char name[64];
+
+	CHECK(!lua_call_name(&p, 0, 1, name, sizeof(name)));
+	CHECK(!lua_call_name(&p, 99, 1, name, sizeof(name)));
+	CHECK(!lua_call_name(&p, 4, 1, name, sizeof(name)));
+	CHECK(!lua_call_name(&p, 3, 1, name, sizeof(name)));
+	CHECK(!lua_call_name(NULL, 3, 1, name, sizeof(name)));
+	p = proto(cyc, 4);
+	CHECK(!lua_call_name(&p, 4, 1, name, sizeof(name)));
+	p = proto(uv, 3);
+	CHECK(!lua_call_name(&p, 3, 1, name, sizeof(name)));
+}
