@@ -12,7 +12,7 @@ VERSION  := 0.1.0
 CFLAGS   ?= -O2 -g
 CFLAGS   += -Wall -Wextra -std=gnu11 -D_GNU_SOURCE -DLUAPROF_VERSION='"$(VERSION)"' \
             -I. -I$(BUILD)
-LDLIBS   := -lbpf -lelf -lz -llz4
+LDLIBS   := -lbpf -ldw -lelf -lz -llz4
 
 # Debian packages the build and the tests need.
 DEPS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev liblz4-dev \
@@ -68,7 +68,11 @@ $(BUILD)/%.o: %.c
 $(BUILD)/luaprof: $(BUILD)/luaprof.o $(RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/unit_tests: $(UNIT_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
+# Unit tests link the report and format libraries and the parts of record/
+# that need neither BPF nor root.
+UNIT_RECORD_OBJ := $(BUILD)/record/luajit_layouts.o $(BUILD)/record/unwind_table.o
+
+$(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Samples keep frame pointers and distinct functions so that stacks name
@@ -77,6 +81,13 @@ $(BUILD)/samples/%: samples/%.c
 	@mkdir -p $(@D)
 	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
 		-Wall -Wextra -o $@ $< 
+
+# nofp is built as distributions build code, without frame pointers: the
+# native unwinder's test (tests/e2e/native_unwind.sh) needs .eh_frame to be
+# the only way up its stack.
+$(BUILD)/samples/nofp: samples/nofp.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -fomit-frame-pointer -fno-inline -Wall -Wextra -o $@ $<
 
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests

@@ -45,6 +45,52 @@ struct {
 
 struct lp_bpf_counters counters;
 
+/* The sample under construction, one per CPU: too large for the BPF stack,
+ * and sent with only the bytes in use. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_event_sample);
+} sample_scratch SEC(".maps");
+
+/* The user registers at a sample: the interrupted ones if the tick hit
+ * user mode, else the ones saved at kernel entry. */
+struct user_regs {
+	__u64 ip, sp, bp, bx, dx, r14;
+};
+
+static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
+					 struct user_regs *r)
+{
+	struct pt_regs *regs;
+
+	/* A user-mode tick has a user address in ip (cs is not readable
+	 * through the context on every kernel). */
+	if (ctx->regs.ip < (1ull << 47)) {
+		r->ip = ctx->regs.ip;
+		r->sp = ctx->regs.sp;
+		r->bp = ctx->regs.bp;
+		r->bx = ctx->regs.bx;
+		r->dx = ctx->regs.dx;
+		r->r14 = ctx->regs.r14;
+		return 0;
+	}
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!regs)
+		return -1;
+	r->ip = BPF_CORE_READ(regs, ip);
+	r->sp = BPF_CORE_READ(regs, sp);
+	r->bp = BPF_CORE_READ(regs, bp);
+	r->bx = BPF_CORE_READ(regs, bx);
+	r->dx = BPF_CORE_READ(regs, dx);
+	r->r14 = BPF_CORE_READ(regs, r14);
+	return 0;
+}
+
+#include "bpf/walk_lua.bpf.h"
+#include "bpf/unwind_native.bpf.h" /* native unwinder: unwind_* maps */
+
 static __always_inline long wakeup_flag(void)
 {
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ?
@@ -55,31 +101,50 @@ SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
+	__u32 tgid = id >> 32, zero = 0;
 	struct lp_event_sample *e;
+	struct user_regs regs;
+	__u32 nlua;
+	long err;
 
 	if (!bpf_map_lookup_elem(&targets, &tgid))
 		return 0;
 	__sync_fetch_and_add(&counters.samples, 1);
-
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
+	e = bpf_map_lookup_elem(&sample_scratch, &zero);
+	if (!e)
 		return 0;
-	}
 	e->h.type = LP_EVENT_SAMPLE;
 	e->h.pid = tgid;
 	e->h.tid = (__u32)id;
 	e->h.cpu = bpf_get_smp_processor_id();
 	e->h.time_ns = bpf_ktime_get_ns();
 	e->kstack_bytes = bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
-	e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
-					BPF_F_USER_STACK);
+	/* HOOK: native unwinder (fills e->ustack, e->ustack_bytes) */
+	if (unwind_native_user_stack(ctx, e, tgid)) /* no tables: frame pointers */
+		e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
+						BPF_F_USER_STACK);
 	if (e->kstack_bytes < 0)
 		__sync_fetch_and_add(&counters.kstack_failed, 1);
 	if (e->ustack_bytes < 0)
 		__sync_fetch_and_add(&counters.ustack_failed, 1);
-	bpf_ringbuf_submit(e, wakeup_flag());
+	/* HOOK: Lua walker */
+	e->lua_depth = 0;
+	if (get_user_regs(ctx, &regs) == 0)
+		walk_lua(e, &regs);
+	nlua = e->lua_depth;
+	if (nlua > LP_MAX_LUA)
+		nlua = LP_MAX_LUA;
+	/* A sample that shows a VM the recorder has not located yet wakes
+	 * it at once: until it answers, this process's samples lack Lua.
+	 * So does a native walk that left every known mapping (native
+	 * unwinder): new code was mapped, and walks stop there until the
+	 * recorder reads it. */
+	err = bpf_ringbuf_output(&events, e, lp_event_sample_size(nlua),
+				 e->lua_state == LP_WALK_NO_VM ||
+				 e->ustack_stop == LP_USTOP_UNMAPPED ? BPF_RB_FORCE_WAKEUP :
+								 wakeup_flag());
+	if (err)
+		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
 	return 0;
 }
 
@@ -111,6 +176,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
 	__u32 flags = 0;
+	struct lj_proc *lj;
 
 	/* A new thread shares its tgid and is sampled already. */
 	if (!follow_children || ptgid == ctgid)
@@ -118,6 +184,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (!bpf_map_lookup_elem(&targets, &ptgid))
 		return 0;
 	bpf_map_update_elem(&targets, &ctgid, &flags, BPF_ANY);
+	unwind_fork_process(ptgid, ctgid); /* native unwinder: same mappings */
+	/* A forked child has its parent's memory, so its parent's VM: Lua
+	 * frames from its first tick, before the recorder hears of it. */
+	lj = bpf_map_lookup_elem(&lj_procs, &ptgid);
+	if (lj)
+		bpf_map_update_elem(&lj_procs, &ctgid, lj, BPF_ANY);
 	send_task_event(LP_EVENT_FORK, ctgid, ptgid, child);
 	return 0;
 }
@@ -129,6 +201,9 @@ int BPF_PROG(on_exec, struct task_struct *task)
 
 	if (!bpf_map_lookup_elem(&targets, &tgid))
 		return 0;
+	/* A new image: whatever VM it had is gone until re-detected. */
+	bpf_map_delete_elem(&lj_procs, &tgid);
+	unwind_forget_process(tgid); /* native unwinder: old mappings */
 	send_task_event(LP_EVENT_EXEC, tgid, BPF_CORE_READ(task, real_parent, tgid),
 			task);
 	return 0;
@@ -146,6 +221,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
 	bpf_map_delete_elem(&targets, &tgid);
+	bpf_map_delete_elem(&lj_procs, &tgid);
 	send_task_event(LP_EVENT_EXIT, tgid, BPF_CORE_READ(task, real_parent, tgid),
 			task);
 	return 0;

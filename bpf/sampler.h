@@ -5,15 +5,16 @@
  * assertion; nothing here is ever written to a trace as it lies in memory
  * (format/ encodes each field explicitly).
  *
- *   lp_event_sample (2080 bytes)            lp_event_task (48 bytes)
+ *   lp_event_sample                          lp_event_task (48 bytes)
  *   +0  type pid tid cpu                     +0  type pid tid cpu
  *   +16 time_ns                              +16 time_ns
  *   +24 kstack_bytes ustack_bytes            +24 ppid  pad
  *   +32 kstack[LP_MAX_STACK]  (leaf first)   +32 comm[16]
- *   +1048 ustack[LP_MAX_STACK] (leaf first)
+ *   +1048 ustack[LP_MAX_USTACK] (leaf first)
  *
- * The stack byte counts are bpf_get_stack()'s return: bytes written, or a
- * negative errno when the stack could not be read.
+ * The stack byte counts are bytes written, or a negative errno when the
+ * stack could not be read.  The sampler builds the event in a per-CPU
+ * buffer and sends only the bytes in use (see lp_event_sample_size()).
  */
 #ifndef LUAPROF_BPF_SAMPLER_H
 #define LUAPROF_BPF_SAMPLER_H
@@ -24,6 +25,8 @@
 
 /* The kernel's default kernel.perf_event_max_stack. */
 #define LP_MAX_STACK 127
+/* Native user frames: our own unwinder goes deeper than the kernel's. */
+#define LP_MAX_USTACK 127
 #define LP_COMM_LEN 16
 
 enum lp_event_type {
@@ -41,13 +44,78 @@ struct lp_event_header {
 	__u64 time_ns; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
 };
 
+/* Lua frames, leaf first, as bpf/walk_lua.bpf.h finds them.
+ *
+ *   kind  LUA    addr = GCproto address, pc = bytecode position of the
+ *                next instruction (the one after a call, as LuaJIT keeps
+ *                it), info = fingerprint of the proto (see walk_lua)
+ *         C      addr = the lua_CFunction
+ *         FF     addr = the fast function's code, pc = ffid
+ *         ENTRY  a VM entry from C (lua_call, lua_pcall, lua_resume) or a
+ *                coroutine boundary: native frames go here; addr = the
+ *                C frame (native stack address) of the entry
+ *         TRACE  pc = number of the compiled trace running at the leaf
+ *         TRUNC  the walk stopped early; pc = enum lp_lua_trunc
+ *   link  the frame type of this frame's link slot (enum lj_frame_type):
+ *         LUA means the next frame is its Lua caller.
+ */
+#define LP_MAX_LUA 512
+
+enum lp_lua_kind {
+	LP_LUA_FRAME_LUA = 1,
+	LP_LUA_FRAME_C = 2,
+	LP_LUA_FRAME_FF = 3,
+	LP_LUA_FRAME_ENTRY = 4,
+	LP_LUA_FRAME_TRACE = 5,
+	LP_LUA_FRAME_TRUNC = 6,
+};
+
+enum lp_lua_trunc {
+	LP_LUA_TRUNC_READ = 1,  /* a read of target memory failed */
+	LP_LUA_TRUNC_DEPTH = 2, /* more than LP_MAX_LUA frames */
+	LP_LUA_TRUNC_BAD = 3,   /* a frame did not make sense */
+};
+
+struct lp_lua_frame {
+	__u64 addr;
+	__u32 pc;
+	__u8 kind;
+	__u8 link;
+	__u16 fingerprint;
+};
+
+/* sample.lua_state: what the walk found, besides frames.  The values are
+ * those of format/trace.h's enum lp_lua_state (record/ asserts it). */
+enum lp_walk_state {
+	LP_WALK_NONE = 0,   /* not a LuaJIT process, or no VM found */
+	LP_WALK_IDLE = 1,   /* a VM exists but runs no Lua (host code) */
+	LP_WALK_WALKED = 2, /* frames below */
+	LP_WALK_NO_G = 3,   /* LuaJIT process, but no valid G at this tick */
+	LP_WALK_BAD_L = 4,  /* G->cur_L did not validate */
+	LP_WALK_NO_VM = 5,  /* interpreting, but the VM code is not located */
+};
+
 struct lp_event_sample {
 	struct lp_event_header h;
 	__s32 kstack_bytes;
 	__s32 ustack_bytes;
 	__u64 kstack[LP_MAX_STACK];
-	__u64 ustack[LP_MAX_STACK];
+	__u64 ustack[LP_MAX_USTACK];
+	__s32 vmstate;    /* g->vmstate: ~LJ_VMST_* or a trace number */
+	__u16 lua_state;  /* enum lp_walk_state */
+	__u16 lua_depth;  /* frames used in lua[] */
+	__u64 lua_G;      /* the global_State the frames belong to */
+	/* Native unwinder (bpf/unwind_native.bpf.h): why the ustack walk
+	 * stopped, enum lp_ustop in bpf/unwind.h.  Before lua[], which is
+	 * sent cut to lua_depth frames. */
+	__u32 ustack_stop;
+	__u32 ustack_pad;
+	struct lp_lua_frame lua[LP_MAX_LUA];
 };
+
+/* Bytes of a sample event with n Lua frames: what the ring buffer carries. */
+#define lp_event_sample_size(n) \
+	(__builtin_offsetof(struct lp_event_sample, lua) + (n) * sizeof(struct lp_lua_frame))
 
 struct lp_event_task {
 	struct lp_event_header h;
@@ -66,7 +134,10 @@ struct lp_bpf_counters {
 };
 
 _Static_assert(sizeof(struct lp_event_header) == 24, "lp_event_header layout");
-_Static_assert(sizeof(struct lp_event_sample) == 32 + 2 * 8 * LP_MAX_STACK,
+_Static_assert(sizeof(struct lp_lua_frame) == 16, "lp_lua_frame layout");
+_Static_assert((LP_MAX_LUA & (LP_MAX_LUA - 1)) == 0, "LP_MAX_LUA a power of 2");
+_Static_assert(sizeof(struct lp_event_sample) ==
+		       32 + 8 * (LP_MAX_STACK + LP_MAX_USTACK) + 16 + 8 + 16 * LP_MAX_LUA,
 	       "lp_event_sample layout");
 _Static_assert(sizeof(struct lp_event_task) == 48, "lp_event_task layout");
 _Static_assert(sizeof(struct lp_bpf_counters) == 40, "lp_bpf_counters layout");

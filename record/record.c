@@ -36,6 +36,9 @@ static void print_help(void)
 	       "                          or until every target has exited)\n"
 	       "  -o, --output FILE       trace file to write (default trace.lp)\n"
 	       "      --compress CODEC    lz4, zlib or none (default lz4)\n"
+	       "      --luajit-offsets FILE  struct offsets of a LuaJIT build luaprof\n"
+	       "                          does not know (\"field = value\" lines, the\n"
+	       "                          fields of struct lj_layout in bpf/luajit.h)\n"
 	       "  -q, --quiet             no status line and no summary\n"
 	       "  -v, --verbose           show libbpf's messages\n"
 	       "  -h, --help              show this help\n"
@@ -108,6 +111,7 @@ int cmd_record(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", required_argument, NULL, 'c' },
 		{ "no-children", no_argument, NULL, 'N' },
+		{ "luajit-offsets", required_argument, NULL, 'L' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -165,6 +169,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'N':
 			o.follow_children = 0;
+			break;
+		case 'L':
+			o.luajit_offsets = optarg;
 			break;
 		case 'q':
 			o.quiet = 1;

@@ -86,6 +86,10 @@ int launch_prepare(char **argv, struct launched *l);
 /* Lets the child exec; returns 0 or the child's exec errno, negated. */
 int launch_start(struct launched *l);
 
+/* Stack kinds of record/ beyond the trace's: Lua frames are interned in
+ * the same table, as (kind | link << 8, value, pc) triplets. */
+#define STACK_KIND_LUA 3
+
 /* time */
 uint64_t mono_ns(void);
 uint64_t real_ns(void);

@@ -30,8 +30,10 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/sampler.h"
+#include "record/luajit.h"
 #include "record/recorder.h"
 #include "record/session.h"
+#include "record/unwind.h"
 #include "sampler.skel.h"
 
 #define MAPS_REREAD_NS 100000000ull /* at most 10 maps re-reads/s per pid */
@@ -41,11 +43,35 @@
 #define STATUS_NS 500000000ull
 #define ALIVE_CHECK_NS 1000000000ull
 
+_Static_assert((int)LP_WALK_WALKED == (int)LP_LUA_WALKED &&
+		       (int)LP_WALK_NO_VM == (int)LP_LUA_NO_VM &&
+		       (int)LP_WALK_IDLE == (int)LP_LUA_IDLE &&
+		       (int)LP_WALK_NO_G == (int)LP_LUA_NO_G &&
+		       (int)LP_WALK_BAD_L == (int)LP_LUA_BAD_L,
+	       "BPF walk states and trace lua states agree");
+_Static_assert((int)LP_LUA_FRAME_LUA == (int)LP_LFRAME_LUA &&
+		       (int)LP_LUA_FRAME_C == (int)LP_LFRAME_C &&
+		       (int)LP_LUA_FRAME_FF == (int)LP_LFRAME_FF &&
+		       (int)LP_LUA_FRAME_ENTRY == (int)LP_LFRAME_ENTRY &&
+		       (int)LP_LUA_FRAME_TRACE == (int)LP_LFRAME_TRACE &&
+		       (int)LP_LUA_FRAME_TRUNC == (int)LP_LFRAME_TRUNC,
+	       "BPF frame kinds and trace frame kinds agree");
+
 struct target {
 	pid_t pid;
 	int alive;
 	struct maps_table maps;
 	uint64_t maps_read_ns;
+	struct lj_target *lj; /* its LuaJIT VM, NULL if none */
+};
+
+/* What the Lua walk gave, for the summary. */
+struct lua_stats {
+	uint64_t samples_lua;   /* samples with Lua frames */
+	uint64_t truncated;     /* ... ending in a TRUNC marker */
+	uint64_t idle;          /* VM present, not running Lua */
+	uint64_t no_g, bad_l, no_vm;
+	uint64_t protos_unknown; /* frames whose proto could not be read */
 };
 
 struct session {
@@ -56,6 +82,10 @@ struct session {
 	struct perf_sampling perf;
 	struct stack_table *stacks;
 	struct ksym_set *ksyms;
+	struct unwinder *unw; /* native unwinder; NULL: frame pointers only */
+	struct proto_table *protos;
+	struct lua_stats lua;
+	int lj_announced;
 	struct target *targets;
 	int ntargets, captargets, nalive;
 	struct launched launched;
@@ -66,6 +96,8 @@ struct session {
 };
 
 static volatile sig_atomic_t stop_requested;
+
+static void attach_luajit(struct session *s, struct target *t, struct target *parent);
 
 static void on_stop_signal(int sig)
 {
@@ -138,6 +170,20 @@ static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
 	}
 	maps_table_free(&t->maps);
 	t->maps = now;
+	/* native unwinder: the mappings the BPF walker searches.  A full
+	 * read is often taken before the dynamic loader has mapped the
+	 * libraries (exec), so the first address outside it re-reads at
+	 * once rather than after MAPS_REREAD_NS: walks stop there. */
+	if (replace) {
+		unwind_add_process(s->unw, t->pid, &t->maps);
+		t->maps_read_ns = 0;
+	} else if (n) {
+		unwind_update_process(s->unw, t->pid, &t->maps);
+		/* A LuaJIT loaded with dlopen (a host program, a C module)
+		 * shows up as new mappings: look again. */
+		if (!t->lj)
+			attach_luajit(s, t, NULL);
+	}
 	now.v = NULL;
 	now.n = 0;
 cleanup:
@@ -168,6 +214,71 @@ static void emit_process(struct session *s, pid_t pid, pid_t ppid,
 	emit(s, &rec);
 }
 
+static void publish_luajit(struct session *s, struct target *t)
+{
+	struct lj_proc proc;
+	uint32_t key = (uint32_t)t->pid;
+	struct lp_record rec;
+
+	lj_target_proc(t->lj, &proc);
+	bpf_map_update_elem(bpf_map__fd(s->skel->maps.lj_procs), &key, &proc, BPF_ANY);
+	if (t->lj->state != LJ_READY)
+		return;
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_LUAJIT;
+	lj_target_record(t->lj, &rec.u.luajit);
+	emit(s, &rec);
+}
+
+/* Finds the LuaJIT VM of a new target (or inherits its parent's, for a
+ * forked child) and tells the BPF walker about it. */
+static void attach_luajit(struct session *s, struct target *t, struct target *parent)
+{
+	char msg[512];
+	int err;
+
+	free(t->lj);
+	t->lj = NULL;
+	if (parent && parent->lj && parent->lj->state != LJ_REFUSED) {
+		t->lj = lj_target_fork(parent->lj, t->pid);
+	} else {
+		err = lj_detect(t->pid, &t->maps, s->o->luajit_offsets, &t->lj,
+				msg, sizeof(msg));
+		if (err && err != -ENOENT)
+			fprintf(stderr, "luaprof record: pid %d: %s; recording native "
+				"frames only\n", (int)t->pid, msg);
+		if (!t->lj)
+			return;
+		if (!s->o->quiet && (s->o->verbose || !s->lj_announced++))
+			fprintf(stderr, "luaprof record: pid %d: LuaJIT in %s; %s\n",
+				(int)t->pid, t->lj->object, t->lj->source);
+	}
+	if (t->lj)
+		publish_luajit(s, t);
+}
+
+/* The first sample showing a valid G locates the VM; a failed check stops
+ * the Lua walk for that process, saying why. */
+static void locate_luajit(struct session *s, struct target *t, uint64_t G)
+{
+	uint32_t key = (uint32_t)t->pid;
+	char msg[512];
+
+	if (lj_locate_vm(t->lj, G, msg, sizeof(msg))) {
+		fprintf(stderr, "%sluaprof record: pid %d: LuaJIT layout did not validate: "
+			"%s; recording native frames only\n", s->status_shown ? "\n" : "",
+			(int)t->pid, msg);
+		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.lj_procs), &key);
+		return;
+	}
+	if (s->o->verbose)
+		fprintf(stderr, "luaprof record: pid %d: LuaJIT VM at G=0x%llx, "
+			"interpreter 0x%llx-0x%llx\n", (int)t->pid,
+			(unsigned long long)G, (unsigned long long)t->lj->vm_start,
+			(unsigned long long)t->lj->vm_end);
+	publish_luajit(s, t);
+}
+
 /* Adds pid to the table (if new) and writes what the trace needs to know
  * about it: its PROCESS record and a full mappings snapshot. */
 static struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
@@ -196,6 +307,7 @@ static struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 	}
 	emit_process(s, pid, ppid, time_ns, flags, comm);
 	emit_maps(s, t, time_ns, 1);
+	attach_luajit(s, t, flags & LP_PROC_FORKED ? find_target(s, ppid) : NULL);
 	return t;
 }
 
@@ -207,7 +319,10 @@ static void target_exited(struct session *s, struct target *t, uint64_t time_ns)
 		return;
 	t->alive = 0;
 	s->nalive--;
+	unwind_remove_process(s->unw, t->pid); /* native unwinder */
 	maps_table_free(&t->maps);
+	free(t->lj);
+	t->lj = NULL;
 	memset(&rec, 0, sizeof(rec));
 	rec.type = LP_REC_EXIT;
 	rec.u.exit.pid = t->pid;
@@ -243,6 +358,78 @@ static uint64_t intern_stack(struct session *s, uint32_t kind,
 	return id;
 }
 
+/* Interns the Lua frames of a sample (reading new protos on the way) and
+ * returns the Lua stack id, 0 if none. */
+static uint64_t intern_lua_stack(struct session *s, struct target *t,
+				 const struct lp_event_sample *e, size_t size)
+{
+	static uint64_t triplets[3 * LP_MAX_LUA];
+	static struct lp_lframe frames[LP_MAX_LUA];
+	uint32_t n = e->lua_depth;
+	struct lp_record rec;
+	uint64_t id;
+	int is_new;
+
+	if (n > LP_MAX_LUA || size < lp_event_sample_size(n))
+		n = 0;
+	if (!n || !t || !t->lj)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct lp_lua_frame *f = &e->lua[i];
+		uint64_t value = f->addr;
+
+		if (f->kind == LP_LUA_FRAME_LUA) {
+			const struct lp_proto *pr;
+
+			value = proto_table_get(s->protos, t->lj, f->addr, f->fingerprint, &pr);
+			if (pr) {
+				memset(&rec, 0, sizeof(rec));
+				rec.type = LP_REC_PROTO;
+				rec.u.proto = *pr;
+				emit(s, &rec);
+			}
+			if (!value)
+				s->lua.protos_unknown++;
+		} else if (f->kind == LP_LUA_FRAME_FF || f->kind == LP_LUA_FRAME_TRACE ||
+			   f->kind == LP_LUA_FRAME_TRUNC) {
+			value = f->pc;
+		} else if (f->kind == LP_LUA_FRAME_ENTRY) {
+			value = 0; /* a stack address: only its place matters */
+		}
+		frames[i].kind = f->kind;
+		frames[i].link = f->link;
+		frames[i].value = value;
+		frames[i].pc = f->kind == LP_LUA_FRAME_LUA ? f->pc : 0;
+		triplets[3 * i] = f->kind | (uint64_t)f->link << 8;
+		triplets[3 * i + 1] = value;
+		triplets[3 * i + 2] = frames[i].pc;
+	}
+	if (frames[n - 1].kind == LP_LFRAME_TRUNC)
+		s->lua.truncated++;
+	id = stack_table_intern(s->stacks, STACK_KIND_LUA, triplets, 3 * n, &is_new);
+	if (is_new) {
+		memset(&rec, 0, sizeof(rec));
+		rec.type = LP_REC_LUA_STACK;
+		rec.u.lua_stack.id = id;
+		rec.u.lua_stack.depth = n;
+		rec.u.lua_stack.frames = frames;
+		emit(s, &rec);
+	}
+	return id;
+}
+
+static void count_lua_state(struct session *s, uint32_t state, uint64_t lstack)
+{
+	switch (state) {
+	case LP_LUA_IDLE: s->lua.idle++; break;
+	case LP_LUA_NO_G: s->lua.no_g++; break;
+	case LP_LUA_BAD_L: s->lua.bad_l++; break;
+	case LP_LUA_NO_VM: s->lua.no_vm++; break;
+	}
+	if (lstack)
+		s->lua.samples_lua++;
+}
+
 /* A user address outside every known mapping means the process mapped
  * something new (dlopen, a JIT area) since we last looked, or the stack
  * holds a garbage frame.  Re-read, at most every MAPS_REREAD_NS, and write
@@ -251,17 +438,18 @@ static void check_mappings(struct session *s, struct target *t,
 			   const struct lp_event_sample *e)
 {
 	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
+	int unknown = e->ustack_stop == LP_USTOP_UNMAPPED;
 
-	for (int i = 0; i < n && i < LP_MAX_STACK; i++) {
-		if (maps_table_find(&t->maps, e->ustack[i]))
-			continue;
-		if (mono_ns() - t->maps_read_ns >= MAPS_REREAD_NS)
-			emit_maps(s, t, e->h.time_ns, 0);
-		return;
-	}
+	/* The native unwinder stops, frameless, at a pc in a mapping it does
+	 * not know yet: that too means new mappings. */
+	for (int i = 0; !unknown && i < n && i < LP_MAX_USTACK; i++)
+		unknown = !maps_table_find(&t->maps, e->ustack[i]);
+	if (unknown && mono_ns() - t->maps_read_ns >= MAPS_REREAD_NS)
+		emit_maps(s, t, e->h.time_ns, 0);
 }
 
-static void handle_sample(struct session *s, const struct lp_event_sample *e)
+static void handle_sample(struct session *s, const struct lp_event_sample *e,
+			  size_t size)
 {
 	struct target *t = find_target(s, e->h.pid);
 	struct lp_record rec;
@@ -270,6 +458,8 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e)
 		t = add_target(s, e->h.pid, 0, e->h.time_ns, LP_PROC_FORKED, NULL);
 	if (t)
 		check_mappings(s, t, e);
+	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G)
+		locate_luajit(s, t, e->lua_G);
 	memset(&rec, 0, sizeof(rec));
 	rec.type = LP_REC_SAMPLE;
 	rec.u.sample.time_ns = e->h.time_ns;
@@ -284,6 +474,11 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e)
 		rec.u.sample.flags |= LP_SAMPLE_KSTACK_FAILED;
 	if (e->ustack_bytes < 0)
 		rec.u.sample.flags |= LP_SAMPLE_USTACK_FAILED;
+	rec.u.sample.lstack = e->lua_state == LP_WALK_WALKED ?
+		intern_lua_stack(s, t, e, size) : 0;
+	rec.u.sample.vmstate = e->vmstate;
+	rec.u.sample.lua_state = e->lua_state;
+	count_lua_state(s, e->lua_state, rec.u.sample.lstack);
 	emit(s, &rec);
 	s->samples++;
 }
@@ -299,8 +494,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(*h))
 		return 0;
 	if (h->type == LP_EVENT_SAMPLE) {
-		if (size >= sizeof(struct lp_event_sample))
-			handle_sample(s, data);
+		if (size >= lp_event_sample_size(0))
+			handle_sample(s, data, size);
 		return 0;
 	}
 	if (size < sizeof(*te))
@@ -399,6 +594,13 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt,
 	(void)fmt;
 	(void)args;
 	return 0;
+}
+
+static int libbpf_stderr(enum libbpf_print_level level, const char *fmt,
+			 va_list args)
+{
+	(void)level;
+	return vfprintf(stderr, fmt, args);
 }
 
 static int load_sampler(struct session *s)
@@ -564,8 +766,21 @@ static void print_summary(struct session *s, uint64_t end_ns)
 	if (c->lost_task)
 		fprintf(stderr, "luaprof record: %llu process events lost\n",
 			(unsigned long long)c->lost_task);
-	if (s->o->verbose)
+	if (s->lua.samples_lua || s->lua.no_g || s->lua.bad_l || s->lua.no_vm)
+		fprintf(stderr, "luaprof record: Lua: %llu samples with Lua frames "
+			"(%.1f%%), %llu truncated, %llu in host code; no VM state in "
+			"%llu; %llu protos (%llu unreadable)\n",
+			(unsigned long long)s->lua.samples_lua,
+			s->samples ? 100.0 * s->lua.samples_lua / s->samples : 0.0,
+			(unsigned long long)s->lua.truncated,
+			(unsigned long long)s->lua.idle,
+			(unsigned long long)(s->lua.no_g + s->lua.bad_l + s->lua.no_vm),
+			(unsigned long long)proto_table_count(s->protos),
+			(unsigned long long)proto_table_failed(s->protos));
+	if (s->o->verbose) {
 		print_bpf_stats(s);
+		unwind_print_stats(s->unw, stderr); /* native unwinder */
+	}
 }
 
 static int finish(struct session *s)
@@ -616,7 +831,7 @@ int record_session_run(const struct record_opts *o)
 			return 1;
 		}
 	}
-	libbpf_set_print(o->verbose ? NULL : libbpf_quiet);
+	libbpf_set_print(o->verbose ? libbpf_stderr : libbpf_quiet);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop_signal;
 	sigaction(SIGINT, &sa, NULL);
@@ -624,7 +839,8 @@ int record_session_run(const struct record_opts *o)
 
 	s.stacks = stack_table_new();
 	s.ksyms = ksym_set_new();
-	if (!s.stacks || !s.ksyms) {
+	s.protos = proto_table_new();
+	if (!s.stacks || !s.ksyms || !s.protos) {
 		fprintf(stderr, "luaprof record: out of memory\n");
 		goto cleanup;
 	}
@@ -641,6 +857,10 @@ int record_session_run(const struct record_opts *o)
 			"CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)" : "");
 		goto cleanup;
 	}
+	err = unwind_init(&s.unw, s.skel); /* native unwinder */
+	if (err && !o->quiet)
+		fprintf(stderr, "luaprof record: native unwinding off (%s); user "
+			"stacks follow frame pointers\n", strerror(-err));
 	if (o->command) {
 		err = launch_prepare(o->command, &s.launched);
 		if (err) {
@@ -695,6 +915,7 @@ cleanup:
 		close(s.launched.err_fd);
 	perf_sampling_detach(&s.perf);
 	ring_buffer__free(s.rb);
+	unwind_free(s.unw); /* native unwinder */
 	sampler__destroy(s.skel);
 	if (s.w) {
 		trace_writer_close(s.w, NULL);
@@ -703,8 +924,11 @@ cleanup:
 	}
 	stack_table_free(s.stacks);
 	ksym_set_free(s.ksyms);
-	for (int i = 0; i < s.ntargets; i++)
+	proto_table_free(s.protos);
+	for (int i = 0; i < s.ntargets; i++) {
 		maps_table_free(&s.targets[i].maps);
+		free(s.targets[i].lj);
+	}
 	free(s.targets);
 	return ret;
 }

@@ -21,6 +21,7 @@ struct record_opts {
 	int verbose;
 	int quiet;
 	const char *self_cmdline; /* luaprof's own command line, for meta */
+	const char *luajit_offsets; /* --luajit-offsets FILE, or NULL */
 };
 
 /* Runs a whole recording; returns the process exit code (0 or 1). */

@@ -1,0 +1,129 @@
+/*
+ * unwind.h - the unwind tables the recorder computes from each object's
+ * call frame information (.eh_frame, else .debug_frame) and the BPF maps
+ * they are loaded into, shared by bpf/unwind_native.bpf.h (the walker),
+ * record/unwind_table.c (the builder) and record/unwind.c (the loader).
+ * Fixed-width fields, size-asserted: both sides read the same bytes.
+ *
+ * Three maps hold everything, and bound its memory up front:
+ *
+ *   unwind_procs (hash, tgid ->)      unwind_objs (array)   unwind_rows (array, mmap)
+ *   +--------------------------+      +---------------+     +-----------------------+
+ *   | nmaps                    |      | first  count  | --> | pc cfa_off type rbp   |
+ *   | maps[i]: start end bias  | ---> | first  count  |     | pc cfa_off type rbp   |
+ *   |          obj kind        | obj  | ...           |     | ... (sorted by pc     |
+ *   +--------------------------+      +---------------+     |  within an object)    |
+ *     sorted by start, one per                              +-----------------------+
+ *     executable mapping
+ *
+ * An object (an ELF file, identified by device and inode, or the vDSO) has
+ * its rows loaded once into the shared row array however many processes
+ * map it: the nginx master and its workers share every object.  A process
+ * owns only its list of executable mappings, each pointing at an object.
+ *
+ * A row covers the object's addresses (ELF virtual addresses, "vaddr")
+ * from its pc up to the next row's pc.  For a pc inside a mapping,
+ * vaddr = pc - bias.  In each row:
+ *
+ *   CFA  = rsp + cfa_off   (LP_CFA_RSP)          the caller's rsp: the
+ *        = rbp + cfa_off   (LP_CFA_RBP)          return address is at
+ *        = rsp + 8 + (((pc & 15) >= cfa_off) ? 8 : 0)   CFA - 8
+ *                          (LP_CFA_PLT: the expression every lazy-binding
+ *                           .plt section shares)
+ *   rbp  = *(CFA + 8 * rbp_off) if rbp_off < 0; unchanged if 0;
+ *          unknown if LP_RBP_UNKNOWN.
+ *
+ * LP_CFA_SIGNAL marks the kernel's signal trampoline (__restore_rt): rsp
+ * points at a ucontext_t whose saved registers give the interrupted pc,
+ * rsp and rbp.  LP_CFA_END marks the outermost frame (_start, a thread's
+ * clone): the return address is undefined.  LP_CFA_GAP covers addresses no
+ * FDE describes and LP_CFA_UNSUPPORTED a rule the walker cannot follow
+ * (any other DWARF expression): the walk stops at both.
+ */
+#ifndef LUAPROF_BPF_UNWIND_H
+#define LUAPROF_BPF_UNWIND_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Map sizes: the memory the unwinder may ever use is fixed at load. */
+#define LP_UNWIND_MAX_ROWS (1u << 20)  /* 8 MiB of rows */
+#define LP_UNWIND_MAX_OBJS 4096        /* 32 KiB of object descriptors */
+#define LP_UNWIND_MAX_PROCS 1024       /* 1024 x 8 KiB of mapping lists */
+#define LP_UNWIND_MAX_MAPS 256         /* executable mappings per process */
+/* Binary search steps that cover the largest map and object. */
+#define LP_UNWIND_MAP_STEPS 9          /* 2^9 > LP_UNWIND_MAX_MAPS */
+#define LP_UNWIND_ROW_STEPS 21         /* 2^21 > LP_UNWIND_MAX_ROWS */
+
+enum lp_cfa_type {
+	LP_CFA_GAP = 0,         /* no FDE covers this address */
+	LP_CFA_RSP = 1,
+	LP_CFA_RBP = 2,
+	LP_CFA_PLT = 3,         /* cfa_off holds the threshold (11 or 10) */
+	LP_CFA_SIGNAL = 4,      /* __restore_rt: registers in a ucontext_t */
+	LP_CFA_END = 5,         /* outermost frame: return address undefined */
+	LP_CFA_UNSUPPORTED = 6, /* a DWARF expression, or an odd rule */
+};
+
+#define LP_RBP_UNKNOWN 127 /* rbp_off: rbp cannot be recovered */
+
+struct lp_unwind_row {
+	__u32 pc;      /* first vaddr covered (objects above 4 GiB are refused) */
+	__u16 cfa_off; /* bytes */
+	__u8 cfa_type; /* enum lp_cfa_type */
+	__s8 rbp_off;  /* in 8-byte words from the CFA; 0: unchanged */
+};
+
+/* Rows [first, first + count) of unwind_rows belong to one object. */
+struct lp_unwind_obj {
+	__u32 first;
+	__u32 count;
+};
+
+enum lp_unwind_map_kind {
+	LP_UMAP_ROWS = 1, /* obj names a loaded table */
+	LP_UMAP_FP = 2,   /* a file without usable CFI: follow rbp instead */
+	LP_UMAP_JIT = 3,  /* anonymous executable memory (JIT code): stop */
+};
+
+/* One executable mapping: for start <= pc < end, vaddr = pc - bias. */
+struct lp_unwind_map {
+	__u64 start;
+	__u64 end;
+	__u64 bias;
+	__u32 obj;  /* index into unwind_objs when kind is LP_UMAP_ROWS */
+	__u32 kind; /* enum lp_unwind_map_kind */
+};
+
+struct lp_unwind_proc {
+	__u32 nmaps;
+	__u32 pad;
+	struct lp_unwind_map maps[LP_UNWIND_MAX_MAPS]; /* sorted by start */
+};
+
+/*
+ * Why a native walk stopped, in lp_event_sample.ustack_stop.  Only
+ * LP_USTOP_END is a complete stack; the others say where a stack was cut.
+ */
+enum lp_ustop {
+	LP_USTOP_FALLBACK = 0,  /* not ours: bpf_get_stack() frame pointers */
+	LP_USTOP_END = 1,       /* reached the outermost frame */
+	LP_USTOP_DEPTH = 2,     /* LP_MAX_USTACK frames */
+	LP_USTOP_UNMAPPED = 3,  /* pc in no known executable mapping */
+	LP_USTOP_JIT = 4,       /* pc in anonymous code (a JIT trace) */
+	LP_USTOP_NO_ROW = 5,    /* pc in a gap of the object's CFI */
+	LP_USTOP_UNSUPPORTED = 6, /* a CFA rule we do not evaluate */
+	LP_USTOP_READ = 7,      /* reading the target's stack failed */
+	LP_USTOP_BAD_FRAME = 8, /* the stack pointer did not move up */
+	LP_USTOP_NO_REGS = 9,   /* no user registers to start from */
+	LP_USTOP_MAX = 10,
+};
+
+_Static_assert(sizeof(struct lp_unwind_row) == 8, "lp_unwind_row layout");
+_Static_assert(sizeof(struct lp_unwind_obj) == 8, "lp_unwind_obj layout");
+_Static_assert(sizeof(struct lp_unwind_map) == 32, "lp_unwind_map layout");
+_Static_assert(sizeof(struct lp_unwind_proc) == 8 + 32 * LP_UNWIND_MAX_MAPS,
+	       "lp_unwind_proc layout");
+
+#endif

@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * unwind_native.bpf.h - walks a sampled thread's native user stack with
+ * the unwind tables record/unwind.c loads (layout in bpf/unwind.h), for
+ * code built without frame pointers: Debian's packages, and LuaJIT, whose
+ * interpreter uses rbp as a general register.  Included by sampler.bpf.c,
+ * whose on_sample calls unwind_native_user_stack().
+ *
+ * Each frame: find the executable mapping that holds pc (binary search of
+ * the process's sorted list), then the row of that object that covers the
+ * pc (binary search of its rows), compute the CFA from the row's rule,
+ * read the return address at CFA - 8 and, if the row says the caller's
+ * rbp was saved, read it too; the caller's rsp is the CFA.  For every
+ * frame but the first, pc is a return address, the instruction after the
+ * call: the lookup uses pc - 1 so that a call that ends a function (a
+ * noreturn callee) finds its own function's row, not the next one's.
+ *
+ *   higher addresses
+ *   +-----------------+ <- CFA  (= caller's rsp after the return)
+ *   | return address  |   CFA - 8
+ *   | saved rbp?      |   CFA + 8 * rbp_off
+ *   | ... locals ...  |
+ *   +-----------------+ <- rsp of this frame
+ *
+ * The walk stops, and says why in the sample (enum lp_ustop), at the
+ * outermost frame, at a pc no mapping or row covers, at anonymous code (a
+ * LuaJIT trace has no CFI: a later change follows the Lua side instead),
+ * at a rule it cannot follow, at a stack read that fails, or when the
+ * stack pointer stops moving towards the stack's base.  An object mapped
+ * without usable CFI is walked with frame pointers for its frames only.
+ * Processes without a mapping list keep bpf_get_stack()'s frame-pointer
+ * walk.
+ */
+#ifndef LUAPROF_BPF_UNWIND_NATIVE_BPF_H
+#define LUAPROF_BPF_UNWIND_NATIVE_BPF_H
+
+#include "bpf/unwind.h"
+
+#ifndef EFAULT
+#define EFAULT 14 /* vmlinux.h has no errno values */
+#endif
+
+/* The rows of every loaded object; the recorder writes them through
+ * mmap() rather than one system call per row. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, LP_UNWIND_MAX_ROWS);
+	__type(key, __u32);
+	__type(value, struct lp_unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LP_UNWIND_MAX_OBJS);
+	__type(key, __u32);
+	__type(value, struct lp_unwind_obj);
+} unwind_objs SEC(".maps");
+
+/* Preallocated: an update never allocates in the sampling path, and the
+ * memory is known at load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LP_UNWIND_MAX_PROCS);
+	__type(key, __u32); /* tgid */
+	__type(value, struct lp_unwind_proc);
+} unwind_procs SEC(".maps");
+
+/* Walks by how they stopped, and frames walked: record -v prints them. */
+__u64 unwind_stops[LP_USTOP_MAX];
+__u64 unwind_frames;
+
+/* Where the walk is: the registers of the frame about to be recorded. */
+struct unwind_cursor {
+	__u64 pc, sp, bp;
+	__u64 sp0, bp0;   /* frame 0's, for the leaf retry */
+	__u64 rec_pc;     /* out: the pc recorded for this frame */
+	__u32 n;          /* frames recorded before this one */
+	__u32 pc_is_ra;   /* pc is a return address: look up pc - 1 */
+	__u32 bp_known;   /* bp holds the frame's true rbp */
+	__u32 leaf_retry; /* frame 0 may be retried as a frameless leaf */
+	__u32 stop;       /* enum lp_ustop, once the walk ends */
+	__u32 pad;
+};
+
+/*
+ * The cursor lives in a map, not on the BPF stack: the verifier tracks
+ * values on the stack exactly, so a frame count there would make each
+ * bpf_loop iteration a new state to verify (and every way out of the loop
+ * another); read from a map, it is just a bounded number.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_cursor);
+} unwind_cursors SEC(".maps");
+
+/* The bpf_loop callback's context, on the stack: pointers only. */
+struct unwind_walk {
+	struct lp_event_sample *e;
+	const struct lp_unwind_proc *proc;
+	struct unwind_cursor *c;
+};
+
+/*
+ * The two searches and the frame step are global functions: the verifier
+ * checks each once, on its own, instead of once per path through every
+ * caller (a binary search has 2^steps paths, and bpf_loop callbacks are
+ * re-verified per iteration).
+ */
+
+/* The index of the mapping that holds pc, or -1. */
+__noinline int unwind_map_index(const struct lp_unwind_proc *proc, __u64 pc)
+{
+	__u32 lo = 0, hi;
+
+	if (!proc)
+		return -1;
+	hi = proc->nmaps;
+	if (hi > LP_UNWIND_MAX_MAPS)
+		hi = LP_UNWIND_MAX_MAPS;
+	for (int k = 0; k < LP_UNWIND_MAP_STEPS; k++) {
+		const struct lp_unwind_map *m;
+		__u32 mid;
+
+		if (lo >= hi)
+			break;
+		mid = lo + (hi - lo) / 2;
+		if (mid >= LP_UNWIND_MAX_MAPS)
+			break;
+		m = &proc->maps[mid];
+		if (pc < m->start)
+			hi = mid;
+		else if (pc >= m->end)
+			lo = mid + 1;
+		else
+			return (int)mid;
+	}
+	return -1;
+}
+
+/* The object's last row with row.pc <= vaddr; 0, or -1 if none. */
+static __always_inline int unwind_find_row(__u32 objid, __u64 vaddr,
+					   struct lp_unwind_row *out)
+{
+	const struct lp_unwind_obj *obj = bpf_map_lookup_elem(&unwind_objs, &objid);
+	const struct lp_unwind_row *r;
+	__u32 lo = 0, hi, idx;
+
+	if (!obj || vaddr > 0xffffffffull)
+		return -1;
+	hi = obj->count;
+	for (int k = 0; k < LP_UNWIND_ROW_STEPS; k++) {
+		__u32 mid;
+
+		if (lo >= hi)
+			break;
+		mid = lo + (hi - lo) / 2;
+		idx = obj->first + mid;
+		r = bpf_map_lookup_elem(&unwind_rows, &idx);
+		if (!r)
+			return -1;
+		if (r->pc <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	idx = obj->first + lo - 1;
+	r = bpf_map_lookup_elem(&unwind_rows, &idx);
+	if (!r)
+		return -1;
+	*out = *r;
+	return 0;
+}
+
+static __always_inline int unwind_read(__u64 addr, __u64 *v)
+{
+	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+}
+
+/*
+ * One frame: sets c->rec_pc, the pc to record for it, and moves c to the
+ * caller.  Returns 0 to go on, or the enum lp_ustop that ends the walk
+ * (the frame is recorded either way).
+ */
+__noinline int unwind_frame(const struct lp_unwind_proc *proc,
+			    struct unwind_cursor *c)
+{
+	const struct lp_unwind_map *m;
+	struct lp_unwind_row row;
+	__u64 lookup, cfa, ra, bp;
+	int idx;
+
+	if (!proc || !c)
+		return LP_USTOP_BAD_FRAME;
+	c->rec_pc = c->pc;
+	lookup = c->pc - (c->pc_is_ra ? 1 : 0);
+	idx = unwind_map_index(proc, lookup);
+	if (idx < 0 && c->n == 1 && c->leaf_retry) {
+		/*
+		 * Frame 0's row led nowhere.  One CFI lie is common enough to
+		 * undo: LuaJIT's math helpers (vm_mod, vm_floor, ...) are
+		 * frameless leaves called from the interpreter, yet lie
+		 * inside the interpreter's FDE, whose CFA is rsp + 80.  Take
+		 * frame 0 as a leaf instead, return address at [rsp], if that
+		 * leads somewhere; else keep the pc that led nowhere, which
+		 * tells the recorder to look for new mappings.
+		 */
+		c->leaf_retry = 0;
+		if (!unwind_read(c->sp0, &ra)) {
+			int ridx = unwind_map_index(proc, ra - 1);
+
+			if (ridx >= 0) {
+				c->pc = ra;
+				c->rec_pc = ra;
+				c->sp = c->sp0 + 8;
+				c->bp = c->bp0;
+				c->bp_known = 1;
+				c->pc_is_ra = 1;
+				lookup = ra - 1;
+				idx = ridx;
+			}
+		}
+	}
+	/* clang knows the range unwind_map_index() returns and would drop
+	 * the upper check the verifier needs: hide it. */
+	barrier_var(idx);
+	if (idx < 0 || idx >= LP_UNWIND_MAX_MAPS)
+		return LP_USTOP_UNMAPPED;
+	m = &proc->maps[idx];
+	if (m->kind == LP_UMAP_JIT)
+		return LP_USTOP_JIT;
+	if (m->kind != LP_UMAP_ROWS) {
+		/* No CFI: trust rbp for this frame, [rbp] = caller's rbp,
+		 * [rbp + 8] = return address. */
+		if (!c->bp_known || c->bp < c->sp)
+			return LP_USTOP_BAD_FRAME;
+		cfa = c->bp + 16;
+		if (unwind_read(c->bp, &bp) || unwind_read(cfa - 8, &ra))
+			return LP_USTOP_READ;
+		goto next;
+	}
+	if (unwind_find_row(m->obj, lookup - m->bias, &row))
+		return LP_USTOP_NO_ROW;
+	bp = c->bp;
+	switch (row.cfa_type) {
+	case LP_CFA_RSP:
+		cfa = c->sp + row.cfa_off;
+		c->leaf_retry = !c->n;
+		break;
+	case LP_CFA_RBP:
+		if (!c->bp_known)
+			return LP_USTOP_BAD_FRAME;
+		cfa = c->bp + row.cfa_off;
+		c->leaf_retry = !c->n;
+		break;
+	case LP_CFA_PLT:
+		/* The expression reads rip itself, not the lookup pc. */
+		cfa = c->sp + 8 + ((c->pc & 15) >= row.cfa_off ? 8 : 0);
+		break;
+	case LP_CFA_SIGNAL: {
+		/* rsp -> ucontext_t; uc_mcontext.gregs[] at +40: rbp, rsp
+		 * and rip of the interrupted code at +120, +160, +168.  That
+		 * pc was interrupted, not called from: look it up as is. */
+		__u64 sp;
+
+		if (unwind_read(c->sp + 120, &bp) || unwind_read(c->sp + 160, &sp) ||
+		    unwind_read(c->sp + 168, &ra))
+			return LP_USTOP_READ;
+		if (!ra)
+			return LP_USTOP_END;
+		c->pc = ra;
+		c->sp = sp;
+		c->bp = bp;
+		c->bp_known = 1;
+		c->pc_is_ra = 0;
+		return 0;
+	}
+	case LP_CFA_END:
+		return LP_USTOP_END;
+	case LP_CFA_GAP:
+		return LP_USTOP_NO_ROW;
+	default:
+		return LP_USTOP_UNSUPPORTED;
+	}
+	if (unwind_read(cfa - 8, &ra))
+		return LP_USTOP_READ;
+	if (row.rbp_off == LP_RBP_UNKNOWN) {
+		c->bp_known = 0;
+	} else if (row.rbp_off < 0) {
+		if (unwind_read(cfa + (__s64)row.rbp_off * 8, &bp))
+			return LP_USTOP_READ;
+		c->bp_known = 1;
+	}
+next:
+	/* The stack grows down: a caller's frame is always above. */
+	if (cfa <= c->sp)
+		return LP_USTOP_BAD_FRAME;
+	/* A zero return address ends the stack, unless frame 0 may yet be
+	 * retried (then the next step finds 0 unmapped and retries). */
+	if (!ra && !c->leaf_retry)
+		return LP_USTOP_END;
+	c->pc = ra;
+	c->sp = cfa;
+	c->bp = bp;
+	c->pc_is_ra = 1;
+	return 0;
+}
+
+/* bpf_loop callback: records one frame; 0 continues, 1 stops. */
+static long unwind_step(__u32 i, void *arg)
+{
+	struct unwind_walk *w = arg;
+	struct unwind_cursor *c = w->c;
+	__u32 n = c->n;
+	int stop;
+
+	if (n >= LP_MAX_USTACK) {
+		c->stop = LP_USTOP_DEPTH;
+		return 1;
+	}
+	stop = unwind_frame(w->proc, c);
+	w->e->ustack[n] = c->rec_pc;
+	c->n = n + 1;
+	if (stop) {
+		c->stop = stop;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The registers of user mode when the tick came: the tick's own if it
+ * interrupted user code, else those saved on entry to the kernel (the
+ * thread was in a system call or a fault).  0, or -1 when the thread has
+ * no user mode (a kernel thread).
+ */
+static __always_inline int unwind_user_regs(struct bpf_perf_event_data *ctx,
+					    struct unwind_cursor *c)
+{
+	struct pt_regs *regs;
+
+	/* Only 8-byte reads of a perf_event context's registers pass. */
+	if ((ctx->regs.csx & 3) == 3) {
+		c->pc = ctx->regs.ip;
+		c->sp = ctx->regs.sp;
+		c->bp = ctx->regs.bp;
+		return 0;
+	}
+	/* Read with helpers: plain loads let clang merge this branch's
+	 * pointer with ctx, which the verifier refuses. */
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!regs || (BPF_CORE_READ(regs, csx) & 3) != 3)
+		return -1;
+	c->pc = BPF_CORE_READ(regs, ip);
+	c->sp = BPF_CORE_READ(regs, sp);
+	c->bp = BPF_CORE_READ(regs, bp);
+	return 0;
+}
+
+/*
+ * Fills e->ustack, e->ustack_bytes and e->ustack_stop for a process whose
+ * mappings the recorder loaded; returns 0 then.  Returns -1, with
+ * e->ustack_stop = LP_USTOP_FALLBACK and nothing else written, for any
+ * other process: the caller takes the kernel's frame-pointer walk.
+ *
+ * Global, so verified once on its own: each way the walk can end would
+ * otherwise be a state from which the verifier re-checks all of the
+ * caller's code that follows.
+ */
+__noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
+					struct lp_event_sample *e, __u32 tgid)
+{
+	struct unwind_walk w = { .e = e };
+	struct unwind_cursor *c;
+	__u32 zero = 0, stop, n;
+
+	if (!ctx || !e)
+		return -1;
+	e->ustack_stop = LP_USTOP_FALLBACK;
+	w.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	c = bpf_map_lookup_elem(&unwind_cursors, &zero);
+	if (!w.proc || !c)
+		return -1;
+	__builtin_memset(c, 0, sizeof(*c));
+	c->bp_known = 1;
+	w.c = c;
+	if (unwind_user_regs(ctx, c)) {
+		c->stop = LP_USTOP_NO_REGS;
+	} else {
+		c->sp0 = c->sp;
+		c->bp0 = c->bp;
+		bpf_loop(LP_MAX_USTACK + 1, unwind_step, &w, 0);
+	}
+	/* bpf_loop ran out of iterations only after LP_MAX_USTACK frames. */
+	stop = c->stop ? c->stop : LP_USTOP_DEPTH;
+	n = c->n;
+	if (n > LP_MAX_USTACK)
+		n = LP_MAX_USTACK;
+	e->ustack_stop = stop;
+	e->ustack_bytes = n ? (__s32)(n * sizeof(__u64)) : -EFAULT;
+	if (stop < LP_USTOP_MAX)
+		__sync_fetch_and_add(&unwind_stops[stop], 1);
+	__sync_fetch_and_add(&unwind_frames, n);
+	return 0;
+}
+
+/* A forked child maps what its parent did: it inherits the list, so it is
+ * walked from its first tick, before the recorder hears of it. */
+static __always_inline void unwind_fork_process(__u32 ptgid, __u32 ctgid)
+{
+	struct lp_unwind_proc *p = bpf_map_lookup_elem(&unwind_procs, &ptgid);
+
+	if (p)
+		bpf_map_update_elem(&unwind_procs, &ctgid, p, BPF_ANY);
+}
+
+/* After exec the old list describes nothing: frame pointers until the
+ * recorder loads the new image's. */
+static __always_inline void unwind_forget_process(__u32 tgid)
+{
+	bpf_map_delete_elem(&unwind_procs, &tgid);
+}
+
+#endif

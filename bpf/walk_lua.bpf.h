@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * walk_lua.bpf.h - finds the running LuaJIT coroutine at a sample and walks
+ * its Lua frames, leaf first, into the sample event.  Included by
+ * sampler.bpf.c; the layouts it reads are in bpf/luajit.h.
+ *
+ * Which global_State: the interpreter keeps DISPATCH (= G + g2disp) in r14,
+ * so r14 - g2disp is a candidate G, trusted only if it validates: the
+ * GG_State's main thread must be where G says (G->mainthref == G - gg_g)
+ * and the running coroutine must point back (G->cur_L->glref == G).  A
+ * validated G is cached per thread, for samples taken where r14 is not
+ * DISPATCH (inside C functions, GC, libc).
+ *
+ * Which base: the BASE register (rdx) is the only fresh one while the
+ * interpreter runs, because L->base is written back only at calls and
+ * exits; but rdx means BASE only when the pc is inside the VM's own code.
+ * Anywhere else (a C function, the GC, a C helper called by the VM), the
+ * VM has stored L->base and the C frame's saved PC before leaving.
+ *
+ * The walk follows lj_debug_frame(): a Lua-called frame's link is the
+ * return PC, whose CALL instruction's A operand gives the caller's frame;
+ * other links are a delta and a type.  C and CP links mark a VM entry
+ * from C (lua_call/lua_pcall), where native frames belong.  A coroutine's
+ * stack ends at its first frame.  If Lua resumed it (coroutine.resume or
+ * a wrap function), the resume ran in the resumer's own C frame and called
+ * vm_resume, so the coroutine's outermost C frame lies exactly cf_size
+ * below the resumer's, whose saved L is the resumer: the walk goes on
+ * there if that L's C frame is indeed that one and its G is ours.  Resumed
+ * from C (lua_resume, as nginx does), the check fails and native frames
+ * follow instead.
+ *
+ * Every read of target memory may fail (freed coroutine stack, garbage
+ * pointer): the walk then ends with a TRUNC frame, and never emits a
+ * frame it could not read.
+ */
+#ifndef LUAPROF_BPF_WALK_LUA_BPF_H
+#define LUAPROF_BPF_WALK_LUA_BPF_H
+
+#include "bpf/luajit.h"
+#include "bpf/sampler.h"
+
+#define LUA_WALK_STEPS (2 * LP_MAX_LUA) /* frames + skipped dummy/varg frames */
+#define LUA_RESUMER_HOPS 16    /* Lua-resumed coroutines followed */
+#define GC64_PTR_MASK ((1ull << 47) - 1)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tgid */
+	__type(value, struct lj_proc);
+} lj_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);   /* tid */
+	__type(value, __u64); /* last validated G */
+} lj_thread_G SEC(".maps");
+
+/* Kept in a map value (see lua_walk_scratch), which can hold no usable
+ * pointer: the layout is copied in, and the sample being filled is the
+ * CPU's sample_scratch, looked up where needed. */
+struct lua_walk {
+	struct lj_layout lo;
+	__u64 G, mainL;
+	__u64 L;     /* the lua_State being walked */
+	__u64 frame; /* address of the current frame's link slot */
+	__u64 bot;   /* walk while frame > bot */
+	__u64 pc;    /* the current frame's pc, 0 unknown */
+	__u64 cf;    /* the innermost C frame of L not yet passed */
+	__u64 outer_cf; /* the outermost C frame of L seen so far */
+	__u32 n;     /* frames emitted */
+	__u32 hops;  /* coroutine boundaries crossed */
+	__u8 last_kind;
+	int skip_next; /* the next frame is a vararg function's own */
+	int done;
+};
+
+/* The walk's state lives in a per-CPU map value, not on the stack: the
+ * verifier tracks stack values exactly through every bpf_loop iteration,
+ * and the combinations of frame count, kind and flags would exceed its
+ * budget; map values it treats as unknown, which is what they are. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lua_walk);
+} lua_walk_scratch SEC(".maps");
+
+static __always_inline int read_u64(__u64 *v, __u64 addr)
+{
+	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+}
+
+/* A GCRef or MRef: 8 bytes with GC64, else 4, zero-extended. */
+static __always_inline int read_ref(const struct lj_layout *lo, __u64 *v, __u64 addr)
+{
+	__u32 v32;
+
+	if (lo->ref_size == 8)
+		return read_u64(v, addr);
+	if (bpf_probe_read_user(&v32, sizeof(v32), (const void *)addr))
+		return -1;
+	*v = v32;
+	return 0;
+}
+
+static __always_inline struct lp_lua_frame *next_slot(struct lua_walk *w)
+{
+	struct lp_event_sample *e;
+	__u32 n = w->n, zero = 0;
+
+	e = bpf_map_lookup_elem(&sample_scratch, &zero);
+	if (!e || n >= LP_MAX_LUA)
+		return NULL;
+	return &e->lua[n];
+}
+
+static __always_inline void emit(struct lua_walk *w, __u8 kind, __u64 addr,
+				 __u32 pc, __u8 link, __u16 fingerprint)
+{
+	struct lp_lua_frame *f = next_slot(w);
+
+	if (!f)
+		return;
+	f->addr = addr;
+	f->pc = pc;
+	f->kind = kind;
+	f->link = link;
+	f->fingerprint = fingerprint;
+	w->n++;
+	w->last_kind = kind;
+}
+
+/* A VM entry from C: where the native frames of that entry belong.  Two
+ * boundaries with no Lua frame between are one. */
+static __always_inline void emit_entry(struct lua_walk *w, __u64 cf)
+{
+	if (w->last_kind != LP_LUA_FRAME_ENTRY)
+		emit(w, LP_LUA_FRAME_ENTRY, cf, 0, 0, 0);
+}
+
+static __always_inline void truncate_walk(struct lua_walk *w, __u32 why)
+{
+	/* The last slot is kept for this marker. */
+	if (w->n >= LP_MAX_LUA)
+		w->n = LP_MAX_LUA - 1;
+	emit(w, LP_LUA_FRAME_TRUNC, 0, why, 0, 0);
+	w->done = 1;
+}
+
+/* G validates if its GG_State's main thread is where G says and the
+ * running coroutine belongs to it. */
+static __always_inline int valid_G(const struct lj_layout *lo, __u64 G,
+				   __u64 *mainL, __u64 *curL)
+{
+	__u64 m, l, gl;
+
+	if (G < 4096 || read_ref(lo, &m, G + lo->g_mainthref) || m != G - lo->gg_g)
+		return 0;
+	if (read_ref(lo, &l, G + lo->g_cur_L) || !l)
+		return 0;
+	if (read_ref(lo, &gl, l + lo->l_glref) || gl != G)
+		return 0;
+	*mainL = m;
+	*curL = l;
+	return 1;
+}
+
+static __always_inline __u16 proto_fingerprint(const struct lj_layout *lo, __u64 pt)
+{
+	__u64 chunk = 0;
+	__u32 lines[2] = { 0, 0 };
+
+	read_ref(lo, &chunk, pt + lo->pt_chunkname);
+	bpf_probe_read_user(lines, sizeof(lines), (const void *)(pt + lo->pt_firstline));
+	return lj_proto_fingerprint(chunk, lines[0], lines[1]);
+}
+
+/* Starts walking lua_State L from its current base.  The leaf pc is the
+ * one of L's innermost C frame, unless the caller has better. */
+static __always_inline int start_thread(struct lua_walk *w, __u64 L, __u64 base,
+					__u64 pc)
+{
+	const struct lj_layout *lo = &w->lo;
+	__u64 stack, cf;
+
+	if (read_ref(lo, &stack, L + lo->l_stack) || read_u64(&cf, L + lo->l_cframe))
+		return -1;
+	w->L = L;
+	w->cf = cf & ~3ull;
+	w->outer_cf = w->cf;
+	w->bot = stack + ((lo->flags & LJ_LAYOUT_GC64) ? 8 : 0);
+	w->frame = base - 8;
+	w->pc = pc;
+	if (!pc && w->cf)
+		read_ref(lo, &w->pc, w->cf + lo->cf_pc);
+	w->skip_next = 0;
+	return 0;
+}
+
+/* Reads the frame slot(s) at w->frame: the function and the link. */
+static __always_inline int read_frame(struct lua_walk *w, __u64 *func, __u64 *link)
+{
+	const struct lj_layout *lo = &w->lo;
+	__u64 slots[2];
+
+	if (lo->flags & LJ_LAYOUT_GC64) {
+		if (bpf_probe_read_user(slots, sizeof(slots), (const void *)(w->frame - 8)))
+			return -1;
+		*func = slots[0] & GC64_PTR_MASK;
+		*link = slots[1];
+	} else {
+		if (read_u64(&slots[0], w->frame))
+			return -1;
+		*func = (__u32)slots[0];
+		*link = slots[0] >> 32; /* a PC (MRef) or a delta|type */
+	}
+	return 0;
+}
+
+/* The lua_State that resumed L from Lua code, or 0: see the top of file. */
+static __always_inline __u64 find_resumer(struct lua_walk *w)
+{
+	const struct lj_layout *lo = &w->lo;
+	__u64 rcf = w->outer_cf + lo->cf_size, r = 0, rcframe, gl;
+
+	if (!w->outer_cf || read_ref(lo, &r, rcf + lo->cf_l) || !r)
+		return 0;
+	if (read_u64(&rcframe, r + lo->l_cframe) || (rcframe & ~3ull) != rcf)
+		return 0;
+	if (read_ref(lo, &gl, r + lo->l_glref) || gl != w->G)
+		return 0;
+	return r;
+}
+
+static __always_inline void emit_function(struct lua_walk *w, __u64 func, __u8 link)
+{
+	const struct lj_layout *lo = &w->lo;
+	__u64 fnpc, f;
+	__u8 ffid;
+
+	if (bpf_probe_read_user(&ffid, 1, (const void *)(func + lo->fn_ffid))) {
+		truncate_walk(w, LP_LUA_TRUNC_READ);
+		return;
+	}
+	if (ffid == LJ_FF_LUA) {
+		__u64 pos = 0;
+
+		if (read_ref(lo, &fnpc, func + lo->fn_pc)) {
+			truncate_walk(w, LP_LUA_TRUNC_READ);
+			return;
+		}
+		/* pc of this frame as a bytecode position, when it lies
+		 * inside the function's bytecode; else unknown (0). */
+		if (w->pc >= fnpc && w->pc - fnpc < (1ull << 26))
+			pos = (w->pc - fnpc) >> 2;
+		emit(w, LP_LUA_FRAME_LUA, fnpc - lo->pt_size, (__u32)pos, link,
+		     proto_fingerprint(lo, fnpc - lo->pt_size));
+		return;
+	}
+	if (read_u64(&f, func + lo->fn_f)) {
+		truncate_walk(w, LP_LUA_TRUNC_READ);
+		return;
+	}
+	if (ffid == LJ_FF_C)
+		emit(w, LP_LUA_FRAME_C, f, 0, link, 0);
+	else
+		emit(w, LP_LUA_FRAME_FF, f, ffid, link, 0);
+}
+
+/* One bpf_loop step: one frame of the Lua stack. */
+static long lua_walk_step(__u32 i, void *ctx)
+{
+	__u32 zero = 0, type, typep, slot;
+	struct lua_walk *w = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
+	const struct lj_layout *lo;
+	__u64 func, link, next, prev_pc = 0;
+
+	if (!w)
+		return 1;
+	lo = &w->lo;
+	slot = (lo->flags & LJ_LAYOUT_GC64) ? 2 : 1;
+	if (w->done)
+		return 1;
+	if (w->n >= LP_MAX_LUA - 1) {
+		truncate_walk(w, LP_LUA_TRUNC_DEPTH);
+		return 1;
+	}
+	if (w->frame <= w->bot) {
+		/* The bottom of this coroutine: was it resumed from Lua? */
+		__u64 r = 0;
+
+		if (w->L != w->mainL && w->hops++ < LUA_RESUMER_HOPS)
+			r = find_resumer(w);
+		if (!r) {
+			w->done = 1;
+			return 1;
+		}
+		emit_entry(w, w->outer_cf);
+		if (read_u64(&next, r + lo->l_base) || start_thread(w, r, next, 0))
+			truncate_walk(w, LP_LUA_TRUNC_READ);
+		return 0;
+	}
+	if (read_frame(w, &func, &link)) {
+		truncate_walk(w, LP_LUA_TRUNC_READ);
+		return 1;
+	}
+	type = link & 3;
+	typep = link & 7;
+	/* A dummy frame (the thread itself in the function slot) is skipped,
+	 * and so is a vararg function's own frame below its vararg frame. */
+	if (func != w->L && !w->skip_next)
+		emit_function(w, func, (__u8)(type == LJ_FRAME_LUA ? LJ_FRAME_LUA : typep));
+	w->skip_next = 0;
+	if (w->done)
+		return 1;
+
+	if (type == LJ_FRAME_LUA) {
+		__u32 ins;
+
+		/* link is the return PC; the CALL before it holds the callee's
+		 * slot A, and the caller's frame is A + 1 + FR2 slots down. */
+		if (bpf_probe_read_user(&ins, sizeof(ins), (const void *)(link - 4))) {
+			truncate_walk(w, LP_LUA_TRUNC_READ);
+			return 1;
+		}
+		next = w->frame - 8 * (slot + ((ins >> 8) & 0xff));
+		prev_pc = link;
+	} else {
+		__u64 delta = link & ~7ull;
+
+		if (!(lo->flags & LJ_LAYOUT_GC64))
+			delta = (__u32)delta;
+		if (!delta || delta > w->frame) {
+			truncate_walk(w, LP_LUA_TRUNC_BAD);
+			return 1;
+		}
+		next = w->frame - delta;
+		if (typep == LJ_FRAME_VARG) {
+			w->skip_next = 1;
+			prev_pc = w->pc;
+		} else if (typep == LJ_FRAME_CONT) {
+			/* The continuation's PC sits two slots below. */
+			read_ref(lo, &prev_pc, w->frame - 8 * (slot == 2 ? 2 : 1) + (slot == 2 ? 0 : 4));
+		} else if (type == LJ_FRAME_C || typep == LJ_FRAME_CP) {
+			/* Entered from C here: the older VM entry's C frame holds
+			 * the pc of the Lua code that called out to C. */
+			emit_entry(w, w->cf);
+			if (w->cf) {
+				__u64 prev = 0;
+
+				read_u64(&prev, w->cf + lo->cf_prev);
+				w->cf = prev & ~3ull;
+				if (w->cf) {
+					w->outer_cf = w->cf;
+					read_ref(lo, &prev_pc, w->cf + lo->cf_pc);
+				}
+			}
+		}
+	}
+	if (next >= w->frame) {
+		truncate_walk(w, LP_LUA_TRUNC_BAD);
+		return 1;
+	}
+	w->frame = next;
+	w->pc = prev_pc;
+	return 0;
+}
+
+/* Fills e->lua[] for a sample of a LuaJIT process; regs are the user
+ * registers at the sample.  A global function: the verifier checks it once,
+ * on its own, instead of once per path through the native unwinder. */
+__noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
+{
+	struct lua_walk *wp;
+	struct lj_proc *p;
+	__u32 zero = 0;
+	__u32 tgid, tid;
+	__u64 G, L = 0, base, pc = 0, *cached, ip;
+	const struct lj_layout *lo;
+	__s32 vmstate;
+
+	if (!e || !regs)
+		return 0;
+	wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
+	if (!wp)
+		return 0;
+	__builtin_memset(wp, 0, sizeof(*wp));
+	tgid = e->h.pid;
+	tid = e->h.tid;
+	e->lua_state = LP_WALK_NONE;
+	e->lua_depth = 0;
+	e->vmstate = 0;
+	e->lua_G = 0;
+	p = bpf_map_lookup_elem(&lj_procs, &tgid);
+	if (!p)
+		return 0;
+	lo = &p->layout;
+	__builtin_memcpy(&wp->lo, lo, sizeof(wp->lo));
+	ip = regs->ip;
+
+	G = regs->r14 - (__s64)lo->g2disp;
+	if (!valid_G(lo, G, &wp->mainL, &L)) {
+		cached = bpf_map_lookup_elem(&lj_thread_G, &tid);
+		G = cached ? *cached : p->g_hint;
+		if (!valid_G(lo, G, &wp->mainL, &L)) {
+			e->lua_state = LP_WALK_NO_G;
+			return 0;
+		}
+	} else {
+		bpf_map_update_elem(&lj_thread_G, &tid, &G, BPF_ANY);
+	}
+	wp->G = G;
+	e->lua_G = G;
+	if (bpf_probe_read_user(&vmstate, sizeof(vmstate), (const void *)(G + lo->g_vmstate)))
+		return 0;
+	e->vmstate = vmstate;
+
+	if (read_u64(&base, L + lo->l_cframe)) {
+		e->lua_state = LP_WALK_BAD_L;
+		return 0;
+	}
+	if (!base) {
+		/* No C frame: this coroutine is not running; neither is Lua. */
+		e->lua_state = LP_WALK_IDLE;
+		return 0;
+	}
+	if (read_u64(&base, L + lo->l_base)) {
+		e->lua_state = LP_WALK_BAD_L;
+		return 0;
+	}
+	if (vmstate >= 0) {
+		__u64 jb = 0;
+
+		/* A trace runs on G->jit_base. */
+		emit(wp, LP_LUA_FRAME_TRACE, 0, (__u32)vmstate, 0, 0);
+		if (!read_ref(lo, &jb, G + lo->g_jit_base) && jb)
+			base = jb;
+	} else if (~vmstate == LJ_VMST_INTERP && !p->vm_end) {
+		/* BASE is in a register we cannot yet tell from garbage;
+		 * the recorder locates the VM from this sample's G. */
+		e->lua_state = LP_WALK_NO_VM;
+		return 0;
+	} else if (~vmstate == LJ_VMST_INTERP && ip >= p->vm_start && ip < p->vm_end) {
+		__u64 rdx = regs->dx, stack = 0, maxstack = 0;
+
+		read_ref(lo, &stack, L + lo->l_stack);
+		read_ref(lo, &maxstack, L + lo->l_maxstack);
+		if (rdx > stack && rdx <= maxstack + 8 * 8) {
+			base = rdx;
+			pc = regs->bx;
+		}
+	}
+	if (start_thread(wp, L, base, pc)) {
+		e->lua_state = LP_WALK_BAD_L;
+		return 0;
+	}
+	e->lua_state = LP_WALK_WALKED;
+	/* bpf_loop wants a stack context; the step finds the state itself. */
+	bpf_loop(LUA_WALK_STEPS, lua_walk_step, &zero, 0);
+	if (!wp->done)
+		truncate_walk(wp, LP_LUA_TRUNC_DEPTH);
+	e->lua_depth = wp->n;
+	return 0;
+}
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * luajit.h - what record/ knows about the LuaJIT VM in a target process:
+ * which object holds LuaJIT, which build it is and with which struct
+ * offsets (luajit_detect.c), where its global_State and interpreter code
+ * are once a sample has shown them (luajit_vm.c), and the Lua function
+ * prototypes read from it (luajit_protos.c).
+ */
+#ifndef LUAPROF_RECORD_LUAJIT_H
+#define LUAPROF_RECORD_LUAJIT_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bpf/luajit.h"
+#include "format/trace.h"
+#include "record/luajit_layouts.h"
+
+struct maps_table;
+
+enum lj_target_state {
+	LJ_WAITING_G = 1, /* layout known; no sample has shown a valid G yet */
+	LJ_READY = 2,     /* G and the interpreter's code located */
+	LJ_REFUSED = 3,   /* validation failed: no Lua frames for this pid */
+};
+
+struct lj_target {
+	pid_t pid;
+	enum lj_target_state state;
+	const struct lj_build_desc *build; /* names and fast functions */
+	struct lj_layout layout;           /* what the walker uses */
+	char object[PATH_MAX];             /* the ELF file holding LuaJIT */
+	char source[160];                  /* how the layout was chosen */
+	int64_t bias;       /* runtime address = ELF vaddr + bias */
+	uint64_t G, vm_start, vm_end;
+};
+
+/* ---- luajit_detect.c ---------------------------------------------------
+ * Looks for LuaJIT among pid's executable mappings: an ELF object that
+ * exports luaJIT_setmode.  Tells OpenResty's luajit2 (lua_setexdata) from
+ * upstream, GC64 from 32-bit references (lua_gettop's code), and takes the
+ * layout from the built-in table or from offsets_file (NULL: none).
+ * Returns 0 with *out allocated, -ENOENT if there is no LuaJIT, or another
+ * -errno with a reason in msg. */
+int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file,
+	      struct lj_target **out, char *msg, size_t msglen);
+/* Reads a layout from a file of "field = value" lines (luajit.h names). */
+int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
+			size_t msglen);
+/* A copy of t for a forked child with the same memory. */
+struct lj_target *lj_target_fork(const struct lj_target *t, pid_t child);
+
+/* ---- luajit_vm.c ---------------------------------------------------------
+ * Given a G that the BPF walker validated (G->mainthref and cur_L->glref),
+ * reads the dispatch table behind it, checks that it points into LuaJIT's
+ * object, and finds the interpreter's code range from that object's
+ * .eh_frame.  0 and t->state = LJ_READY, or -errno with the failed check
+ * in msg and t->state = LJ_REFUSED. */
+int lj_locate_vm(struct lj_target *t, uint64_t G, char *msg, size_t msglen);
+/* The interpreter's code range in the object at path (ELF vaddrs), from
+ * its CFI alone: 0 or -ENOENT. */
+int lj_vm_from_cfi(const char *path, uint16_t cf_size, uint64_t *start,
+		   uint64_t *end);
+/* The BPF map value for t. */
+void lj_target_proc(const struct lj_target *t, struct lj_proc *p);
+/* A LUAJIT record for t; ffnames borrowed from the build. */
+void lj_target_record(const struct lj_target *t, struct lp_luajit *rec);
+
+/* ---- luajit_protos.c -----------------------------------------------------
+ * Prototypes by (pid, address, fingerprint), each read once from the
+ * target and given a trace-wide id.  A proto whose address was reused
+ * (another fingerprint) is read again under a new id; one that cannot be
+ * read, or no longer matches, maps to id 0 ("unknown") and is counted. */
+struct proto_table;
+
+struct proto_table *proto_table_new(void);
+/* The id for a proto seen by the walker; *rec is set (and owned by the
+ * table until the next call) when a PROTO record must be written first. */
+uint64_t proto_table_get(struct proto_table *pt, const struct lj_target *t,
+			 uint64_t addr, uint16_t fingerprint,
+			 const struct lp_proto **rec);
+uint64_t proto_table_count(const struct proto_table *pt);
+uint64_t proto_table_failed(const struct proto_table *pt);
+void proto_table_free(struct proto_table *pt);
+
+/* Reads len bytes of pid's memory at addr: 0 or -errno (-EFAULT when
+ * only part could be read). */
+int target_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+
+#endif

@@ -1,0 +1,394 @@
+/*
+ * unwind.c - keeps the BPF sampler's unwind maps (bpf/unwind.h) true for
+ * the processes being recorded: one table of rows per object, loaded the
+ * first time any target maps that object, and one list of executable
+ * mappings per process pointing at those objects.
+ *
+ * An object is named by what the file is, not by where it was found: the
+ * device and inode of the mapped file, as /proc/PID/map_files gives it
+ * (the very file mapped, even if deleted, replaced or in another mount
+ * namespace), with its size and mtime to catch an inode reused after a
+ * file was replaced.  The nginx master and its workers, or any process
+ * that maps libc, share one copy of each table.
+ *
+ * Rows are never freed during a recording: objects outlive the processes
+ * that map them far more often than not, and the row array is sized for
+ * the whole session (bpf/unwind.h).  An object that does not fit, or has
+ * no usable CFI, is walked with frame pointers.
+ *
+ * Order of publication: rows (through the mmap()ed array), then the
+ * object's descriptor, then the process's list; the BPF walker reads them
+ * in the opposite order, so it never sees a descriptor without its rows.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf/sampler.h"
+#include "record/recorder.h"
+#include "record/unwind.h"
+#include "record/unwind_table.h"
+#include "sampler.skel.h"
+
+/* A file's identity; the vDSO has its own (dev and ino 0, vdso 1). */
+struct obj_key {
+	uint64_t dev, ino;
+	int64_t size, mtime_ns;
+	int vdso;
+};
+
+struct uobj {
+	struct obj_key key;
+	uint32_t kind; /* LP_UMAP_ROWS or LP_UMAP_FP */
+	uint32_t id;   /* unwind_objs index, for LP_UMAP_ROWS */
+	/* The table without its rows (in the BPF map now): its segments
+	 * turn each mapping's file offset into vaddrs. */
+	struct unwind_table segs;
+};
+
+struct unwinder {
+	struct sampler *skel;
+	int rows_fd, objs_fd, procs_fd;
+	struct lp_unwind_row *rows; /* mmap of unwind_rows */
+	size_t rows_map_bytes;
+	uint32_t rows_max, nrows;
+	uint32_t objs_max, nobjs; /* unwind_objs ids handed out */
+	struct uobj *objs;        /* every object met, loaded or not */
+	size_t nuobj, capuobj;
+	struct lp_unwind_proc *proc; /* scratch for one update */
+	struct unwind_stats st;
+};
+
+int unwind_init(struct unwinder **out, struct sampler *skel)
+{
+	struct unwinder *u;
+	long page = sysconf(_SC_PAGESIZE);
+	int err;
+
+	*out = NULL;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->proc = calloc(1, sizeof(*u->proc));
+	if (!u->proc) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	u->skel = skel;
+	u->rows_fd = bpf_map__fd(skel->maps.unwind_rows);
+	u->objs_fd = bpf_map__fd(skel->maps.unwind_objs);
+	u->procs_fd = bpf_map__fd(skel->maps.unwind_procs);
+	u->rows_max = bpf_map__max_entries(skel->maps.unwind_rows);
+	u->objs_max = bpf_map__max_entries(skel->maps.unwind_objs);
+	u->rows_map_bytes = ((size_t)u->rows_max * sizeof(*u->rows) + page - 1) &
+			    ~(size_t)(page - 1);
+	u->rows = mmap(NULL, u->rows_map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       u->rows_fd, 0);
+	if (u->rows == MAP_FAILED) {
+		u->rows = NULL;
+		err = -errno;
+		goto cleanup;
+	}
+	u->st.rows_max = u->rows_max;
+	u->st.map_bytes = u->rows_map_bytes +
+			  (uint64_t)u->objs_max * sizeof(struct lp_unwind_obj) +
+			  (uint64_t)bpf_map__max_entries(skel->maps.unwind_procs) *
+				  (sizeof(struct lp_unwind_proc) + sizeof(uint32_t));
+	*out = u;
+	return 0;
+cleanup:
+	unwind_free(u);
+	return err;
+}
+
+static int same_key(const struct obj_key *a, const struct obj_key *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns && a->vdso == b->vdso;
+}
+
+/* Copies the table's rows into the BPF maps; the object gets an id. */
+static void load_rows(struct unwinder *u, struct uobj *o,
+		      const struct unwind_table *t)
+{
+	struct lp_unwind_obj d;
+
+	if (!t->nrows)
+		return;
+	if (u->nobjs >= u->objs_max || t->nrows > u->rows_max - u->nrows) {
+		u->st.objects_full++;
+		return;
+	}
+	memcpy(u->rows + u->nrows, t->rows, (size_t)t->nrows * sizeof(*t->rows));
+	d.first = u->nrows;
+	d.count = t->nrows;
+	if (bpf_map_update_elem(u->objs_fd, &u->nobjs, &d, BPF_ANY))
+		return;
+	o->kind = LP_UMAP_ROWS;
+	o->id = u->nobjs++;
+	u->nrows += t->nrows;
+	u->st.rows = u->nrows;
+}
+
+/* The vDSO is the same image in every 64-bit process: read ours. */
+static int build_vdso(struct unwind_table *t)
+{
+	struct maps_table self;
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	void *copy;
+	int err = -ENOENT;
+
+	if (!base || procmaps_read(getpid(), &self))
+		return -ENOENT;
+	for (uint32_t i = 0; i < self.n; i++) {
+		const struct lp_mapping *m = &self.v[i];
+
+		/* Its code and headers share one mapping: the image. */
+		if (strcmp(m->path, "[vdso]") || m->start != base)
+			continue;
+		/* A copy: libelf must not be handed read-only code pages. */
+		copy = malloc(m->end - m->start);
+		if (!copy) {
+			err = -ENOMEM;
+			break;
+		}
+		memcpy(copy, (const void *)base, m->end - m->start);
+		err = unwind_table_build_mem(copy, m->end - m->start, t);
+		free(copy);
+		break;
+	}
+	maps_table_free(&self);
+	return err;
+}
+
+/* The object behind a key, built and loaded the first time it is met.
+ * fd is the open file (-1 for the vDSO). */
+static struct uobj *get_obj(struct unwinder *u, const struct obj_key *key,
+			    int fd)
+{
+	struct unwind_table t;
+	struct uobj *o;
+	uint64_t t0;
+
+	for (size_t i = 0; i < u->nuobj; i++)
+		if (same_key(&u->objs[i].key, key))
+			return &u->objs[i];
+	if (u->nuobj == u->capuobj) {
+		size_t ncap = u->capuobj ? u->capuobj * 2 : 64;
+		struct uobj *v = realloc(u->objs, ncap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		u->objs = v;
+		u->capuobj = ncap;
+	}
+	o = &u->objs[u->nuobj++];
+	memset(o, 0, sizeof(*o));
+	o->key = *key;
+	o->kind = LP_UMAP_FP;
+	t0 = mono_ns();
+	if (!(key->vdso ? build_vdso(&t) : unwind_table_build_fd(fd, &t))) {
+		load_rows(u, o, &t);
+		free(t.rows);
+		t.rows = NULL;
+		t.nrows = 0;
+		o->segs = t;
+	}
+	u->st.build_ns += mono_ns() - t0;
+	if (o->kind == LP_UMAP_ROWS)
+		u->st.objects++;
+	else
+		u->st.objects_fp++;
+	return o;
+}
+
+/* Opens the file behind a mapping: the mapped file itself through
+ * map_files, else by its path as the process sees it. */
+static int open_mapped(pid_t pid, const struct lp_mapping *m)
+{
+	char path[4200];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	if (m->path[0] != '/')
+		return -ENOENT;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : -errno;
+}
+
+/* Fills one BPF mapping entry; 0, or 1 to leave the mapping out. */
+static int resolve_mapping(struct unwinder *u, pid_t pid,
+			   const struct lp_mapping *m, struct lp_unwind_map *out)
+{
+	struct obj_key key = { 0 };
+	struct uobj *o;
+	struct stat st;
+	int64_t delta;
+	int fd = -1;
+
+	out->start = m->start;
+	out->end = m->end;
+	out->bias = 0;
+	out->obj = 0;
+	if (!strcmp(m->path, "[vdso]")) {
+		key.vdso = 1;
+	} else if (m->path[0] != '/') {
+		/* Anonymous code ("", [anon:...], [heap]): a JIT's; the
+		 * walk stops there.  [vsyscall] lies above user space. */
+		if (!strcmp(m->path, "[vsyscall]"))
+			return 1;
+		out->kind = LP_UMAP_JIT;
+		return 0;
+	} else {
+		fd = open_mapped(pid, m);
+		if (fd < 0 || fstat(fd, &st)) {
+			if (fd >= 0)
+				close(fd);
+			out->kind = LP_UMAP_FP;
+			return 0;
+		}
+		key.dev = st.st_dev;
+		key.ino = st.st_ino;
+		key.size = st.st_size;
+		key.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	}
+	o = get_obj(u, &key, fd);
+	if (fd >= 0)
+		close(fd);
+	if (!o)
+		return -ENOMEM;
+	out->kind = o->kind;
+	out->obj = o->id;
+	if (o->kind == LP_UMAP_ROWS) {
+		/* vaddr = pc - start + pgoff + delta, so bias = start - pgoff
+		 * - delta.  The vDSO maps from offset 0 of its image. */
+		if (unwind_table_vaddr_delta(&o->segs, key.vdso ? 0 : m->pgoff, &delta))
+			out->kind = LP_UMAP_FP;
+		else
+			out->bias = m->start - (key.vdso ? 0 : m->pgoff) - (uint64_t)delta;
+	}
+	return 0;
+}
+
+int unwind_add_process(struct unwinder *u, pid_t pid,
+		       const struct maps_table *maps)
+{
+	struct lp_unwind_proc *p;
+	uint32_t key = (uint32_t)pid, n = 0;
+	int err;
+
+	if (!u)
+		return 0;
+	p = u->proc;
+	/* maps->v is sorted by start, as the walker's search needs. */
+	for (uint32_t i = 0; i < maps->n; i++) {
+		if (n == LP_UNWIND_MAX_MAPS) {
+			u->st.maps_dropped += maps->n - i;
+			break;
+		}
+		err = resolve_mapping(u, pid, &maps->v[i], &p->maps[n]);
+		if (err < 0)
+			return err;
+		if (!err)
+			n++;
+	}
+	p->nmaps = n;
+	p->pad = 0;
+	/* Only the entries in use are meaningful; the rest are stale. */
+	if (bpf_map_update_elem(u->procs_fd, &key, p, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int unwind_update_process(struct unwinder *u, pid_t pid,
+			  const struct maps_table *maps)
+{
+	/* The list is republished whole: one map update is atomic for the
+	 * walker, and objects already loaded cost a lookup. */
+	return unwind_add_process(u, pid, maps);
+}
+
+void unwind_remove_process(struct unwinder *u, pid_t pid)
+{
+	uint32_t key = (uint32_t)pid;
+
+	if (u)
+		bpf_map_delete_elem(u->procs_fd, &key);
+}
+
+void unwind_stats(const struct unwinder *u, struct unwind_stats *st)
+{
+	uint32_t key, next, n = 0;
+	const void *prev = NULL;
+
+	memset(st, 0, sizeof(*st));
+	if (!u)
+		return;
+	*st = u->st;
+	while (!bpf_map_get_next_key(u->procs_fd, prev, &next)) {
+		n++;
+		key = next;
+		prev = &key;
+	}
+	st->processes = n;
+	for (int i = 0; i < LP_USTOP_MAX; i++)
+		st->stops[i] = u->skel->bss->unwind_stops[i];
+	st->frames = u->skel->bss->unwind_frames;
+}
+
+void unwind_print_stats(const struct unwinder *u, FILE *f)
+{
+	static const char *const names[LP_USTOP_MAX] = {
+		[LP_USTOP_FALLBACK] = "fp-fallback", [LP_USTOP_END] = "complete",
+		[LP_USTOP_DEPTH] = "depth", [LP_USTOP_UNMAPPED] = "unmapped",
+		[LP_USTOP_JIT] = "jit", [LP_USTOP_NO_ROW] = "no-cfi",
+		[LP_USTOP_UNSUPPORTED] = "unsupported", [LP_USTOP_READ] = "read",
+		[LP_USTOP_BAD_FRAME] = "bad-frame", [LP_USTOP_NO_REGS] = "no-regs",
+	};
+	struct unwind_stats st;
+	uint64_t walks = 0;
+
+	if (!u)
+		return;
+	unwind_stats(u, &st);
+	for (int i = 1; i < LP_USTOP_MAX; i++)
+		walks += st.stops[i];
+	fprintf(f, "luaprof record: native unwind: %u objects (%llu rows, %.1f KiB, "
+		"built in %.1f ms), %u with frame pointers%s; %.1f MiB of maps\n",
+		st.objects, (unsigned long long)st.rows, st.rows * 8 / 1024.0,
+		st.build_ns / 1e6, st.objects_fp, st.objects_full ? " (tables full)" : "",
+		st.map_bytes / 1048576.0);
+	fprintf(f, "luaprof record: native unwind: %llu walks, %.1f frames each; stops:",
+		(unsigned long long)walks, walks ? (double)st.frames / walks : 0.0);
+	for (int i = 1; i < LP_USTOP_MAX; i++)
+		if (st.stops[i])
+			fprintf(f, " %s %llu", names[i], (unsigned long long)st.stops[i]);
+	fprintf(f, "\n");
+}
+
+void unwind_free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	if (u->rows)
+		munmap(u->rows, u->rows_map_bytes);
+	for (size_t i = 0; i < u->nuobj; i++)
+		unwind_table_free(&u->objs[i].segs);
+	free(u->objs);
+	free(u->proc);
+	free(u);
+}

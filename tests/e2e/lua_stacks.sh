@@ -1,0 +1,162 @@
+# lua_stacks.sh - Lua frames from real LuaJIT processes, interpreter only
+# (-joff): both Debian LuaJIT builds (upstream 2.1 and OpenResty's luajit2),
+# as a static executable and as the shared library, and the non-GC64 builds
+# of both.  Checks shares, the share of samples with Lua frames, names and
+# lines, deep recursion, coroutines, pcall, builtins, FFI, and agreement
+# with LuaJIT's own profiler (-jp).
+. tests/lib.sh
+
+tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
+tests/luajit-variants.sh || { fail "non-GC64 LuaJIT builds (tests/luajit-variants.sh)"; exit 1; }
+
+LJ2=/usr/bin/luajit
+LJ1=$PWD/build/luajit-upstream/usr/bin/luajit
+LIB2=/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2
+LIB1=$(ls $PWD/build/luajit-upstream/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2.* | head -1)
+NOGC2=$PWD/build/luajit-variants/openresty-nogc64/luajit
+NOGC1=$PWD/build/luajit-variants/upstream-nogc64/luajit
+S=samples/lua
+
+# A Lua frame as the report prints it: NAME (CHUNK:LINE).
+lua_frame() { echo "$1 ($S/$2:$(grep -n "$3" $S/$2 | head -1 | cut -d: -f1))"; }
+
+# samples whose stack holds a frame starting with PREFIX
+folded_incl_prefix() {
+	awk -v f="$2" '{ st = $0; sub(/ [0-9]+$/, "", st); n = split(st, fr, ";");
+		for (i = 1; i <= n; i++) if (index(fr[i], f) == 1) { s += $NF; break } }
+		END { print s + 0 }' "$1"
+}
+
+# record_lua LABEL OUT COMMAND... : records at 999 Hz until the command ends.
+record_lua() {
+	local label=$1 out=$2
+	shift 2
+	$LUAPROF record -F 999 -o $out -- "$@" 2>$out.err
+	check "$label: record exits 0" test $? -eq 0
+	check "$label: the LuaJIT build was recognized" grep -q "LuaJIT in" $out.err
+	$LUAPROF report --format folded -o $out.folded $out 2>/dev/null
+}
+
+# abc.lua: a, b and c spend time 1:2:3 in one callee, work.
+check_abc() {
+	local label=$1 out=$TMP/abc-$2.lp total lua a b c abc
+	shift 2
+	record_lua "$label" $out "$@" $S/abc.lua 3
+	total=$(folded_total $out.folded)
+	lua=$(grep -c . $out.folded >/dev/null; awk '/\(samples\/lua\/abc.lua:[0-9]+\)/ { n += $NF } END { print n + 0 }' $out.folded)
+	check_num "$label: a few thousand samples" "$total" ">=" 2000
+	check_num "$label: share of samples with Lua frames" "$(share $lua $total)" ">=" 0.98
+	a=$(folded_incl $out.folded "$(lua_frame a abc.lua '^function a()')")
+	b=$(folded_incl $out.folded "$(lua_frame b abc.lua '^function b()')")
+	c=$(folded_incl $out.folded "$(lua_frame c abc.lua '^function c()')")
+	abc=$((a + b + c))
+	check_num "$label: a's share of a+b+c ~1/6 (low)" "$(share $a $abc)" ">" 0.1167
+	check_num "$label: a's share of a+b+c ~1/6 (high)" "$(share $a $abc)" "<" 0.2167
+	check_num "$label: b's share of a+b+c ~2/6 (low)" "$(share $b $abc)" ">" 0.2833
+	check_num "$label: b's share of a+b+c ~2/6 (high)" "$(share $b $abc)" "<" 0.3833
+	check_num "$label: c's share of a+b+c ~3/6 (low)" "$(share $c $abc)" ">" 0.45
+	check_num "$label: c's share of a+b+c ~3/6 (high)" "$(share $c $abc)" "<" 0.55
+	check "$label: work is named, under c, under main" \
+		grep -qF "main ($S/abc.lua:0);$(lua_frame c abc.lua '^function c()');$(lua_frame work abc.lua '^function work')" $out.folded
+	check "$label: no truncated Lua stacks" bash -c "! grep -q '\[truncated\]' $out.folded"
+}
+
+check_abc "luajit2 executable" lj2 $LJ2 -joff
+check_abc "upstream executable" lj1 $LJ1 -joff
+check_abc "luajit2 shared library" lib2 $SAMPLES/luahost -joff $LIB2
+check_abc "upstream shared library" lib1 $SAMPLES/luahost -joff $LIB1
+check_abc "luajit2 non-GC64" nogc2 $NOGC2 -joff
+check_abc "upstream non-GC64" nogc1 $NOGC1 -joff
+
+# The shared library is where the native frames around the VM come from:
+# the host's main calls into the VM through lua_pcall.
+check "shared library: the host's frames stand below the Lua frames" \
+	grep -qE "main;.*lua_pcall;main \($S/abc.lua:0\)" $TMP/abc-lib2.lp.folded
+
+# Names of every kind LuaJIT derives.
+out=$TMP/names.lp
+record_lua "names.lua" $out $LJ2 -joff $S/names.lua 2
+for f in "global_fn:^function global_fn" "local_fn:^local function local_fn" \
+	 "field_fn:^function M.field_fn" "method_fn:^function obj:method_fn" \
+	 "upvalue_fn:^local function upvalue_fn" "via_upvalue:^local function via_upvalue"; do
+	frame=$(lua_frame "${f%%:*}" names.lua "${f#*:}")
+	check "names.lua: $frame" grep -qF "$frame" $out.folded
+done
+check "names.lua: an anonymous function called through a parameter is named by it" \
+	grep -qE ";f \($S/names.lua:[0-9]+\)" $out.folded
+check "names.lua: a function called through a table index is ?" \
+	grep -qE ";\? \($S/names.lua:[0-9]+\)" $out.folded
+$LUAPROF report --format folded --lines -o $out.lines $out 2>/dev/null
+check "--lines shows the line being run, not the definition" \
+	bash -c "! cmp -s $out.folded $out.lines && grep -qE 'global_fn \($S/names.lua:[0-9]+\)' $out.lines"
+
+# 300 frames deep: every one is there, none truncated.
+out=$TMP/recurse.lp
+record_lua "recurse.lua" $out $LJ2 -joff $S/recurse.lua 2
+deepest=$(awk '{ n = gsub(/descend \(/, "&"); if (n > m) m = n } END { print m + 0 }' $out.folded)
+check_num "recurse.lua: the deepest stack holds all 300 descend frames" "$deepest" ">=" 300
+check "recurse.lua: bottom is the leaf below them" grep -qE "descend \([^;]*;bottom \($S/recurse.lua" $out.folded
+check "recurse.lua: no truncated Lua stacks" bash -c "! grep -q '\[truncated\]' $out.folded"
+
+# Coroutines resumed from Lua: the coroutine's frames stand on the
+# resumer's coroutine.resume (or the wrap function's caller).
+out=$TMP/coro.lp
+record_lua "coro.lua" $out $LJ2 -joff $S/coro.lua 2
+check "coro.lua: produce runs in the coroutine, under coroutine.resume, under main" \
+	grep -qE "main \($S/coro.lua:0\);coroutine.resume;\? \($S/coro.lua:[0-9]+\);produce \($S/coro.lua" $out.folded
+check "coro.lua: wrapped_gen runs in the coroutine, under the wrap function, under main" \
+	grep -qE "main \($S/coro.lua:0\);coroutine.wrap_aux;\? \($S/coro.lua:[0-9]+\);wrapped_gen \($S/coro.lua" $out.folded
+check "coro.lua: consume runs in the main thread, under main" \
+	grep -qE "main \($S/coro.lua:0\);consume \($S/coro.lua" $out.folded
+
+# pcall, xpcall and their handler.
+out=$TMP/pcall.lp
+record_lua "pcall.lua" $out $LJ2 -joff $S/pcall.lua 2
+check "pcall.lua: risky runs under pcall" grep -qE ";pcall;.*risky \($S/pcall.lua" $out.folded
+check "pcall.lua: the handler is seen" grep -qE "handler \($S/pcall.lua" $out.folded
+
+# Builtins by name, and a Lua comparator called by table.sort.
+out=$TMP/cfuncs.lp
+record_lua "cfuncs.lua" $out $LJ1 -joff $S/cfuncs.lua 2
+for b in string.rep string.format string.gsub table.sort table.concat; do
+	check "cfuncs.lua: builtin $b is named" grep -qF ";$b" $out.folded
+done
+check "cfuncs.lua: cmp runs under table.sort" grep -qE "table.sort;.*cmp \($S/cfuncs.lua" $out.folded
+
+# FFI calls into libc.
+out=$TMP/ffi.lp
+record_lua "ffi.lua" $out $LJ2 -joff $S/ffi.lua 2
+check "ffi.lua: measure_strlen is seen" grep -qE "measure_strlen \($S/ffi.lua" $out.folded
+check "ffi.lua: the C call runs above it, into libc" \
+	grep -qE "measure_strlen \($S/ffi.lua:[0-9]+\);ffi.meta.__call;.*libc.so.6" $out.folded
+
+# Self time per function agrees with LuaJIT's own profiler.  jit.p counts
+# builtin and C time in the calling Lua function and names functions it
+# cannot name by chunk:line, so luaprof's folded stacks are reduced the
+# same way: each sample goes to its leafmost Lua frame.
+out=$TMP/jp.lp
+$LJ2 -joff -jp=frm0i1,$TMP/jp.txt $S/names.lua 3 &
+jp=$!
+$LUAPROF record -q -F 999 -p $jp -o $out
+wait $jp
+check "-jp run exits 0" test $? -eq 0
+$LUAPROF report --format folded -o $out.folded $out 2>/dev/null
+awk '{ c = $NF; st = $0; sub(/ [0-9]+$/, "", st); n = split(st, fr, ";");
+	for (i = n; i >= 1; i--) if (match(fr[i], / \(.*:[0-9]+\)$/)) break;
+	if (i < 1) next;
+	name = substr(fr[i], 1, RSTART - 1); loc = substr(fr[i], RSTART + 2, RLENGTH - 3);
+	sub(/.*\//, "", loc);
+	key = (name == "?") ? loc : name; self[key] += c; tot += c }
+	END { for (k in self) printf "%s %.4f\n", k, self[k] / tot }' $out.folded | sort >$TMP/ours.txt
+awk '$1 ~ /^[0-9]+$/ { c[$2] = $1; tot += $1 } END { for (k in c) printf "%s %.4f\n", k, c[k] / tot }' \
+	$TMP/jp.txt | sort >$TMP/theirs.txt
+compared=0
+for fn in global_fn local_fn field_fn method_fn upvalue_fn f; do
+	ours=$(awk -v k=$fn '$1 == k { print $2 }' $TMP/ours.txt)
+	theirs=$(awk -v k=$fn '$1 == k { print $2 }' $TMP/theirs.txt)
+	[ -n "$theirs" ] || continue
+	compared=$((compared + 1))
+	diff=$(awk -v a=${ours:-0} -v b=$theirs 'BEGIN { d = a - b; print d < 0 ? -d : d }')
+	check_num "self share of $fn agrees with jit.p (ours ${ours:-0}, jit.p $theirs)" "$diff" "<" 0.05
+done
+check_num "functions compared with jit.p" "$compared" ">=" 5

@@ -1,0 +1,141 @@
+# native_unwind.sh - records programs built without frame pointers and
+# checks that the .eh_frame unwinder (bpf/unwind_native.bpf.h) brings their
+# native stacks back whole: samples/nofp's known call chains down to main,
+# stacks through libc (qsort calling back into the program, dd's system
+# calls, a signal handler's frame), and LuaJIT's interpreter frames down to
+# luajit's main.  "Reaches main" is counted per sample from the folded
+# report; the recorder's own count of how walks stopped (record -v) must
+# show the unwinder did the work rather than the frame-pointer fallback.
+. tests/lib.sh
+
+# record NAME CMD... : records CMD at 999 Hz into $TMP/NAME.lp, folds it
+# into $TMP/NAME.folded, keeps record -v's unwinder lines in $TMP/NAME.unw.
+record() {
+	local name=$1
+	shift
+	$LUAPROF record -v -F 999 -o $TMP/$name.lp -- "$@" >/dev/null 2>$TMP/$name.err
+	local rc=$?
+	grep '^luaprof record: native unwind' $TMP/$name.err >$TMP/$name.unw
+	$LUAPROF report --format folded -o $TMP/$name.folded $TMP/$name.lp 2>/dev/null
+	return $rc
+}
+
+# stops NAME REASON : walks of NAME that stopped for REASON (record -v).
+stops() {
+	awk -v r="$2" '/stops:/ { for (i = 1; i < NF; i++) if ($i == r) n += $(i + 1) }
+		END { print n + 0 }' $TMP/$1.unw
+}
+
+# share_with FILE A B : among samples whose stack holds frame A, the
+# share that also holds frame B.
+share_with() {
+	awk -v a="$2" -v b="$3" '{ st = $0; sub(/ [0-9]+$/, "", st);
+		n = split(st, fr, ";"); ha = hb = 0;
+		for (i = 1; i <= n; i++) { if (fr[i] == a) ha = 1; if (fr[i] == b) hb = 1 }
+		if (ha) { t += $NF; if (hb) m += $NF } }
+		END { printf "%.4f", t ? m / t : 0 }' "$1"
+}
+
+# --- nofp: C chains without frame pointers --------------------------------
+record chains $SAMPLES/nofp chains 3
+check "record -- nofp chains exits 0" test $? -eq 0
+total=$(folded_total $TMP/chains.folded)
+check_num "nofp chains: samples" "$total" ">=" 1000
+check "chain main;run_chains;chain_a;level1;level2;level3;spin_leaf" \
+	grep -q "main;run_chains;chain_a;level1;level2;level3;spin_leaf " $TMP/chains.folded
+check "chain through an rbp-based frame: main;...;chain_b;vla_frame;level3;spin_leaf" \
+	grep -q "main;run_chains;chain_b;vla_frame;level3;spin_leaf " $TMP/chains.folded
+check_num "nofp chains: share of samples reaching main" \
+	"$(share $(folded_incl $TMP/chains.folded main) $total)" ">=" 0.95
+a=$(folded_incl $TMP/chains.folded chain_a)
+b=$(folded_incl $TMP/chains.folded chain_b)
+check_num "nofp chains: chain_a about half" "$(share $a $total)" ">" 0.35
+check_num "nofp chains: chain_b about half" "$(share $b $total)" ">" 0.35
+walks=$(awk '/walks/ { print $5 }' $TMP/chains.unw)
+check_num "nofp chains: the unwinder walked (complete walks)" \
+	"$(share $(stops chains complete) ${walks:-0})" ">=" 0.95
+
+# --- through libc: qsort calls back into the program ----------------------
+record libc $SAMPLES/nofp libc 3
+check "record -- nofp libc exits 0" test $? -eq 0
+total=$(folded_total $TMP/libc.folded)
+check "chain main;run_libc;sort_once;qsort...;cmp_ints" \
+	grep -qE "main;run_libc;sort_once;qsort(_r)?;([^;]*;)*cmp_ints " $TMP/libc.folded
+check_num "nofp libc: share of samples reaching main" \
+	"$(share $(folded_incl $TMP/libc.folded main) $total)" ">=" 0.95
+q=$(awk '{ st = $0; sub(/ [0-9]+$/, "", st); if (st ~ /(^|;)qsort(_r)?;/) n += $NF }
+	END { print n + 0 }' $TMP/libc.folded)
+check_num "nofp libc: samples inside qsort" "$(share $q $total)" ">=" 0.3
+
+# --- a signal handler's frame (__restore_rt's ucontext) --------------------
+record signal $SAMPLES/nofp signal 3
+check "record -- nofp signal exits 0" test $? -eq 0
+h=$(folded_incl $TMP/signal.folded on_alarm)
+check_num "nofp signal: samples in the handler" "$h" ">=" 20
+check_num "nofp signal: handler samples reaching main through the signal frame" \
+	"$(share_with $TMP/signal.folded on_alarm main)" ">=" 0.95
+
+# --- CFI in .debug_frame only (-fno-asynchronous-unwind-tables -g) --------
+if cc -O2 -g -fomit-frame-pointer -fno-inline -fno-asynchronous-unwind-tables \
+	-o $TMP/nofp_dbg samples/nofp.c 2>$TMP/cc.err; then
+	record dbg $TMP/nofp_dbg chains 2
+	check "record -- nofp (.debug_frame only) exits 0" test $? -eq 0
+	check ".debug_frame: chain main;run_chains;chain_b;vla_frame;level3;spin_leaf" \
+		grep -q "main;run_chains;chain_b;vla_frame;level3;spin_leaf " $TMP/dbg.folded
+	check_num ".debug_frame: share of samples reaching main" \
+		"$(share $(folded_incl $TMP/dbg.folded main) $(folded_total $TMP/dbg.folded))" ">=" 0.95
+else
+	fail "cc builds nofp without unwind tables" "$(head -3 $TMP/cc.err)"
+fi
+
+# --- no CFI at all: that object's frames follow frame pointers -------------
+# samples/hot keeps frame pointers; without .eh_frame the walker must use
+# them for hot's frames and the CFI of libc for the rest.
+if objcopy --remove-section .eh_frame --remove-section .eh_frame_hdr \
+	$SAMPLES/hot $TMP/hot_nocfi 2>$TMP/objcopy.err; then
+	record nocfi $TMP/hot_nocfi 2
+	check "record -- hot without CFI exits 0" test $? -eq 0
+	check "no CFI: chain main;run;work_c;spin by frame pointers" \
+		grep -q "main;run;work_c;spin " $TMP/nocfi.folded
+	check_num "no CFI: share of samples reaching __libc_start_main" \
+		"$(share $(folded_incl $TMP/nocfi.folded __libc_start_main) \
+			$(folded_total $TMP/nocfi.folded))" ">=" 0.95
+	check "no CFI: the object counts as walked with frame pointers" \
+		grep -qE "[1-9][0-9]* with frame pointers" $TMP/nocfi.unw
+else
+	fail "objcopy strips .eh_frame" "$(head -3 $TMP/objcopy.err)"
+fi
+
+# --- dd: system calls through stripped libc and a stripped program ---------
+record dd dd if=/dev/zero of=/dev/null bs=64k count=300000
+check "record -- dd exits 0" test $? -eq 0
+total=$(folded_total $TMP/dd.folded)
+check_num "dd: samples" "$total" ">=" 100
+check_num "dd: share of samples reaching __libc_start_main (below dd's main)" \
+	"$(share $(folded_incl $TMP/dd.folded __libc_start_main) $total)" ">=" 0.95
+check "dd: user frames sit below the kernel's" \
+	grep -qE '__libc_start_main;.*;(read|write|__libc_read|__libc_write)[^;]*;.*_\[k\]' $TMP/dd.folded
+
+# --- LuaJIT's interpreter: the VM's C frame (CFA = rsp + 80) ---------------
+LUAJIT=${LUAJIT:-/usr/bin/luajit}
+if [ -x "$LUAJIT" ]; then
+	record lj $LUAJIT -joff -e \
+		'local x = 0 for i = 1, 1e10 do x = x + i % 7 if i % 1e6 == 0 and os.clock() > 3 then break end end'
+	check "record -- luajit -joff exits 0" test $? -eq 0
+	total=$(folded_total $TMP/lj.folded)
+	check_num "luajit: samples" "$total" ">=" 1000
+	check_num "luajit -joff: share of samples reaching main through the VM" \
+		"$(share $(folded_incl $TMP/lj.folded main) $total)" ">=" 0.95
+	check_num "luajit -joff: share of samples through lua_pcall (the VM's caller)" \
+		"$(share $(folded_incl $TMP/lj.folded lua_pcall) $total)" ">=" 0.95
+	check "luajit -joff: no walk stops in JIT code" test "$(stops lj jit)" -eq 0
+
+	# With the JIT on, a hot loop runs as a trace: anonymous code without
+	# CFI, where the native walk stops, and says so.
+	record ljit $LUAJIT -jon -e \
+		'local x = 0 for i = 1, 1e10 do x = x + i % 7 if i % 1e7 == 0 and os.clock() > 2 then break end end'
+	check "record -- luajit -jon exits 0" test $? -eq 0
+	check_num "luajit -jon: walks stopped at JIT code" "$(stops ljit jit)" ">" 100
+else
+	ok "luajit tests skipped: no $LUAJIT"
+fi
