@@ -55,7 +55,8 @@ struct lp_event_header {
  *                coroutine boundary: native frames go here; addr = the
  *                C frame (native stack address) of the entry
  *         TRACE  pc = number of the compiled trace running at the leaf
- *         TRUNC  the walk stopped early; pc = enum lp_lua_trunc
+ *         TRUNC  the walk stopped early; pc = enum lp_lua_trunc, addr =
+ *                the frame it stopped at
  *   link  the frame type of this frame's link slot (enum lj_frame_type):
  *         LUA means the next frame is its Lua caller.
  */
@@ -71,9 +72,11 @@ enum lp_lua_kind {
 };
 
 enum lp_lua_trunc {
-	LP_LUA_TRUNC_READ = 1,  /* a read of target memory failed */
-	LP_LUA_TRUNC_DEPTH = 2, /* more than LP_MAX_LUA frames */
-	LP_LUA_TRUNC_BAD = 3,   /* a frame did not make sense */
+	LP_LUA_TRUNC_READ = 1,      /* a frame's slots could not be read */
+	LP_LUA_TRUNC_DEPTH = 2,     /* more than LP_MAX_LUA frames */
+	LP_LUA_TRUNC_BAD = 3,       /* a frame did not make sense */
+	LP_LUA_TRUNC_READ_FUNC = 4, /* its function object could not be read */
+	LP_LUA_TRUNC_READ_CALL = 5, /* the caller's CALL instruction, likewise */
 };
 
 struct lp_lua_frame {

@@ -30,6 +30,10 @@
  * without usable CFI is walked with frame pointers for its frames only.
  * Processes without a mapping list keep bpf_get_stack()'s frame-pointer
  * walk.
+ *
+ * One repair: when the first frame's row leads to a return address in no
+ * mapping, the frame is retried as a frameless leaf (return address at
+ * [rsp]).  LuaJIT's math helpers need it: see unwind_frame().
  */
 #ifndef LUAPROF_BPF_UNWIND_NATIVE_BPF_H
 #define LUAPROF_BPF_UNWIND_NATIVE_BPF_H
@@ -104,10 +108,12 @@ struct unwind_walk {
 };
 
 /*
- * The two searches and the frame step are global functions: the verifier
- * checks each once, on its own, instead of once per path through every
- * caller (a binary search has 2^steps paths, and bpf_loop callbacks are
- * re-verified per iteration).
+ * The mapping search, the frame step and the walk are global functions:
+ * the verifier checks each once, on its own, instead of once per path
+ * through every caller (the mapping search indexes an array, so each of
+ * its 2^steps paths is a distinct state).  The row search needs no such
+ * care: its indices reach the verifier only as map keys, which it does not
+ * track.
  */
 
 /* The index of the mapping that holds pc, or -1. */
@@ -285,6 +291,18 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		return LP_USTOP_NO_ROW;
 	default:
 		return LP_USTOP_UNSUPPORTED;
+	}
+	if (row.rbp_off == -2) {
+		/* rbp pushed first, right under the return address (the
+		 * usual prologue): one read for both. */
+		__u64 pair[2];
+
+		if (bpf_probe_read_user(pair, sizeof(pair), (const void *)(cfa - 16)))
+			return LP_USTOP_READ;
+		bp = pair[0];
+		ra = pair[1];
+		c->bp_known = 1;
+		goto next;
 	}
 	if (unwind_read(cfa - 8, &ra))
 		return LP_USTOP_READ;

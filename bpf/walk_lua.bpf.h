@@ -71,6 +71,7 @@ struct lua_walk {
 	__u64 outer_cf; /* the outermost C frame of L seen so far */
 	__u32 n;     /* frames emitted */
 	__u32 hops;  /* coroutine boundaries crossed */
+	int leaf_in_c; /* the tick hit C code called by the interpreter */
 	__u8 last_kind;
 	int skip_next; /* the next frame is a vararg function's own */
 	int done;
@@ -145,7 +146,8 @@ static __always_inline void truncate_walk(struct lua_walk *w, __u32 why)
 	/* The last slot is kept for this marker. */
 	if (w->n >= LP_MAX_LUA)
 		w->n = LP_MAX_LUA - 1;
-	emit(w, LP_LUA_FRAME_TRUNC, 0, why, 0, 0);
+	/* addr: the frame the walk stopped at, for whoever debugs it. */
+	emit(w, LP_LUA_FRAME_TRUNC, w->frame, why, 0, 0);
 	w->done = 1;
 }
 
@@ -234,22 +236,26 @@ static __always_inline __u64 find_resumer(struct lua_walk *w)
 	return r;
 }
 
-static __always_inline void emit_function(struct lua_walk *w, __u64 func, __u8 link)
+#define LJ_GCT_FUNC 8 /* the gct byte of a function: ~LJ_TFUNC */
+
+/* Emits the frame of function func; returns 0, or -1 if func is not a
+ * function (after truncating the walk if a read failed). */
+static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u8 link)
 {
 	const struct lj_layout *lo = &w->lo;
 	__u64 fnpc, f;
-	__u8 ffid;
+	__u8 hdr[2]; /* gct, ffid: adjacent in every layout */
 
-	if (bpf_probe_read_user(&ffid, 1, (const void *)(func + lo->fn_ffid))) {
-		truncate_walk(w, LP_LUA_TRUNC_READ);
-		return;
-	}
-	if (ffid == LJ_FF_LUA) {
+	if (bpf_probe_read_user(hdr, sizeof(hdr), (const void *)(func + lo->fn_ffid - 1)))
+		return -1;
+	if (hdr[0] != LJ_GCT_FUNC)
+		return -1;
+	if (hdr[1] == LJ_FF_LUA) {
 		__u64 pos = 0;
 
 		if (read_ref(lo, &fnpc, func + lo->fn_pc)) {
-			truncate_walk(w, LP_LUA_TRUNC_READ);
-			return;
+			truncate_walk(w, LP_LUA_TRUNC_READ_FUNC);
+			return 0;
 		}
 		/* pc of this frame as a bytecode position, when it lies
 		 * inside the function's bytecode; else unknown (0). */
@@ -257,16 +263,17 @@ static __always_inline void emit_function(struct lua_walk *w, __u64 func, __u8 l
 			pos = (w->pc - fnpc) >> 2;
 		emit(w, LP_LUA_FRAME_LUA, fnpc - lo->pt_size, (__u32)pos, link,
 		     proto_fingerprint(lo, fnpc - lo->pt_size));
-		return;
+		return 0;
 	}
 	if (read_u64(&f, func + lo->fn_f)) {
-		truncate_walk(w, LP_LUA_TRUNC_READ);
-		return;
+		truncate_walk(w, LP_LUA_TRUNC_READ_FUNC);
+		return 0;
 	}
-	if (ffid == LJ_FF_C)
+	if (hdr[1] == LJ_FF_C)
 		emit(w, LP_LUA_FRAME_C, f, 0, link, 0);
 	else
-		emit(w, LP_LUA_FRAME_FF, f, ffid, link, 0);
+		emit(w, LP_LUA_FRAME_FF, f, hdr[1], link, 0);
+	return 0;
 }
 
 /* One bpf_loop step: one frame of the Lua stack. */
@@ -310,8 +317,28 @@ static long lua_walk_step(__u32 i, void *ctx)
 	typep = link & 7;
 	/* A dummy frame (the thread itself in the function slot) is skipped,
 	 * and so is a vararg function's own frame below its vararg frame. */
-	if (func != w->L && !w->skip_next)
-		emit_function(w, func, (__u8)(type == LJ_FRAME_LUA ? LJ_FRAME_LUA : typep));
+	if (func != w->L && !w->skip_next &&
+	    emit_function(w, func, (__u8)(type == LJ_FRAME_LUA ? LJ_FRAME_LUA : typep))) {
+		/* Not a function.  A fast function returning writes its
+		 * results from its own function slot on, and so only the
+		 * innermost frame may hold no function.  Its C handler may
+		 * overwrite the link too, but the VM kept the link as the C
+		 * frame's saved PC; in the VM's own code, the link slot is
+		 * still the Lua return PC it was. */
+		__u64 ret = 0;
+
+		if (!w->n && w->leaf_in_c && w->pc && !(w->pc & 3))
+			ret = w->pc;
+		else if (!w->n && !w->leaf_in_c && link && !(link & 3))
+			ret = link;
+		if (!ret) {
+			truncate_walk(w, LP_LUA_TRUNC_BAD);
+			return 1;
+		}
+		emit(w, LP_LUA_FRAME_FF, 0, 0, LJ_FRAME_LUA, 0);
+		link = ret;
+		type = typep = LJ_FRAME_LUA;
+	}
 	w->skip_next = 0;
 	if (w->done)
 		return 1;
@@ -322,7 +349,7 @@ static long lua_walk_step(__u32 i, void *ctx)
 		/* link is the return PC; the CALL before it holds the callee's
 		 * slot A, and the caller's frame is A + 1 + FR2 slots down. */
 		if (bpf_probe_read_user(&ins, sizeof(ins), (const void *)(link - 4))) {
-			truncate_walk(w, LP_LUA_TRUNC_READ);
+			truncate_walk(w, LP_LUA_TRUNC_READ_CALL);
 			return 1;
 		}
 		next = w->frame - 8 * (slot + ((ins >> 8) & 0xff));
@@ -452,6 +479,9 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 			pc = regs->bx;
 		}
 	}
+	/* In C code the VM called (a fast function's handler, a helper),
+	 * the innermost frame may be the handler's, mid-rewrite. */
+	wp->leaf_in_c = ~vmstate == LJ_VMST_INTERP && !pc;
 	if (start_thread(wp, L, base, pc)) {
 		e->lua_state = LP_WALK_BAD_L;
 		return 0;

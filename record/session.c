@@ -172,11 +172,14 @@ static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
 	t->maps = now;
 	/* native unwinder: the mappings the BPF walker searches.  A full
 	 * read is often taken before the dynamic loader has mapped the
-	 * libraries (exec), so the first address outside it re-reads at
-	 * once rather than after MAPS_REREAD_NS: walks stop there. */
+	 * libraries (exec), and one that found new code may be followed by
+	 * more (dlopen): then the next address outside them re-reads at once
+	 * rather than after MAPS_REREAD_NS, since walks stop there.  Only a
+	 * read that found nothing new waits. */
+	if (replace || n)
+		t->maps_read_ns = 0;
 	if (replace) {
 		unwind_add_process(s->unw, t->pid, &t->maps);
-		t->maps_read_ns = 0;
 	} else if (n) {
 		unwind_update_process(s->unw, t->pid, &t->maps);
 		/* A LuaJIT loaded with dlopen (a host program, a C module)
@@ -404,8 +407,15 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 		triplets[3 * i + 1] = value;
 		triplets[3 * i + 2] = frames[i].pc;
 	}
-	if (frames[n - 1].kind == LP_LFRAME_TRUNC)
+	if (frames[n - 1].kind == LP_LFRAME_TRUNC) {
+		/* The first few, in detail, for whoever debugs a walk. */
+		if (s->o->verbose && s->lua.truncated < 5)
+			fprintf(stderr, "luaprof record: pid %d: Lua stack truncated "
+				"(reason %u) at frame 0x%llx after %u frames, vmstate %d\n",
+				(int)t->pid, e->lua[n - 1].pc,
+				(unsigned long long)e->lua[n - 1].addr, n - 1, e->vmstate);
 		s->lua.truncated++;
+	}
 	id = stack_table_intern(s->stacks, STACK_KIND_LUA, triplets, 3 * n, &is_new);
 	if (is_new) {
 		memset(&rec, 0, sizeof(rec));

@@ -314,7 +314,11 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 			err = frames_user(l->fr, pid, f->value, 0, id);
 			break;
 		case LP_LFRAME_FF:
-			if (vm && f->value < vm->nff && vm->ffnames[f->value][0]) {
+			/* Ids 0 and 1 are Lua and C functions, never builtins:
+			 * 0 marks a builtin whose frame was being rewritten. */
+			if (f->value < 2) {
+				err = frames_name(l->fr, "[builtin]", id);
+			} else if (vm && f->value < vm->nff && vm->ffnames[f->value][0]) {
 				err = frames_name(l->fr, vm->ffnames[f->value], id);
 			} else {
 				snprintf(text, sizeof(text), "[builtin#%llu]",

@@ -15,6 +15,8 @@
 #   nginx_stop        stops nginx (SIGQUIT to the master: graceful) and
 #                     waits until the master and its workers have exited
 #                     (SIGKILL if that takes over 20 s).
+#
+# NGINX_JIT=off before nginx_start runs the Lua VM without the JIT.
 
 NGINX_CONF_SRC=$PWD/samples/nginx/nginx.conf
 NGINX_APPDIR=$PWD/samples/nginx
@@ -62,7 +64,7 @@ _nginx_up() {
 }
 
 nginx_start() {
-	local try port pid i rc
+	local try port pid i rc init
 	for try in 1 2 3 4 5; do
 		# A port below the ephemeral range (32768-60999 by default), so
 		# that no outgoing connection holds it.
@@ -70,7 +72,12 @@ nginx_start() {
 		_nginx_port_free $port || continue
 		rm -rf "$NGINX_PREFIX"
 		mkdir -p "$NGINX_PREFIX/logs" "$NGINX_PREFIX/tmp"
+		# NGINX_JIT=off: the master's VM, which the workers inherit,
+		# runs with the JIT compiler off (interpreter only).
+		init=
+		[ "${NGINX_JIT:-on}" = off ] && init='init_by_lua_block { require("jit").off() }'
 		sed -e "s|@PORT@|$port|g" -e "s|@APPDIR@|$NGINX_APPDIR|g" \
+			-e "s|@INIT_LUA@|$init|" \
 			"$NGINX_CONF_SRC" >"$NGINX_PREFIX/nginx.conf"
 		NGINX_PORT=$port
 		nginx -p "$NGINX_PREFIX" -c "$NGINX_PREFIX/nginx.conf" \

@@ -1,0 +1,53 @@
+# lua_nginx.sh - Lua frames from a real OpenResty-style server: nginx with
+# lua-nginx-module (libluajit-5.1.so.2 of luajit2), JIT off, 2 workers
+# under wrk, recorded by the master's pid.  Checks that both workers are
+# sampled, that the handler's Lua functions stand on the nginx frames
+# that run them (ngx_http_lua_run_thread and down to main), with their
+# names, and that nearly every sample running the handler has them.
+. tests/lib.sh
+. tests/nginx.sh
+
+tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
+NGINX_JIT=off nginx_start
+check "nginx starts with the JIT off" test -n "$NGINX_MASTER"
+[ -n "$NGINX_MASTER" ] || exit 1
+APP=$NGINX_APPDIR/app.lua
+line() { grep -n "$1" $APP | head -1 | cut -d: -f1; }
+
+$LUAPROF record -F 499 -d 3 -p $NGINX_MASTER -o $TMP/ng.lp 2>$TMP/rec.err &
+rec=$!
+CLEANUP_PIDS+=($rec)
+rec_started() { grep -q "recording" $TMP/rec.err || ! kill -0 $rec 2>/dev/null; }
+wait_for rec_started
+nginx_load 4 >$TMP/wrk.out 2>&1
+wait $rec
+check "record -p MASTER exits 0" test $? -eq 0
+check "the LuaJIT in libluajit-5.1.so.2 was recognized" grep -q "LuaJIT in .*libluajit-5.1.so" $TMP/rec.err
+
+for w in $(nginx_workers); do
+	$LUAPROF report --format folded --pid $w -o $TMP/w$w.folded $TMP/ng.lp 2>/dev/null
+	n=$(folded_total $TMP/w$w.folded)
+	lua=$(awk -v a="($APP:" 'index($0, a) { n += $NF } END { print n + 0 }' $TMP/w$w.folded)
+	check_num "worker $w: samples" "$n" ">=" 200
+	check_num "worker $w: share of samples in the Lua handler" "$(share $lua $n)" ">=" 0.3
+done
+
+$LUAPROF report --format folded -o $TMP/ng.folded $TMP/ng.lp 2>/dev/null
+# As a regular expression: the app path's dots escaped.
+app_re=$(printf '%s' "$APP" | sed 's/\./\\./g')
+check "the handler stands on the nginx frames that run it, down to main" \
+	grep -qE "__libc_start_main;.*;main;ngx_master_process_cycle;.*;ngx_http_core_content_phase;.*;ngx_http_lua_run_thread;main \(=content_by_lua\(nginx\.conf:[0-9]+\):0\);handle \($app_re:$(line '^function M.handle')\)" \
+	$TMP/ng.folded
+check "render is named, under handle" grep -qE ";handle \([^;]*;render \($APP:[0-9]+\)" $TMP/ng.folded
+check "compute_checksum is named, under handle" grep -qE ";handle \([^;]*;compute_checksum \($APP:[0-9]+\)" $TMP/ng.folded
+check "builtins called by render are named" grep -qE ";render \([^;]*;string\.(format|gsub|rep)" $TMP/ng.folded
+# Inside ngx_http_lua_run_thread, nginx either runs the Lua handler (Lua
+# frames follow at once) or, after it returned, sends its output.  The
+# samples with the VM in between but no Lua frames would be failures.
+inlua=$(awk '/ngx_http_lua_run_thread;/ { n += $NF } END { print n + 0 }' $TMP/ng.folded)
+withlua=$(awk -v a="($APP:" '/ngx_http_lua_run_thread;/ && index($0, a) { n += $NF } END { print n + 0 }' $TMP/ng.folded)
+output=$(awk '/ngx_http_lua_run_thread;ngx_http_lua_send_chain_link/ { n += $NF } END { print n + 0 }' $TMP/ng.folded)
+check_num "samples in ngx_http_lua_run_thread, besides output, with Lua frames" \
+	"$(share $withlua $((inlua - output)))" ">=" 0.98
+check "no truncated Lua stacks" bash -c "! grep -q '\[truncated\]' $TMP/ng.folded"
+nginx_stop
