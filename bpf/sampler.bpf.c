@@ -119,7 +119,12 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	e->h.cpu = bpf_get_smp_processor_id();
 	e->h.time_ns = bpf_ktime_get_ns();
 	e->kstack_bytes = bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
-	/* HOOK: native unwinder (fills e->ustack, e->ustack_bytes) */
+	/* Lua first: a running trace's C frame is where the native walk
+	 * resumes past the trace's code. */
+	e->lua_depth = 0;
+	e->lua_vm_cfa = 0;
+	if (get_user_regs(ctx, &regs) == 0)
+		walk_lua(e, &regs);
 	if (unwind_native_user_stack(ctx, e, tgid)) /* no tables: frame pointers */
 		e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
 						BPF_F_USER_STACK);
@@ -127,10 +132,6 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		__sync_fetch_and_add(&counters.kstack_failed, 1);
 	if (e->ustack_bytes < 0)
 		__sync_fetch_and_add(&counters.ustack_failed, 1);
-	/* HOOK: Lua walker */
-	e->lua_depth = 0;
-	if (get_user_regs(ctx, &regs) == 0)
-		walk_lua(e, &regs);
 	nlua = e->lua_depth;
 	if (nlua > LP_MAX_LUA)
 		nlua = LP_MAX_LUA;

@@ -113,6 +113,10 @@ struct lp_event_sample {
 	 * sent cut to lua_depth frames. */
 	__u32 ustack_stop;
 	__u32 ustack_pad;
+	/* While Lua runs: the CFA of the innermost VM entry's C frame, on
+	 * which compiled traces run, where the native unwinder resumes past
+	 * a trace's code (which has no CFI).  0 otherwise. */
+	__u64 lua_vm_cfa;
 	struct lp_lua_frame lua[LP_MAX_LUA];
 };
 
@@ -140,7 +144,7 @@ _Static_assert(sizeof(struct lp_event_header) == 24, "lp_event_header layout");
 _Static_assert(sizeof(struct lp_lua_frame) == 16, "lp_lua_frame layout");
 _Static_assert((LP_MAX_LUA & (LP_MAX_LUA - 1)) == 0, "LP_MAX_LUA a power of 2");
 _Static_assert(sizeof(struct lp_event_sample) ==
-		       32 + 8 * (LP_MAX_STACK + LP_MAX_USTACK) + 16 + 8 + 16 * LP_MAX_LUA,
+		       32 + 8 * (LP_MAX_STACK + LP_MAX_USTACK) + 16 + 8 + 8 + 16 * LP_MAX_LUA,
 	       "lp_event_sample layout");
 _Static_assert(sizeof(struct lp_event_task) == 48, "lp_event_task layout");
 _Static_assert(sizeof(struct lp_bpf_counters) == 40, "lp_bpf_counters layout");

@@ -85,6 +85,7 @@ struct unwind_cursor {
 	__u32 leaf_retry; /* frame 0 may be retried as a frameless leaf */
 	__u32 stop;       /* enum lp_ustop, once the walk ends */
 	__u32 pad;
+	__u64 jit_cfa;    /* the CFA to resume at past a LuaJIT trace, or 0 */
 };
 
 /*
@@ -237,8 +238,28 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 	if (idx < 0 || idx >= LP_UNWIND_MAX_MAPS)
 		return LP_USTOP_UNMAPPED;
 	m = &proc->maps[idx];
-	if (m->kind == LP_UMAP_JIT)
-		return LP_USTOP_JIT;
+	if (m->kind == LP_UMAP_JIT) {
+		/*
+		 * Code without CFI in anonymous memory: a JIT.  A LuaJIT trace
+		 * runs on the interpreter's C frame (rsp lowered by the trace's
+		 * spadjust), so the walk resumes at that frame's CFA, which
+		 * the Lua walk found: return address just below it, rbp below
+		 * that, as the VM's own CFI says.  Once only: the trace is the
+		 * innermost VM entry.
+		 */
+		cfa = c->jit_cfa;
+		c->jit_cfa = 0;
+		if (!cfa || cfa < c->sp)
+			return LP_USTOP_JIT;
+		if (unwind_read(cfa - 8, &ra) || unwind_read(cfa - 16, &bp))
+			return LP_USTOP_READ;
+		c->pc = ra;
+		c->sp = cfa;
+		c->bp = bp;
+		c->bp_known = 1;
+		c->pc_is_ra = 1;
+		return 0;
+	}
 	if (m->kind != LP_UMAP_ROWS) {
 		/* No CFI: trust rbp for this frame, [rbp] = caller's rbp,
 		 * [rbp + 8] = return address. */
@@ -405,6 +426,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		return -1;
 	__builtin_memset(c, 0, sizeof(*c));
 	c->bp_known = 1;
+	c->jit_cfa = e->lua_vm_cfa;
 	w.c = c;
 	if (unwind_user_regs(ctx, c)) {
 		c->stop = LP_USTOP_NO_REGS;

@@ -404,7 +404,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 	struct lj_proc *p;
 	__u32 zero = 0;
 	__u32 tgid, tid;
-	__u64 G, L = 0, base, pc = 0, *cached, ip;
+	__u64 G, L = 0, base, cframe, pc = 0, *cached, ip;
 	const struct lj_layout *lo;
 	__s32 vmstate;
 
@@ -420,6 +420,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 	e->lua_depth = 0;
 	e->vmstate = 0;
 	e->lua_G = 0;
+	e->lua_vm_cfa = 0;
 	p = bpf_map_lookup_elem(&lj_procs, &tgid);
 	if (!p)
 		return 0;
@@ -444,10 +445,17 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 		return 0;
 	e->vmstate = vmstate;
 
-	if (read_u64(&base, L + lo->l_cframe)) {
+	if (read_u64(&cframe, L + lo->l_cframe)) {
 		e->lua_state = LP_WALK_BAD_L;
 		return 0;
 	}
+	base = cframe;
+	/* Machine code of traces (and their exit stubs, and a trace's first
+	 * instructions before it sets vmstate) runs on the innermost VM
+	 * entry's C frame, lowered by the trace's spadjust: the native
+	 * walk resumes at that frame's CFA when it meets such code. */
+	if (cframe)
+		e->lua_vm_cfa = (cframe & ~3ull) + lo->cf_size;
 	if (!base) {
 		/* No C frame: this coroutine is not running; neither is Lua. */
 		e->lua_state = LP_WALK_IDLE;

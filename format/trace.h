@@ -54,7 +54,7 @@
  *                 line:sv[nbc]     (first minus firstline, then deltas)
  *                 nkstr:uv kstr[nkstr] nuv:uv uvname:str[nuv] varinfo:str
  *   kstr       := index:uv str     (the string constant at ~index)
- *   lstack     := id:uv depth:uv lframe[depth]        (leaf first)
+ *   lua_stack  := id:uv depth:uv lframe[depth]        (leaf first)
  *   lframe     := kind:uv value:uv pc:uv link:uv
  *
  * A sample's time is dtime added to the time of the previous sample in the

@@ -50,6 +50,16 @@ int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 /* A copy of t for a forked child with the same memory. */
 struct lj_target *lj_target_fork(const struct lj_target *t, pid_t child);
 
+/* ---- luajit_dwarf.c -----------------------------------------------------
+ * Reads a layout from the DWARF of object (an ELF file holding LuaJIT) or
+ * of its separate debug file (by build-id, then .gnu_debuglink).  0 with
+ * the path of the file that held the DWARF in msg; -ENOENT if there is no
+ * debug info for LuaJIT; -EINVAL with the missing type or member in msg.
+ * The C frame's slots are not in DWARF: they come from the built-in row
+ * with the same reference width. */
+int lj_layout_from_dwarf(const char *object, struct lj_layout *lo, char *msg,
+			 size_t msglen);
+
 /* ---- luajit_vm.c ---------------------------------------------------------
  * Given a G that the BPF walker validated (G->mainthref and cur_L->glref),
  * reads the dispatch table behind it, checks that it points into LuaJIT's

@@ -1,27 +1,40 @@
 /*
- * luajit_detect.c - finds LuaJIT in a target without debug info.
+ * luajit_detect.c - finds LuaJIT in a target and chooses the struct
+ * offsets (struct lj_layout) the walker reads its VM with.
  *
  * Production builds are stripped: what is left is the exported API
  * (lua_*, luaL_*, luaJIT_*) in .dynsym, which a static `luajit` keeps too
  * (it exports the API for C modules).  So an executable mapping whose ELF
  * exports luaJIT_setmode holds LuaJIT, wherever it was linked.  Two facts
- * choose the layout: OpenResty's luajit2 exports lua_setexdata, upstream
- * does not; and lua_gettop, `return L->top - L->base`, compiles to two
- * loads whose displacements are the offsets of top and base in lua_State,
- * which differ between GC64 and 32-bit references.  The layout is then
- * only a candidate: the BPF walker validates G with it at every sample and
- * luajit_vm.c checks the dispatch table before Lua frames are trusted.
+ * choose a built-in layout: OpenResty's luajit2 exports lua_setexdata,
+ * upstream does not; and lua_gettop, `return L->top - L->base`, compiles
+ * to two loads whose displacements are the offsets of top and base in
+ * lua_State, which differ between GC64 and 32-bit references.
  *
- * A build we do not know can be described with --luajit-offsets FILE.
+ * The built-in table only knows the builds it was derived from, so two
+ * other sources come first.  An offsets file (--luajit-offsets FILE, the
+ * fields of struct lj_layout as "field = value" lines) describes any
+ * build, and is what the user asked for.  Otherwise the object's DWARF,
+ * or that of its separate debug file (luajit_dwarf.c), gives the offsets
+ * of the build actually running, and wins over the table when they
+ * differ; the source string says which was used and whether the table
+ * disagreed.  Only without either does the table decide, and a build it
+ * cannot place is refused with what failed.
+ *
+ * Whatever the source, the layout is only a candidate: the BPF walker
+ * validates G with it at every sample and luajit_vm.c checks the dispatch
+ * table before Lua frames are trusted.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "record/luajit.h"
@@ -118,6 +131,177 @@ static int open_mapping(pid_t pid, const struct lp_mapping *m)
 	return fd;
 }
 
+/* The lj_layout fields, by the names a --luajit-offsets file uses. */
+#define FIELD(f) { #f, offsetof(struct lj_layout, f), sizeof(((struct lj_layout *)0)->f) }
+static const struct {
+	const char *name;
+	size_t off, size;
+} layout_fields[] = {
+	FIELD(flags), FIELD(g2disp), FIELD(gg_g), FIELD(ref_size),
+	FIELD(g_vmstate), FIELD(g_mainthref), FIELD(g_cur_L), FIELD(g_jit_base),
+	FIELD(l_glref), FIELD(l_base), FIELD(l_top), FIELD(l_stack),
+	FIELD(l_maxstack), FIELD(l_cframe), FIELD(fn_ffid), FIELD(fn_pc),
+	FIELD(fn_f), FIELD(fn_upvalue), FIELD(pt_size), FIELD(pt_sizebc),
+	FIELD(pt_k), FIELD(pt_sizekgc), FIELD(pt_sizekn), FIELD(pt_sizept),
+	FIELD(pt_numparams), FIELD(pt_framesize), FIELD(pt_sizeuv),
+	FIELD(pt_flags), FIELD(pt_chunkname), FIELD(pt_firstline),
+	FIELD(pt_numline), FIELD(pt_lineinfo), FIELD(pt_uvinfo),
+	FIELD(pt_varinfo), FIELD(str_len), FIELD(str_size), FIELD(cf_l),
+	FIELD(cf_pc), FIELD(cf_prev), FIELD(cf_size),
+	FIELD(ffid_coroutine_resume), FIELD(ffid_coroutine_wrap_aux),
+};
+#undef FIELD
+#define NFIELDS (sizeof(layout_fields) / sizeof(layout_fields[0]))
+
+/* A field's value; g2disp is the one signed field. */
+static long long field_get(const struct lj_layout *lo, size_t i)
+{
+	const char *p = (const char *)lo + layout_fields[i].off;
+	uint32_t u32;
+	uint16_t u16;
+
+	switch (layout_fields[i].size) {
+	case 1:
+		return *(const uint8_t *)p;
+	case 2:
+		memcpy(&u16, p, 2);
+		return u16;
+	default:
+		memcpy(&u32, p, 4);
+		return layout_fields[i].off == offsetof(struct lj_layout, g2disp) ?
+			(long long)(int32_t)u32 : (long long)u32;
+	}
+}
+
+/* Says where two layouts differ: the first field and how many. */
+static void layout_diff(const struct lj_layout *a, const struct lj_layout *b,
+			char *buf, size_t len)
+{
+	size_t first = NFIELDS, n = 0;
+
+	for (size_t i = 0; i < NFIELDS; i++) {
+		if (field_get(a, i) != field_get(b, i)) {
+			if (first == NFIELDS)
+				first = i;
+			n++;
+		}
+	}
+	if (!n)
+		snprintf(buf, len, "same as");
+	else
+		snprintf(buf, len, "differs (%s %lld, not %lld%s) from",
+			 layout_fields[first].name, field_get(a, first),
+			 field_get(b, first), n > 1 ? ", and more" : "");
+}
+
+
+/* t->source, shortened with "..." rather than cut silently when a long
+ * path does not fit. */
+__attribute__((format(printf, 2, 3)))
+static void set_source(struct lj_target *t, const char *fmt, ...)
+{
+	const size_t len = sizeof(t->source);
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(t->source, len, fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n >= len)
+		memcpy(t->source + len - 4, "...", 4);
+}
+
+/*
+ * The path to read m's DWARF from: libdw needs a path, not the mapping's
+ * fd, to find separate debug files beside the object.  In another mount
+ * namespace the target's path is resolved through /proc/PID/root.  The
+ * file there must still be the one mapped (same inode): after an upgrade
+ * or in another container the path names another build, whose DWARF
+ * would describe the wrong offsets.  0, or -ENOENT.
+ */
+static int dwarf_object_path(pid_t pid, const struct lp_mapping *m, char *buf,
+			     size_t len)
+{
+	struct stat ours, theirs, st;
+	char root[64];
+	int n;
+
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	if (!stat(root, &theirs) && !stat("/", &ours) &&
+	    (theirs.st_dev != ours.st_dev || theirs.st_ino != ours.st_ino))
+		n = snprintf(buf, len, "%s%s", root, m->path);
+	else
+		n = snprintf(buf, len, "%s", m->path);
+	if (n < 0 || (size_t)n >= len || stat(buf, &st) || st.st_ino != m->inode)
+		return -ENOENT;
+	return 0;
+}
+
+/*
+ * Fills t->layout, t->source and t->build for the LuaJIT in t->object:
+ * from offsets_file if given, else from DWARF if there is debug info for
+ * LuaJIT, else from the built-in row t->build that the exports and
+ * lua_gettop chose (gc64: lj_gc64_from_gettop()).  0, or -errno with the
+ * reason in msg.
+ */
+static int choose_layout(struct lj_target *t, const struct lp_mapping *m,
+			 const struct elf_exports *ex, int gc64,
+			 const char *offsets_file, char *msg, size_t msglen)
+{
+	const struct lj_build_desc *table = gc64 < 0 ? NULL : t->build;
+	char dmsg[PATH_MAX + 128], diff[96], path[PATH_MAX];
+	struct lj_layout dl;
+	int err;
+
+	if (offsets_file) {
+		err = lj_layout_from_file(offsets_file, &t->layout, msg, msglen);
+		if (err)
+			return err;
+		set_source(t, "offsets from %s", offsets_file);
+		return 0;
+	}
+	err = dwarf_object_path(t->pid, m, path, sizeof(path));
+	if (!err)
+		err = lj_layout_from_dwarf(path, &dl, dmsg, sizeof(dmsg));
+	if (!err) {
+		/* The names of the builtins follow the variant DWARF shows. */
+		if (lj_known_build(dl.flags))
+			t->build = lj_known_build(dl.flags);
+		t->layout = dl;
+		if (table) {
+			layout_diff(&dl, &table->layout, diff, sizeof(diff));
+			set_source(t, "offsets from DWARF (%s), %s built-in '%s'",
+				   dmsg, diff, table->name);
+		} else {
+			set_source(t, "offsets from DWARF (%s)", dmsg);
+		}
+		return 0;
+	}
+	/* -ENOENT: no debug info for LuaJIT, the common case.  Anything else
+	 * is debug info that could not be used, which is worth a word. */
+	if (err == -ENOENT)
+		dmsg[0] = '\0';
+	if (gc64 < 0) {
+		snprintf(msg, msglen, "%s: LuaJIT, but lua_gettop's code is not "
+			 "a pattern luaprof knows, so GC64 or not is unknown%s%s; "
+			 "describe the build with --luajit-offsets", t->object,
+			 dmsg[0] ? ", and DWARF did not help: " : "", dmsg);
+		return -ENOTSUP;
+	}
+	if (!table) {
+		snprintf(msg, msglen, "%s: LuaJIT build with no known layout%s%s; "
+			 "describe it with --luajit-offsets", t->object,
+			 dmsg[0] ? ", and DWARF did not help: " : "", dmsg);
+		return -ENOTSUP;
+	}
+	t->layout = table->layout;
+	set_source(t, "built-in layout '%s' (%s lua_setexdata; lua_gettop: %s)%s%s",
+		   table->name, ex->setexdata ? "exports" : "no",
+		   gc64 ? "GC64" : "32-bit refs", dmsg[0] ? "; DWARF unusable: " : "",
+		   dmsg);
+	return 0;
+}
+
 int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file,
 	      struct lj_target **out, char *msg, size_t msglen)
 {
@@ -159,31 +343,10 @@ int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file
 		/* The mapping's start corresponds to file offset pgoff. */
 		t->bias = (int64_t)(m->start - m->pgoff) - ex.bias_off;
 		t->build = lj_known_build(flags);
-		if (offsets_file) {
-			err = lj_layout_from_file(offsets_file, &t->layout, msg, msglen);
-			if (err) {
-				free(t);
-				return err;
-			}
-			snprintf(t->source, sizeof(t->source), "offsets from %s",
-				 offsets_file);
-		} else if (gc64 < 0) {
-			snprintf(msg, msglen, "%s: LuaJIT, but lua_gettop's code is not "
-				 "a pattern luaprof knows, so GC64 or not is unknown; "
-				 "describe the build with --luajit-offsets", m->path);
+		err = choose_layout(t, m, &ex, gc64, offsets_file, msg, msglen);
+		if (err) {
 			free(t);
-			return -ENOTSUP;
-		} else if (!t->build) {
-			snprintf(msg, msglen, "%s: LuaJIT build with no known layout; "
-				 "describe it with --luajit-offsets", m->path);
-			free(t);
-			return -ENOTSUP;
-		} else {
-			t->layout = t->build->layout;
-			snprintf(t->source, sizeof(t->source),
-				 "built-in layout '%s' (%s lua_setexdata; lua_gettop: %s)",
-				 t->build->name, ex.setexdata ? "exports" : "no",
-				 gc64 ? "GC64" : "32-bit refs");
+			return err;
 		}
 		if (lj_vm_from_cfi(t->object, t->layout.cf_size, &t->vm_start,
 				   &t->vm_end) == 0) {
@@ -207,40 +370,29 @@ struct lj_target *lj_target_fork(const struct lj_target *t, pid_t child)
 	return c;
 }
 
-/* The lj_layout fields a --luajit-offsets file may set. */
-#define FIELD(f) { #f, offsetof(struct lj_layout, f), sizeof(((struct lj_layout *)0)->f) }
-static const struct {
-	const char *name;
-	size_t off, size;
-} layout_fields[] = {
-	FIELD(flags), FIELD(g2disp), FIELD(gg_g), FIELD(ref_size),
-	FIELD(g_vmstate), FIELD(g_mainthref), FIELD(g_cur_L), FIELD(g_jit_base),
-	FIELD(l_glref), FIELD(l_base), FIELD(l_top), FIELD(l_stack),
-	FIELD(l_maxstack), FIELD(l_cframe), FIELD(fn_ffid), FIELD(fn_pc),
-	FIELD(fn_f), FIELD(fn_upvalue), FIELD(pt_size), FIELD(pt_sizebc),
-	FIELD(pt_k), FIELD(pt_sizekgc), FIELD(pt_sizekn), FIELD(pt_sizept),
-	FIELD(pt_numparams), FIELD(pt_framesize), FIELD(pt_sizeuv),
-	FIELD(pt_flags), FIELD(pt_chunkname), FIELD(pt_firstline),
-	FIELD(pt_numline), FIELD(pt_lineinfo), FIELD(pt_uvinfo),
-	FIELD(pt_varinfo), FIELD(str_len), FIELD(str_size), FIELD(cf_l),
-	FIELD(cf_pc), FIELD(cf_prev), FIELD(cf_size),
-	FIELD(ffid_coroutine_resume), FIELD(ffid_coroutine_wrap_aux),
-};
-#undef FIELD
+
+/* Whether value fits field i: g2disp is signed, the rest unsigned. */
+static int field_fits(size_t i, long long value)
+{
+	if (layout_fields[i].off == offsetof(struct lj_layout, g2disp))
+		return value >= INT32_MIN && value <= INT32_MAX;
+	return value >= 0 && (unsigned long long)value <
+		1ull << (8 * layout_fields[i].size);
+}
 
 int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 			size_t msglen)
 {
-	const size_t nfields = sizeof(layout_fields) / sizeof(layout_fields[0]);
 	char line[256], name[64];
-	uint8_t set[64] = { 0 };
+	uint8_t set[NFIELDS] = { 0 };
 	long long value;
-	int lineno = 0;
+	int lineno = 0, end, err;
 	FILE *f = fopen(path, "re");
 
 	if (!f) {
-		snprintf(msg, msglen, "cannot read %s: %s", path, strerror(errno));
-		return -errno;
+		err = -errno;
+		snprintf(msg, msglen, "cannot read %s: %s", path, strerror(-err));
+		return err;
 	}
 	memset(lo, 0, sizeof(*lo));
 	while (fgets(line, sizeof(line), f)) {
@@ -249,27 +401,51 @@ int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 		lineno++;
 		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
 			continue;
-		if (sscanf(line, " %63[a-z0-9_] = %lli", name, &value) != 2)
+		/* Nothing but blanks or a comment may follow the number. */
+		end = 0;
+		if (sscanf(line, " %63[A-Za-z0-9_] = %lli%n", name, &value, &end) != 2 ||
+		    (line[end + strspn(line + end, " \t\r\n")] != '\0' &&
+		     line[end + strspn(line + end, " \t\r\n")] != '#'))
 			goto bad;
-		for (i = 0; i < nfields && strcmp(layout_fields[i].name, name); i++)
+		for (i = 0; i < NFIELDS && strcmp(layout_fields[i].name, name); i++)
 			;
-		if (i == nfields)
-			goto bad;
+		if (i == NFIELDS) {
+			snprintf(msg, msglen, "%s:%d: no field '%s' in struct lj_layout "
+				 "(bpf/luajit.h)", path, lineno, name);
+			goto fail;
+		}
+		if (!field_fits(i, value)) {
+			snprintf(msg, msglen, "%s:%d: %lld does not fit %s (%zu byte%s)",
+				 path, lineno, value, name, layout_fields[i].size,
+				 layout_fields[i].size > 1 ? "s" : "");
+			goto fail;
+		}
 		memcpy((char *)lo + layout_fields[i].off, &value, layout_fields[i].size);
 		set[i] = 1;
 	}
 	fclose(f);
-	for (size_t i = 0; i < nfields; i++) {
+	for (size_t i = 0; i < NFIELDS; i++) {
 		if (!set[i] && strncmp(layout_fields[i].name, "ffid_", 5)) {
 			snprintf(msg, msglen, "%s: no value for %s", path,
 				 layout_fields[i].name);
 			return -EINVAL;
 		}
 	}
+	/* The walker reads references by ref_size and frames by the GC64
+	 * flag: the two must agree. */
+	if ((lo->flags & ~(LJ_LAYOUT_GC64 | LJ_LAYOUT_OPENRESTY)) ||
+	    (lo->ref_size != 4 && lo->ref_size != 8) ||
+	    (lo->ref_size == 8) != !!(lo->flags & LJ_LAYOUT_GC64)) {
+		snprintf(msg, msglen, "%s: flags = %u and ref_size = %u disagree "
+			 "(flags: 1 for GC64, 2 for OpenResty; ref_size: 8 with GC64, "
+			 "else 4)", path, lo->flags, lo->ref_size);
+		return -EINVAL;
+	}
 	return 0;
 bad:
-	fclose(f);
 	snprintf(msg, msglen, "%s:%d: expected 'field = number' with a field of "
 		 "struct lj_layout (bpf/luajit.h)", path, lineno);
+fail:
+	fclose(f);
 	return -EINVAL;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record/luajit.h"
 #include "record/record.h"
 #include "record/session.h"
 
@@ -197,6 +198,17 @@ int cmd_record(int argc, char **argv)
 	if (o.npids && o.command) {
 		ret = misuse("%s", "give either -p PID or -- COMMAND, not both");
 		goto out;
+	}
+	if (o.luajit_offsets) {
+		struct lj_layout lo;
+		char msg[512];
+
+		/* A bad offsets file fails before anything is recorded. */
+		if (lj_layout_from_file(o.luajit_offsets, &lo, msg, sizeof(msg))) {
+			fprintf(stderr, "luaprof record: %s\n", msg);
+			ret = 1;
+			goto out;
+		}
 	}
 	ret = record_session_run(&o);
 out:

@@ -63,6 +63,9 @@ struct target {
 	struct maps_table maps;
 	uint64_t maps_read_ns;
 	struct lj_target *lj; /* its LuaJIT VM, NULL if none */
+	/* Samples in its interpreter while its layout had not validated,
+	 * for print_summary(). */
+	uint64_t lj_unvalidated;
 };
 
 /* What the Lua walk gave, for the summary. */
@@ -324,8 +327,11 @@ static void target_exited(struct session *s, struct target *t, uint64_t time_ns)
 	s->nalive--;
 	unwind_remove_process(s->unw, t->pid); /* native unwinder */
 	maps_table_free(&t->maps);
-	free(t->lj);
-	t->lj = NULL;
+	/* A layout that never validated is kept for the summary's warning. */
+	if (!t->lj || t->lj->state != LJ_WAITING_G || !t->lj_unvalidated) {
+		free(t->lj);
+		t->lj = NULL;
+	}
 	memset(&rec, 0, sizeof(rec));
 	rec.type = LP_REC_EXIT;
 	rec.u.exit.pid = t->pid;
@@ -375,7 +381,9 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 
 	if (n > LP_MAX_LUA || size < lp_event_sample_size(n))
 		n = 0;
-	if (!n || !t || !t->lj)
+	/* Only a located, validated VM's stacks: its LUAJIT record, which
+	 * names their builtins, precedes them in the trace. */
+	if (!n || !t || !t->lj || t->lj->state != LJ_READY)
 		return 0;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct lp_lua_frame *f = &e->lua[i];
@@ -470,6 +478,12 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 		check_mappings(s, t, e);
 	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G)
 		locate_luajit(s, t, e->lua_G);
+	/* Still no valid G, at a pc in the interpreter (anywhere, if its
+	 * code is not located): the layout does not fit this build. */
+	if (t && t->lj && t->lj->state == LJ_WAITING_G &&
+	    (!t->lj->vm_end || (e->ustack_bytes >= 8 && e->ustack[0] >= t->lj->vm_start &&
+				e->ustack[0] < t->lj->vm_end)))
+		t->lj_unvalidated++;
 	memset(&rec, 0, sizeof(rec));
 	rec.type = LP_REC_SAMPLE;
 	rec.u.sample.time_ns = e->h.time_ns;
@@ -787,6 +801,16 @@ static void print_summary(struct session *s, uint64_t end_ns)
 			(unsigned long long)(s->lua.no_g + s->lua.bad_l + s->lua.no_vm),
 			(unsigned long long)proto_table_count(s->protos),
 			(unsigned long long)proto_table_failed(s->protos));
+	for (int i = 0; i < s->ntargets; i++) {
+		const struct target *t = &s->targets[i];
+
+		if (t->lj && t->lj->state == LJ_WAITING_G && t->lj_unvalidated)
+			fprintf(stderr, "luaprof record: pid %d: LuaJIT found in %s but "
+				"no sample showed a global_State that validates with "
+				"the layout (%s): no Lua frames recorded; the offsets "
+				"are probably wrong for this build\n", (int)t->pid,
+				t->lj->object, t->lj->source);
+	}
 	if (s->o->verbose) {
 		print_bpf_stats(s);
 		unwind_print_stats(s->unw, stderr); /* native unwinder */

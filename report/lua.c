@@ -232,6 +232,12 @@ int lua_add_stack(struct lua *l, const struct lp_lua_stack *rec)
 	return 0;
 }
 
+int lua_stack_in_trace(const struct lua *l, uint32_t idx)
+{
+	return idx < l->nstacks && l->stacks[idx].depth &&
+	       l->stacks[idx].frames[0].kind == LP_LFRAME_TRACE;
+}
+
 uint32_t lua_stack_depth(const struct lua *l, uint32_t idx)
 {
 	return idx < l->nstacks ? l->stacks[idx].depth : 0;
@@ -330,10 +336,9 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 			*id = LUA_ENTRY_MARK;
 			break;
 		case LP_LFRAME_TRACE:
-			snprintf(text, sizeof(text), "[trace %llu]",
-				 (unsigned long long)f->value);
-			err = frames_name(l->fr, text, id);
-			break;
+			/* Compiled or not, it is the Lua function's time; the
+			 * trace's own code stands for the VM entry (stacks.c). */
+			continue;
 		case LP_LFRAME_TRUNC:
 			err = frames_name(l->fr, "[truncated]", id);
 			break;

@@ -29,6 +29,8 @@ int lua_add_stack(struct lua *l, const struct lp_lua_stack *rec);
 
 /* Index of Lua stack id, or UINT32_MAX when it was never defined. */
 uint32_t lua_find_stack(const struct lua *l, uint64_t id);
+/* Whether the Lua stack at idx was taken while a compiled trace ran. */
+int lua_stack_in_trace(const struct lua *l, uint32_t idx);
 /* Depth of the Lua stack at index idx. */
 uint32_t lua_stack_depth(const struct lua *l, uint32_t idx);
 /* The interpreter's code range of pid's VM; 0, or -ENOENT if unknown. */

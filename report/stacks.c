@@ -141,7 +141,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	const uint64_t *a = e ? s->addrs + e->off : NULL;
 	uint32_t nd = e ? e->depth : 0, nl = 0, li = 0, k = 0, *lua;
 	uint64_t vs = 0, ve = 0;
-	int have_vm, any_vm = 0, err;
+	int have_vm, trace, any_vm = 0, err;
 
 	err = reserve_buf(s, 2 * ((size_t)nd + (lidx < MISSING ?
 					lua_stack_depth(s->lua, lidx) : 0)) + 2);
@@ -155,10 +155,20 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 			return err;
 	}
 	have_vm = nl && lua_vm_range(s->lua, pid, &vs, &ve) == 0;
+	trace = lidx < MISSING && lua_stack_in_trace(s->lua, lidx);
 	for (uint32_t i = 0; i < nd; i++) {
 		uint64_t at = i ? a[i] - 1 : a[i];
+		const struct map_ent *m;
+		int vm = at >= vs && at < ve;
 
-		if (have_vm && li < nl && at >= vs && at < ve) {
+		/* Trace code (anonymous memory, before any VM frame) stands
+		 * for the innermost VM entry, as the interpreter's frame
+		 * would: it runs on that entry's C frame. */
+		if (!vm && (trace || li == 0) && !any_vm) {
+			m = maps_find(s->maps, pid, at);
+			vm = m && !m->path[0];
+		}
+		if (have_vm && li < nl && vm) {
 			/* This VM entry's Lua frames; a C function's Lua-level
 			 * frame repeats the native frame just above it. */
 			any_vm = 1;

@@ -51,3 +51,27 @@ check_num "samples in ngx_http_lua_run_thread, besides output, with Lua frames" 
 	"$(share $withlua $((inlua - output)))" ">=" 0.98
 check "no truncated Lua stacks" bash -c "! grep -q '\[truncated\]' $TMP/ng.folded"
 nginx_stop
+
+# The JIT on, as in production: traces run the handler, and every worker
+# sample's stack still reaches the process root through them.
+NGINX_JIT=on nginx_start
+check "nginx starts with the JIT on" test -n "$NGINX_MASTER"
+[ -n "$NGINX_MASTER" ] || exit 1
+$LUAPROF record -F 499 -d 3 -p $NGINX_MASTER -o $TMP/ngj.lp 2>$TMP/recj.err &
+rec=$!
+CLEANUP_PIDS+=($rec)
+rec_started() { grep -q "recording" $TMP/recj.err || ! kill -0 $rec 2>/dev/null; }
+wait_for rec_started
+nginx_load 4 >$TMP/wrkj.out 2>&1
+wait $rec
+check "JIT on: record exits 0" test $? -eq 0
+for w in $(nginx_workers); do
+	$LUAPROF report --format folded --pid $w -o $TMP/wj$w.folded $TMP/ngj.lp 2>/dev/null
+	n=$(folded_total $TMP/wj$w.folded)
+	root=$(awk '/^_start;__libc_start_main;.*;main;ngx_master_process_cycle;/ { r += $NF } END { print r + 0 }' $TMP/wj$w.folded)
+	check_num "JIT on, worker $w: share of samples reaching the process root" "$(share $root $n)" ">=" 0.99
+done
+$LUAPROF report --format folded -o $TMP/ngj.folded $TMP/ngj.lp 2>/dev/null
+check "JIT on: compute_checksum runs under handle, on the nginx frames" \
+	grep -qE "ngx_http_lua_run_thread;main \(=content_by_lua\(nginx\.conf:[0-9]+\):0\);handle \($app_re:[0-9]+\);compute_checksum \($app_re:[0-9]+\)" $TMP/ngj.folded
+nginx_stop

@@ -67,6 +67,15 @@ check_abc "luajit2 shared library" lib2 $SAMPLES/luahost -joff $LIB2
 check_abc "upstream shared library" lib1 $SAMPLES/luahost -joff $LIB1
 check_abc "luajit2 non-GC64" nogc2 $NOGC2 -joff
 check_abc "upstream non-GC64" nogc1 $NOGC1 -joff
+# With the JIT on, time goes to compiled traces: the same shares, names
+# and stacks, complete down to the executable's main.
+check_abc "luajit2 JIT on" jit2 $LJ2
+check_abc "upstream JIT on" jit1 $LJ1
+check_num "JIT on: share of samples whose stack reaches main" \
+	"$(share $(folded_incl $TMP/abc-jit2.lp.folded main) $(folded_total $TMP/abc-jit2.lp.folded))" ">=" 0.99
+anon=$(awk '/\[anon\]/ { n += $NF } END { print n + 0 }' $TMP/abc-jit2.lp.folded)
+check_num "JIT on: share of samples left with trace machine code as a frame" \
+	"$(share $anon $(folded_total $TMP/abc-jit2.lp.folded))" "<=" 0.01
 
 # The shared library is where the native frames around the VM come from:
 # the host's main calls into the VM through lua_pcall.

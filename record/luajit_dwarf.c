@@ -1,0 +1,770 @@
+/*
+ * luajit_dwarf.c - a LuaJIT build's struct offsets (struct lj_layout)
+ * read from its DWARF debug info, for builds the built-in table does not
+ * know: another release, other defines, another compiler.  Whoever built
+ * LuaJIT with -g, or installed its debug package, needs no offsets file.
+ *
+ * The debug info is the object's own .debug_info or a separate debug file
+ * found the way gdb finds one: /usr/lib/debug/.build-id/xx/rest.debug from
+ * the object's build-id note, then the name in its .gnu_debuglink in the
+ * object's directory, its .debug/ subdirectory and /usr/lib/debug/<dir>/.
+ * A separate file is believed only if it carries the object's build-id
+ * and, found through the debuglink, the CRC the link names: a stale debug
+ * file describes another build.
+ *
+ * The offsets are those of the members of LuaJIT's own structs
+ * (global_State, lua_State, GCfuncC/GCfuncL, GCproto, GCstr, GG_State),
+ * taken from the unit that defines GG_State: in an amalgamated build that
+ * is the one unit holding all of them, and preferring it keeps a same-named
+ * struct of some other code in the object (PUC Lua has a global_State too)
+ * out of the layout.  The C frame's slots are macros of lj_frame.h, which
+ * leave no trace in DWARF; they depend only on GC64 and come from the
+ * built-in row with the same reference width.
+ *
+ * The object is whatever file a target process mapped, so every file read
+ * here may be hostile: debug files are opened only if regular (a FIFO would
+ * block the recorder), read rather than mapped (a file truncated under us
+ * would be SIGBUS), DIE walks are bounded in depth and count and must move
+ * forward, and every offset must fit its lj_layout field.  A layout from
+ * DWARF is still only a candidate: the walker and luajit_vm.c validate it
+ * on the live process like any other.
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "record/luajit.h"
+
+#define DEBUG_ROOT "/usr/lib/debug"
+#define MAX_DEPTH 8            /* typedef chains, anonymous members, imports */
+#define MAX_DIES (1ul << 24)   /* DIEs visited in one search */
+#define MAX_BUILD_ID 64
+
+/* The types the layout is read from, by their C names. */
+enum lj_dwarf_type {
+	T_GG,
+	T_G,
+	T_L,
+	T_FUNCC,
+	T_FUNCL,
+	T_FUNC,
+	T_PROTO,
+	T_STR,
+	T_GCREF,
+	T_COUNT,
+};
+
+static const char *const type_names[T_COUNT] = {
+	[T_GG] = "GG_State",   [T_G] = "global_State", [T_L] = "lua_State",
+	[T_FUNCC] = "GCfuncC", [T_FUNCL] = "GCfuncL",  [T_FUNC] = "GCfunc",
+	[T_PROTO] = "GCproto", [T_STR] = "GCstr",      [T_GCREF] = "GCRef",
+};
+
+/* What one search found: the definition of each type, resolved through
+ * typedefs, and the fast-function ids of lj_ff.h's enum. */
+struct lj_types {
+	Dwarf_Die die[T_COUNT];
+	bool have[T_COUNT];
+	bool have_resume, have_wrap_aux;
+	uint8_t ff_resume, ff_wrap_aux;
+};
+
+/* The lj_layout fields that are a member's offset in one of the types. */
+#define MF(t, m, f) { t, m, offsetof(struct lj_layout, f) }
+static const struct {
+	enum lj_dwarf_type type;
+	const char *member;
+	size_t field; /* a __u16 of struct lj_layout */
+} member_fields[] = {
+	MF(T_G, "vmstate", g_vmstate),
+	MF(T_G, "mainthref", g_mainthref),
+	MF(T_G, "cur_L", g_cur_L),
+	MF(T_G, "jit_base", g_jit_base),
+	MF(T_L, "glref", l_glref),
+	MF(T_L, "base", l_base),
+	MF(T_L, "top", l_top),
+	MF(T_L, "stack", l_stack),
+	MF(T_L, "maxstack", l_maxstack),
+	MF(T_L, "cframe", l_cframe),
+	/* The header is shared; the walker reads ffid and pc of Lua
+	 * functions, f and upvalue of C ones. */
+	MF(T_FUNCL, "ffid", fn_ffid),
+	MF(T_FUNCL, "pc", fn_pc),
+	MF(T_FUNCC, "f", fn_f),
+	MF(T_FUNCC, "upvalue", fn_upvalue),
+	MF(T_PROTO, "sizebc", pt_sizebc),
+	MF(T_PROTO, "k", pt_k),
+	MF(T_PROTO, "sizekgc", pt_sizekgc),
+	MF(T_PROTO, "sizekn", pt_sizekn),
+	MF(T_PROTO, "sizept", pt_sizept),
+	MF(T_PROTO, "numparams", pt_numparams),
+	MF(T_PROTO, "framesize", pt_framesize),
+	MF(T_PROTO, "sizeuv", pt_sizeuv),
+	MF(T_PROTO, "flags", pt_flags),
+	MF(T_PROTO, "chunkname", pt_chunkname),
+	MF(T_PROTO, "firstline", pt_firstline),
+	MF(T_PROTO, "numline", pt_numline),
+	MF(T_PROTO, "lineinfo", pt_lineinfo),
+	MF(T_PROTO, "uvinfo", pt_uvinfo),
+	MF(T_PROTO, "varinfo", pt_varinfo),
+	MF(T_STR, "len", str_len),
+};
+#undef MF
+
+/* ---- finding the debug info ------------------------------------------- */
+
+struct debug_file {
+	int fd;
+	Elf *elf;
+	char path[PATH_MAX];
+};
+
+static void debug_file_close(struct debug_file *f)
+{
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->elf = NULL;
+	f->fd = -1;
+}
+
+/* Opens path as an ELF file: 0, or -errno with nothing left open. */
+static int debug_file_open(struct debug_file *f, const char *path)
+{
+	struct stat st;
+	int err = -ENOENT;
+
+	f->elf = NULL;
+	if ((size_t)snprintf(f->path, sizeof(f->path), "%s", path) >= sizeof(f->path)) {
+		f->fd = -1;
+		return -ENAMETOOLONG;
+	}
+	/* O_NONBLOCK: a FIFO planted where a debug file is looked for must
+	 * not hang the recorder; it is then refused as not regular. */
+	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (f->fd < 0)
+		return -errno;
+	if (fstat(f->fd, &st) || !S_ISREG(st.st_mode))
+		goto fail;
+	/* Read, not mapped: a file truncated while libdw reads it would
+	 * otherwise kill the recorder with SIGBUS. */
+	f->elf = elf_begin(f->fd, ELF_C_READ, NULL);
+	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF) {
+		err = -EINVAL;
+		goto fail;
+	}
+	return 0;
+fail:
+	debug_file_close(f);
+	return err;
+}
+
+/* Whether the file holds DWARF, not just the section headers that
+ * strip --only-keep-debug leaves in the stripped half (SHT_NOBITS). */
+static bool has_debug_info(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
+			return true;
+	}
+	return false;
+}
+
+static size_t build_id(Elf *elf, uint8_t *id)
+{
+	const void *p;
+	ssize_t n = dwelf_elf_gnu_build_id(elf, &p);
+
+	if (n <= 0 || n > MAX_BUILD_ID)
+		return 0;
+	memcpy(id, p, n);
+	return (size_t)n;
+}
+
+/* The CRC32 of a whole file, as .gnu_debuglink records it (zlib's). */
+static int file_crc32(int fd, uint32_t *crc)
+{
+	static unsigned char buf[65536];
+	uLong c = crc32(0L, Z_NULL, 0);
+	off_t off = 0;
+	ssize_t n;
+
+	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
+		c = crc32(c, buf, (uInt)n);
+		off += n;
+	}
+	if (n < 0)
+		return -errno;
+	*crc = (uint32_t)c;
+	return 0;
+}
+
+/* Opens a candidate separate debug file: it must hold DWARF, carry the
+ * object's build-id if the object has one, and match crc if asked. */
+static int try_debug_file(struct debug_file *f, const char *path,
+			  const uint8_t *id, size_t idlen, bool check_crc,
+			  uint32_t crc)
+{
+	uint8_t fid[MAX_BUILD_ID];
+	uint32_t fcrc = 0;
+
+	if (debug_file_open(f, path))
+		return -ENOENT;
+	if (!has_debug_info(f->elf))
+		goto mismatch;
+	if (idlen && (build_id(f->elf, fid) != idlen || memcmp(fid, id, idlen)))
+		goto mismatch;
+	if (check_crc && (file_crc32(f->fd, &fcrc) || fcrc != crc))
+		goto mismatch;
+	return 0;
+mismatch:
+	debug_file_close(f);
+	return -ENOENT;
+}
+
+/* The file holding object's DWARF, open in *f: 0, or -ENOENT if neither
+ * the object nor a debug file of it has any. */
+static int find_debug_info(const char *object, struct debug_file *f)
+{
+	struct debug_file obj;
+	uint8_t id[MAX_BUILD_ID];
+	char path[PATH_MAX], dir[PATH_MAX];
+	const char *link, *slash;
+	size_t idlen, n;
+	GElf_Word crc = 0;
+	int err;
+
+	err = debug_file_open(&obj, object);
+	if (err)
+		return err;
+	if (has_debug_info(obj.elf)) {
+		*f = obj;
+		return 0;
+	}
+	err = -ENOENT;
+	idlen = build_id(obj.elf, id);
+	if (idlen >= 2) {
+		n = (size_t)snprintf(path, sizeof(path), DEBUG_ROOT "/.build-id/%02x/", id[0]);
+		for (size_t i = 1; i < idlen && n < sizeof(path); i++)
+			n += (size_t)snprintf(path + n, sizeof(path) - n, "%02x", id[i]);
+		if (n + sizeof(".debug") <= sizeof(path)) {
+			strcat(path, ".debug");
+			if (!try_debug_file(f, path, id, idlen, false, 0)) {
+				err = 0;
+				goto cleanup;
+			}
+		}
+	}
+	link = dwelf_elf_gnu_debuglink(obj.elf, &crc);
+	/* The name comes from the target's file: a bare file name only. */
+	if (!link || !link[0] || strchr(link, '/') || !strcmp(link, ".") ||
+	    !strcmp(link, ".."))
+		goto cleanup;
+	slash = strrchr(object, '/');
+	if (!slash || (size_t)(slash - object) >= sizeof(dir))
+		goto cleanup;
+	memcpy(dir, object, slash - object);
+	dir[slash - object] = '\0';
+	{
+		const char *const fmts[] = { "%s/%s", "%s/.debug/%s", DEBUG_ROOT "%s/%s" };
+
+		for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+			if ((size_t)snprintf(path, sizeof(path), fmts[i], dir, link) >=
+			    sizeof(path))
+				continue;
+			if (!try_debug_file(f, path, id, idlen, true, crc)) {
+				err = 0;
+				goto cleanup;
+			}
+		}
+	}
+cleanup:
+	debug_file_close(&obj);
+	return err;
+}
+
+/* ---- reading types ------------------------------------------------------ */
+
+/* The struct or union definition die names, through typedefs and
+ * qualifiers: 0, or -ENOENT for anything else or a mere declaration. */
+static int resolve_aggregate(Dwarf_Die *die, Dwarf_Die *out)
+{
+	Dwarf_Die cur = *die, next;
+	Dwarf_Attribute attr;
+
+	for (int i = 0; i < MAX_DEPTH; i++) {
+		int tag = dwarf_tag(&cur);
+
+		if (tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
+			if (dwarf_hasattr_integrate(&cur, DW_AT_declaration) ||
+			    dwarf_bytesize(&cur) <= 0)
+				return -ENOENT;
+			*out = cur;
+			return 0;
+		}
+		if (tag != DW_TAG_typedef && tag != DW_TAG_const_type &&
+		    tag != DW_TAG_volatile_type)
+			return -ENOENT;
+		if (!dwarf_attr_integrate(&cur, DW_AT_type, &attr) ||
+		    !dwarf_formref_die(&attr, &next))
+			return -ENOENT;
+		cur = next;
+	}
+	return -ENOENT;
+}
+
+static bool next_sibling(Dwarf_Die *die)
+{
+	Dwarf_Die next;
+
+	if (dwarf_siblingof(die, &next) != 0)
+		return false;
+	*die = next;
+	return true;
+}
+
+static int type_index(const char *name)
+{
+	for (int i = 0; i < T_COUNT; i++)
+		if (!strcmp(type_names[i], name))
+			return i;
+	return -1;
+}
+
+/* Records the fast-function ids if this enum is lj_ff.h's FastFunc. */
+static void scan_enum(Dwarf_Die *e, struct lj_types *ty, unsigned long *budget)
+{
+	Dwarf_Die c;
+	Dwarf_Off last = dwarf_dieoffset(e);
+
+	if (dwarf_child(e, &c) != 0)
+		return;
+	do {
+		Dwarf_Attribute attr;
+		Dwarf_Word v;
+		const char *name;
+
+		if (dwarf_dieoffset(&c) <= last || !(*budget)--)
+			return;
+		last = dwarf_dieoffset(&c);
+		name = dwarf_diename(&c);
+		if (dwarf_tag(&c) != DW_TAG_enumerator || !name ||
+		    !dwarf_attr(&c, DW_AT_const_value, &attr) ||
+		    dwarf_formudata(&attr, &v) || v > UINT8_MAX)
+			continue;
+		if (!ty->have_resume && !strcmp(name, "FF_coroutine_resume")) {
+			ty->ff_resume = (uint8_t)v;
+			ty->have_resume = true;
+		} else if (!ty->have_wrap_aux && !strcmp(name, "FF_coroutine_wrap_aux")) {
+			ty->ff_wrap_aux = (uint8_t)v;
+			ty->have_wrap_aux = true;
+		}
+	} while (next_sibling(&c));
+}
+
+/* Looks through the top-level DIEs of a unit (and of the partial units
+ * it imports, as dwz leaves them) for the types and the enum.  Offsets
+ * must grow from one sibling to the next, so a hostile DW_AT_sibling
+ * cannot send the walk round in circles. */
+static void scan_unit(Dwarf_Die *unit, struct lj_types *ty, int depth,
+		      unsigned long *budget)
+{
+	Dwarf_Die c, def;
+	Dwarf_Off last = dwarf_dieoffset(unit);
+
+	if (depth > MAX_DEPTH || dwarf_child(unit, &c) != 0)
+		return;
+	do {
+		Dwarf_Attribute attr;
+		const char *name;
+		int i;
+
+		if (dwarf_dieoffset(&c) <= last || !(*budget)--)
+			return;
+		last = dwarf_dieoffset(&c);
+		switch (dwarf_tag(&c)) {
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+		case DW_TAG_typedef:
+			name = dwarf_diename(&c);
+			i = name ? type_index(name) : -1;
+			if (i >= 0 && !ty->have[i] && !resolve_aggregate(&c, &def)) {
+				ty->die[i] = def;
+				ty->have[i] = true;
+			}
+			break;
+		case DW_TAG_enumeration_type:
+			scan_enum(&c, ty, budget);
+			break;
+		case DW_TAG_imported_unit:
+			if (dwarf_attr(&c, DW_AT_import, &attr) &&
+			    dwarf_formref_die(&attr, &def))
+				scan_unit(&def, ty, depth + 1, budget);
+			break;
+		}
+	} while (next_sibling(&c));
+}
+
+static bool types_complete(const struct lj_types *ty)
+{
+	for (int i = 0; i < T_COUNT; i++)
+		if (!ty->have[i] && i != T_FUNC && i != T_FUNCC && i != T_FUNCL)
+			return false;
+	return (ty->have[T_FUNCC] && ty->have[T_FUNCL]) || ty->have[T_FUNC];
+}
+
+/* Every type from the first unit defining GG_State; what that unit lacks
+ * from the other units.  0, or -ENOENT if no unit defines GG_State. */
+static int find_types(Dwarf *dbg, struct lj_types *ty)
+{
+	struct lj_types any, unit;
+	unsigned long budget = MAX_DIES;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	bool anchored = false;
+
+	memset(ty, 0, sizeof(*ty));
+	memset(&any, 0, sizeof(any));
+	while (dwarf_nextcu(dbg, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu;
+
+		if (next <= off)
+			break;
+		if (dwarf_offdie(dbg, off + hsize, &cu)) {
+			memset(&unit, 0, sizeof(unit));
+			scan_unit(&cu, &unit, 0, &budget);
+			if (!anchored && unit.have[T_GG]) {
+				*ty = unit;
+				anchored = true;
+			}
+			for (int i = 0; i < T_COUNT; i++) {
+				if (unit.have[i] && !any.have[i]) {
+					any.die[i] = unit.die[i];
+					any.have[i] = true;
+				}
+			}
+			if (unit.have_resume && !any.have_resume) {
+				any.ff_resume = unit.ff_resume;
+				any.have_resume = true;
+			}
+			if (unit.have_wrap_aux && !any.have_wrap_aux) {
+				any.ff_wrap_aux = unit.ff_wrap_aux;
+				any.have_wrap_aux = true;
+			}
+			if (anchored && types_complete(ty) && ty->have_resume &&
+			    ty->have_wrap_aux)
+				return 0;
+		}
+		if (!budget)
+			break;
+		off = next;
+	}
+	if (!anchored)
+		return -ENOENT;
+	for (int i = 0; i < T_COUNT; i++) {
+		if (!ty->have[i] && any.have[i]) {
+			ty->die[i] = any.die[i];
+			ty->have[i] = true;
+		}
+	}
+	if (!ty->have_resume && any.have_resume) {
+		ty->ff_resume = any.ff_resume;
+		ty->have_resume = true;
+	}
+	if (!ty->have_wrap_aux && any.have_wrap_aux) {
+		ty->ff_wrap_aux = any.ff_wrap_aux;
+		ty->have_wrap_aux = true;
+	}
+	return 0;
+}
+
+/* A member's offset from DW_AT_data_member_location: a constant, or the
+ * DW_OP_plus_uconst expression of DWARF 2.  Union members have none. */
+static int member_location(Dwarf_Die *m, uint64_t *off)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word w;
+	Dwarf_Op *ops;
+	size_t nops;
+
+	if (!dwarf_attr_integrate(m, DW_AT_data_member_location, &attr)) {
+		*off = 0;
+		return 0;
+	}
+	switch (dwarf_whatform(&attr)) {
+	case DW_FORM_data1:
+	case DW_FORM_data2:
+	case DW_FORM_data4:
+	case DW_FORM_data8:
+	case DW_FORM_udata:
+	case DW_FORM_implicit_const:
+		if (dwarf_formudata(&attr, &w))
+			return -EINVAL;
+		*off = w;
+		return 0;
+	default:
+		if (dwarf_getlocation(&attr, &ops, &nops) || nops != 1 ||
+		    ops[0].atom != DW_OP_plus_uconst)
+			return -EINVAL;
+		*off = ops[0].number;
+		return 0;
+	}
+}
+
+/* The offset of member name in the aggregate agg, looking into anonymous
+ * struct and union members; its DIE in *found.  0 or -ENOENT. */
+static int find_member(Dwarf_Die *agg, const char *name, uint64_t *off,
+		       Dwarf_Die *found, int depth)
+{
+	Dwarf_Die c, sub;
+	Dwarf_Off last = dwarf_dieoffset(agg);
+	int budget = 4096; /* members of one struct */
+
+	if (depth > MAX_DEPTH || dwarf_child(agg, &c) != 0)
+		return -ENOENT;
+	do {
+		const char *mname;
+		Dwarf_Attribute attr;
+		uint64_t here, inner;
+
+		if (dwarf_dieoffset(&c) <= last || !budget--)
+			return -ENOENT;
+		last = dwarf_dieoffset(&c);
+		if (dwarf_tag(&c) != DW_TAG_member || member_location(&c, &here))
+			continue;
+		mname = dwarf_diename(&c);
+		if (mname && !strcmp(mname, name)) {
+			*off = here;
+			*found = c;
+			return 0;
+		}
+		if (!mname && dwarf_attr_integrate(&c, DW_AT_type, &attr) &&
+		    dwarf_formref_die(&attr, &sub) && !resolve_aggregate(&sub, &sub) &&
+		    !find_member(&sub, name, &inner, found, depth + 1)) {
+			*off = here + inner;
+			return 0;
+		}
+	} while (next_sibling(&c));
+	return -ENOENT;
+}
+
+/* GCfuncC and GCfuncL through the members c and l of union GCfunc, for
+ * debug info that kept the union but not the typedefs. */
+static void func_from_union(struct lj_types *ty, enum lj_dwarf_type t,
+			    const char *member)
+{
+	Dwarf_Die m, type, def;
+	Dwarf_Attribute attr;
+	uint64_t off;
+
+	if (ty->have[t] || !ty->have[T_FUNC] ||
+	    find_member(&ty->die[T_FUNC], member, &off, &m, 0) ||
+	    !dwarf_attr_integrate(&m, DW_AT_type, &attr) ||
+	    !dwarf_formref_die(&attr, &type) || resolve_aggregate(&type, &def))
+		return;
+	ty->die[t] = def;
+	ty->have[t] = true;
+}
+
+/* An offset that must fit a __u16 field and lie inside its struct. */
+static int member_u16(struct lj_types *ty, enum lj_dwarf_type t,
+		      const char *member, uint16_t *out, const char *path,
+		      char *msg, size_t msglen)
+{
+	Dwarf_Die m;
+	uint64_t off;
+	int size;
+
+	if (!ty->have[t]) {
+		snprintf(msg, msglen, "%s: DWARF has no definition of %s", path,
+			 type_names[t]);
+		return -EINVAL;
+	}
+	if (find_member(&ty->die[t], member, &off, &m, 0)) {
+		snprintf(msg, msglen, "%s: DWARF: %s has no member %s", path,
+			 type_names[t], member);
+		return -EINVAL;
+	}
+	size = dwarf_bytesize(&ty->die[t]);
+	if (off > UINT16_MAX || size <= 0 || off >= (uint64_t)size) {
+		snprintf(msg, msglen, "%s: DWARF: %s.%s at offset %llu is out of "
+			 "range", path, type_names[t], member,
+			 (unsigned long long)off);
+		return -EINVAL;
+	}
+	*out = (uint16_t)off;
+	return 0;
+}
+
+static int type_size(struct lj_types *ty, enum lj_dwarf_type t, int *size,
+		     const char *path, char *msg, size_t msglen)
+{
+	if (!ty->have[t]) {
+		snprintf(msg, msglen, "%s: DWARF has no definition of %s", path,
+			 type_names[t]);
+		return -EINVAL;
+	}
+	*size = dwarf_bytesize(&ty->die[t]);
+	if (*size <= 0 || *size > UINT16_MAX) {
+		snprintf(msg, msglen, "%s: DWARF: sizeof(%s) = %d is out of range",
+			 path, type_names[t], *size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int fill_layout(struct lj_types *ty, struct lj_layout *lo,
+		       const char *path, char *msg, size_t msglen)
+{
+	const struct lj_build_desc *cf, *known;
+	uint16_t gg_l, gg_g;
+	uint64_t disp, off;
+	Dwarf_Die m;
+	int size, err;
+
+	memset(lo, 0, sizeof(*lo));
+	func_from_union(ty, T_FUNCC, "c");
+	func_from_union(ty, T_FUNCL, "l");
+	for (size_t i = 0; i < sizeof(member_fields) / sizeof(member_fields[0]); i++) {
+		uint16_t v;
+
+		err = member_u16(ty, member_fields[i].type, member_fields[i].member,
+				 &v, path, msg, msglen);
+		if (err)
+			return err;
+		memcpy((char *)lo + member_fields[i].field, &v, sizeof(v));
+	}
+	err = type_size(ty, T_PROTO, &size, path, msg, msglen);
+	if (err)
+		return err;
+	lo->pt_size = (uint16_t)size;
+	err = type_size(ty, T_STR, &size, path, msg, msglen);
+	if (err)
+		return err;
+	lo->str_size = (uint16_t)size;
+	err = type_size(ty, T_GCREF, &size, path, msg, msglen);
+	if (err)
+		return err;
+	if (size != 4 && size != 8) {
+		snprintf(msg, msglen, "%s: DWARF: sizeof(GCRef) = %d, neither 4 "
+			 "nor 8", path, size);
+		return -EINVAL;
+	}
+	lo->ref_size = (uint16_t)size;
+
+	/* G's place in GG_State and the dispatch table's, which lies far
+	 * beyond a __u16 from the start of the struct. */
+	err = member_u16(ty, T_GG, "L", &gg_l, path, msg, msglen) ?:
+	      member_u16(ty, T_GG, "g", &gg_g, path, msg, msglen);
+	if (err)
+		return err;
+	if (find_member(&ty->die[T_GG], "dispatch", &disp, &m, 0)) {
+		snprintf(msg, msglen, "%s: DWARF: GG_State has no member dispatch",
+			 path);
+		return -EINVAL;
+	}
+	if (gg_g <= gg_l || disp <= gg_g || disp - gg_g > INT32_MAX ||
+	    disp >= (uint64_t)dwarf_bytesize(&ty->die[T_GG])) {
+		snprintf(msg, msglen, "%s: DWARF: GG_State's L, g and dispatch "
+			 "(at %u, %u, %llu) are not in that order", path, gg_l,
+			 gg_g, (unsigned long long)disp);
+		return -EINVAL;
+	}
+	lo->gg_g = (uint32_t)(gg_g - gg_l);
+	lo->g2disp = (int32_t)(disp - gg_g);
+
+	/* OpenResty's luajit2 adds exdata (and exdata2) to lua_State. */
+	lo->flags = lo->ref_size == 8 ? LJ_LAYOUT_GC64 : 0;
+	if (!find_member(&ty->die[T_L], "exdata", &off, &m, 0))
+		lo->flags |= LJ_LAYOUT_OPENRESTY;
+
+	/* lj_frame.h's CFRAME_OFS_* and CFRAME_SIZE: macros, so not in
+	 * DWARF, and the same for every build of one reference width. */
+	cf = lj_known_build(lo->flags & LJ_LAYOUT_GC64);
+	if (!cf) {
+		snprintf(msg, msglen, "%s: no built-in C frame layout for %s",
+			 path, lo->ref_size == 8 ? "GC64" : "32-bit refs");
+		return -EINVAL;
+	}
+	lo->cf_l = cf->layout.cf_l;
+	lo->cf_pc = cf->layout.cf_pc;
+	lo->cf_prev = cf->layout.cf_prev;
+	lo->cf_size = cf->layout.cf_size;
+
+	/* Without the enum (a compiler drops unused types), the ids of the
+	 * variant's built-in row. */
+	known = lj_known_build(lo->flags);
+	if (ty->have_resume && ty->have_wrap_aux) {
+		lo->ffid_coroutine_resume = ty->ff_resume;
+		lo->ffid_coroutine_wrap_aux = ty->ff_wrap_aux;
+	} else if (known) {
+		lo->ffid_coroutine_resume = known->layout.ffid_coroutine_resume;
+		lo->ffid_coroutine_wrap_aux = known->layout.ffid_coroutine_wrap_aux;
+	}
+	return 0;
+}
+
+int lj_layout_from_dwarf(const char *object, struct lj_layout *lo, char *msg,
+			 size_t msglen)
+{
+	struct debug_file f = { .fd = -1 };
+	struct lj_types ty;
+	Dwarf *dbg = NULL;
+	int err;
+
+	msg[0] = '\0';
+	elf_version(EV_CURRENT);
+	err = find_debug_info(object, &f);
+	if (err) {
+		snprintf(msg, msglen, "%s: no DWARF debug info found", object);
+		return -ENOENT;
+	}
+	dbg = dwarf_begin_elf(f.elf, DWARF_C_READ, NULL);
+	if (!dbg) {
+		snprintf(msg, msglen, "%s: cannot read its DWARF: %s", f.path,
+			 dwarf_errmsg(-1));
+		err = -EINVAL;
+		goto cleanup;
+	}
+	err = find_types(dbg, &ty);
+	if (err) {
+		/* Debug info for the program around LuaJIT, not for LuaJIT. */
+		snprintf(msg, msglen, "%s: DWARF has no GG_State: no debug info "
+			 "for LuaJIT", f.path);
+		err = -ENOENT;
+		goto cleanup;
+	}
+	err = fill_layout(&ty, lo, f.path, msg, msglen);
+	if (!err)
+		snprintf(msg, msglen, "%s", f.path);
+cleanup:
+	if (dbg)
+		dwarf_end(dbg);
+	debug_file_close(&f);
+	return err;
+}
