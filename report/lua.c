@@ -295,6 +295,23 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 	return frames_name(l->fr, text, id);
 }
 
+int lua_leaf_function(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *id)
+{
+	const struct lstack_ent *e;
+
+	*id = UINT32_MAX;
+	if (idx >= l->nstacks)
+		return 0;
+	e = &l->stacks[idx];
+	for (uint32_t i = 0; i < e->depth; i++) {
+		if (e->frames[i].kind != LP_LFRAME_LUA)
+			continue;
+		return name_lua_frame(l, find_vm(l, pid), &e->frames[i],
+				      i + 1 < e->depth ? &e->frames[i + 1] : NULL, id);
+	}
+	return 0;
+}
+
 int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 		    uint32_t *n)
 {

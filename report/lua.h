@@ -41,6 +41,10 @@ int lua_vm_range(const struct lua *l, uint32_t pid, uint64_t *start,
 int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 		    uint32_t *n);
 
+/* The name id of the innermost Lua function of Lua stack idx (as
+ * lua_stack_names() names it), or UINT32_MAX when it has none. */
+int lua_leaf_function(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *id);
+
 /* ---- lua_names.c: LuaJIT's lj_debug_funcname(), offline --------------- */
 /* The name of the function called at caller's instruction pc - 1 (pc as
  * the walker gives it: the position after the call): writes it to buf and

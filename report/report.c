@@ -26,6 +26,7 @@
 #include "report/lua.h"
 #include "report/stacks.h"
 #include "report/symbolize.h"
+#include "report/vmstate.h"
 
 #define PROG "luaprof report"
 
@@ -40,6 +41,7 @@ struct opts {
 	double limit;
 	int comm;
 	int lines;
+	int vmstate;
 	const char *trace;
 };
 
@@ -52,6 +54,7 @@ struct run {
 	struct frames *fr;
 	struct stacks *st;
 	struct lua *lua;
+	struct vmstate *vms;
 	uint32_t *roots; /* --comm root name per procs entry */
 	size_t nroots, caproots;
 	uint64_t lost, missing;
@@ -62,7 +65,7 @@ struct run {
 static const char usage_line[] =
 	"usage: luaprof report [--format top|folded|callgraph] [-o FILE] "
 	"[--pid PID[,PID...]] [--tid TID[,TID...]] [-n N] "
-	"[--percent-limit P] [--comm] [--lines] TRACE\n";
+	"[--percent-limit P] [--comm] [--lines] [--vmstate] TRACE\n";
 
 static void help(void)
 {
@@ -82,6 +85,10 @@ static void help(void)
 	      "                      (default 0.5)\n"
 	      "  --comm              folded, callgraph: put the process name above\n"
 	      "                      each stack as its root frame\n"
+	      "  --vmstate           instead of stacks: the share of samples in each\n"
+	      "                      LuaJIT VM state (N compiled, I interpreted, C code,\n"
+	      "                      G garbage collector, J JIT compiler), overall and\n"
+	      "                      per innermost Lua function (-n rows)\n"
 	      "  --lines             Lua frames show the line being run, not the\n"
 	      "                      line where the function is defined\n"
 	      "  -h, --help          print this help and exit\n"
@@ -93,7 +100,8 @@ static void help(void)
 	      "main for a chunk, ? when none; CHUNK without its @; LINE where the\n"
 	      "function is defined.  Builtins print by name (string.format),\n"
 	      "[trace N] a compiled trace, [truncated] where a Lua stack could not\n"
-	      "be read further.  A native frame\n"
+	      "be read further.  Time the VM spent outside Lua code ends a stack\n"
+	      "with [GC], [trace exit] or [JIT compiler].  A native frame\n"
 	      "is a function name; MODULE+0xADDR where the file has no symbol for\n"
 	      "it (ADDR as addr2line -e takes it, or a file offset if the file\n"
 	      "cannot be read here); [anon]+0xOFF or [vdso]+0xOFF inside such\n"
@@ -161,7 +169,7 @@ static int has_id(const uint32_t *v, size_t n, uint32_t id)
 	return bsearch(&id, v, n, sizeof(id), id_cmp) != NULL;
 }
 
-enum { OPT_FORMAT = 256, OPT_PID, OPT_TID, OPT_LIMIT, OPT_COMM, OPT_LINES };
+enum { OPT_FORMAT = 256, OPT_PID, OPT_TID, OPT_LIMIT, OPT_COMM, OPT_LINES, OPT_VMSTATE };
 
 /* 0 to run, 2 on misuse, -1 when --help was printed, -ENOMEM. */
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -175,6 +183,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "percent-limit", required_argument, NULL, OPT_LIMIT },
 		{ "comm", no_argument, NULL, OPT_COMM },
 		{ "lines", no_argument, NULL, OPT_LINES },
+		{ "vmstate", no_argument, NULL, OPT_VMSTATE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -229,6 +238,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_COMM:
 			o->comm = 1;
+			break;
+		case OPT_VMSTATE:
+			o->vmstate = 1;
 			break;
 		case OPT_LINES:
 			o->lines = 1;
@@ -302,6 +314,9 @@ static int on_sample(struct run *r, const struct lp_sample *smp)
 	}
 	err = stacks_add_sample(r->st, smp, root, &missing);
 	r->missing += missing;
+	if (!err && o->vmstate)
+		err = vmstate_add(r->vms, smp, smp->lstack ?
+				  lua_find_stack(r->lua, smp->lstack) : UINT32_MAX);
 	return err;
 }
 
@@ -398,7 +413,9 @@ static int write_output(struct run *r)
 			return 1;
 		}
 	}
-	if (o->format == FMT_FOLDED)
+	if (o->vmstate)
+		err = out_vmstate(out, &r->prof, r->vms, o->rows);
+	else if (o->format == FMT_FOLDED)
 		err = out_folded(out, &r->prof);
 	else if (o->format == FMT_CALLGRAPH)
 		err = out_callgraph(out, &r->prof, o->limit);
@@ -453,6 +470,8 @@ int cmd_report(int argc, char **argv)
 		err = frames_new(&r.fr, &r.prof.names, r.maps, r.sym);
 	if (!err)
 		err = lua_new(&r.lua, r.fr, o.lines);
+	if (!err && o.vmstate)
+		err = vmstate_new(&r.vms, r.lua);
 	if (!err)
 		err = stacks_new(&r.st, r.fr, r.maps, r.lua);
 	while (!err && (err = trace_reader_next(reader, &rec)) == 1)
@@ -479,6 +498,7 @@ cleanup:
 	if (reader)
 		trace_reader_close(reader);
 	stacks_free(r.st);
+	vmstate_free(r.vms);
 	lua_free(r.lua);
 	frames_free(r.fr);
 	symbolizer_free(r.sym);

@@ -26,9 +26,10 @@ struct ures_ent {
 	uint32_t useq;
 };
 
-/* What is counted: one entry per distinct triple. */
+/* What is counted: one entry per distinct (root, user frames, kernel
+ * stack, VM-state pseudo-frame). */
 struct count_ent {
-	uint32_t root, useq, kstack;
+	uint32_t root, useq, kstack, vm;
 	uint64_t count;
 };
 
@@ -246,10 +247,36 @@ static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
 	return 0;
 }
 
+/* The leaf pseudo-frame for time the LuaJIT VM spent outside Lua code
+ * (docs: [GC], [trace exit], [JIT compiler]), or NONE. */
+static int vm_pseudo_frame(struct stacks *s, const struct lp_sample *smp,
+			   uint32_t *id)
+{
+	const char *name = NULL;
+
+	*id = NONE;
+	if (smp->lua_state == LP_LUA_NONE || smp->vmstate >= 0)
+		return 0;
+	switch (~smp->vmstate) {
+	case 2: /* LJ_VMST_GC */
+		name = "[GC]";
+		break;
+	case 3: /* LJ_VMST_EXIT */
+		name = "[trace exit]";
+		break;
+	case 4: /* LJ_VMST_RECORD */
+	case 5: /* LJ_VMST_OPT */
+	case 6: /* LJ_VMST_ASM */
+		name = "[JIT compiler]";
+		break;
+	}
+	return name ? frames_name(s->fr, name, id) : 0;
+}
+
 int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		      uint32_t root, int *missing)
 {
-	uint32_t useq = NONE, kstack = NONE;
+	uint32_t useq = NONE, kstack = NONE, vm;
 	struct count_ent *c;
 	struct htab_probe p;
 	uint64_t hash;
@@ -264,12 +291,16 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 	if (smp->kstack)
 		kstack = find_stack(s, smp->kstack);
 	*missing = useq == MISSING || kstack == MISSING;
+	err = vm_pseudo_frame(s, smp, &vm);
+	if (err)
+		return err;
 
-	hash = hash_mix(hash_mix(hash_u64(root), useq), kstack);
+	hash = hash_mix(hash_mix(hash_mix(hash_u64(root), useq), kstack), vm);
 	htab_probe_start(&s->cnt_h, hash, &p);
 	while ((i = htab_probe_next(&s->cnt_h, &p)) >= 0) {
 		c = &s->cnt[i];
-		if (c->root == root && c->useq == useq && c->kstack == kstack) {
+		if (c->root == root && c->useq == useq && c->kstack == kstack &&
+		    c->vm == vm) {
 			c->count++;
 			return 0;
 		}
@@ -283,6 +314,7 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 	c->root = root;
 	c->useq = useq;
 	c->kstack = kstack;
+	c->vm = vm;
 	c->count = 1;
 	return 0;
 }
@@ -299,7 +331,7 @@ static int flatten(struct stacks *s, const struct count_ent *c, uint32_t *n)
 
 	if (c->useq < MISSING)
 		u = seqtab_get(&s->useqs, c->useq, &un);
-	need = (size_t)un + (ke ? ke->depth : 0) + 3;
+	need = (size_t)un + (ke ? ke->depth : 0) + 4;
 	err = reserve_buf(s, need);
 	if (err)
 		return err;
@@ -312,6 +344,8 @@ static int flatten(struct stacks *s, const struct count_ent *c, uint32_t *n)
 	}
 	for (uint32_t i = 0; i < un; i++)
 		s->buf[k++] = u[i];
+	if (c->vm != NONE)
+		s->buf[k++] = c->vm;
 	if (c->kstack == MISSING) {
 		err = frames_name(s->fr, "[missing stack]", &s->buf[k++]);
 		if (err)

@@ -77,6 +77,16 @@ anon=$(awk '/\[anon\]/ { n += $NF } END { print n + 0 }' $TMP/abc-jit2.lp.folded
 check_num "JIT on: share of samples left with trace machine code as a frame" \
 	"$(share $anon $(folded_total $TMP/abc-jit2.lp.folded))" "<=" 0.01
 
+# VM states: compiled with the JIT on, interpreted with it off.
+$LUAPROF report --vmstate $TMP/abc-jit2.lp >$TMP/vms-jit.txt 2>/dev/null
+$LUAPROF report --vmstate $TMP/abc-lj2.lp >$TMP/vms-int.txt 2>/dev/null
+check_num "--vmstate, JIT on: share compiled" \
+	"$(awk '$3 == "Compiled" { sub("%", "", $1); print $1 / 100 }' $TMP/vms-jit.txt)" ">=" 0.9
+check_num "--vmstate, -joff: share interpreted" \
+	"$(awk '$3 == "Interpreted" { sub("%", "", $1); print $1 / 100 }' $TMP/vms-int.txt)" ">=" 0.9
+check "--vmstate names work as the function of most samples" \
+	bash -c "grep -A2 'by innermost Lua function' $TMP/vms-jit.txt | grep -q 'work ($S/abc.lua'"
+
 # The shared library is where the native frames around the VM come from:
 # the host's main calls into the VM through lua_pcall.
 check "shared library: the host's frames stand below the Lua frames" \
@@ -130,6 +140,7 @@ record_lua "cfuncs.lua" $out $LJ1 -joff $S/cfuncs.lua 2
 for b in string.rep string.format string.gsub table.sort table.concat; do
 	check "cfuncs.lua: builtin $b is named" grep -qF ";$b" $out.folded
 done
+check "cfuncs.lua: garbage collection shows as [GC] at the leaf" grep -qE "\[GC\] [0-9]+$" $out.folded
 check "cfuncs.lua: cmp runs under table.sort" grep -qE "table.sort;.*cmp \($S/cfuncs.lua" $out.folded
 
 # FFI calls into libc.

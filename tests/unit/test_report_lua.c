@@ -1,0 +1,125 @@
+/*
+ * test_report_lua.c - the report's Lua side on hand-built traces: Lua
+ * frames in place of the VM's native frame, names from the call site,
+ * builtins by name, the VM-state pseudo-frames and --vmstate.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/lua_bc.h"
+#include "tests/unit/report_test.h"
+
+#define AD(op, a, d) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(d) << 16)
+#define ABC(op, a, b, c) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(c) << 16 | (uint32_t)(b) << 24)
+
+/* pid 40: native code at 0x10000.., the VM's code at 0x20000..0x21000.
+ * main chunk (proto 1) calls the global "work" (proto 2), which calls
+ * string.rep (fast function 7 here). */
+static int write_lua_trace(const char *path, int32_t vmstate)
+{
+	static const uint32_t main_bc[] = { AD(LBC_FUNCV, 2, 0), AD(LBC_GGET, 0, 0),
+					    ABC(LBC_CALL, 0, 1, 1), AD(LBC_RET0, 0, 1) };
+	static const uint32_t main_lines[] = { 0, 3, 3, 4 };
+	static const uint32_t work_bc[] = { AD(LBC_FUNCF, 3, 0), AD(LBC_KSHORT, 0, 1),
+					    ABC(LBC_CALL, 0, 1, 1), AD(LBC_RET0, 0, 1) };
+	static const uint32_t work_lines[] = { 1, 2, 2, 2 };
+	static const struct lp_proto_kstr kstr[] = { { 0, "work" } };
+	static const char *const ffnames[] = { "Lua", "C", "assert", "type", "next",
+					       "pairs", "ipairs", "string.rep" };
+	static const struct lp_lframe frames[] = {
+		{ LP_LFRAME_FF, 0, 7, 0 },         /* string.rep, called from work */
+		{ LP_LFRAME_LUA, 0, 2, 3 },        /* work, called from main */
+		{ LP_LFRAME_LUA, 3, 1, 3 },        /* main (vararg frame) */
+		{ LP_LFRAME_ENTRY, 0, 0, 0 },
+	};
+	uint64_t native[] = { 0x10100 /* leaf: C code */, 0x20400 /* VM */,
+			      0x10200 /* the host */ };
+	struct lp_record rec = { .type = LP_REC_LUAJIT };
+	struct trace_writer *w = rt_open(path);
+	uint64_t t = 0;
+	int err;
+
+	if (!w)
+		return -1;
+	err = rt_process(w, 40, 1, LP_PROC_EXISTING, "host", "/x/host", t) ?:
+	      rt_map1(w, 40, LP_MAPS_REPLACE, 0x10000, 0x30000, 0, "/x/host");
+	rec.u.luajit = (struct lp_luajit){ .pid = 40, .G = 0x1000, .vm_start = 0x20000,
+					   .vm_end = 0x21000, .flags = LP_LUAJIT_GC64,
+					   .name = "test", .source = "test", .nff = 8,
+					   .ffnames = ffnames };
+	err = err ?: trace_write(w, &rec);
+	rec.type = LP_REC_PROTO;
+	rec.u.proto = (struct lp_proto){ .id = 1, .chunkname = "@t.lua", .firstline = 0,
+					 .numline = 5, .nbc = 4, .bc = main_bc,
+					 .lines = main_lines, .nkstr = 1, .kstr = kstr };
+	err = err ?: trace_write(w, &rec);
+	rec.u.proto = (struct lp_proto){ .id = 2, .chunkname = "@t.lua", .firstline = 1,
+					 .numline = 2, .nbc = 4, .bc = work_bc,
+					 .lines = work_lines };
+	err = err ?: trace_write(w, &rec);
+	rec.type = LP_REC_LUA_STACK;
+	rec.u.lua_stack = (struct lp_lua_stack){ .id = 9, .depth = 4, .frames = frames };
+	err = err ?: trace_write(w, &rec) ?: rt_stack(w, 1, LP_STACK_USER, native, 3);
+	for (int i = 0; !err && i < 5; i++) {
+		rec.type = LP_REC_SAMPLE;
+		rec.u.sample = (struct lp_sample){ .time_ns = t += 1000, .pid = 40, .tid = 40,
+						   .ustack = 1, .lstack = 9, .vmstate = vmstate,
+						   .lua_state = LP_LUA_WALKED };
+		err = trace_write(w, &rec);
+	}
+	return trace_writer_close(w, NULL) ?: err;
+}
+
+TEST(report_lua_frames_replace_the_vm_frame)
+{
+	const char *path = rt_path("lua.lp");
+	char *out = NULL;
+
+	CHECK(write_lua_trace(path, ~1 /* C */) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	/* Root first: the host's frame, the Lua frames where the VM frame
+	 * was, named from their call sites, then the C code the builtin ran
+	 * (/x/host cannot be read here: file offsets). */
+	CHECK(!strcmp(out, "host+0x1ff;main (t.lua:0);work (t.lua:1);string.rep;host+0x100 5\n"));
+	free(out);
+	out = NULL;
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", "--lines",
+		     path, NULL) == 0);
+	/* --lines: the line of the instruction before each frame's pc. */
+	CHECK(strstr(out, "main (t.lua:3);work (t.lua:2);"));
+	free(out);
+}
+
+TEST(report_vm_state_pseudo_frames)
+{
+	const char *path = rt_path("gc.lp");
+	char *out = NULL;
+
+	CHECK(write_lua_trace(path, ~2 /* GC */) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(strstr(out, "string.rep;host+0x100;[GC] 5\n"));
+	free(out);
+	out = NULL;
+	CHECK(write_lua_trace(path, ~4 /* trace recorder */) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(strstr(out, ";[JIT compiler] 5\n"));
+	free(out);
+	out = NULL;
+	CHECK(write_lua_trace(path, 3 /* compiled trace 3: Lua time */) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(!strchr(out, '[') || !strstr(out, "[GC]"));
+	free(out);
+}
+
+TEST(report_vmstate_table)
+{
+	const char *path = rt_path("vms.lp");
+	char *out = NULL;
+
+	CHECK(write_lua_trace(path, ~0 /* interpreted */) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--vmstate", path, NULL) == 0);
+	CHECK(strstr(out, "100.00%  I  Interpreted"));
+	/* The innermost Lua function is work, all interpreted. */
+	CHECK(strstr(out, "0.0%  100.0%    0.0%    0.0%    0.0%  work (t.lua:1)"));
+	free(out);
+}
