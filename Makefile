@@ -103,6 +103,7 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run.sh
+	@bench/nginx.sh
 
 clean:
 	rm -rf $(BUILD) demo.lp demo.folded

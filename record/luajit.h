@@ -30,7 +30,7 @@ struct lj_target {
 	const struct lj_build_desc *build; /* names and fast functions */
 	struct lj_layout layout;           /* what the walker uses */
 	char object[PATH_MAX];             /* the ELF file holding LuaJIT */
-	char source[160];                  /* how the layout was chosen */
+	char source[320];                  /* how the layout was chosen */
 	int64_t bias;       /* runtime address = ELF vaddr + bias */
 	uint64_t G, vm_start, vm_end;
 };
@@ -39,7 +39,8 @@ struct lj_target {
  * Looks for LuaJIT among pid's executable mappings: an ELF object that
  * exports luaJIT_setmode.  Tells OpenResty's luajit2 (lua_setexdata) from
  * upstream, GC64 from 32-bit references (lua_gettop's code), and takes the
- * layout from the built-in table or from offsets_file (NULL: none).
+ * layout from offsets_file (NULL: none), else from the object's DWARF
+ * (its own or a separate debug file), else from the built-in table.
  * Returns 0 with *out allocated, -ENOENT if there is no LuaJIT, or another
  * -errno with a reason in msg. */
 int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file,

@@ -247,8 +247,9 @@ mismatch:
 	return -ENOENT;
 }
 
-/* The file holding object's DWARF, open in *f: 0, or -ENOENT if neither
- * the object nor a debug file of it has any. */
+/* The file holding object's DWARF, open in *f: 0, -ENOENT if neither the
+ * object nor a debug file of it has any, or -errno if the object cannot
+ * be read as ELF. */
 static int find_debug_info(const char *object, struct debug_file *f)
 {
 	struct debug_file obj;
@@ -438,6 +439,25 @@ static bool types_complete(const struct lj_types *ty)
 	return (ty->have[T_FUNCC] && ty->have[T_FUNCL]) || ty->have[T_FUNC];
 }
 
+/* Fills in what dst lacks from src. */
+static void merge_types(struct lj_types *dst, const struct lj_types *src)
+{
+	for (int i = 0; i < T_COUNT; i++) {
+		if (!dst->have[i] && src->have[i]) {
+			dst->die[i] = src->die[i];
+			dst->have[i] = true;
+		}
+	}
+	if (!dst->have_resume && src->have_resume) {
+		dst->ff_resume = src->ff_resume;
+		dst->have_resume = true;
+	}
+	if (!dst->have_wrap_aux && src->have_wrap_aux) {
+		dst->ff_wrap_aux = src->ff_wrap_aux;
+		dst->have_wrap_aux = true;
+	}
+}
+
 /* Every type from the first unit defining GG_State; what that unit lacks
  * from the other units.  0, or -ENOENT if no unit defines GG_State. */
 static int find_types(Dwarf *dbg, struct lj_types *ty)
@@ -450,11 +470,10 @@ static int find_types(Dwarf *dbg, struct lj_types *ty)
 
 	memset(ty, 0, sizeof(*ty));
 	memset(&any, 0, sizeof(any));
-	while (dwarf_nextcu(dbg, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+	while (budget && dwarf_nextcu(dbg, off, &next, &hsize, NULL, NULL, NULL) == 0 &&
+	       next > off) {
 		Dwarf_Die cu;
 
-		if (next <= off)
-			break;
 		if (dwarf_offdie(dbg, off + hsize, &cu)) {
 			memset(&unit, 0, sizeof(unit));
 			scan_unit(&cu, &unit, 0, &budget);
@@ -462,44 +481,16 @@ static int find_types(Dwarf *dbg, struct lj_types *ty)
 				*ty = unit;
 				anchored = true;
 			}
-			for (int i = 0; i < T_COUNT; i++) {
-				if (unit.have[i] && !any.have[i]) {
-					any.die[i] = unit.die[i];
-					any.have[i] = true;
-				}
-			}
-			if (unit.have_resume && !any.have_resume) {
-				any.ff_resume = unit.ff_resume;
-				any.have_resume = true;
-			}
-			if (unit.have_wrap_aux && !any.have_wrap_aux) {
-				any.ff_wrap_aux = unit.ff_wrap_aux;
-				any.have_wrap_aux = true;
-			}
+			merge_types(&any, &unit);
 			if (anchored && types_complete(ty) && ty->have_resume &&
 			    ty->have_wrap_aux)
 				return 0;
 		}
-		if (!budget)
-			break;
 		off = next;
 	}
 	if (!anchored)
 		return -ENOENT;
-	for (int i = 0; i < T_COUNT; i++) {
-		if (!ty->have[i] && any.have[i]) {
-			ty->die[i] = any.die[i];
-			ty->have[i] = true;
-		}
-	}
-	if (!ty->have_resume && any.have_resume) {
-		ty->ff_resume = any.ff_resume;
-		ty->have_resume = true;
-	}
-	if (!ty->have_wrap_aux && any.have_wrap_aux) {
-		ty->ff_wrap_aux = any.ff_wrap_aux;
-		ty->have_wrap_aux = true;
-	}
+	merge_types(ty, &any);
 	return 0;
 }
 

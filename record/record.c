@@ -39,7 +39,13 @@ static void print_help(void)
 	       "      --compress CODEC    lz4, zlib or none (default lz4)\n"
 	       "      --luajit-offsets FILE  struct offsets of a LuaJIT build luaprof\n"
 	       "                          does not know (\"field = value\" lines, the\n"
-	       "                          fields of struct lj_layout in bpf/luajit.h)\n"
+	       "                          fields of struct lj_layout in bpf/luajit.h);\n"
+	       "                          without it, offsets come from the object's\n"
+	       "                          DWARF if it has debug info, else from the\n"
+	       "                          built-in layouts of Debian's LuaJIT builds\n"
+	       "      --no-embed          do not embed the symbol tables of the\n"
+	       "                          objects hit (smaller traces; a report then\n"
+	       "                          needs the same binaries, or --symfs)\n"
 	       "  -q, --quiet             no status line and no summary\n"
 	       "  -v, --verbose           show libbpf's messages\n"
 	       "  -h, --help              show this help\n"
@@ -113,6 +119,7 @@ int cmd_record(int argc, char **argv)
 		{ "compress", required_argument, NULL, 'c' },
 		{ "no-children", no_argument, NULL, 'N' },
 		{ "luajit-offsets", required_argument, NULL, 'L' },
+		{ "no-embed", no_argument, NULL, 'E' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -173,6 +180,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'L':
 			o.luajit_offsets = optarg;
+			break;
+		case 'E':
+			o.no_embed = 1;
 			break;
 		case 'q':
 			o.quiet = 1;

@@ -64,6 +64,26 @@ void ksym_set_note(struct ksym_set *s, const uint64_t *addrs, uint32_t n);
 int ksym_set_write(struct ksym_set *s, struct trace_writer *w);
 void ksym_set_free(struct ksym_set *s);
 
+/* ---- objects.c: the ELF objects hit, embedded for the report --------- */
+struct object_set;
+
+/* embed = 0: identities only (`record --no-embed`), no symbols. */
+struct object_set *object_set_new(int embed);
+/* Sets the object id of every file mapping of t (pid's), writing an
+ * OBJECT record for each file new to the trace, before the caller's MAPS
+ * record that names it. */
+void object_set_assign(struct object_set *s, pid_t pid, struct maps_table *t,
+		       struct trace_writer *w);
+/* Notes the objects of t that addresses (or an object id) fall in. */
+void object_set_note(struct object_set *s, const struct maps_table *t,
+		     const uint64_t *addrs, uint32_t n);
+void object_set_note_id(struct object_set *s, uint64_t id);
+/* Writes the SYMTAB records of the objects noted and not yet embedded. */
+int object_set_write(struct object_set *s, struct trace_writer *w);
+void object_set_stats(const struct object_set *s, uint64_t *objects,
+		      uint64_t *embedded, uint64_t *symbols);
+void object_set_free(struct object_set *s);
+
 /* ---- perf.c: one cpu-clock perf_event per CPU --------------------------- */
 struct perf_sampling {
 	int ncpus;

@@ -85,6 +85,7 @@ struct session {
 	struct perf_sampling perf;
 	struct stack_table *stacks;
 	struct ksym_set *ksyms;
+	struct object_set *objs; /* ELF objects hit, embedded (objects.c) */
 	struct unwinder *unw; /* native unwinder; NULL: frame pointers only */
 	struct proto_table *protos;
 	struct lua_stats lua;
@@ -149,6 +150,8 @@ static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
 	t->maps_read_ns = mono_ns();
 	if (procmaps_read(t->pid, &now))
 		return; /* gone already: its samples print as [unmapped] */
+	if (!s->write_err)
+		object_set_assign(s->objs, t->pid, &now, s->w);
 	added = calloc(now.n ? now.n : 1, sizeof(*added));
 	list = calloc(now.n ? now.n : 1, sizeof(*list));
 	if (!added || !list)
@@ -407,6 +410,8 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 		} else if (f->kind == LP_LUA_FRAME_ENTRY) {
 			value = 0; /* a stack address: only its place matters */
 		}
+		if (f->kind == LP_LUA_FRAME_C)
+			object_set_note(s->objs, &t->maps, (const uint64_t *)&f->addr, 1);
 		frames[i].kind = f->kind;
 		frames[i].link = f->link;
 		frames[i].value = value;
@@ -476,6 +481,10 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 		t = add_target(s, e->h.pid, 0, e->h.time_ns, LP_PROC_FORKED, NULL);
 	if (t)
 		check_mappings(s, t, e);
+	if (t && e->ustack_bytes > 0)
+		object_set_note(s->objs, &t->maps, (const uint64_t *)e->ustack,
+				e->ustack_bytes / 8 < LP_MAX_USTACK ?
+				e->ustack_bytes / 8 : LP_MAX_USTACK);
 	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G)
 		locate_luajit(s, t, e->lua_G);
 	/* Still no valid G, at a pc in the interpreter (anywhere, if its
@@ -559,6 +568,15 @@ static int write_ksyms(struct session *s)
 		return 0;
 	}
 	return err;
+}
+
+/* The symbols of the objects hit so far, at every flush like the kernel
+ * symbols, so that a trace cut short still symbolizes. */
+static int write_objects(struct session *s)
+{
+	if (s->write_err)
+		return 0;
+	return object_set_write(s->objs, s->w);
 }
 
 static void emit_lost(struct session *s)
@@ -726,7 +744,8 @@ static void record_loop(struct session *s)
 		now = mono_ns();
 		emit_lost(s);
 		if (now - last_flush >= FLUSH_NS) {
-			int err = write_ksyms(s) ?: trace_writer_flush(s->w);
+			int err = write_ksyms(s) ?: write_objects(s) ?:
+				  trace_writer_flush(s->w);
 
 			if (err)
 				write_failed(s, err);
@@ -787,6 +806,17 @@ static void print_summary(struct session *s, uint64_t end_ns)
 		"%llu stacks\n", s->o->output, bytes,
 		s->samples ? (double)bytes / s->samples : 0.0,
 		(unsigned long long)stack_table_count(s->stacks));
+	{
+		uint64_t nobj, nemb, nsym;
+
+		object_set_stats(s->objs, &nobj, &nemb, &nsym);
+		if (nobj)
+			fprintf(stderr, "luaprof record: %llu objects mapped, symbols of "
+				"%llu embedded (%llu symbols)%s\n",
+				(unsigned long long)nobj, (unsigned long long)nemb,
+				(unsigned long long)nsym,
+				s->o->no_embed ? " (--no-embed)" : "");
+	}
 	if (c->lost_task)
 		fprintf(stderr, "luaprof record: %llu process events lost\n",
 			(unsigned long long)c->lost_task);
@@ -827,7 +857,7 @@ static int finish(struct session *s)
 	/* What is still in the ring buffer was sampled: keep it. */
 	ring_buffer__consume(s->rb);
 	emit_lost(s);
-	err = write_ksyms(s);
+	err = write_ksyms(s) ?: write_objects(s);
 	if (err)
 		write_failed(s, err);
 	footer.samples = s->samples;
@@ -874,7 +904,8 @@ int record_session_run(const struct record_opts *o)
 	s.stacks = stack_table_new();
 	s.ksyms = ksym_set_new();
 	s.protos = proto_table_new();
-	if (!s.stacks || !s.ksyms || !s.protos) {
+	s.objs = object_set_new(!o->no_embed);
+	if (!s.stacks || !s.ksyms || !s.protos || !s.objs) {
 		fprintf(stderr, "luaprof record: out of memory\n");
 		goto cleanup;
 	}
@@ -958,6 +989,7 @@ cleanup:
 	}
 	stack_table_free(s.stacks);
 	ksym_set_free(s.ksyms);
+	object_set_free(s.objs);
 	proto_table_free(s.protos);
 	for (int i = 0; i < s.ntargets; i++) {
 		maps_table_free(&s.targets[i].maps);

@@ -22,6 +22,7 @@ struct record_opts {
 	int quiet;
 	const char *self_cmdline; /* luaprof's own command line, for meta */
 	const char *luajit_offsets; /* --luajit-offsets FILE, or NULL */
+	int no_embed; /* --no-embed: no symbol tables in the trace */
 };
 
 /* Runs a whole recording; returns the process exit code (0 or 1). */

@@ -1,0 +1,393 @@
+/*
+ * objects.c - the ELF objects a recording hit, and what a report needs to
+ * symbolize them anywhere.
+ *
+ * A trace is read on other machines, often after the binaries it names
+ * were upgraded, so the native frames of a trace must not depend on the
+ * files a report finds.  This file gives every file mapping the recorder
+ * writes an object id, and writes, before the MAPS record that first
+ * names it, an OBJECT record saying which file that is by content (its
+ * GNU build-id, or a content hash; format/objid.c).  It notes the objects
+ * that samples hit (user stack addresses, the C functions of Lua frames)
+ * and, at each flush and at the end, embeds for each object hit and not
+ * yet embedded its PT_LOAD headers and function symbols as SYMTAB records,
+ * so a trace cut short still symbolizes what it holds.  `--no-embed`
+ * keeps the OBJECT records (a report can then check the files it finds)
+ * and leaves the symbols out.
+ *
+ * Files are read through /proc/PID/map_files, which opens the very file
+ * the process mapped even if its path was since replaced or deleted, and
+ * by path only when that fails.  The descriptor is kept until the
+ * object's symbols are written, because the process may be gone by then.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "record/recorder.h"
+
+/* Descriptors kept open for objects not yet embedded; past this many the
+ * file is opened again by path when its symbols are written. */
+#define MAX_OPEN_FDS 512
+/* Symbols per SYMTAB record: keeps every record far below the format's
+ * 16 MiB limit, whatever the object. */
+#define SYMS_PER_RECORD 32768
+
+struct object {
+	uint64_t id;
+	char *path;
+	uint64_t inode;
+	int fd;      /* -1 once closed */
+	int hit;     /* a sample hit it */
+	int written; /* its symbols are in the trace (or cannot be) */
+};
+
+struct object_set {
+	int embed;
+	struct object *v;
+	size_t n, cap;
+	size_t nopen;
+	size_t pending; /* hit and not written */
+	uint64_t embedded, symbols;
+};
+
+struct object_set *object_set_new(int embed)
+{
+	struct object_set *s = calloc(1, sizeof(*s));
+
+	if (s)
+		s->embed = embed;
+	return s;
+}
+
+void object_set_free(struct object_set *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->v[i].fd >= 0)
+			close(s->v[i].fd);
+		free(s->v[i].path);
+	}
+	free(s->v);
+	free(s);
+}
+
+static struct object *find(struct object_set *s, const char *path, uint64_t inode)
+{
+	/* A process maps tens of files; a linear scan over the few hundred
+	 * a recording meets costs nothing next to reading /proc. */
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].inode == inode && !strcmp(s->v[i].path, path))
+			return &s->v[i];
+	return NULL;
+}
+
+static int open_mapped(pid_t pid, const struct lp_mapping *m)
+{
+	char fname[96];
+	int fd;
+
+	snprintf(fname, sizeof(fname), "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open(fname, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	return fd;
+}
+
+/* A new object for mapping m: reads its identity and writes its OBJECT
+ * record.  NULL when the file cannot be read (its frames then print as
+ * module+offset, as before objects existed). */
+static struct object *add(struct object_set *s, pid_t pid,
+			  const struct lp_mapping *m, struct trace_writer *w)
+{
+	uint8_t ident[LP_OBJID_MAX];
+	struct lp_record rec;
+	struct object *o;
+	uint32_t kind, len;
+	uint64_t size;
+	int fd;
+
+	if (s->n == s->cap) {
+		size_t ncap = s->cap ? 2 * s->cap : 64;
+		struct object *v = realloc(s->v, ncap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		s->v = v;
+		s->cap = ncap;
+	}
+	fd = open_mapped(pid, m);
+	if (fd < 0)
+		return NULL;
+	if (lp_objid_read(fd, &kind, ident, &len, &size)) {
+		close(fd);
+		return NULL;
+	}
+	o = &s->v[s->n];
+	memset(o, 0, sizeof(*o));
+	o->path = strdup(m->path);
+	if (!o->path) {
+		close(fd);
+		return NULL;
+	}
+	o->id = s->n + 1;
+	o->inode = m->inode;
+	o->fd = -1;
+	if (s->embed && s->nopen < MAX_OPEN_FDS) {
+		o->fd = fd;
+		s->nopen++;
+	} else {
+		close(fd);
+	}
+	s->n++;
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_OBJECT;
+	rec.u.object.id = o->id;
+	rec.u.object.path = o->path;
+	rec.u.object.id_kind = kind;
+	rec.u.object.ident = ident;
+	rec.u.object.ident_len = len;
+	rec.u.object.size = size;
+	if (trace_write(w, &rec))
+		return NULL; /* the session sees the writer's error next time */
+	return o;
+}
+
+void object_set_assign(struct object_set *s, pid_t pid, struct maps_table *t,
+		       struct trace_writer *w)
+{
+	for (uint32_t i = 0; i < t->n; i++) {
+		struct lp_mapping *m = &t->v[i];
+		struct object *o;
+
+		m->object = 0;
+		if (m->path[0] != '/')
+			continue; /* anonymous, [vdso] and the like */
+		o = find(s, m->path, m->inode);
+		if (!o)
+			o = add(s, pid, m, w);
+		if (o)
+			m->object = o->id;
+	}
+}
+
+void object_set_note_id(struct object_set *s, uint64_t id)
+{
+	struct object *o;
+
+	if (!id || id > s->n)
+		return;
+	o = &s->v[id - 1];
+	if (!o->hit) {
+		o->hit = 1;
+		if (!o->written)
+			s->pending++;
+	}
+}
+
+void object_set_note(struct object_set *s, const struct maps_table *t,
+		     const uint64_t *addrs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const struct lp_mapping *m = maps_table_find(t, addrs[i]);
+
+		if (m)
+			object_set_note_id(s, m->object);
+	}
+}
+
+/* A function symbol as read, before aliases are merged. */
+struct rsym {
+	uint64_t addr, size;
+	const char *name; /* into the ELF image while it is open */
+	size_t len;
+	int rank; /* 0 global, 1 weak, 2 other */
+};
+
+/* The order in which the report prefers one of several names for one
+ * address: global over weak over local, then the shortest, then by
+ * bytes.  Merging here with the same rule loses nothing and saves the
+ * bytes of the aliases. */
+static int rsym_cmp(const void *a, const void *b)
+{
+	const struct rsym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int read_syms(Elf *elf, Elf64_Word type, struct rsym **v, size_t *n,
+		     size_t *cap)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym st;
+			const char *name;
+			int t, b;
+
+			if (!gelf_getsym(data, (int)i, &st))
+				break;
+			t = GELF_ST_TYPE(st.st_info);
+			b = GELF_ST_BIND(st.st_info);
+			if ((t != STT_FUNC && t != STT_GNU_IFUNC) || !st.st_value ||
+			    st.st_shndx == SHN_UNDEF)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, st.st_name);
+			if (!name || !name[0])
+				continue;
+			if (*n == *cap) {
+				size_t ncap = *cap ? 2 * *cap : 1024;
+				struct rsym *nv = realloc(*v, ncap * sizeof(*nv));
+
+				if (!nv)
+					return -ENOMEM;
+				*v = nv;
+				*cap = ncap;
+			}
+			(*v)[*n] = (struct rsym){ st.st_value, st.st_size, name,
+						  strlen(name),
+						  b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2 };
+			(*n)++;
+		}
+	}
+	return 0;
+}
+
+/* Writes the SYMTAB records of one object. */
+static int embed_object(struct object_set *s, struct object *o,
+			struct trace_writer *w)
+{
+	struct lp_objseg *segs = NULL;
+	struct lp_objsym *syms = NULL;
+	struct rsym *raw = NULL;
+	size_t nraw = 0, capraw = 0, nsyms = 0, nsegs = 0, nph;
+	struct lp_record rec;
+	Elf *elf = NULL;
+	int fd = o->fd, err = 0;
+
+	if (fd < 0)
+		fd = open(o->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* gone: its frames print as module+offset */
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		goto cleanup;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph))
+		goto cleanup;
+	segs = calloc(nph ? nph : 1, sizeof(*segs));
+	if (!segs) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < nph && i < INT_MAX; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			break;
+		if (ph.p_type == PT_LOAD)
+			segs[nsegs++] = (struct lp_objseg){ ph.p_offset, ph.p_filesz,
+							    ph.p_vaddr };
+	}
+	err = read_syms(elf, SHT_SYMTAB, &raw, &nraw, &capraw) ?:
+	      read_syms(elf, SHT_DYNSYM, &raw, &nraw, &capraw);
+	if (err)
+		goto cleanup;
+	if (nraw)
+		qsort(raw, nraw, sizeof(*raw), rsym_cmp);
+	syms = calloc(nraw ? nraw : 1, sizeof(*syms));
+	if (!syms) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < nraw; i++) {
+		if (nsyms && raw[i].addr == syms[nsyms - 1].addr) {
+			/* An alias: keep the preferred name, and a size it
+			 * lacks if another name knows it. */
+			if (!syms[nsyms - 1].size)
+				syms[nsyms - 1].size = raw[i].size;
+			continue;
+		}
+		syms[nsyms++] = (struct lp_objsym){ raw[i].addr, raw[i].size, raw[i].name };
+	}
+	/* The segments go in every piece: each record stands alone. */
+	for (size_t i = 0; !err && (i < nsyms || i == 0); i += SYMS_PER_RECORD) {
+		size_t k = nsyms - i < SYMS_PER_RECORD ? nsyms - i : SYMS_PER_RECORD;
+
+		memset(&rec, 0, sizeof(rec));
+		rec.type = LP_REC_SYMTAB;
+		rec.u.symtab.object = o->id;
+		rec.u.symtab.nseg = (uint32_t)nsegs;
+		rec.u.symtab.segs = segs;
+		rec.u.symtab.nsym = (uint32_t)k;
+		rec.u.symtab.syms = syms + i;
+		err = trace_write(w, &rec);
+	}
+	if (!err) {
+		s->embedded++;
+		s->symbols += nsyms;
+	}
+cleanup:
+	if (elf)
+		elf_end(elf);
+	if (fd != o->fd)
+		close(fd);
+	free(raw);
+	free(segs);
+	free(syms);
+	return err;
+}
+
+int object_set_write(struct object_set *s, struct trace_writer *w)
+{
+	int err = 0;
+
+	if (!s->pending)
+		return 0;
+	for (size_t i = 0; i < s->n && !err; i++) {
+		struct object *o = &s->v[i];
+
+		if (!o->hit || o->written)
+			continue;
+		if (s->embed)
+			err = embed_object(s, o, w);
+		o->written = 1;
+		s->pending--;
+		if (o->fd >= 0) {
+			close(o->fd);
+			o->fd = -1;
+			s->nopen--;
+		}
+	}
+	return err;
+}
+
+void object_set_stats(const struct object_set *s, uint64_t *objects,
+		      uint64_t *embedded, uint64_t *symbols)
+{
+	*objects = s->n;
+	*embedded = s->embedded;
+	*symbols = s->symbols;
+}
