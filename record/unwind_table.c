@@ -122,39 +122,42 @@ static uint64_t rd_uN(struct rd *r, size_t n)
 	return v;
 }
 
-static uint64_t rd_uleb(struct rd *r)
+/* The bits of a LEB128 number, and where its last byte left them: the
+ * unsigned and signed readers differ only in what follows. */
+static uint64_t rd_leb(struct rd *r, unsigned int *shift, uint8_t *last)
 {
 	uint64_t v = 0;
-	unsigned int shift = 0;
-	uint8_t b;
+	uint8_t b = 0;
 
+	*shift = 0;
 	do {
 		if (!rd_need(r, 1))
-			return 0;
+			break;
 		b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
+		if (*shift < 64)
+			v |= (uint64_t)(b & 0x7f) << *shift;
+		*shift += 7;
 	} while (b & 0x80);
-	return v;
+	*last = b;
+	return r->bad ? 0 : v;
+}
+
+static uint64_t rd_uleb(struct rd *r)
+{
+	unsigned int shift;
+	uint8_t last;
+
+	return rd_leb(r, &shift, &last);
 }
 
 static int64_t rd_sleb(struct rd *r)
 {
-	uint64_t v = 0;
-	unsigned int shift = 0;
-	uint8_t b;
+	unsigned int shift;
+	uint8_t last;
+	uint64_t v = rd_leb(r, &shift, &last);
 
-	do {
-		if (!rd_need(r, 1))
-			return 0;
-		b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while (b & 0x80);
-	if (shift < 64 && (b & 0x40))
-		v |= ~0ull << shift;
+	if (shift < 64 && (last & 0x40))
+		v |= ~0ull << shift; /* sign-extend */
 	return (int64_t)v;
 }
 
