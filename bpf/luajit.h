@@ -89,6 +89,11 @@ struct lj_layout {
 	/* fast function ids the walker follows into another coroutine */
 	__u8 ffid_coroutine_resume, ffid_coroutine_wrap_aux;
 	__u8 pad[2];
+	/* Compiled traces: J = G + g2j; J->trace is an 8-byte pointer to
+	 * sizetrace GCRefs; a GCtrace's fields.  g2j 0: not known, traces
+	 * are then recorded by number only. */
+	__u16 g2j, j_trace, j_sizetrace;
+	__u16 tr_startpt, tr_startpc, tr_mcode, tr_szmcode, tr_root, tr_traceno;
 };
 
 /* Per target process, in the BPF map lj_procs, keyed by tgid. */
@@ -114,7 +119,7 @@ static inline __u16 lj_proto_fingerprint(__u64 chunkname, __u32 firstline,
 	return (__u16)(h ^ (h >> 16)) | 1; /* never 0: 0 means "none" */
 }
 
-_Static_assert(sizeof(struct lj_layout) == 92, "lj_layout layout");
-_Static_assert(sizeof(struct lj_proc) == 120, "lj_proc layout");
+_Static_assert(sizeof(struct lj_layout) == 108, "lj_layout layout");
+_Static_assert(sizeof(struct lj_proc) == 136, "lj_proc layout");
 
 #endif

@@ -54,7 +54,8 @@ struct lp_event_header {
  *         ENTRY  a VM entry from C (lua_call, lua_pcall, lua_resume) or a
  *                coroutine boundary: native frames go here; addr = the
  *                C frame (native stack address) of the entry
- *         TRACE  pc = number of the compiled trace running at the leaf
+ *         TRACE  pc = number of the compiled trace running at the leaf,
+ *                addr = its GCtrace (0 if unknown)
  *         TRUNC  the walk stopped early; pc = enum lp_lua_trunc, addr =
  *                the frame it stopped at
  *   link  the frame type of this frame's link slot (enum lj_frame_type):

@@ -468,8 +468,22 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 	if (vmstate >= 0) {
 		__u64 jb = 0;
 
-		/* A trace runs on G->jit_base. */
-		emit(wp, LP_LUA_FRAME_TRACE, 0, (__u32)vmstate, 0, 0);
+		/* A trace runs on G->jit_base.  Its GCtrace, J->trace[N],
+		 * goes with the frame: the recorder reads where it starts. */
+		__u64 tr = 0, trarr = 0;
+		__u32 sizetrace = 0;
+
+		if (lo->g2j && !read_u64(&trarr, G + lo->g2j + lo->j_trace) &&
+		    !bpf_probe_read_user(&sizetrace, sizeof(sizetrace),
+					 (const void *)(G + lo->g2j + lo->j_sizetrace)) &&
+		    (__u32)vmstate < sizetrace)
+			read_ref(lo, &tr, trarr + (__u64)vmstate * lo->ref_size);
+		/* Where it starts tells a trace from a later one that reused
+		 * the number and the memory after a flush. */
+		if (tr)
+			read_ref(lo, &trarr, tr + lo->tr_startpc);
+		emit(wp, LP_LUA_FRAME_TRACE, tr, (__u32)vmstate, 0,
+		     tr ? (__u16)(trarr >> 2) | 1 : 0);
 		if (!read_ref(lo, &jb, G + lo->g_jit_base) && jb)
 			base = jb;
 	} else if (~vmstate == LJ_VMST_INTERP && !p->vm_end) {

@@ -97,7 +97,14 @@ static int decode_maps(struct trace_reader *r, struct lp_cursor *c,
 		mp->end = mp->start + size;
 		if (mp->end < mp->start)
 			return -EBADMSG; /* past the end of the address space */
+		mp->object = 0;
 	}
+	/* Object ids came later in v1's life: absent means none, present
+	 * means one per mapping. */
+	if (lp_cursor_left(c))
+		for (i = 0; i < count; i++)
+			if (lp_get_uv(c, &maps[i].object))
+				return -EBADMSG;
 	m->count = (uint32_t)count;
 	m->mappings = maps;
 	return 0;
@@ -347,6 +354,76 @@ static int decode_lua_stack(struct trace_reader *r, struct lp_cursor *c,
 	return 0;
 }
 
+static int decode_object(struct trace_reader *r, struct lp_cursor *c,
+			 struct lp_object *o)
+{
+	struct lp_cursor save;
+	const uint8_t *ident;
+	size_t len;
+	int err;
+
+	err = lp_get_uv(c, &o->id) ?: get_str(r, c, &o->path) ?:
+	      lp_get_uv32(c, &o->id_kind);
+	if (err)
+		return err;
+	save = *c;
+	if (lp_get_str(&save, &ident, &len) || len > LP_OBJID_MAX || !o->id)
+		return -EBADMSG;
+	/* The ident is bytes, NULs included: get_str copies it whole. */
+	err = get_str(r, c, (const char **)&o->ident) ?: lp_get_uv(c, &o->size);
+	o->ident_len = (uint32_t)len;
+	return err;
+}
+
+static int decode_symtab(struct trace_reader *r, struct lp_cursor *c,
+			 struct lp_symtab *st)
+{
+	struct lp_objseg *segs;
+	struct lp_objsym *syms;
+	struct lp_cursor save;
+	uint64_t nseg, nsym, v, prev = 0;
+	uint8_t *arena;
+	int err;
+
+	err = lp_get_uv(c, &st->object) ?: lp_get_uv(c, &nseg);
+	if (err)
+		return err;
+	/* A segment takes at least 3 bytes, a symbol 3. */
+	if (!st->object || nseg > lp_cursor_left(c) / 3)
+		return -EBADMSG;
+	save = *c;
+	for (uint64_t i = 0; i < 3 * nseg; i++)
+		if (lp_get_uv(&save, &v))
+			return -EBADMSG;
+	if (lp_get_uv(&save, &nsym) || nsym > lp_cursor_left(&save) / 3)
+		return -EBADMSG;
+	arena = get_array(r, (nseg + 1) * sizeof(*segs) + (nsym + 1) * sizeof(*syms), 1);
+	if (!arena)
+		return -ENOMEM;
+	segs = carve(&arena, nseg * sizeof(*segs));
+	syms = carve(&arena, nsym * sizeof(*syms));
+	for (uint64_t i = 0; i < nseg; i++)
+		if (lp_get_uv(c, &segs[i].offset) || lp_get_uv(c, &segs[i].filesz) ||
+		    lp_get_uv(c, &segs[i].vaddr))
+			return -EBADMSG;
+	if (lp_get_uv(c, &v))
+		return -EBADMSG;
+	for (uint64_t i = 0; i < nsym; i++) {
+		if (lp_get_uv(c, &v) || lp_get_uv(c, &syms[i].size) ||
+		    get_str(r, c, &syms[i].name))
+			return -EBADMSG;
+		syms[i].addr = prev + v;
+		if (syms[i].addr < prev)
+			return -EBADMSG;
+		prev = syms[i].addr;
+	}
+	st->nseg = (uint32_t)nseg;
+	st->segs = segs;
+	st->nsym = (uint32_t)nsym;
+	st->syms = syms;
+	return 0;
+}
+
 static int decode_body(struct trace_reader *r, uint64_t type,
 		       struct lp_cursor *c, struct lp_record *rec)
 {
@@ -381,6 +458,19 @@ static int decode_body(struct trace_reader *r, uint64_t type,
 		return decode_proto(r, c, &rec->u.proto);
 	case LP_REC_LUA_STACK:
 		return decode_lua_stack(r, c, &rec->u.lua_stack);
+	case LP_REC_TRACE:
+		return lp_get_uv(c, &rec->u.trace.id) ?:
+		       lp_get_uv32(c, &rec->u.trace.pid) ?:
+		       lp_get_uv32(c, &rec->u.trace.traceno) ?:
+		       lp_get_uv(c, &rec->u.trace.proto) ?:
+		       lp_get_uv32(c, &rec->u.trace.startpc) ?:
+		       lp_get_uv32(c, &rec->u.trace.root) ?:
+		       lp_get_uv(c, &rec->u.trace.mcode) ?:
+		       lp_get_uv(c, &rec->u.trace.szmcode);
+	case LP_REC_OBJECT:
+		return decode_object(r, c, &rec->u.object);
+	case LP_REC_SYMTAB:
+		return decode_symtab(r, c, &rec->u.symtab);
 	}
 	return -ENOENT;
 }

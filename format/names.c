@@ -22,6 +22,8 @@ static const char *const record_names[] = {
 	[LP_REC_LOST] = "lost",	    [LP_REC_KSYMS] = "ksyms",
 	[LP_REC_FOOTER] = "footer", [LP_REC_LUAJIT] = "luajit",
 	[LP_REC_PROTO] = "proto",   [LP_REC_LUA_STACK] = "lua_stack",
+	[LP_REC_TRACE] = "trace",
+	[LP_REC_OBJECT] = "object", [LP_REC_SYMTAB] = "symtab",
 };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

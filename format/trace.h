@@ -38,6 +38,8 @@
  *   process    := pid:uv ppid:uv time_ns:uv flags:uv comm:str exe:str
  *   exit       := pid:uv time_ns:uv
  *   maps       := pid:uv time_ns:uv flags:uv count:uv mapping[count]
+ *                 object:uv[count]     (appended: each mapping's object id,
+ *                                       0 none; absent in older traces)
  *   mapping    := start:uv size:uv pgoff:uv prot:uv inode:uv path:str
  *   stack      := id:uv kind:uv depth:uv addr[depth]   (leaf first)
  *   addr       := first: value:uv; then: (value - previous):sv
@@ -54,8 +56,16 @@
  *                 line:sv[nbc]     (first minus firstline, then deltas)
  *                 nkstr:uv kstr[nkstr] nuv:uv uvname:str[nuv] varinfo:str
  *   kstr       := index:uv str     (the string constant at ~index)
+ *   trace      := id:uv pid:uv traceno:uv proto:uv startpc:uv root:uv
+ *                 mcode:uv szmcode:uv
  *   lua_stack  := id:uv depth:uv lframe[depth]        (leaf first)
  *   lframe     := kind:uv value:uv pc:uv link:uv
+ *   object     := id:uv path:str id_kind:uv ident:str size:uv
+ *                 (an ELF file the mappings name; ident = its GNU build-id,
+ *                  or a content hash, see id_kind)
+ *   symtab     := object:uv nseg:uv seg[nseg] nsym:uv sym[nsym]
+ *   seg        := offset:uv filesz:uv vaddr:uv    (a PT_LOAD header)
+ *   sym        := (addr - previous addr):uv size:uv name:str (ascending)
  *
  * A sample's time is dtime added to the time of the previous sample in the
  * same chunk (0 at a chunk's start), so each chunk decodes on its own.
@@ -104,6 +114,9 @@ enum lp_record_type {
 	LP_REC_LUAJIT = 10,
 	LP_REC_PROTO = 11,
 	LP_REC_LUA_STACK = 12,
+	LP_REC_OBJECT = 13,
+	LP_REC_SYMTAB = 14,
+	LP_REC_TRACE = 15,
 };
 
 /* meta.flags */
@@ -140,7 +153,8 @@ enum lp_lframe_kind {
 	LP_LFRAME_C = 2,     /* value = lua_CFunction address */
 	LP_LFRAME_FF = 3,    /* value = fast function id (see luajit ffname) */
 	LP_LFRAME_ENTRY = 4, /* a VM entry from C: native frames belong here */
-	LP_LFRAME_TRACE = 5, /* value = compiled trace number (leaf) */
+	LP_LFRAME_TRACE = 5, /* value = compiled trace number (leaf), pc =
+			      * its trace record's id (0: none) */
 	LP_LFRAME_TRUNC = 6, /* the walk stopped; value = reason */
 };
 /* lframe.link: the frame type of the frame's link (LuaJIT's FRAME_*);
@@ -149,6 +163,12 @@ enum lp_lframe_kind {
 /* luajit.flags */
 #define LP_LUAJIT_GC64 0x1u
 #define LP_LUAJIT_OPENRESTY 0x2u
+/* object.id_kind: what object.ident is */
+enum lp_objid_kind {
+	LP_OBJID_BUILD_ID = 1, /* the descriptor of the NT_GNU_BUILD_ID note */
+	LP_OBJID_CONTENT = 2,  /* lp_objid_content_hash(): no build-id */
+};
+#define LP_OBJID_MAX 64 /* longest ident a reader accepts */
 /* lost.reason */
 enum lp_lost_reason {
 	LP_LOST_RINGBUF = 1, /* BPF ring buffer was full */
@@ -181,6 +201,7 @@ struct lp_mapping {
 	uint32_t prot;
 	uint64_t inode;
 	const char *path; /* "" for anonymous memory */
+	uint64_t object;  /* the object record naming the file, 0 = none */
 };
 
 struct lp_maps {
@@ -262,6 +283,17 @@ struct lp_proto {
 	uint32_t varinfo_len;
 };
 
+/* A compiled trace as the recorder read it: where it starts (the proto
+ * and bytecode position of its first instruction), its root trace (0 for
+ * a root trace) and its machine code. */
+struct lp_trace {
+	uint64_t id;
+	uint32_t pid, traceno;
+	uint64_t proto; /* proto id, 0 unknown */
+	uint32_t startpc, root;
+	uint64_t mcode, szmcode;
+};
+
 struct lp_lframe {
 	uint32_t kind, link;
 	uint64_t value;
@@ -272,6 +304,35 @@ struct lp_lua_stack {
 	uint64_t id;
 	uint32_t depth;
 	const struct lp_lframe *frames; /* leaf first */
+};
+
+/* An ELF file that mappings name, identified by content: a report uses
+ * a file on its machine only if the identity matches. */
+struct lp_object {
+	uint64_t id; /* never 0 */
+	const char *path;
+	uint32_t id_kind; /* enum lp_objid_kind */
+	uint32_t ident_len;
+	const uint8_t *ident;
+	uint64_t size; /* the file's size in bytes */
+};
+
+struct lp_objseg {
+	uint64_t offset, filesz, vaddr;
+};
+
+struct lp_objsym {
+	uint64_t addr, size;
+	const char *name;
+};
+
+/* What symbolizing an object's addresses needs, embedded in the trace. */
+struct lp_symtab {
+	uint64_t object;
+	uint32_t nseg;
+	const struct lp_objseg *segs;
+	uint32_t nsym;
+	const struct lp_objsym *syms; /* ascending addr */
 };
 
 struct lp_record {
@@ -289,12 +350,24 @@ struct lp_record {
 		struct lp_luajit luajit;
 		struct lp_proto proto;
 		struct lp_lua_stack lua_stack;
+		struct lp_object object;
+		struct lp_symtab symtab;
+		struct lp_trace trace;
 	} u;
 };
 
 const char *lp_codec_name(enum lp_codec codec);
 int lp_codec_parse(const char *name, enum lp_codec *codec); /* 0 / -EINVAL */
 const char *lp_record_name(enum lp_record_type type);
+
+/* ---- objid.c ----------------------------------------------------------
+ * The identity of an ELF file, as the recorder writes it in an object
+ * record and a report checks it against a file on its own machine: the
+ * GNU build-id when the file has one, otherwise LP_OBJID_CONTENT, a hash
+ * of its size and of its first and last MiB (docs/format.md §3.13).
+ * ident must hold LP_OBJID_MAX bytes.  0 or -errno. */
+int lp_objid_read(int fd, uint32_t *kind, uint8_t *ident, uint32_t *len,
+		  uint64_t *size);
 
 /* ---- writer.c ----------------------------------------------------------
  * The writer owns its file descriptor and one chunk buffer.  Records are

@@ -256,6 +256,40 @@ static int put_lua_stack(struct lp_buf *b, const struct lp_lua_stack *ls)
 	return err;
 }
 
+static int put_object(struct lp_buf *b, const struct lp_object *o)
+{
+	if (!o->id || o->ident_len > LP_OBJID_MAX || (o->ident_len && !o->ident))
+		return -EINVAL;
+	return lp_put_uv(b, o->id) ?: lp_put_str(b, o->path) ?:
+	       lp_put_uv(b, o->id_kind) ?: lp_put_uv(b, o->ident_len) ?:
+	       lp_put_bytes(b, o->ident, o->ident_len) ?: lp_put_uv(b, o->size);
+}
+
+static int put_symtab(struct lp_buf *b, const struct lp_symtab *st)
+{
+	uint64_t prev = 0;
+	uint32_t i;
+	int err;
+
+	if (!st->object || (st->nseg && !st->segs) || (st->nsym && !st->syms))
+		return -EINVAL;
+	err = lp_put_uv(b, st->object) ?: lp_put_uv(b, st->nseg);
+	for (i = 0; !err && i < st->nseg; i++)
+		err = lp_put_uv(b, st->segs[i].offset) ?:
+		      lp_put_uv(b, st->segs[i].filesz) ?:
+		      lp_put_uv(b, st->segs[i].vaddr);
+	err = err ?: lp_put_uv(b, st->nsym);
+	for (i = 0; !err && i < st->nsym; i++) {
+		if (st->syms[i].addr < prev)
+			return -EINVAL; /* the delta coding needs ascending */
+		err = lp_put_uv(b, st->syms[i].addr - prev) ?:
+		      lp_put_uv(b, st->syms[i].size) ?:
+		      lp_put_str(b, st->syms[i].name);
+		prev = st->syms[i].addr;
+	}
+	return err;
+}
+
 /* Appends the body of rec to b; returns 0, -EINVAL or -E2BIG/-ENOMEM. */
 static int put_body(struct trace_writer *w, struct lp_buf *b,
 		    const struct lp_record *rec)
@@ -291,6 +325,9 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 		      lp_put_uv(b, ma->flags) ?: lp_put_uv(b, ma->count);
 		for (i = 0; !err && i < ma->count; i++)
 			err = put_mapping(b, &ma->mappings[i]);
+		/* Appended to v1: which object each mapping is (§3.4). */
+		for (i = 0; !err && i < ma->count; i++)
+			err = lp_put_uv(b, ma->mappings[i].object);
 		return err;
 	case LP_REC_STACK:
 		return put_stack(b, &rec->u.stack);
@@ -318,6 +355,18 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 		return put_proto(b, &rec->u.proto);
 	case LP_REC_LUA_STACK:
 		return put_lua_stack(b, &rec->u.lua_stack);
+	case LP_REC_TRACE:
+		return lp_put_uv(b, rec->u.trace.id) ?: lp_put_uv(b, rec->u.trace.pid) ?:
+		       lp_put_uv(b, rec->u.trace.traceno) ?:
+		       lp_put_uv(b, rec->u.trace.proto) ?:
+		       lp_put_uv(b, rec->u.trace.startpc) ?:
+		       lp_put_uv(b, rec->u.trace.root) ?:
+		       lp_put_uv(b, rec->u.trace.mcode) ?:
+		       lp_put_uv(b, rec->u.trace.szmcode);
+	case LP_REC_OBJECT:
+		return put_object(b, &rec->u.object);
+	case LP_REC_SYMTAB:
+		return put_symtab(b, &rec->u.symtab);
 	}
 	return -EINVAL;
 }

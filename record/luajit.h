@@ -94,6 +94,21 @@ uint64_t proto_table_count(const struct proto_table *pt);
 uint64_t proto_table_failed(const struct proto_table *pt);
 void proto_table_free(struct proto_table *pt);
 
+/* ---- luajit_traces.c ----------------------------------------------------
+ * Compiled traces by (pid, number, GCtrace address, fingerprint), read
+ * once each: a number reused after a flush gets a new id.  *rec is set
+ * when a TRACE record must be written, *prec when the proto it starts in
+ * was read for it (write that first). */
+struct trace_table;
+
+struct trace_table *trace_table_new(void);
+uint64_t trace_table_get(struct trace_table *tt, struct proto_table *pt,
+			 const struct lj_target *t, uint64_t addr, uint32_t traceno,
+			 uint16_t fingerprint, const struct lp_trace **rec,
+			 const struct lp_proto **prec);
+uint64_t trace_table_count(const struct trace_table *tt);
+void trace_table_free(struct trace_table *tt);
+
 /* Reads len bytes of pid's memory at addr: 0 or -errno (-EFAULT when
  * only part could be read). */
 int target_read(pid_t pid, uint64_t addr, void *buf, size_t len);

@@ -149,7 +149,18 @@ static const struct {
 	FIELD(pt_varinfo), FIELD(str_len), FIELD(str_size), FIELD(cf_l),
 	FIELD(cf_pc), FIELD(cf_prev), FIELD(cf_size),
 	FIELD(ffid_coroutine_resume), FIELD(ffid_coroutine_wrap_aux),
+	FIELD(g2j), FIELD(j_trace), FIELD(j_sizetrace), FIELD(tr_startpt),
+	FIELD(tr_startpc), FIELD(tr_mcode), FIELD(tr_szmcode), FIELD(tr_root),
+	FIELD(tr_traceno),
 };
+
+/* Fields a file may leave out: without them Lua frames are still walked
+ * (fast-function ids: no coroutine crossing; traces: number only). */
+static int optional_field(const char *name)
+{
+	return !strncmp(name, "ffid_", 5) || !strncmp(name, "tr_", 3) ||
+	       !strncmp(name, "j_", 2) || !strcmp(name, "g2j");
+}
 #undef FIELD
 #define NFIELDS (sizeof(layout_fields) / sizeof(layout_fields[0]))
 
@@ -425,7 +436,7 @@ int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 	}
 	fclose(f);
 	for (size_t i = 0; i < NFIELDS; i++) {
-		if (!set[i] && strncmp(layout_fields[i].name, "ffid_", 5)) {
+		if (!set[i] && !optional_field(layout_fields[i].name)) {
 			snprintf(msg, msglen, "%s: no value for %s", path,
 				 layout_fields[i].name);
 			return -EINVAL;

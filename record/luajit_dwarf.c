@@ -706,6 +706,20 @@ static int fill_layout(struct lj_types *ty, struct lj_layout *lo,
 	lo->cf_pc = cf->layout.cf_pc;
 	lo->cf_prev = cf->layout.cf_prev;
 	lo->cf_size = cf->layout.cf_size;
+	/* jit_State and GCtrace are not read from DWARF (yet): the built-in
+	 * row of the same variant, or 0, which only loses trace metadata. */
+	known = lj_known_build(lo->flags);
+	if (known) {
+		lo->g2j = known->layout.g2j;
+		lo->j_trace = known->layout.j_trace;
+		lo->j_sizetrace = known->layout.j_sizetrace;
+		lo->tr_startpt = known->layout.tr_startpt;
+		lo->tr_startpc = known->layout.tr_startpc;
+		lo->tr_mcode = known->layout.tr_mcode;
+		lo->tr_szmcode = known->layout.tr_szmcode;
+		lo->tr_root = known->layout.tr_root;
+		lo->tr_traceno = known->layout.tr_traceno;
+	}
 
 	/* Without the enum (a compiler drops unused types), the ids of the
 	 * variant's built-in row. */

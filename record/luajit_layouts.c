@@ -61,7 +61,10 @@
 	.str_size = 24,                                                    \
 	.cf_l = 16, .cf_pc = 24, .cf_prev = 32,                            \
 	.cf_size = 80, /* 96 with LUAJIT_NO_UNWIND, not set by Debian */   \
-	.ffid_coroutine_resume = 35, .ffid_coroutine_wrap_aux = 36
+	.ffid_coroutine_resume = 35, .ffid_coroutine_wrap_aux = 36,        \
+	.j_trace = 384, .j_sizetrace = 396, /* trace: a pointer, 8 bytes */ \
+	.tr_startpt = 64, .tr_startpc = 72, .tr_mcode = 88,                \
+	.tr_szmcode = 84, .tr_root = 108, .tr_traceno = 104
 
 /*
  * Without GC64 a GCRef or MRef is 4 bytes, but some fields stay 8: L->base
@@ -85,7 +88,10 @@
 	.str_len = 16, .str_size = 20,                                     \
 	.cf_l = 24, .cf_pc = 28, /* 4-byte slots, not GC64's 16/24 */      \
 	.cf_prev = 32, .cf_size = 80,                                      \
-	.ffid_coroutine_resume = 35, .ffid_coroutine_wrap_aux = 36
+	.ffid_coroutine_resume = 35, .ffid_coroutine_wrap_aux = 36,        \
+	.j_trace = 360, .j_sizetrace = 372,                                \
+	.tr_startpt = 48, .tr_startpc = 52, .tr_mcode = 64,                \
+	.tr_szmcode = 60, .tr_root = 84, .tr_traceno = 80
 
 /*
  * Fast-function names by id.  Index 0 is a Lua function, 1 a C function;
@@ -241,14 +247,14 @@ const struct lj_build_desc lj_builds[] = {
 		.name = "upstream-gc64",
 		.flags = LJ_LAYOUT_GC64,
 		.layout = { .flags = LJ_LAYOUT_GC64,
-			    .g2disp = 3968, .gg_g = 96, LJ_GC64_COMMON },
+			    .g2disp = 3968, .gg_g = 96, .g2j = 728, LJ_GC64_COMMON },
 		LJ_NAMES(upstream_ffnames),
 	},
 	{
 		.name = "upstream-nogc64",
 		.flags = 0,
 		.layout = { .flags = 0,
-			    .g2disp = 3176, .gg_g = 64, LJ_NOGC64_COMMON },
+			    .g2disp = 3176, .gg_g = 64, .g2j = 488, LJ_NOGC64_COMMON },
 		LJ_NAMES(upstream_ffnames),
 	},
 	{
@@ -260,14 +266,14 @@ const struct lj_build_desc lj_builds[] = {
 		.name = "openresty-gc64",
 		.flags = LJ_LAYOUT_GC64 | LJ_LAYOUT_OPENRESTY,
 		.layout = { .flags = LJ_LAYOUT_GC64 | LJ_LAYOUT_OPENRESTY,
-			    .g2disp = 4008, .gg_g = 112, LJ_GC64_COMMON },
+			    .g2disp = 4008, .gg_g = 112, .g2j = 736, LJ_GC64_COMMON },
 		LJ_NAMES(openresty_ffnames),
 	},
 	{
 		.name = "openresty-nogc64",
 		.flags = LJ_LAYOUT_OPENRESTY,
 		.layout = { .flags = LJ_LAYOUT_OPENRESTY,
-			    .g2disp = 3216, .gg_g = 80, LJ_NOGC64_COMMON },
+			    .g2disp = 3216, .gg_g = 80, .g2j = 496, LJ_NOGC64_COMMON },
 		LJ_NAMES(openresty_ffnames),
 	},
 };

@@ -88,6 +88,7 @@ struct session {
 	struct object_set *objs; /* ELF objects hit, embedded (objects.c) */
 	struct unwinder *unw; /* native unwinder; NULL: frame pointers only */
 	struct proto_table *protos;
+	struct trace_table *traces;
 	struct lua_stats lua;
 	int lj_announced;
 	struct target *targets;
@@ -391,8 +392,29 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 	for (uint32_t i = 0; i < n; i++) {
 		const struct lp_lua_frame *f = &e->lua[i];
 		uint64_t value = f->addr;
+		uint32_t pc = f->kind == LP_LUA_FRAME_LUA ? f->pc : 0;
 
-		if (f->kind == LP_LUA_FRAME_LUA) {
+		if (f->kind == LP_LUA_FRAME_TRACE) {
+			const struct lp_trace *tr;
+			const struct lp_proto *pr;
+
+			/* value: the trace's number; pc: its record's id. */
+			pc = (uint32_t)trace_table_get(s->traces, s->protos, t->lj, f->addr,
+						       f->pc, f->fingerprint, &tr, &pr);
+			if (pr) {
+				memset(&rec, 0, sizeof(rec));
+				rec.type = LP_REC_PROTO;
+				rec.u.proto = *pr;
+				emit(s, &rec);
+			}
+			if (tr) {
+				memset(&rec, 0, sizeof(rec));
+				rec.type = LP_REC_TRACE;
+				rec.u.trace = *tr;
+				emit(s, &rec);
+			}
+			value = f->pc;
+		} else if (f->kind == LP_LUA_FRAME_LUA) {
 			const struct lp_proto *pr;
 
 			value = proto_table_get(s->protos, t->lj, f->addr, f->fingerprint, &pr);
@@ -404,8 +426,7 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 			}
 			if (!value)
 				s->lua.protos_unknown++;
-		} else if (f->kind == LP_LUA_FRAME_FF || f->kind == LP_LUA_FRAME_TRACE ||
-			   f->kind == LP_LUA_FRAME_TRUNC) {
+		} else if (f->kind == LP_LUA_FRAME_FF || f->kind == LP_LUA_FRAME_TRUNC) {
 			value = f->pc;
 		} else if (f->kind == LP_LUA_FRAME_ENTRY) {
 			value = 0; /* a stack address: only its place matters */
@@ -415,7 +436,7 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 		frames[i].kind = f->kind;
 		frames[i].link = f->link;
 		frames[i].value = value;
-		frames[i].pc = f->kind == LP_LUA_FRAME_LUA ? f->pc : 0;
+		frames[i].pc = pc;
 		triplets[3 * i] = f->kind | (uint64_t)f->link << 8;
 		triplets[3 * i + 1] = value;
 		triplets[3 * i + 2] = frames[i].pc;
@@ -744,8 +765,11 @@ static void record_loop(struct session *s)
 		now = mono_ns();
 		emit_lost(s);
 		if (now - last_flush >= FLUSH_NS) {
-			int err = write_ksyms(s) ?: write_objects(s) ?:
-				  trace_writer_flush(s->w);
+			/* Samples first, symbol tables in chunks of their
+			 * own: a disk that fills on a big table keeps the
+			 * samples before it. */
+			int err = write_ksyms(s) ?: trace_writer_flush(s->w) ?:
+				  write_objects(s) ?: trace_writer_flush(s->w);
 
 			if (err)
 				write_failed(s, err);
@@ -857,7 +881,7 @@ static int finish(struct session *s)
 	/* What is still in the ring buffer was sampled: keep it. */
 	ring_buffer__consume(s->rb);
 	emit_lost(s);
-	err = write_ksyms(s) ?: write_objects(s);
+	err = write_ksyms(s) ?: trace_writer_flush(s->w) ?: write_objects(s);
 	if (err)
 		write_failed(s, err);
 	footer.samples = s->samples;
@@ -904,8 +928,9 @@ int record_session_run(const struct record_opts *o)
 	s.stacks = stack_table_new();
 	s.ksyms = ksym_set_new();
 	s.protos = proto_table_new();
+	s.traces = trace_table_new();
 	s.objs = object_set_new(!o->no_embed);
-	if (!s.stacks || !s.ksyms || !s.protos || !s.objs) {
+	if (!s.stacks || !s.ksyms || !s.protos || !s.traces || !s.objs) {
 		fprintf(stderr, "luaprof record: out of memory\n");
 		goto cleanup;
 	}
@@ -991,6 +1016,7 @@ cleanup:
 	ksym_set_free(s.ksyms);
 	object_set_free(s.objs);
 	proto_table_free(s.protos);
+	trace_table_free(s.traces);
 	for (int i = 0; i < s.ntargets; i++) {
 		maps_table_free(&s.targets[i].maps);
 		free(s.targets[i].lj);

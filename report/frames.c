@@ -31,6 +31,7 @@ struct frames {
 	struct strtab *names;
 	struct maps *maps;
 	struct symbolizer *sym;
+	struct objects *objs; /* NULL: mappings are read from their paths */
 	struct ksym *ksyms;
 	size_t nksyms, capksyms;
 	int sorted;
@@ -51,6 +52,11 @@ int frames_new(struct frames **out, struct strtab *names, struct maps *maps,
 	f->unmapped_id = f->kernel_id = UINT32_MAX;
 	*out = f;
 	return 0;
+}
+
+void frames_set_objects(struct frames *f, struct objects *o)
+{
+	f->objs = o;
 }
 
 void frames_free(struct frames *f)
@@ -124,8 +130,12 @@ int frames_user(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 		else
 			snprintf(buf, sizeof(buf), "%s", m->path);
 	} else {
-		err = symbolizer_lookup(f->sym, m->path,
-					at - m->start + m->pgoff, &res);
+		if (f->objs)
+			err = objects_lookup(f->objs, m->object, m->path,
+					     at - m->start + m->pgoff, &res);
+		else
+			err = symbolizer_lookup(f->sym, m->path,
+						at - m->start + m->pgoff, &res);
 		if (err)
 			return err;
 		if (res.func)

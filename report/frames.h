@@ -18,6 +18,7 @@
 #include "format/trace.h"
 #include "report/intern.h"
 #include "report/maps.h"
+#include "report/objects.h"
 #include "report/symbolize.h"
 
 struct frames;
@@ -25,6 +26,9 @@ struct frames;
 int frames_new(struct frames **out, struct strtab *names, struct maps *maps,
 	       struct symbolizer *sym);
 void frames_free(struct frames *f);
+/* Names the frames of mappings that name an object through `o`: the
+ * trace's embedded tables, or verified local files (objects.h). */
+void frames_set_objects(struct frames *f, struct objects *o);
 
 /* Adds a KSYMS record's symbols; records may come anywhere in the trace,
  * so kernel frames are best named once the whole trace was read. */

@@ -33,11 +33,80 @@ struct info {
 	uint64_t lost[3]; /* other reasons, ringbuf, write */
 	uint64_t stacks[3]; /* other kinds, kernel, user */
 	uint64_t maps_records, mappings, ksyms;
+	struct info_obj *objs; /* OBJECT records, with their SYMTAB totals */
+	size_t nobjs, capobjs;
 	struct lp_footer footer;
 	int footer_seen;
 };
 
 static const char usage_line[] = "usage: luaprof info TRACE\n";
+
+/* An object of the trace, for the listing of what is embedded. */
+struct info_obj {
+	uint64_t id, size;
+	char *path;
+	char ident[2 * LP_OBJID_MAX + 1]; /* hex */
+	uint32_t kind;
+	uint64_t nsym, bytes; /* embedded symbols, their encoded size */
+};
+
+static size_t uv_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static int on_object(struct info *in, const struct lp_object *o)
+{
+	struct info_obj *ob;
+
+	for (size_t i = 0; i < in->nobjs; i++)
+		if (in->objs[i].id == o->id)
+			return 0;
+	if (GROW(in->objs, in->capobjs, in->nobjs + 1))
+		return -ENOMEM;
+	ob = &in->objs[in->nobjs];
+	memset(ob, 0, sizeof(*ob));
+	ob->path = strdup(o->path ? o->path : "");
+	if (!ob->path)
+		return -ENOMEM;
+	ob->id = o->id;
+	ob->size = o->size;
+	ob->kind = o->id_kind;
+	for (uint32_t i = 0; i < o->ident_len && i < LP_OBJID_MAX; i++)
+		snprintf(ob->ident + 2 * i, 3, "%02x", o->ident[i]);
+	in->nobjs++;
+	return 0;
+}
+
+/* Adds a SYMTAB record's symbols and bytes (as encoded) to its object. */
+static void on_symtab(struct info *in, const struct lp_symtab *st)
+{
+	uint64_t bytes = uv_len(st->object) + uv_len(st->nseg) + uv_len(st->nsym), prev = 0;
+
+	for (uint32_t i = 0; i < st->nseg; i++)
+		bytes += uv_len(st->segs[i].offset) + uv_len(st->segs[i].filesz) +
+			 uv_len(st->segs[i].vaddr);
+	for (uint32_t i = 0; i < st->nsym; i++) {
+		size_t len = strlen(st->syms[i].name);
+
+		bytes += uv_len(st->syms[i].addr - prev) + uv_len(st->syms[i].size) +
+			 uv_len(len) + len;
+		prev = st->syms[i].addr;
+	}
+	for (size_t i = 0; i < in->nobjs; i++) {
+		if (in->objs[i].id == st->object) {
+			in->objs[i].nsym += st->nsym;
+			in->objs[i].bytes += bytes;
+			return;
+		}
+	}
+}
 
 static int keep(char **dst, const char *src)
 {
@@ -107,12 +176,41 @@ static int on_record(struct info *in, const struct lp_record *rec)
 	case LP_REC_KSYMS:
 		in->ksyms += rec->u.ksyms.count;
 		return 0;
+	case LP_REC_OBJECT:
+		return on_object(in, &rec->u.object);
+	case LP_REC_SYMTAB:
+		on_symtab(in, &rec->u.symtab);
+		return 0;
 	case LP_REC_FOOTER:
 		in->footer = rec->u.footer;
 		in->footer_seen = 1;
 		return 0;
 	default:
 		return 0;
+	}
+}
+
+/* The objects whose symbols the trace embeds, by build-id, then a count
+ * of those it only names (record --no-embed, or not hit). */
+static void print_objects(const struct info *in)
+{
+	uint64_t emb = 0, bytes = 0;
+
+	for (size_t i = 0; i < in->nobjs; i++) {
+		emb += !!in->objs[i].bytes;
+		bytes += in->objs[i].bytes;
+	}
+	printf("objects: %zu mapped, symbols of %" PRIu64 " embedded (%" PRIu64
+	       " bytes)\n", in->nobjs, emb, bytes);
+	for (size_t i = 0; i < in->nobjs; i++) {
+		const struct info_obj *ob = &in->objs[i];
+
+		if (!ob->bytes)
+			continue;
+		printf("  %s %s %s: file %" PRIu64 " bytes, %" PRIu64 " symbols, %"
+		       PRIu64 " bytes embedded\n",
+		       ob->kind == LP_OBJID_BUILD_ID ? "build-id" : "content-hash",
+		       ob->ident, ob->path, ob->size, ob->nsym, ob->bytes);
 	}
 }
 
@@ -265,6 +363,7 @@ static void print_info(const char *path, const struct info *in,
 	printf("mapping records: %" PRIu64 " (%" PRIu64 " mappings)\n",
 	       in->maps_records, in->mappings);
 	printf("kernel symbols: %" PRIu64 "\n", in->ksyms);
+	print_objects(in);
 	printf("chunks: %" PRIu64 " good, %" PRIu64 " bad, %" PRIu64
 	       " skipped (unknown type)\n",
 	       st->chunks, st->bad_chunks, st->skipped_chunks);
@@ -307,6 +406,9 @@ static void info_free(struct info *in)
 	free(in->kernel);
 	free(in->clock);
 	procs_free(&in->procs);
+	for (size_t i = 0; i < in->nobjs; i++)
+		free(in->objs[i].path);
+	free(in->objs);
 }
 
 int cmd_info(int argc, char **argv)

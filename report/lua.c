@@ -20,6 +20,11 @@ struct vm_ent {
 	uint32_t nff;
 };
 
+struct trace_ent {
+	uint64_t id, proto;
+	uint32_t startpc;
+};
+
 struct lstack_ent {
 	uint64_t id;
 	uint32_t depth;
@@ -37,6 +42,9 @@ struct lua {
 	struct lstack_ent *stacks;
 	size_t nstacks, capstacks;
 	struct htab stacks_h;
+	struct trace_ent *traces;
+	size_t ntraces, captraces;
+	struct htab traces_h;
 };
 
 int lua_new(struct lua **out, struct frames *fr, int current_lines)
@@ -86,6 +94,8 @@ void lua_free(struct lua *l)
 		free(l->stacks[i].frames);
 	free(l->stacks);
 	htab_free(&l->stacks_h);
+	free(l->traces);
+	htab_free(&l->traces_h);
 	free(l);
 }
 
@@ -197,6 +207,36 @@ nomem:
 	return -ENOMEM;
 }
 
+static const struct trace_ent *find_trace(const struct lua *l, uint64_t id)
+{
+	struct htab_probe p;
+	int64_t i;
+
+	htab_probe_start(&l->traces_h, hash_u64(id), &p);
+	while ((i = htab_probe_next(&l->traces_h, &p)) >= 0)
+		if (l->traces[i].id == id)
+			return &l->traces[i];
+	return NULL;
+}
+
+int lua_add_trace(struct lua *l, const struct lp_trace *rec)
+{
+	int err;
+
+	if (!rec->id || find_trace(l, rec->id))
+		return 0;
+	err = GROW(l->traces, l->captraces, l->ntraces + 1);
+	if (!err)
+		err = htab_insert(&l->traces_h, hash_u64(rec->id), l->ntraces);
+	if (err)
+		return err;
+	l->traces[l->ntraces].id = rec->id;
+	l->traces[l->ntraces].proto = rec->proto;
+	l->traces[l->ntraces].startpc = rec->startpc;
+	l->ntraces++;
+	return 0;
+}
+
 uint32_t lua_find_stack(const struct lua *l, uint64_t id)
 {
 	struct htab_probe p;
@@ -265,9 +305,10 @@ static const char *chunk_label(const char *chunkname)
 	return "[string]";
 }
 
+/* trace: the compiled trace running in this (leaf) frame, or NULL. */
 static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 			  const struct lp_lframe *f, const struct lp_lframe *caller,
-			  uint32_t *id)
+			  const struct trace_ent *trace, uint32_t *id)
 {
 	const struct lp_proto *pt = find_proto(l, f->value);
 	char name[256], text[768];
@@ -291,6 +332,10 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 	line = pt->firstline;
 	if (l->current_lines && f->pc > 0 && f->pc <= pt->nbc)
 		line = pt->lines[f->pc - 1];
+	/* A trace keeps no pc of its own: where it starts stands for it. */
+	if (l->current_lines && trace && trace->proto == f->value &&
+	    trace->startpc < pt->nbc)
+		line = pt->lines[trace->startpc];
 	snprintf(text, sizeof(text), "%s (%s:%u)", name, chunk_label(pt->chunkname), line);
 	return frames_name(l->fr, text, id);
 }
@@ -307,7 +352,7 @@ int lua_leaf_function(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *id)
 		if (e->frames[i].kind != LP_LFRAME_LUA)
 			continue;
 		return name_lua_frame(l, find_vm(l, pid), &e->frames[i],
-				      i + 1 < e->depth ? &e->frames[i + 1] : NULL, id);
+				      i + 1 < e->depth ? &e->frames[i + 1] : NULL, NULL, id);
 	}
 	return 0;
 }
@@ -316,6 +361,7 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 		    uint32_t *n)
 {
 	const struct vm_ent *vm = find_vm(l, pid);
+	const struct trace_ent *trace = NULL;
 	const struct lstack_ent *e;
 	char text[64];
 	int err = 0;
@@ -331,7 +377,8 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 
 		switch (f->kind) {
 		case LP_LFRAME_LUA:
-			err = name_lua_frame(l, vm, f, caller, id);
+			err = name_lua_frame(l, vm, f, caller, trace, id);
+			trace = NULL; /* only the innermost Lua frame runs it */
 			break;
 		case LP_LFRAME_C:
 			err = frames_user(l->fr, pid, f->value, 0, id);
@@ -355,6 +402,7 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 		case LP_LFRAME_TRACE:
 			/* Compiled or not, it is the Lua function's time; the
 			 * trace's own code stands for the VM entry (stacks.c). */
+			trace = f->pc ? find_trace(l, f->pc) : NULL;
 			continue;
 		case LP_LFRAME_TRUNC:
 			err = frames_name(l->fr, "[truncated]", id);

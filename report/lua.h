@@ -26,6 +26,7 @@ void lua_free(struct lua *l);
 int lua_add_luajit(struct lua *l, const struct lp_luajit *rec);
 int lua_add_proto(struct lua *l, const struct lp_proto *rec);
 int lua_add_stack(struct lua *l, const struct lp_lua_stack *rec);
+int lua_add_trace(struct lua *l, const struct lp_trace *rec);
 
 /* Index of Lua stack id, or UINT32_MAX when it was never defined. */
 uint32_t lua_find_stack(const struct lua *l, uint64_t id);

@@ -208,6 +208,7 @@ int maps_apply(struct maps *m, const struct lp_maps *rec)
 		v[n].pgoff = lm->pgoff;
 		v[n].prot = lm->prot;
 		v[n].path = strtab_get(&m->paths, id);
+		v[n].object = lm->object;
 		n++;
 	}
 	if (rec->flags & LP_MAPS_REPLACE) {

@@ -19,6 +19,7 @@ struct map_ent {
 	uint64_t start, end, pgoff;
 	uint32_t prot;
 	const char *path; /* interned: stays valid until maps_free() */
+	uint64_t object;  /* the trace's object id of the file, 0 = none */
 };
 
 struct maps;

@@ -21,6 +21,7 @@
 #include "format/trace.h"
 #include "report/frames.h"
 #include "report/maps.h"
+#include "report/objects.h"
 #include "report/profile.h"
 #include "report/report.h"
 #include "report/lua.h"
@@ -42,6 +43,7 @@ struct opts {
 	int comm;
 	int lines;
 	int vmstate;
+	const char *symfs;
 	const char *trace;
 };
 
@@ -51,6 +53,7 @@ struct run {
 	struct procs procs;
 	struct maps *maps;
 	struct symbolizer *sym;
+	struct objects *objs;
 	struct frames *fr;
 	struct stacks *st;
 	struct lua *lua;
@@ -65,7 +68,7 @@ struct run {
 static const char usage_line[] =
 	"usage: luaprof report [--format top|folded|callgraph] [-o FILE] "
 	"[--pid PID[,PID...]] [--tid TID[,TID...]] [-n N] "
-	"[--percent-limit P] [--comm] [--lines] [--vmstate] TRACE\n";
+	"[--percent-limit P] [--comm] [--lines] [--vmstate] [--symfs DIR] TRACE\n";
 
 static void help(void)
 {
@@ -91,6 +94,10 @@ static void help(void)
 	      "                      per innermost Lua function (-n rows)\n"
 	      "  --lines             Lua frames show the line being run, not the\n"
 	      "                      line where the function is defined\n"
+	      "  --symfs DIR         for objects whose symbols the trace does not\n"
+	      "                      embed (record --no-embed): look for each file\n"
+	      "                      as DIR/its/recorded/path before its own path;\n"
+	      "                      a file is used only if its build-id matches\n"
 	      "  -h, --help          print this help and exit\n"
 	      "\n"
 	      "Frames read root to leaf: user frames, then kernel frames.  Lua\n"
@@ -169,7 +176,8 @@ static int has_id(const uint32_t *v, size_t n, uint32_t id)
 	return bsearch(&id, v, n, sizeof(id), id_cmp) != NULL;
 }
 
-enum { OPT_FORMAT = 256, OPT_PID, OPT_TID, OPT_LIMIT, OPT_COMM, OPT_LINES, OPT_VMSTATE };
+enum { OPT_FORMAT = 256, OPT_PID, OPT_TID, OPT_LIMIT, OPT_COMM, OPT_LINES, OPT_VMSTATE,
+       OPT_SYMFS };
 
 /* 0 to run, 2 on misuse, -1 when --help was printed, -ENOMEM. */
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -184,6 +192,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "comm", no_argument, NULL, OPT_COMM },
 		{ "lines", no_argument, NULL, OPT_LINES },
 		{ "vmstate", no_argument, NULL, OPT_VMSTATE },
+		{ "symfs", required_argument, NULL, OPT_SYMFS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -244,6 +253,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_LINES:
 			o->lines = 1;
+			break;
+		case OPT_SYMFS:
+			o->symfs = optarg;
 			break;
 		case 'h':
 			help();
@@ -351,6 +363,8 @@ static int on_record(struct run *r, const struct lp_record *rec)
 		return lua_add_proto(r->lua, &rec->u.proto);
 	case LP_REC_LUA_STACK:
 		return lua_add_stack(r->lua, &rec->u.lua_stack);
+	case LP_REC_TRACE:
+		return lua_add_trace(r->lua, &rec->u.trace);
 	case LP_REC_SAMPLE:
 		return on_sample(r, &rec->u.sample);
 	case LP_REC_LOST:
@@ -358,6 +372,9 @@ static int on_record(struct run *r, const struct lp_record *rec)
 		return 0;
 	case LP_REC_KSYMS:
 		return frames_add_ksyms(r->fr, &rec->u.ksyms);
+	case LP_REC_OBJECT:
+	case LP_REC_SYMTAB:
+		return 0; /* read by objects_preload() */
 	case LP_REC_FOOTER:
 		r->footer = rec->u.footer;
 		r->footer_seen = 1;
@@ -467,7 +484,15 @@ int cmd_report(int argc, char **argv)
 	if (!err)
 		err = symbolizer_new(&r.sym, PROG);
 	if (!err)
+		err = objects_new(&r.objs, r.sym, o.symfs, PROG);
+	/* Symbol tables come after the samples that hit them: read them
+	 * first, in a pass of their own. */
+	if (!err)
+		err = objects_preload(r.objs, o.trace);
+	if (!err)
 		err = frames_new(&r.fr, &r.prof.names, r.maps, r.sym);
+	if (!err)
+		frames_set_objects(r.fr, r.objs);
 	if (!err)
 		err = lua_new(&r.lua, r.fr, o.lines);
 	if (!err && o.vmstate)
@@ -501,6 +526,7 @@ cleanup:
 	vmstate_free(r.vms);
 	lua_free(r.lua);
 	frames_free(r.fr);
+	objects_free(r.objs);
 	symbolizer_free(r.sym);
 	maps_free(r.maps);
 	procs_free(&r.procs);

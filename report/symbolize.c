@@ -292,6 +292,89 @@ static int get_file(struct symbolizer *s, const char *path,
 	return 0;
 }
 
+int symbolizer_add_table(struct symbolizer *s, const char *key,
+			 const struct lp_symtab *rec)
+{
+	uint64_t hash = hash_bytes(key, strlen(key));
+	struct sym *old_syms;
+	char *old_names;
+	struct raw_sym *raw = NULL;
+	struct htab_probe p;
+	struct sym_file *f = NULL;
+	size_t nraw = 0;
+	int64_t i;
+	int err;
+
+	htab_probe_start(&s->h, hash, &p);
+	while ((i = htab_probe_next(&s->h, &p)) >= 0)
+		if (!strcmp(s->files[i].path, key))
+			f = &s->files[i];
+	if (!f) {
+		err = GROW(s->files, s->cap, s->len + 1);
+		if (err)
+			return err;
+		f = &s->files[s->len];
+		memset(f, 0, sizeof(*f));
+		f->path = strdup(key);
+		if (!f->path)
+			return -ENOMEM;
+		err = htab_insert(&s->h, hash, s->len);
+		if (err) {
+			free(f->path);
+			return err;
+		}
+		s->len++;
+		f->elf = 1; /* what an ELF file would have given */
+	}
+	if (!f->nsegs && rec->nseg) {
+		f->segs = calloc(rec->nseg, sizeof(*f->segs));
+		if (!f->segs)
+			return -ENOMEM;
+		for (uint32_t k = 0; k < rec->nseg; k++) {
+			f->segs[k].off = rec->segs[k].offset;
+			f->segs[k].filesz = rec->segs[k].filesz;
+			f->segs[k].vaddr = rec->segs[k].vaddr;
+		}
+		f->nsegs = rec->nseg;
+	}
+	if (!rec->nsym)
+		return 0;
+	/* Merge with what earlier records gave, through the same alias
+	 * rules as a file's symbols (the recorder already kept one name per
+	 * address, so they rarely apply). */
+	raw = calloc(f->nsyms + rec->nsym, sizeof(*raw));
+	if (!raw)
+		return -ENOMEM;
+	for (size_t k = 0; k < f->nsyms; k++, nraw++)
+		raw[nraw] = (struct raw_sym){ f->syms[k].addr, f->syms[k].size,
+					      f->syms[k].name,
+					      strlen(f->syms[k].name), 0 };
+	for (uint32_t k = 0; k < rec->nsym; k++) {
+		const char *name = rec->syms[k].name ? rec->syms[k].name : "";
+
+		if (!name[0])
+			continue;
+		raw[nraw++] = (struct raw_sym){ rec->syms[k].addr, rec->syms[k].size,
+						name, strlen(name), 0 };
+	}
+	old_syms = f->syms;
+	old_names = f->names;
+	f->syms = NULL;
+	f->names = NULL;
+	err = keep_symbols(f, raw, nraw);
+	if (err) {
+		free(f->syms);
+		free(f->names);
+		f->syms = old_syms;
+		f->names = old_names;
+	} else {
+		free(old_syms);
+		free(old_names);
+	}
+	free(raw);
+	return err;
+}
+
 /* The segment holding the offset; failing that, the segment whose first
  * page holds it (mappings start on a page boundary, segments need not). */
 static const struct seg *find_seg(const struct sym_file *f, uint64_t off)

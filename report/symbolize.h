@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include "format/trace.h"
+
 struct symbolizer;
 
 struct sym_result {
@@ -32,5 +34,12 @@ void symbolizer_free(struct symbolizer *s);
  * with elf = 0 and addr = off.  0 or -ENOMEM. */
 int symbolizer_lookup(struct symbolizer *s, const char *path, uint64_t off,
 		      struct sym_result *res);
+
+/* Adds a symbol table embedded in the trace (a SYMTAB record) under
+ * `key`, which then answers lookups from the table alone, never from a
+ * file.  An object's table may come in several records: they add up, and
+ * the first record with segments gives them.  0 or -ENOMEM. */
+int symbolizer_add_table(struct symbolizer *s, const char *key,
+			 const struct lp_symtab *rec);
 
 #endif

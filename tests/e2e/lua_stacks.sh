@@ -77,6 +77,11 @@ anon=$(awk '/\[anon\]/ { n += $NF } END { print n + 0 }' $TMP/abc-jit2.lp.folded
 check_num "JIT on: share of samples left with trace machine code as a frame" \
 	"$(share $anon $(folded_total $TMP/abc-jit2.lp.folded))" "<=" 0.01
 
+# A compiled trace keeps no pc: --lines shows where it starts, the loop.
+$LUAPROF report --format folded --lines -o $TMP/jit-lines.folded $TMP/abc-jit2.lp 2>/dev/null
+check "JIT on, --lines: work's time is on its loop, where the trace starts" \
+	grep -qF "work ($S/abc.lua:$(grep -n 'for i = 1, n \* UNIT' $S/abc.lua | cut -d: -f1))" $TMP/jit-lines.folded
+
 # VM states: compiled with the JIT on, interpreted with it off.
 $LUAPROF report --vmstate $TMP/abc-jit2.lp >$TMP/vms-jit.txt 2>/dev/null
 $LUAPROF report --vmstate $TMP/abc-lj2.lp >$TMP/vms-int.txt 2>/dev/null

@@ -124,7 +124,8 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 			const struct lp_mapping *x = &a->u.maps.mappings[i], *y = &b->u.maps.mappings[i];
 
 			if (x->start != y->start || x->end != y->end || x->pgoff != y->pgoff ||
-			    x->prot != y->prot || x->inode != y->inode || !str_eq(x->path, y->path))
+			    x->prot != y->prot || x->inode != y->inode || !str_eq(x->path, y->path) ||
+			    x->object != y->object)
 				return 0;
 		}
 		return 1;
@@ -151,6 +152,28 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 		return luajit_equal(&a->u.luajit, &b->u.luajit);
 	case LP_REC_PROTO:
 		return proto_equal(&a->u.proto, &b->u.proto);
+	case LP_REC_OBJECT:
+		return a->u.object.id == b->u.object.id &&
+		       str_eq(a->u.object.path, b->u.object.path) &&
+		       a->u.object.id_kind == b->u.object.id_kind &&
+		       a->u.object.ident_len == b->u.object.ident_len &&
+		       a->u.object.size == b->u.object.size &&
+		       (!a->u.object.ident_len ||
+			!memcmp(a->u.object.ident, b->u.object.ident, a->u.object.ident_len));
+	case LP_REC_SYMTAB:
+		if (a->u.symtab.object != b->u.symtab.object ||
+		    a->u.symtab.nseg != b->u.symtab.nseg || a->u.symtab.nsym != b->u.symtab.nsym ||
+		    (a->u.symtab.nseg && memcmp(a->u.symtab.segs, b->u.symtab.segs,
+						a->u.symtab.nseg * sizeof(*a->u.symtab.segs))))
+			return 0;
+		for (i = 0; i < a->u.symtab.nsym; i++)
+			if (a->u.symtab.syms[i].addr != b->u.symtab.syms[i].addr ||
+			    a->u.symtab.syms[i].size != b->u.symtab.syms[i].size ||
+			    !str_eq(a->u.symtab.syms[i].name, b->u.symtab.syms[i].name))
+				return 0;
+		return 1;
+	case LP_REC_TRACE:
+		return !memcmp(&a->u.trace, &b->u.trace, sizeof(a->u.trace));
 	case LP_REC_LUA_STACK:
 		if (a->u.lua_stack.id != b->u.lua_stack.id ||
 		    a->u.lua_stack.depth != b->u.lua_stack.depth)

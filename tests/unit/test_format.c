@@ -157,6 +157,7 @@ static void make_arrays(void)
 			.start = start, .end = start + 0x1000 * (i % 5),
 			.pgoff = i * 4096, .prot = (uint32_t)(i % 8),
 			.inode = i * 7919ull, .path = paths[i % 4],
+			.object = i % 3 ? i * 1000003ull : 0,
 		};
 	}
 	many_maps[999].start = 0xffffffffff600000ull;
@@ -179,6 +180,42 @@ static void make_arrays(void)
 		ksyms[i].name = ksym_names[i];
 	}
 	ksyms[499].addr = UINT64_MAX;
+}
+
+/* Objects and their embedded symbol tables: a build-id holding NUL
+ * bytes, an object without segments or symbols, and symbol addresses up
+ * to the top of the address space with aliases' neighbours. */
+static size_t make_object_records(struct lp_record *r)
+{
+	static const uint8_t bid[20] = { 0x93, 0, 0x61, 0xec, 0, 0, 0xff, 1 };
+	static const uint8_t hash[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	static const struct lp_objseg segs[] = {
+		{ 0, 0x1000, 0 }, { 0x1000, 0x2345, 0x401000 }, { 0x4000, 0, UINT64_MAX },
+	};
+	static struct lp_objsym syms[300];
+	static char names[300][24];
+	size_t n = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(syms); i++) {
+		snprintf(names[i], sizeof(names[i]), i % 7 ? "fn_%zu" : "", i);
+		syms[i] = (struct lp_objsym){ 0x401000 + i * 0x10 + i % 5, i % 3 ? i : 0,
+					      names[i] };
+	}
+	syms[299].addr = UINT64_MAX;
+	r[n].type = LP_REC_OBJECT;
+	r[n++].u.object = (struct lp_object){ 1, "/usr/lib/x86_64-linux-gnu/libc.so.6",
+					      LP_OBJID_BUILD_ID, sizeof(bid), bid, 1926232 };
+	r[n].type = LP_REC_OBJECT;
+	r[n++].u.object = (struct lp_object){ UINT64_MAX, "", LP_OBJID_CONTENT,
+					      sizeof(hash), hash, 0 };
+	r[n].type = LP_REC_OBJECT;
+	r[n++].u.object = (struct lp_object){ .id = 7, .path = "/x", .id_kind = 99 };
+	r[n].type = LP_REC_SYMTAB;
+	r[n++].u.symtab = (struct lp_symtab){ 1, ARRAY_SIZE(segs), segs,
+					      ARRAY_SIZE(syms), syms };
+	r[n].type = LP_REC_SYMTAB;
+	r[n++].u.symtab = (struct lp_symtab){ .object = UINT64_MAX };
+	return n;
 }
 
 /* One or more records of every type; returns how many. */
@@ -266,6 +303,10 @@ static size_t make_records(struct lp_record *r)
 	r[n++].u.proto = (struct lp_proto){ .id = 10, .chunkname = "=stdin" };
 	r[n].type = LP_REC_LUA_STACK;
 	r[n++].u.lua_stack = (struct lp_lua_stack){ 7, ARRAY_SIZE(lframes), lframes };
+	r[n].type = LP_REC_TRACE;
+	r[n++].u.trace = (struct lp_trace){ .id = 3, .pid = 4242, .traceno = 65535,
+					    .proto = 9, .startpc = 2, .root = 1,
+					    .mcode = 0x7fff00001000ull, .szmcode = 912 };
 	/* Times at both ends of the range: the deltas wrap around. */
 	r[n - 13].u.sample.time_ns = UINT64_MAX;
 	r[n - 12].u.sample.time_ns = 0;
@@ -273,6 +314,7 @@ static size_t make_records(struct lp_record *r)
 	r[n++].u.lost = (struct lp_lost){ t0 + 1, 1ull << 40, LP_LOST_RINGBUF };
 	r[n].type = LP_REC_EXIT;
 	r[n++].u.exit = (struct lp_exit){ 4242, t0 + 2 };
+	n += make_object_records(r + n);
 	return n;
 }
 
@@ -368,11 +410,12 @@ TEST(writer_refuses_bad_records)
 	big.path = huge;
 	CHECK(trace_write(w, &ok[0]) == 0);
 	CHECK(trace_write(w, &ok[1]) == -E2BIG);
-	/* This maps record takes 19 bytes besides its path: one byte more
-	 * than LP_CHUNK_MAX_RAW is refused, exactly that much is not. */
-	huge[LP_CHUNK_MAX_RAW - 18] = '\0';
-	CHECK(trace_write(w, &ok[1]) == -E2BIG);
+	/* This maps record takes 20 bytes besides its path (its mapping's
+	 * object id included): one byte more than LP_CHUNK_MAX_RAW is
+	 * refused, exactly that much is not. */
 	huge[LP_CHUNK_MAX_RAW - 19] = '\0';
+	CHECK(trace_write(w, &ok[1]) == -E2BIG);
+	huge[LP_CHUNK_MAX_RAW - 20] = '\0';
 	CHECK(trace_write(w, &ok[1]) == 0);
 	CHECK(trace_write(w, &ok[2]) == 0);
 	/* None of the refusals is sticky. */

@@ -434,3 +434,88 @@ TEST(resync_after_damaged_size_and_inserted_garbage)
 	CHECK(st.garbage_bytes == l.bounds[2] - l.bounds[1] + 1003);
 	lp_buf_free(&b);
 }
+
+/* A maps body of a trace written before object ids reads as mappings of
+ * no object; one holding some but not all of the ids is a bad record;
+ * object and symtab records with id 0 or an overlong ident are bad. */
+TEST(maps_object_ids_and_bad_objects)
+{
+	struct lp_buf b = { 0 }, p = { 0 }, body = { 0 };
+	const char *path = fmt_tmp_path("objids.lp");
+	struct trace_reader *r;
+	struct lp_record rec;
+	struct trace_reader_stats st;
+	uint64_t objects[4];
+	size_t nmaps = 0;
+	char msg[64];
+
+	put_header(&b, 1, 0, 0);
+	for (int ids = 0; ids <= 2; ids++) {
+		body.len = 0;
+		lp_put_uv(&body, 7);	/* pid, time, flags, count */
+		lp_put_uv(&body, 1);
+		lp_put_uv(&body, LP_MAPS_REPLACE);
+		lp_put_uv(&body, 2);
+		for (int i = 0; i < 2; i++) {
+			lp_put_uv(&body, 0x400000 + i * 0x1000);
+			lp_put_uv(&body, 0x1000);
+			lp_put_uv(&body, 0);
+			lp_put_uv(&body, LP_PROT_EXEC);
+			lp_put_uv(&body, 9);
+			lp_put_str(&body, "/bin/x");
+		}
+		for (int i = 0; i < ids; i++)
+			lp_put_uv(&body, 300 + i);
+		put_record(&p, LP_REC_MAPS, &body);
+	}
+	body.len = 0;			/* object id 0 */
+	lp_put_uv(&body, 0);
+	lp_put_str(&body, "/bin/x");
+	lp_put_uv(&body, LP_OBJID_BUILD_ID);
+	lp_put_str(&body, "\x01\x02");
+	lp_put_uv(&body, 1);
+	put_record(&p, LP_REC_OBJECT, &body);
+	body.len = 0;			/* an ident of 65 bytes */
+	lp_put_uv(&body, 1);
+	lp_put_str(&body, "/bin/x");
+	lp_put_uv(&body, LP_OBJID_BUILD_ID);
+	lp_put_uv(&body, 65);
+	for (int i = 0; i < 65; i++)
+		lp_put_bytes(&body, "a", 1);
+	lp_put_uv(&body, 1);
+	put_record(&p, LP_REC_OBJECT, &body);
+	body.len = 0;			/* symbols whose addresses wrap */
+	lp_put_uv(&body, 1);
+	lp_put_uv(&body, 0);
+	lp_put_uv(&body, 2);
+	lp_put_uv(&body, UINT64_MAX);
+	lp_put_uv(&body, 0);
+	lp_put_str(&body, "a");
+	lp_put_uv(&body, 1);
+	lp_put_uv(&body, 0);
+	lp_put_str(&body, "b");
+	put_record(&p, LP_REC_SYMTAB, &body);
+	body.len = 0;			/* more symbols than bytes */
+	lp_put_uv(&body, 1);
+	lp_put_uv(&body, 0);
+	lp_put_uv(&body, 1000);
+	put_record(&p, LP_REC_SYMTAB, &body);
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_NONE, p.data, p.len);
+	CHECK(fmt_write_file(path, b.data, b.len) == 0);
+	CHECK(trace_reader_open(&r, path, msg, sizeof(msg)) == 0);
+	while (trace_reader_next(r, &rec) == 1)
+		if (rec.type == LP_REC_MAPS && nmaps < 2) {
+			objects[2 * nmaps] = rec.u.maps.mappings[0].object;
+			objects[2 * nmaps + 1] = rec.u.maps.mappings[1].object;
+			nmaps++;
+		}
+	trace_reader_get_stats(r, &st);
+	trace_reader_close(r);
+	CHECK(nmaps == 2);
+	CHECK(objects[0] == 0 && objects[1] == 0);
+	CHECK(objects[2] == 300 && objects[3] == 301);
+	CHECK(st.bad_records == 5 && !st.unknown_records);
+	lp_buf_free(&b);
+	lp_buf_free(&p);
+	lp_buf_free(&body);
+}

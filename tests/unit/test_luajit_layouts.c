@@ -294,9 +294,12 @@ TEST(lj_layout_openresty_vs_upstream)
 
 		CHECK(o.gg_g == u.gg_g + 16);
 		CHECK(o.g2disp == u.g2disp + 40);
+		/* jit_State follows global_State: it moves with gg_g too. */
+		CHECK(o.g2j == u.g2j + 8);
 		o.flags = u.flags;
 		o.gg_g = u.gg_g;
 		o.g2disp = u.g2disp;
+		o.g2j = u.g2j;
 		CHECK(!memcmp(&o, &u, sizeof(u)));
 	}
 }

@@ -1,0 +1,245 @@
+/*
+ * objects.c - which file, or which embedded table, names the frames of
+ * each object of a trace (see objects.h).
+ *
+ * A trace must report the same on every machine, so an embedded table
+ * always wins over any file.  Without one (`record --no-embed`, or a
+ * trace cut before its tables), a file is only trusted when its identity
+ * (GNU build-id, or content hash; format/objid.c) is the recorded one: a
+ * library upgraded since the recording would otherwise put wrong names on
+ * the frames, silently.  Each object is resolved once, and what went
+ * wrong is said once per object.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "report/htab.h"
+#include "report/objects.h"
+
+enum { UNRESOLVED, EMBEDDED, LOCAL, FAILED };
+
+struct object {
+	uint64_t id;
+	char *path;
+	uint32_t kind, len;
+	uint8_t ident[LP_OBJID_MAX];
+	char key[32]; /* the symbolizer's key: the embedded table, or... */
+	char *file;   /* ...the local file that matched */
+	int state;
+};
+
+struct objects {
+	struct symbolizer *sym;
+	const char *symfs, *who;
+	struct object *v;
+	size_t len, cap;
+	struct htab h; /* id -> v[] index */
+};
+
+int objects_new(struct objects **out, struct symbolizer *sym,
+		const char *symfs, const char *who)
+{
+	*out = calloc(1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	(*out)->sym = sym;
+	(*out)->symfs = symfs;
+	(*out)->who = who;
+	return 0;
+}
+
+void objects_free(struct objects *o)
+{
+	if (!o)
+		return;
+	for (size_t i = 0; i < o->len; i++) {
+		free(o->v[i].path);
+		free(o->v[i].file);
+	}
+	free(o->v);
+	htab_free(&o->h);
+	free(o);
+}
+
+static struct object *find(const struct objects *o, uint64_t id)
+{
+	struct htab_probe p;
+	int64_t i;
+
+	htab_probe_start(&o->h, hash_u64(id), &p);
+	while ((i = htab_probe_next(&o->h, &p)) >= 0)
+		if (o->v[i].id == id)
+			return &o->v[i];
+	return NULL;
+}
+
+int objects_add(struct objects *o, const struct lp_object *rec)
+{
+	struct object *ob;
+	int err;
+
+	if (!rec->id || find(o, rec->id) || rec->ident_len > LP_OBJID_MAX)
+		return 0; /* the first definition stands */
+	err = GROW(o->v, o->cap, o->len + 1);
+	if (err)
+		return err;
+	ob = &o->v[o->len];
+	memset(ob, 0, sizeof(*ob));
+	ob->path = strdup(rec->path ? rec->path : "");
+	if (!ob->path)
+		return -ENOMEM;
+	err = htab_insert(&o->h, hash_u64(rec->id), o->len);
+	if (err) {
+		free(ob->path);
+		return err;
+	}
+	ob->id = rec->id;
+	ob->kind = rec->id_kind;
+	ob->len = rec->ident_len;
+	if (rec->ident_len)
+		memcpy(ob->ident, rec->ident, rec->ident_len);
+	/* Not a path (paths start with '/'), so no file can be taken for it. */
+	snprintf(ob->key, sizeof(ob->key), "[object %" PRIu64 "]", rec->id);
+	o->len++;
+	return 0;
+}
+
+int objects_add_symtab(struct objects *o, const struct lp_symtab *rec)
+{
+	struct object *ob = find(o, rec->object);
+	int err;
+
+	if (!ob)
+		return 0; /* a table of an object the trace lost: unusable */
+	err = symbolizer_add_table(o->sym, ob->key, rec);
+	if (!err)
+		ob->state = EMBEDDED;
+	return err;
+}
+
+int objects_preload(struct objects *o, const char *path)
+{
+	struct trace_reader *r;
+	struct lp_record rec;
+	char msg[256];
+	int err;
+
+	err = trace_reader_open(&r, path, msg, sizeof(msg));
+	if (err)
+		return err;
+	while ((err = trace_reader_next(r, &rec)) == 1) {
+		if (rec.type == LP_REC_OBJECT)
+			err = objects_add(o, &rec.u.object);
+		else if (rec.type == LP_REC_SYMTAB)
+			err = objects_add_symtab(o, &rec.u.symtab);
+		else
+			continue;
+		if (err)
+			break;
+	}
+	trace_reader_close(r);
+	return err < 0 ? err : 0;
+}
+
+/* 1 if the file at path is the recorded object, 0 if it is another
+ * file, -errno if it cannot be read. */
+static int same_object(const struct object *ob, const char *path)
+{
+	uint8_t ident[LP_OBJID_MAX];
+	uint32_t kind, len;
+	uint64_t size;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = lp_objid_read(fd, &kind, ident, &len, &size);
+	close(fd);
+	if (err)
+		return err;
+	return kind == ob->kind && len == ob->len && !memcmp(ident, ob->ident, len);
+}
+
+/* Finds a local file for an object without an embedded table. */
+static int resolve(struct objects *o, struct object *ob)
+{
+	char cand[2][PATH_MAX];
+	int ncand = 0, differs = 0, err = -ENOENT;
+
+	if (o->symfs && (size_t)snprintf(cand[ncand], PATH_MAX, "%s%s", o->symfs,
+					 ob->path) < PATH_MAX)
+		ncand++;
+	snprintf(cand[ncand++], PATH_MAX, "%s", ob->path);
+	for (int i = 0; i < ncand; i++) {
+		int r = same_object(ob, cand[i]);
+
+		if (r == 1) {
+			ob->file = strdup(cand[i]);
+			if (!ob->file)
+				return -ENOMEM;
+			ob->state = LOCAL;
+			return 0;
+		}
+		if (r == 0)
+			differs = 1;
+		else if (err == -ENOENT)
+			err = r;
+	}
+	ob->state = FAILED;
+	if (differs)
+		fprintf(stderr, "%s: %s: build-id differs from the recorded one; "
+			"its frames print as module+offset\n", o->who, ob->path);
+	else
+		fprintf(stderr, "%s: %s: not embedded in the trace and not found "
+			"here (%s); its frames print as module+offset\n", o->who,
+			ob->path, strerror(-err));
+	return 0;
+}
+
+int objects_lookup(struct objects *o, uint64_t id, const char *path,
+		   uint64_t off, struct sym_result *res)
+{
+	struct object *ob = id ? find(o, id) : NULL;
+	char buf[PATH_MAX];
+	int err;
+
+	if (!ob) {
+		/* A trace from before objects, or one that lost the record:
+		 * nothing to check a file against, so take what is there. */
+		if (o->symfs && path[0] == '/' &&
+		    (size_t)snprintf(buf, sizeof(buf), "%s%s", o->symfs, path) < sizeof(buf) &&
+		    !access(buf, R_OK))
+			path = buf;
+		return symbolizer_lookup(o->sym, path, off, res);
+	}
+	if (ob->state == UNRESOLVED) {
+		err = resolve(o, ob);
+		if (err)
+			return err;
+	}
+	switch (ob->state) {
+	case EMBEDDED:
+		return symbolizer_lookup(o->sym, ob->key, off, res);
+	case LOCAL:
+		return symbolizer_lookup(o->sym, ob->file, off, res);
+	}
+	res->func = NULL;
+	res->addr = off;
+	res->elf = 0;
+	return 0;
+}
+
+uint64_t objects_embedded(const struct objects *o)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < o->len; i++)
+		n += o->v[i].state == EMBEDDED;
+	return n;
+}

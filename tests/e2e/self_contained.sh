@@ -1,0 +1,81 @@
+# self_contained.sh - a trace reports the same without the binaries it
+# names (issue 5): programs copied into a directory are recorded from
+# there, the directory is deleted, and the report, which then reads the
+# symbol tables embedded in the trace, is byte for byte the same, symbols
+# included.  With `record --no-embed` a deleted binary prints as
+# module+offset with a warning, `--symfs` with a copy of it names its
+# frames again, and a binary replaced by another build is refused, loudly.
+. tests/lib.sh
+
+tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
+
+APP=$(mktemp -d /tmp/luaprof-app.XXXXXX)
+CLEANUP_DIRS=$APP
+trap 'cleanup; rm -rf "$CLEANUP_DIRS"' EXIT
+cp $SAMPLES/hot $APP/hot
+cp /usr/bin/luajit $APP/luajit
+cp samples/lua/abc.lua $APP/abc.lua
+
+(cd $APP && $LUAPROF record -F 999 -o $TMP/hot.lp -- ./hot 2 2>$TMP/hot.err)
+check "record -- hot from a scratch directory exits 0" test $? -eq 0
+(cd $APP && $LUAPROF record -q -F 999 -o $TMP/lua.lp -- ./luajit -joff abc.lua 2 2>$TMP/lua.err)
+check "record -- luajit -joff abc.lua exits 0" test $? -eq 0
+(cd $APP && $LUAPROF record -q -F 999 --no-embed -o $TMP/noembed.lp -- ./hot 1 2>/dev/null)
+check "record --no-embed exits 0" test $? -eq 0
+
+$LUAPROF report --format folded -o $TMP/hot1.folded $TMP/hot.lp 2>$TMP/hot1.err
+$LUAPROF report --format folded -o $TMP/lua1.folded $TMP/lua.lp 2>/dev/null
+$LUAPROF info $TMP/hot.lp >$TMP/info.txt
+check "info lists hot's embedded symbols by build-id" \
+	grep -qE "build-id [0-9a-f]{40} $APP/hot: file [0-9]+ bytes, [0-9]+ symbols" $TMP/info.txt
+check "info lists libc's embedded symbols" grep -qE "build-id [0-9a-f]+ .*libc\.so\.6: " $TMP/info.txt
+check "info says how many objects are embedded" \
+	grep -qE "^objects: [0-9]+ mapped, symbols of [1-9][0-9]* embedded" $TMP/info.txt
+$LUAPROF info $TMP/noembed.lp >$TMP/info2.txt
+check "info: --no-embed embeds no symbols" grep -qE "^objects: [0-9]+ mapped, symbols of 0 embedded" $TMP/info2.txt
+emb=$(stat -c %s $TMP/hot.lp)
+echo "  hot: trace $emb bytes; $(grep '^objects:' $TMP/info.txt)"
+
+rm -rf "$APP"
+check "the binaries are gone" test ! -e "$APP/hot"
+
+$LUAPROF report --format folded -o $TMP/hot2.folded $TMP/hot.lp 2>$TMP/hot2.err
+check "report without the binaries exits 0" test $? -eq 0
+check "hot: byte-identical report without the binary" cmp -s $TMP/hot1.folded $TMP/hot2.folded
+check "hot: no warning about files" bash -c "! grep -q 'build-id\|not found\|cannot read' $TMP/hot2.err"
+for f in main run work_a work_b work_c spin __libc_start_main; do
+	check "hot: $f named from the embedded symbols" grep -qE "(^|;)$f(;| )" $TMP/hot2.folded
+done
+$LUAPROF report --format folded -o $TMP/lua2.folded $TMP/lua.lp 2>/dev/null
+check "luajit: byte-identical report without the binary" cmp -s $TMP/lua1.folded $TMP/lua2.folded
+check "luajit: Lua frames are there" grep -qF "work (" $TMP/lua2.folded
+check "luajit: a native frame of luajit is named from its symbols" \
+	grep -qE "(^|;)lua_[a-z]+(;| )" $TMP/lua2.folded
+
+# --no-embed: the deleted binary prints as module+offset, with a warning.
+$LUAPROF report --format folded -o $TMP/ne.folded $TMP/noembed.lp 2>$TMP/ne.err
+check "--no-embed, binary deleted: frames as module+offset" grep -qE "(^|;)hot\+0x[0-9a-f]+" $TMP/ne.folded
+check "--no-embed, binary deleted: no symbol of hot" bash -c "! grep -qE '(^|;)work_c(;| )' $TMP/ne.folded"
+check "--no-embed, binary deleted: a warning names it" grep -q "$APP/hot: not embedded in the trace and not found" $TMP/ne.err
+check "--no-embed, binary deleted: warned once" test "$(grep -c "$APP/hot" $TMP/ne.err)" -eq 1
+
+# --symfs with a copy of the very binary: symbols again.
+mkdir -p $TMP/symfs$APP
+cp $SAMPLES/hot $TMP/symfs$APP/hot
+$LUAPROF report --format folded --symfs $TMP/symfs -o $TMP/sf.folded $TMP/noembed.lp 2>$TMP/sf.err
+check "--symfs: symbols of hot again" grep -qE "(^|;)main;run;work_c;spin " $TMP/sf.folded
+check "--symfs: no warning about hot" bash -c "! grep -q '$APP/hot' $TMP/sf.err"
+
+# Another build at the recorded path: refused, loudly.
+mkdir -p $APP
+CLEANUP_DIRS="$APP"
+cc -O1 -g -fno-omit-frame-pointer -fno-inline -DOTHER_BUILD=1 -o $APP/hot samples/hot.c 2>/dev/null ||
+	cp $SAMPLES/tree $APP/hot
+$LUAPROF report --format folded -o $TMP/ob.folded $TMP/noembed.lp 2>$TMP/ob.err
+check "another build: the build-id warning" \
+	grep -q "luaprof report: $APP/hot: build-id differs from the recorded one; its frames print as module+offset" $TMP/ob.err
+check "another build: frames as module+offset" grep -qE "(^|;)hot\+0x[0-9a-f]+" $TMP/ob.folded
+check "another build: its symbols are not used" bash -c "! grep -qE '(^|;)work_c(;| )' $TMP/ob.folded"
+# The embedded trace ignores the impostor: still identical.
+$LUAPROF report --format folded -o $TMP/hot3.folded $TMP/hot.lp 2>/dev/null
+check "embedded symbols win over another build at the path" cmp -s $TMP/hot1.folded $TMP/hot3.folded
