@@ -169,11 +169,11 @@ static int odd_layout(struct trace_writer *w, uint32_t pid, const char *text)
 {
 	struct lp_mapping m[] = {
 		{ 0x10000, 0x20000, 0x1000, LP_PROT_READ | LP_PROT_EXEC, 1,
-		  "/nonexistent/libfoo.so" },
-		{ 0x30000, 0x31000, 0, LP_PROT_READ | LP_PROT_EXEC, 0, "" },
-		{ 0x40000, 0x42000, 0, LP_PROT_READ | LP_PROT_EXEC, 0, "[vdso]" },
-		{ 0x50000, 0x51000, 0, LP_PROT_READ | LP_PROT_WRITE, 0, "[stack]" },
-		{ 0x60000, 0x61000, 0x2000, LP_PROT_READ | LP_PROT_EXEC, 2, text },
+		  "/nonexistent/libfoo.so", 0 },
+		{ 0x30000, 0x31000, 0, LP_PROT_READ | LP_PROT_EXEC, 0, "", 0 },
+		{ 0x40000, 0x42000, 0, LP_PROT_READ | LP_PROT_EXEC, 0, "[vdso]", 0 },
+		{ 0x50000, 0x51000, 0, LP_PROT_READ | LP_PROT_WRITE, 0, "[stack]", 0 },
+		{ 0x60000, 0x61000, 0x2000, LP_PROT_READ | LP_PROT_EXEC, 2, text, 0 },
 	};
 
 	return rt_maps(w, pid, LP_MAPS_REPLACE, m, 5);
