@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "format/elfsyms.h"
 #include "record/recorder.h"
 
 /* Descriptors kept open for objects not yet embedded; past this many the
@@ -204,86 +205,14 @@ void object_set_note(struct object_set *s, const struct maps_table *t,
 	}
 }
 
-/* A function symbol as read, before aliases are merged. */
-struct rsym {
-	uint64_t addr, size;
-	const char *name; /* into the ELF image while it is open */
-	size_t len;
-	int rank; /* 0 global, 1 weak, 2 other */
-};
-
-/* The order in which the report prefers one of several names for one
- * address: global over weak over local, then the shortest, then by
- * bytes.  Merging here with the same rule loses nothing and saves the
- * bytes of the aliases. */
-static int rsym_cmp(const void *a, const void *b)
-{
-	const struct rsym *x = a, *y = b;
-
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	if (x->rank != y->rank)
-		return x->rank - y->rank;
-	if (x->len != y->len)
-		return x->len < y->len ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-static int read_syms(Elf *elf, Elf64_Word type, struct rsym **v, size_t *n,
-		     size_t *cap)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym st;
-			const char *name;
-			int t, b;
-
-			if (!gelf_getsym(data, (int)i, &st))
-				break;
-			t = GELF_ST_TYPE(st.st_info);
-			b = GELF_ST_BIND(st.st_info);
-			if ((t != STT_FUNC && t != STT_GNU_IFUNC) || !st.st_value ||
-			    st.st_shndx == SHN_UNDEF)
-				continue;
-			name = elf_strptr(elf, sh.sh_link, st.st_name);
-			if (!name || !name[0])
-				continue;
-			if (*n == *cap) {
-				size_t ncap = *cap ? 2 * *cap : 1024;
-				struct rsym *nv = realloc(*v, ncap * sizeof(*nv));
-
-				if (!nv)
-					return -ENOMEM;
-				*v = nv;
-				*cap = ncap;
-			}
-			(*v)[*n] = (struct rsym){ st.st_value, st.st_size, name,
-						  strlen(name),
-						  b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2 };
-			(*n)++;
-		}
-	}
-	return 0;
-}
-
 /* Writes the SYMTAB records of one object. */
 static int embed_object(struct object_set *s, struct object *o,
 			struct trace_writer *w)
 {
 	struct lp_objseg *segs = NULL;
 	struct lp_objsym *syms = NULL;
-	struct rsym *raw = NULL;
-	size_t nraw = 0, capraw = 0, nsyms = 0, nsegs = 0, nph;
+	struct elf_fsym *fsyms = NULL;
+	size_t nsyms = 0, nsegs = 0, nph;
 	struct lp_record rec;
 	Elf *elf = NULL;
 	int fd = o->fd, err = 0;
@@ -311,27 +240,17 @@ static int embed_object(struct object_set *s, struct object *o,
 			segs[nsegs++] = (struct lp_objseg){ ph.p_offset, ph.p_filesz,
 							    ph.p_vaddr };
 	}
-	err = read_syms(elf, SHT_SYMTAB, &raw, &nraw, &capraw) ?:
-	      read_syms(elf, SHT_DYNSYM, &raw, &nraw, &capraw);
+	/* The same names the report would choose from the file. */
+	err = elf_function_symbols(elf, &fsyms, &nsyms);
 	if (err)
 		goto cleanup;
-	if (nraw)
-		qsort(raw, nraw, sizeof(*raw), rsym_cmp);
-	syms = calloc(nraw ? nraw : 1, sizeof(*syms));
+	syms = calloc(nsyms ? nsyms : 1, sizeof(*syms));
 	if (!syms) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	for (size_t i = 0; i < nraw; i++) {
-		if (nsyms && raw[i].addr == syms[nsyms - 1].addr) {
-			/* An alias: keep the preferred name, and a size it
-			 * lacks if another name knows it. */
-			if (!syms[nsyms - 1].size)
-				syms[nsyms - 1].size = raw[i].size;
-			continue;
-		}
-		syms[nsyms++] = (struct lp_objsym){ raw[i].addr, raw[i].size, raw[i].name };
-	}
+	for (size_t i = 0; i < nsyms; i++)
+		syms[i] = (struct lp_objsym){ fsyms[i].addr, fsyms[i].size, fsyms[i].name };
 	/* The segments go in every piece: each record stands alone. */
 	for (size_t i = 0; !err && (i < nsyms || i == 0); i += SYMS_PER_RECORD) {
 		size_t k = nsyms - i < SYMS_PER_RECORD ? nsyms - i : SYMS_PER_RECORD;
@@ -354,7 +273,7 @@ cleanup:
 		elf_end(elf);
 	if (fd != o->fd)
 		close(fd);
-	free(raw);
+	free(fsyms);
 	free(segs);
 	free(syms);
 	return err;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "report/htab.h"
+#include "format/elfsyms.h"
 #include "report/symbolize.h"
 
 struct seg {
@@ -51,14 +52,6 @@ struct symbolizer {
 	struct htab h; /* path -> files[] index */
 };
 
-/* A symbol as read, before aliases are merged. */
-struct raw_sym {
-	uint64_t addr, size;
-	const char *name; /* points into the ELF image while it is open */
-	size_t len;
-	int rank;         /* 0 global, 1 weak, 2 anything else */
-};
-
 int symbolizer_new(struct symbolizer **out, const char *who)
 {
 	*out = calloc(1, sizeof(**out));
@@ -81,19 +74,6 @@ void symbolizer_free(struct symbolizer *s)
 	free(s->files);
 	htab_free(&s->h);
 	free(s);
-}
-
-static int raw_cmp(const void *a, const void *b)
-{
-	const struct raw_sym *x = a, *y = b;
-
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	if (x->rank != y->rank)
-		return x->rank - y->rank;
-	if (x->len != y->len)
-		return x->len < y->len ? -1 : 1;
-	return strcmp(x->name, y->name);
 }
 
 static int read_segments(Elf *elf, struct sym_file *f)
@@ -121,83 +101,26 @@ static int read_segments(Elf *elf, struct sym_file *f)
 	return 0;
 }
 
-/* Appends the function symbols of every section of type `type`. */
-static int read_symtab(Elf *elf, Elf64_Word type, struct raw_sym **v,
-		       size_t *n, size_t *cap)
+/* Copies the chosen names out of the ELF image, which is about to be
+ * closed. */
+static int keep_symbols(struct sym_file *f, const struct elf_fsym *v, size_t n)
 {
-	Elf_Scn *scn = NULL;
+	size_t bytes = 0, pos = 0;
 
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-		size_t count;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type ||
-		    !sh.sh_entsize)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		count = sh.sh_size / sh.sh_entsize;
-		for (size_t i = 0; i < count; i++) {
-			GElf_Sym st;
-			const char *name;
-			int t, b;
-
-			if (!gelf_getsym(data, i, &st))
-				break;
-			t = GELF_ST_TYPE(st.st_info);
-			b = GELF_ST_BIND(st.st_info);
-			if ((t != STT_FUNC && t != STT_GNU_IFUNC) ||
-			    !st.st_value || st.st_shndx == SHN_UNDEF)
-				continue;
-			name = elf_strptr(elf, sh.sh_link, st.st_name);
-			if (!name || !name[0])
-				continue;
-			if (GROW(*v, *cap, *n + 1))
-				return -ENOMEM;
-			(*v)[*n].addr = st.st_value;
-			(*v)[*n].size = st.st_size;
-			(*v)[*n].name = name;
-			(*v)[*n].len = strlen(name);
-			(*v)[*n].rank = b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2;
-			(*n)++;
-		}
-	}
-	return 0;
-}
-
-/* Sorts, merges aliases and copies the surviving names out of the ELF
- * image, which is about to be closed. */
-static int keep_symbols(struct sym_file *f, struct raw_sym *v, size_t n)
-{
-	size_t bytes = 0, k = 0, pos = 0;
-
-	if (n)
-		qsort(v, n, sizeof(*v), raw_cmp);
 	for (size_t i = 0; i < n; i++)
-		if (!i || v[i].addr != v[i - 1].addr)
-			bytes += v[i].len + 1;
+		bytes += v[i].len + 1;
 	f->syms = calloc(n ? n : 1, sizeof(*f->syms));
 	f->names = malloc(bytes ? bytes : 1);
 	if (!f->syms || !f->names)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		if (i && v[i].addr == v[i - 1].addr) {
-			/* An alias: the first of the group was preferred, but
-			 * a size it lacks may be known by another name. */
-			if (!f->syms[k - 1].size)
-				f->syms[k - 1].size = v[i].size;
-			continue;
-		}
 		memcpy(f->names + pos, v[i].name, v[i].len + 1);
-		f->syms[k].addr = v[i].addr;
-		f->syms[k].size = v[i].size;
-		f->syms[k].name = f->names + pos;
+		f->syms[i].addr = v[i].addr;
+		f->syms[i].size = v[i].size;
+		f->syms[i].name = f->names + pos;
 		pos += v[i].len + 1;
-		k++;
 	}
-	f->nsyms = k;
+	f->nsyms = n;
 	return 0;
 }
 
@@ -205,8 +128,8 @@ static int keep_symbols(struct sym_file *f, struct raw_sym *v, size_t n)
  * with *reason set when the file is not usable, or -ENOMEM. */
 static int load(struct sym_file *f, const char **reason)
 {
-	struct raw_sym *raw = NULL;
-	size_t nraw = 0, capraw = 0;
+	struct elf_fsym *fsyms = NULL;
+	size_t nfsyms = 0;
 	Elf *elf = NULL;
 	struct stat st;
 	int fd, err = 1;
@@ -235,15 +158,13 @@ static int load(struct sym_file *f, const char **reason)
 	}
 	err = read_segments(elf, f);
 	if (!err)
-		err = read_symtab(elf, SHT_SYMTAB, &raw, &nraw, &capraw);
+		err = elf_function_symbols(elf, &fsyms, &nfsyms);
 	if (!err)
-		err = read_symtab(elf, SHT_DYNSYM, &raw, &nraw, &capraw);
-	if (!err)
-		err = keep_symbols(f, raw, nraw);
+		err = keep_symbols(f, fsyms, nfsyms);
 	if (!err)
 		f->elf = 1;
 cleanup:
-	free(raw);
+	free(fsyms);
 	if (elf)
 		elf_end(elf);
 	close(fd);
@@ -298,7 +219,7 @@ int symbolizer_add_table(struct symbolizer *s, const char *key,
 	uint64_t hash = hash_bytes(key, strlen(key));
 	struct sym *old_syms;
 	char *old_names;
-	struct raw_sym *raw = NULL;
+	struct elf_fsym *raw = NULL;
 	struct htab_probe p;
 	struct sym_file *f = NULL;
 	size_t nraw = 0;
@@ -346,22 +267,21 @@ int symbolizer_add_table(struct symbolizer *s, const char *key,
 	if (!raw)
 		return -ENOMEM;
 	for (size_t k = 0; k < f->nsyms; k++, nraw++)
-		raw[nraw] = (struct raw_sym){ f->syms[k].addr, f->syms[k].size,
-					      f->syms[k].name,
-					      strlen(f->syms[k].name), 0 };
+		raw[nraw] = (struct elf_fsym){ f->syms[k].addr, f->syms[k].size,
+					       f->syms[k].name, strlen(f->syms[k].name) };
 	for (uint32_t k = 0; k < rec->nsym; k++) {
 		const char *name = rec->syms[k].name ? rec->syms[k].name : "";
 
 		if (!name[0])
 			continue;
-		raw[nraw++] = (struct raw_sym){ rec->syms[k].addr, rec->syms[k].size,
-						name, strlen(name), 0 };
+		raw[nraw++] = (struct elf_fsym){ rec->syms[k].addr, rec->syms[k].size,
+						 name, strlen(name) };
 	}
 	old_syms = f->syms;
 	old_names = f->names;
 	f->syms = NULL;
 	f->names = NULL;
-	err = keep_symbols(f, raw, nraw);
+	err = keep_symbols(f, raw, elf_fsyms_merge(raw, nraw));
 	if (err) {
 		free(f->syms);
 		free(f->names);

@@ -1,0 +1,140 @@
+/*
+ * elfsyms.c - reads and merges an ELF object's function symbols (see
+ * elfsyms.h for why this lives in format/).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/elfsyms.h"
+
+/* A symbol as read, before aliases are merged. */
+struct raw_sym {
+	struct elf_fsym s;
+	int rank; /* 0 global, 1 weak, 2 anything else */
+};
+
+static int raw_cmp(const void *a, const void *b)
+{
+	const struct raw_sym *x = a, *y = b;
+
+	if (x->s.addr != y->s.addr)
+		return x->s.addr < y->s.addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	if (x->s.len != y->s.len)
+		return x->s.len < y->s.len ? -1 : 1;
+	return strcmp(x->s.name, y->s.name);
+}
+
+/* Appends the function symbols of every section of type `type`. */
+static int read_section_type(Elf *elf, Elf64_Word type, struct raw_sym **v,
+			     size_t *n, size_t *cap)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		size_t count;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		count = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < count && i < INT32_MAX; i++) {
+			GElf_Sym st;
+			const char *name;
+			int t, b;
+
+			if (!gelf_getsym(data, (int)i, &st))
+				break;
+			t = GELF_ST_TYPE(st.st_info);
+			b = GELF_ST_BIND(st.st_info);
+			if ((t != STT_FUNC && t != STT_GNU_IFUNC) || !st.st_value ||
+			    st.st_shndx == SHN_UNDEF)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, st.st_name);
+			if (!name || !name[0])
+				continue;
+			if (*n == *cap) {
+				size_t ncap = *cap ? 2 * *cap : 1024;
+				struct raw_sym *nv = realloc(*v, ncap * sizeof(*nv));
+
+				if (!nv)
+					return -ENOMEM;
+				*v = nv;
+				*cap = ncap;
+			}
+			(*v)[*n].s = (struct elf_fsym){ st.st_value, st.st_size, name,
+							strlen(name) };
+			(*v)[*n].rank = b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2;
+			(*n)++;
+		}
+	}
+	return 0;
+}
+
+/* Folds each run of symbols at one address into its first, which sorting
+ * made the preferred one, in place; returns the count left. */
+static size_t merge_sorted(struct elf_fsym *v, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (k && v[i].addr == v[k - 1].addr) {
+			/* An alias: the first of the group was preferred, but
+			 * a size it lacks may be known by another name. */
+			if (!v[k - 1].size)
+				v[k - 1].size = v[i].size;
+			continue;
+		}
+		v[k++] = v[i];
+	}
+	return k;
+}
+
+static int fsym_cmp(const void *a, const void *b)
+{
+	const struct raw_sym x = { *(const struct elf_fsym *)a, 0 };
+	const struct raw_sym y = { *(const struct elf_fsym *)b, 0 };
+
+	return raw_cmp(&x, &y);
+}
+
+size_t elf_fsyms_merge(struct elf_fsym *v, size_t n)
+{
+	if (n)
+		qsort(v, n, sizeof(*v), fsym_cmp);
+	return merge_sorted(v, n);
+}
+
+int elf_function_symbols(Elf *elf, struct elf_fsym **out, size_t *n)
+{
+	struct raw_sym *raw = NULL;
+	struct elf_fsym *syms = NULL;
+	size_t nraw = 0, cap = 0;
+	int err;
+
+	*out = NULL;
+	*n = 0;
+	err = read_section_type(elf, SHT_SYMTAB, &raw, &nraw, &cap) ?:
+	      read_section_type(elf, SHT_DYNSYM, &raw, &nraw, &cap);
+	if (err || !nraw)
+		goto cleanup;
+	qsort(raw, nraw, sizeof(*raw), raw_cmp);
+	syms = malloc(nraw * sizeof(*syms));
+	if (!syms) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < nraw; i++)
+		syms[i] = raw[i].s;
+	*out = syms;
+	*n = merge_sorted(syms, nraw);
+cleanup:
+	free(raw);
+	return err;
+}
