@@ -109,6 +109,16 @@ uint64_t trace_table_get(struct trace_table *tt, struct proto_table *pt,
 uint64_t trace_table_count(const struct trace_table *tt);
 void trace_table_free(struct trace_table *tt);
 
+/* A GCRef or MRef copied out of target memory: ref_size bytes,
+ * zero-extended (x86_64 is little-endian). */
+static inline uint64_t lj_get_ref(const struct lj_layout *lo, const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	__builtin_memcpy(&v, p, lo->ref_size);
+	return v;
+}
+
 /* Reads len bytes of pid's memory at addr: 0 or -errno (-EFAULT when
  * only part could be read). */
 int target_read(pid_t pid, uint64_t addr, void *buf, size_t len);

@@ -100,14 +100,6 @@ static int grow(struct proto_table *pt)
 	return 0;
 }
 
-static uint64_t get_ref(const struct lj_layout *lo, const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	memcpy(&v, p, lo->ref_size); /* little-endian: 4 bytes zero-extend */
-	return v;
-}
-
 static uint32_t get_u32(const uint8_t *p)
 {
 	uint32_t v;
@@ -174,7 +166,7 @@ static int read_proto(struct proto_table *pt, const struct lj_target *t,
 	sizept = get_u32(hdr + lo->pt_sizept);
 	sizebc = get_u32(hdr + lo->pt_sizebc);
 	sizekgc = get_u32(hdr + lo->pt_sizekgc);
-	chunkref = get_ref(lo, hdr + lo->pt_chunkname);
+	chunkref = lj_get_ref(lo, hdr + lo->pt_chunkname);
 	firstline = get_u32(hdr + lo->pt_firstline);
 	numline = get_u32(hdr + lo->pt_numline);
 	if (lj_proto_fingerprint(chunkref, firstline, numline) != fingerprint)
@@ -192,10 +184,10 @@ static int read_proto(struct proto_table *pt, const struct lj_target *t,
 	if (chunk_off < 0)
 		return -EFAULT;
 	chunk_off_str = (size_t)chunk_off;
-	lineinfo = inner(get_ref(lo, b + lo->pt_lineinfo), addr, sizept);
-	uvinfo = inner(get_ref(lo, b + lo->pt_uvinfo), addr, sizept);
-	varinfo = inner(get_ref(lo, b + lo->pt_varinfo), addr, sizept);
-	k = get_ref(lo, b + lo->pt_k);
+	lineinfo = inner(lj_get_ref(lo, b + lo->pt_lineinfo), addr, sizept);
+	uvinfo = inner(lj_get_ref(lo, b + lo->pt_uvinfo), addr, sizept);
+	varinfo = inner(lj_get_ref(lo, b + lo->pt_varinfo), addr, sizept);
+	k = lj_get_ref(lo, b + lo->pt_k);
 	koff = inner(k, addr, sizept + 1);
 
 	/* Lines: instruction 0 is on firstline; lineinfo[i - 1] holds the
@@ -234,7 +226,7 @@ static int read_proto(struct proto_table *pt, const struct lj_target *t,
 
 		if ((d + 1) * lo->ref_size > koff)
 			break;
-		off = read_gcstr(pt, t, get_ref(lo, b + at), 1);
+		off = read_gcstr(pt, t, lj_get_ref(lo, b + at), 1);
 		if (off < 0)
 			continue; /* a table, proto or cdata constant */
 		pt->kstr[pt->rec.nkstr].index = d;

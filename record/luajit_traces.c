@@ -83,14 +83,6 @@ static int grow(struct trace_table *tt)
 	return 0;
 }
 
-static uint64_t get_ref(const struct lj_layout *lo, const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	memcpy(&v, p, lo->ref_size); /* little-endian: zero-extends */
-	return v;
-}
-
 /* The proto id of the proto at addr, reading it if it is new. */
 static uint64_t start_proto(struct proto_table *pt, const struct lj_target *t,
 			    uint64_t addr, const struct lp_proto **prec)
@@ -104,7 +96,7 @@ static uint64_t start_proto(struct proto_table *pt, const struct lj_target *t,
 	memcpy(&firstline, hdr + lo->pt_firstline, 4);
 	memcpy(&numline, hdr + lo->pt_numline, 4);
 	return proto_table_get(pt, t, addr,
-			       lj_proto_fingerprint(get_ref(lo, hdr + lo->pt_chunkname),
+			       lj_proto_fingerprint(lj_get_ref(lo, hdr + lo->pt_chunkname),
 						    firstline, numline), prec);
 }
 
@@ -133,8 +125,8 @@ uint64_t trace_table_get(struct trace_table *tt, struct proto_table *pt,
 	tt->rec.pid = (uint32_t)t->pid;
 	tt->rec.traceno = traceno;
 	if (!target_read(t->pid, addr, hdr, sizeof(hdr))) {
-		startpt = get_ref(lo, hdr + lo->tr_startpt);
-		startpc = get_ref(lo, hdr + lo->tr_startpc);
+		startpt = lj_get_ref(lo, hdr + lo->tr_startpt);
+		startpc = lj_get_ref(lo, hdr + lo->tr_startpc);
 		memcpy(&mcode, hdr + lo->tr_mcode, 8);
 		memcpy(&szmcode, hdr + lo->tr_szmcode, 4);
 		memcpy(&root, hdr + lo->tr_root, 2);

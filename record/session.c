@@ -371,6 +371,19 @@ static uint64_t intern_stack(struct session *s, uint32_t kind,
 	return id;
 }
 
+/* Writes a PROTO record for a prototype the table just read, if any. */
+static void emit_proto(struct session *s, const struct lp_proto *pr)
+{
+	struct lp_record rec;
+
+	if (!pr)
+		return;
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_PROTO;
+	rec.u.proto = *pr;
+	emit(s, &rec);
+}
+
 /* Interns the Lua frames of a sample (reading new protos on the way) and
  * returns the Lua stack id, 0 if none. */
 static uint64_t intern_lua_stack(struct session *s, struct target *t,
@@ -401,12 +414,7 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 			/* value: the trace's number; pc: its record's id. */
 			pc = (uint32_t)trace_table_get(s->traces, s->protos, t->lj, f->addr,
 						       f->pc, f->fingerprint, &tr, &pr);
-			if (pr) {
-				memset(&rec, 0, sizeof(rec));
-				rec.type = LP_REC_PROTO;
-				rec.u.proto = *pr;
-				emit(s, &rec);
-			}
+			emit_proto(s, pr);
 			if (tr) {
 				memset(&rec, 0, sizeof(rec));
 				rec.type = LP_REC_TRACE;
@@ -418,12 +426,7 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 			const struct lp_proto *pr;
 
 			value = proto_table_get(s->protos, t->lj, f->addr, f->fingerprint, &pr);
-			if (pr) {
-				memset(&rec, 0, sizeof(rec));
-				rec.type = LP_REC_PROTO;
-				rec.u.proto = *pr;
-				emit(s, &rec);
-			}
+			emit_proto(s, pr);
 			if (!value)
 				s->lua.protos_unknown++;
 		} else if (f->kind == LP_LUA_FRAME_FF || f->kind == LP_LUA_FRAME_TRUNC) {
