@@ -16,6 +16,12 @@
 #                     waits until the master and its workers have exited
 #                     (SIGKILL if that takes over 20 s).
 #
+#   nginx_record_under_load OUT SECS ARGS...
+#                     records the master (luaprof record -p, with ARGS)
+#                     for SECS seconds into OUT.lp while wrk loads nginx
+#                     for SECS + 1; stderr in OUT.err, wrk's output in
+#                     OUT.wrk; returns record's exit status.
+#
 # NGINX_JIT=off before nginx_start runs the Lua VM without the JIT.
 
 NGINX_CONF_SRC=$PWD/samples/nginx/nginx.conf
@@ -132,4 +138,19 @@ nginx_stop() {
 		wait_for _nginx_gone "$w"
 	done
 	NGINX_MASTER=
+}
+
+nginx_record_under_load() {
+	local out=$1 secs=$2 rec rc
+	shift 2
+	$LUAPROF record -d $secs -p $NGINX_MASTER -o $out.lp "$@" 2>$out.err &
+	rec=$!
+	CLEANUP_PIDS+=($rec)
+	# Load once the recorder samples (or has failed), for longer than
+	# it records, so that the load covers the whole recording.
+	wait_for eval "grep -q recording $out.err || ! kill -0 $rec 2>/dev/null"
+	nginx_load $((secs + 1)) >$out.wrk 2>&1
+	wait $rec
+	rc=$?
+	return $rc
 }

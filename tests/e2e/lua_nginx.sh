@@ -14,15 +14,9 @@ check "nginx starts with the JIT off" test -n "$NGINX_MASTER"
 APP=$NGINX_APPDIR/app.lua
 line() { grep -n "$1" $APP | head -1 | cut -d: -f1; }
 
-$LUAPROF record -F 499 -d 3 -p $NGINX_MASTER -o $TMP/ng.lp 2>$TMP/rec.err &
-rec=$!
-CLEANUP_PIDS+=($rec)
-rec_started() { grep -q "recording" $TMP/rec.err || ! kill -0 $rec 2>/dev/null; }
-wait_for rec_started
-nginx_load 4 >$TMP/wrk.out 2>&1
-wait $rec
+nginx_record_under_load $TMP/ng 3 -F 499
 check "record -p MASTER exits 0" test $? -eq 0
-check "the LuaJIT in libluajit-5.1.so.2 was recognized" grep -q "LuaJIT in .*libluajit-5.1.so" $TMP/rec.err
+check "the LuaJIT in libluajit-5.1.so.2 was recognized" grep -q "LuaJIT in .*libluajit-5.1.so" $TMP/ng.err
 
 for w in $(nginx_workers); do
 	$LUAPROF report --format folded --pid $w -o $TMP/w$w.folded $TMP/ng.lp 2>/dev/null
@@ -57,13 +51,7 @@ nginx_stop
 NGINX_JIT=on nginx_start
 check "nginx starts with the JIT on" test -n "$NGINX_MASTER"
 [ -n "$NGINX_MASTER" ] || exit 1
-$LUAPROF record -F 499 -d 3 -p $NGINX_MASTER -o $TMP/ngj.lp 2>$TMP/recj.err &
-rec=$!
-CLEANUP_PIDS+=($rec)
-rec_started() { grep -q "recording" $TMP/recj.err || ! kill -0 $rec 2>/dev/null; }
-wait_for rec_started
-nginx_load 4 >$TMP/wrkj.out 2>&1
-wait $rec
+nginx_record_under_load $TMP/ngj 3 -F 499
 check "JIT on: record exits 0" test $? -eq 0
 for w in $(nginx_workers); do
 	$LUAPROF report --format folded --pid $w -o $TMP/wj$w.folded $TMP/ngj.lp 2>/dev/null

@@ -23,17 +23,11 @@ check "the Lua handler answers" grep -q "checksum" <<<"$body"
 
 # Record the master for 3 s while wrk loads the workers (for 4 s, so that
 # the load covers the whole recording).
-$LUAPROF record -F 99 -d 3 -p $NGINX_MASTER -o $TMP/nginx.lp 2>$TMP/rec.err &
-rec=$!
-CLEANUP_PIDS+=($rec)
-rec_started() { grep -q "recording" $TMP/rec.err || ! kill -0 $rec 2>/dev/null; }
-wait_for rec_started
-nginx_load 4 >$TMP/wrk.out 2>&1
-wait $rec
+nginx_record_under_load $TMP/nginx 3 -F 99
 check "record -p MASTER exits 0" test $? -eq 0
-rps=$(awk '/^Requests\/sec:/ { print $2 }' $TMP/wrk.out)
+rps=$(awk '/^Requests\/sec:/ { print $2 }' $TMP/nginx.wrk)
 check_num "wrk got answers (requests/s)" "${rps:-0}" ">" 100
-check "every answer was a 2xx (no Lua errors)" bash -c "! grep -q 'Non-2xx' $TMP/wrk.out"
+check "every answer was a 2xx (no Lua errors)" bash -c "! grep -q 'Non-2xx' $TMP/nginx.wrk"
 
 # info: the master and both workers are listed, with their samples.
 $LUAPROF info $TMP/nginx.lp >$TMP/info.txt 2>&1
