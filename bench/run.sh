@@ -36,7 +36,7 @@ printf '%-22s %8s %12s %12s %10s\n' "recorder" "samples" "bytes" "bytes/sample" 
 declare -A BPS CPU BPFNS
 for hz in 99 999; do
 	lp_cpu=$(cpu_of $LUAPROF record -v -F $hz -d $DURATION -p $hot -o $TMP/b.lp)
-	BPFNS[$hz]=$(awk '/BPF sampler/ { print $(NF-3), $(NF-5) }' $TMP/rec.err)
+	BPFNS[$hz]=$(awk '/BPF sampler:/ { print $(NF-3), $(NF-5) }' $TMP/rec.err)
 	lp_samples=$($LUAPROF info $TMP/b.lp | awk '/^samples/ { print $2; exit }')
 	lp_bytes=$(stat -c %s $TMP/b.lp)
 	pf_cpu=$(cpu_of perf record -q -g -F $hz -p $hot -o $TMP/perf.data -- sleep $DURATION)

@@ -44,6 +44,7 @@ struct {
 } events SEC(".maps");
 
 struct lp_bpf_counters counters;
+__u64 runtime_hist[LP_RUNTIME_BUCKETS]; /* see LP_RUNTIME_BUCKET_NS */
 
 /* The sample under construction, one per CPU: too large for the BPF stack,
  * and sent with only the bytes in use. */
@@ -104,6 +105,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, zero = 0;
 	struct lp_event_sample *e;
 	struct user_regs regs;
+	__u64 t0, bucket;
 	__u32 nlua;
 	long err;
 
@@ -117,7 +119,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	e->h.pid = tgid;
 	e->h.tid = (__u32)id;
 	e->h.cpu = bpf_get_smp_processor_id();
-	e->h.time_ns = bpf_ktime_get_ns();
+	e->h.time_ns = t0 = bpf_ktime_get_ns();
 	e->kstack_bytes = bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
 	/* Lua first: a running trace's C frame is where the native walk
 	 * resumes past the trace's code. */
@@ -146,6 +148,10 @@ int on_sample(struct bpf_perf_event_data *ctx)
 								 wakeup_flag());
 	if (err)
 		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
+	bucket = (bpf_ktime_get_ns() - t0) / LP_RUNTIME_BUCKET_NS;
+	if (bucket >= LP_RUNTIME_BUCKETS)
+		bucket = LP_RUNTIME_BUCKETS - 1;
+	__sync_fetch_and_add(&runtime_hist[bucket], 1);
 	return 0;
 }
 

@@ -132,6 +132,15 @@ struct lp_event_task {
 	char comm[LP_COMM_LEN];
 };
 
+/*
+ * The sampler's run time per target sample, by its own clock: bucket i
+ * counts runs of [i, i + 1) * LP_RUNTIME_BUCKET_NS, the last bucket
+ * everything longer.  The kernel's bpf_stats give only a mean over every
+ * tick, targets or not; the distribution gives the median and the tail.
+ */
+#define LP_RUNTIME_BUCKETS 256
+#define LP_RUNTIME_BUCKET_NS 250
+
 /* Counters the BPF side keeps for what it could not deliver. */
 struct lp_bpf_counters {
 	__u64 samples;       /* samples of target processes seen */

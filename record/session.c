@@ -795,17 +795,60 @@ static void record_loop(struct session *s)
 	}
 }
 
-/* The sampler's own cost, counted by the kernel only while
- * kernel.bpf_stats_enabled is 1. */
+/* The run time below which a share q of the sampler's runs finished, in
+ * ns: the upper edge of the bucket that holds it (the last bucket is open
+ * ended, so a tail beyond it reads as its lower edge, marked ">"). */
+static uint64_t runtime_quantile(const __u64 *hist, uint64_t total, double q,
+				 int *open_ended)
+{
+	uint64_t want = (uint64_t)(q * total + 0.5), seen = 0;
+
+	if (want < 1)
+		want = 1;
+	*open_ended = 0;
+	for (int i = 0; i < LP_RUNTIME_BUCKETS; i++) {
+		seen += hist[i];
+		if (seen >= want) {
+			if (i == LP_RUNTIME_BUCKETS - 1) {
+				*open_ended = 1;
+				return (uint64_t)i * LP_RUNTIME_BUCKET_NS;
+			}
+			return (uint64_t)(i + 1) * LP_RUNTIME_BUCKET_NS;
+		}
+	}
+	return 0;
+}
+
+/* The sampler's own cost: the distribution it measures itself, per target
+ * sample, and the kernel's mean over every tick, which is counted only
+ * while kernel.bpf_stats_enabled is 1. */
 static void print_bpf_stats(struct session *s)
 {
+	const __u64 *hist = s->skel->bss->runtime_hist;
 	struct bpf_prog_info info;
 	__u32 len = sizeof(info);
 	int fd = bpf_program__fd(s->skel->progs.on_sample);
+	uint64_t total = 0;
 
+	for (int i = 0; i < LP_RUNTIME_BUCKETS; i++)
+		total += hist[i];
+	if (total) {
+		static const double qs[] = { 0.5, 0.9, 0.99 };
+		static const char *const names[] = { "median", "p90", "p99" };
+
+		fprintf(stderr, "luaprof record: BPF sampler time per sample:");
+		for (int i = 0; i < 3; i++) {
+			int open_ended;
+			uint64_t ns = runtime_quantile(hist, total, qs[i], &open_ended);
+
+			fprintf(stderr, "%s %s %s%.2f us", i ? "," : "", names[i],
+				open_ended ? ">" : "", ns / 1e3);
+		}
+		fprintf(stderr, " (%llu samples)\n", (unsigned long long)total);
+	}
 	memset(&info, 0, sizeof(info));
 	if (bpf_obj_get_info_by_fd(fd, &info, &len) || !info.run_cnt) {
-		fprintf(stderr, "luaprof record: BPF sampler run time unknown "
+		fprintf(stderr, "luaprof record: BPF sampler mean run time unknown "
 			"(sysctl kernel.bpf_stats_enabled=1 to measure it)\n");
 		return;
 	}
