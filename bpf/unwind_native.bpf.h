@@ -8,7 +8,7 @@
  *
  * Each frame: find the executable mapping that holds pc (binary search of
  * the process's sorted list), then the row of that object that covers the
- * pc (binary search of its rows), compute the CFA from the row's rule,
+ * pc (binary search of the few rows its bucket index leaves), compute the CFA from the row's rule,
  * read the return address at CFA - 8 and, if the row says the caller's
  * rbp was saved, read it too; the caller's rsp is the CFA.  For every
  * frame but the first, pc is a return address, the instruction after the
@@ -53,6 +53,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lp_unwind_row);
 } unwind_rows SEC(".maps");
+
+/* The rows' bucket index (bpf/unwind.h), written through mmap() too. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, LP_UNWIND_MAX_BUCKETS);
+	__type(key, __u32);
+	__type(value, struct lp_unwind_bucket);
+} unwind_buckets SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -147,17 +156,37 @@ __noinline int unwind_map_index(const struct lp_unwind_proc *proc, __u64 pc)
 	return -1;
 }
 
-/* The object's last row with row.pc <= vaddr; 0, or -1 if none. */
+/* The object's last row with row.pc <= vaddr; 0, or -1 if none.  The
+ * bucket holding vaddr bounds the search to a few rows (bpf/unwind.h);
+ * the same search as record/unwind_buckets.c's, which is unit-tested. */
 static __always_inline int unwind_find_row(__u32 objid, __u64 vaddr,
 					   struct lp_unwind_row *out)
 {
 	const struct lp_unwind_obj *obj = bpf_map_lookup_elem(&unwind_objs, &objid);
 	const struct lp_unwind_row *r;
 	__u32 lo = 0, hi, idx;
+	const struct lp_unwind_bucket *b;
 
 	if (!obj || vaddr > 0xffffffffull)
 		return -1;
 	hi = obj->count;
+	if (obj->nbuckets) {
+		__u64 k;
+
+		if (vaddr < obj->base)
+			return -1;
+		k = (vaddr - obj->base) >> (obj->shift & 31);
+		if (k >= obj->nbuckets) {
+			lo = hi; /* past the last row's bucket: the last row */
+		} else {
+			idx = obj->bucket + (__u32)k;
+			b = bpf_map_lookup_elem(&unwind_buckets, &idx);
+			if (!b)
+				return -1;
+			lo = b->lo;
+			hi = b->hi;
+		}
+	}
 	for (int k = 0; k < LP_UNWIND_ROW_STEPS; k++) {
 		__u32 mid;
 

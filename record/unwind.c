@@ -16,7 +16,8 @@
  * the whole session (bpf/unwind.h).  An object that does not fit, or has
  * no usable CFI, is walked with frame pointers.
  *
- * Order of publication: rows (through the mmap()ed array), then the
+ * Order of publication: rows and their bucket index (through the mmap()ed
+ * arrays), then the
  * object's descriptor, then the process's list; the BPF walker reads them
  * in the opposite order, so it never sees a descriptor without its rows.
  */
@@ -36,6 +37,7 @@
 #include "bpf/sampler.h"
 #include "record/recorder.h"
 #include "record/unwind.h"
+#include "record/unwind_buckets.h"
 #include "record/unwind_table.h"
 #include "sampler.skel.h"
 
@@ -61,6 +63,9 @@ struct unwinder {
 	struct lp_unwind_row *rows; /* mmap of unwind_rows */
 	size_t rows_map_bytes;
 	uint32_t rows_max, nrows;
+	struct lp_unwind_bucket *buckets; /* mmap of unwind_buckets */
+	size_t buckets_map_bytes;
+	uint32_t buckets_max, nbuckets;
 	uint32_t objs_max, nobjs; /* unwind_objs ids handed out */
 	struct uobj *objs;        /* every object met, loaded or not */
 	size_t nuobj, capuobj;
@@ -98,8 +103,18 @@ int unwind_init(struct unwinder **out, struct sampler *skel)
 		err = -errno;
 		goto cleanup;
 	}
+	u->buckets_max = bpf_map__max_entries(skel->maps.unwind_buckets);
+	u->buckets_map_bytes = ((size_t)u->buckets_max * sizeof(*u->buckets) + page - 1) &
+			       ~(size_t)(page - 1);
+	u->buckets = mmap(NULL, u->buckets_map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  bpf_map__fd(skel->maps.unwind_buckets), 0);
+	if (u->buckets == MAP_FAILED) {
+		u->buckets = NULL;
+		err = -errno;
+		goto cleanup;
+	}
 	u->st.rows_max = u->rows_max;
-	u->st.map_bytes = u->rows_map_bytes +
+	u->st.map_bytes = u->rows_map_bytes + u->buckets_map_bytes +
 			  (uint64_t)u->objs_max * sizeof(struct lp_unwind_obj) +
 			  (uint64_t)bpf_map__max_entries(skel->maps.unwind_procs) *
 				  (sizeof(struct lp_unwind_proc) + sizeof(uint32_t));
@@ -120,6 +135,7 @@ static int same_key(const struct obj_key *a, const struct obj_key *b)
 static void load_rows(struct unwinder *u, struct uobj *o,
 		      const struct unwind_table *t)
 {
+	struct unwind_buckets b;
 	struct lp_unwind_obj d;
 
 	if (!t->nrows)
@@ -131,11 +147,24 @@ static void load_rows(struct unwinder *u, struct uobj *o,
 	memcpy(u->rows + u->nrows, t->rows, (size_t)t->nrows * sizeof(*t->rows));
 	d.first = u->nrows;
 	d.count = t->nrows;
+	/* The bucket index if it fits; else the walker searches all rows. */
+	unwind_buckets_plan(t->rows, t->nrows, &b);
+	d.base = b.base;
+	d.shift = b.shift;
+	d.bucket = u->nbuckets;
+	d.nbuckets = 0;
+	if (b.nbuckets <= u->buckets_max - u->nbuckets) {
+		unwind_buckets_fill(t->rows, t->nrows, &b, u->buckets + u->nbuckets);
+		d.nbuckets = b.nbuckets;
+	} else {
+		u->st.objects_unindexed++;
+	}
 	if (bpf_map_update_elem(u->objs_fd, &u->nobjs, &d, BPF_ANY))
 		return;
 	o->kind = LP_UMAP_ROWS;
 	o->id = u->nobjs++;
 	u->nrows += t->nrows;
+	u->nbuckets += d.nbuckets;
 	u->st.rows = u->nrows;
 }
 
@@ -372,6 +401,9 @@ void unwind_print_stats(const struct unwinder *u, FILE *f)
 		st.objects, (unsigned long long)st.rows, st.rows * 8 / 1024.0,
 		st.build_ns / 1e6, st.objects_fp, st.objects_full ? " (tables full)" : "",
 		st.map_bytes / 1048576.0);
+	if (st.objects_unindexed)
+		fprintf(f, "luaprof record: native unwind: %u objects searched without "
+			"a bucket index (index full): slower walks\n", st.objects_unindexed);
 	fprintf(f, "luaprof record: native unwind: %llu walks, %.1f frames each; stops:",
 		(unsigned long long)walks, walks ? (double)st.frames / walks : 0.0);
 	for (int i = 1; i < LP_USTOP_MAX; i++)
@@ -386,6 +418,8 @@ void unwind_free(struct unwinder *u)
 		return;
 	if (u->rows)
 		munmap(u->rows, u->rows_map_bytes);
+	if (u->buckets)
+		munmap(u->buckets, u->buckets_map_bytes);
 	for (size_t i = 0; i < u->nuobj; i++)
 		unwind_table_free(&u->objs[i].segs);
 	free(u->objs);

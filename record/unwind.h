@@ -24,6 +24,7 @@ struct unwind_stats {
 	uint32_t objects;        /* objects whose rows are loaded */
 	uint32_t objects_fp;     /* objects walked with frame pointers */
 	uint32_t objects_full;   /* of those, refused for want of room */
+	uint32_t objects_unindexed; /* loaded without a bucket index (full) */
 	uint32_t processes;      /* mapping lists loaded now */
 	uint32_t maps_dropped;   /* mappings past LP_UNWIND_MAX_MAPS */
 	uint64_t rows, rows_max;
