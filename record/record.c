@@ -36,7 +36,8 @@ static void print_help(void)
 	       "  -d, --duration SECONDS  stop after this long (default: until Ctrl-C\n"
 	       "                          or until every target has exited)\n"
 	       "  -o, --output FILE       trace file to write (default trace.lp)\n"
-	       "      --compress CODEC    lz4, zlib or none (default lz4)\n"
+	       "      --compress CODEC    zlib, lz4 or none (default zlib, the smallest;\n"
+	       "                          lz4 costs the recorder less CPU)\n"
 	       "      --luajit-offsets FILE  struct offsets of a LuaJIT build luaprof\n"
 	       "                          does not know (\"field = value\" lines, the\n"
 	       "                          fields of struct lj_layout in bpf/luajit.h);\n"
@@ -131,7 +132,7 @@ int cmd_record(int argc, char **argv)
 	struct record_opts o = {
 		.freq_hz = 99,
 		.output = "trace.lp",
-		.codec = LP_CODEC_LZ4,
+		.codec = LP_CODEC_ZLIB,
 		.follow_children = 1,
 	};
 	char *self = join_args(argc, argv), *end;
