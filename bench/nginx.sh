@@ -5,12 +5,17 @@
 # its workers) it runs ROUNDS rounds of wrk for SECONDS each, interleaved
 # so that drift in the machine hits every setting alike, and prints the
 # median requests/s and its loss against unprofiled, bytes/sample, and
-# luaprof's BPF run time per tick (kernel.bpf_stats_enabled, set for the
-# run).  Needs root, perf (linux-perf) and tests/deps.sh's packages.
+# luaprof's BPF time per sample: the median of its own per-sample clock,
+# and the mean per tick from kernel.bpf_stats_enabled (set for the run).
+# Then one long recording at 99 Hz each (LONG_SECONDS, default 60): the
+# bytes/sample of a trace long enough that the symbols embedded once
+# (issue 5) no longer dominate, with that embedded share shown apart.
+# Needs root, perf (linux-perf) and tests/deps.sh's packages.
 set -u # not -e: the nginx helpers poll with commands that fail until ready
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-5}
+LONG_SECONDS=${LONG_SECONDS:-60}
 LUAPROF=$PWD/build/luaprof
 . tests/lib.sh
 . tests/nginx.sh
@@ -21,7 +26,7 @@ sysctl -qw kernel.bpf_stats_enabled=1
 trap 'sysctl -qw kernel.bpf_stats_enabled=$old_stats; nginx_stop >/dev/null 2>&1; cleanup' EXIT
 
 NGINX_JIT=on nginx_start
-declare -A RPS BYTES SAMPLES BPFNS
+declare -A RPS BYTES SAMPLES BPFNS BPFMED
 run() { # setting round
 	local set=$1 r=$2 out=$TMP/$1-$2 rec=
 	case $set in
@@ -39,7 +44,8 @@ run() { # setting round
 	luaprof-*)
 		SAMPLES[$set]+=" $($LUAPROF info $out.lp | awk '/^samples/ { print $2; exit }')"
 		BYTES[$set]+=" $(stat -c %s $out.lp)"
-		BPFNS[$set]+=" $(awk '/BPF sampler:/ { print $(NF-3) }' $out.err)" ;;
+		BPFNS[$set]+=" $(awk '/BPF sampler:/ { print $(NF-3) }' $out.err)"
+		BPFMED[$set]+=" $(awk '/BPF sampler time per sample:/ { for (i = 1; i < NF; i++) if ($i == "median") print $(i + 1) }' $out.err)" ;;
 	perf-*)
 		SAMPLES[$set]+=" $(perf script -i $out.data -F pid 2>/dev/null | wc -l)"
 		BYTES[$set]+=" $(stat -c %s $out.data)" ;;
@@ -55,17 +61,45 @@ for r in $(seq $ROUNDS); do
 	done
 done
 base=$(echo ${RPS[none]} | median)
-printf '%-13s %10s %8s %9s %13s %12s\n' setting "req/s" loss samples bytes/sample "BPF ns/run"
+printf '%-13s %10s %8s %9s %13s %14s %12s\n' setting "req/s" loss samples bytes/sample \
+	"BPF median us" "BPF mean ns"
 for set in $SETTINGS; do
 	rps=$(echo ${RPS[$set]} | median)
 	loss=$(awk -v a=$rps -v b=$base 'BEGIN { printf "%.1f%%", b ? 100 * (b - a) / b : 0 }')
 	s=$(echo ${SAMPLES[$set]:-0} | sum)
 	b=$(echo ${BYTES[$set]:-0} | sum)
 	bps=$(awk -v b=$b -v s=$s 'BEGIN { printf "%.1f", s ? b / s : 0 }')
-	ns=-
+	ns=- med=-
 	[ -n "${BPFNS[$set]:-}" ] && ns=$(echo ${BPFNS[$set]} | median)
-	printf '%-13s %10s %8s %9s %13s %12s\n' $set $rps $loss $s $bps $ns
+	[ -n "${BPFMED[$set]:-}" ] && med=$(echo ${BPFMED[$set]} | median)
+	printf '%-13s %10s %8s %9s %13s %14s %12s\n' $set $rps $loss $s $bps $med $ns
 done
 echo
-echo "BPF ns/run averages every tick of every CPU, the ones the filter drops too"
-echo "(the kernel's bpf_stats give totals, not a median)."
+echo "BPF median: luaprof's own clock, per sample of a target; BPF mean: the"
+echo "kernel's bpf_stats, per tick of every CPU, the ones the filter drops too."
+
+# The long run: bytes/sample once the one-time embedded symbols are spread.
+echo
+echo "long run, ${LONG_SECONDS} s at 99 Hz:"
+$LUAPROF record -F 99 -d $LONG_SECONDS -p $NGINX_MASTER -o $TMP/long.lp 2>$TMP/long.err &
+rec=$!
+wait_for eval "grep -q recording $TMP/long.err || ! kill -0 $rec 2>/dev/null"
+nginx_load $((LONG_SECONDS + 1)) >/dev/null 2>&1
+wait $rec
+perf record -q -g -F 99 -o $TMP/long.data -p $NGINX_MASTER,$(nginx_workers | paste -sd,) \
+	-- sleep $LONG_SECONDS >/dev/null 2>&1 &
+rec=$!
+sleep 0.5 # let perf attach before the load starts, as in run()
+nginx_load $((LONG_SECONDS - 1)) >/dev/null 2>&1
+wait $rec
+ls=$($LUAPROF info $TMP/long.lp | awk '/^samples/ { print $2; exit }')
+lb=$(stat -c %s $TMP/long.lp)
+emb=$($LUAPROF info $TMP/long.lp | awk '/^objects:/ { gsub(/[(]/, "", $(NF-1)); print $(NF-1) }')
+ps=$(perf script -i $TMP/long.data -F pid 2>/dev/null | wc -l)
+pb=$(stat -c %s $TMP/long.data)
+awk -v lb=$lb -v ls=${ls:-0} -v emb=${emb:-0} -v pb=$pb -v ps=$ps 'BEGIN {
+	l = ls ? lb / ls : 0; p = ps ? pb / ps : 0
+	printf "  luaprof: %d bytes, %d samples, %.1f bytes/sample (embedded symbols: %d bytes before compression)\n", lb, ls, l, emb
+	printf "  perf -g: %d bytes, %d samples, %.1f bytes/sample\n", pb, ps, p
+	printf "  ratio luaprof/perf: %.2f\n", p ? l / p : 0
+}'
