@@ -327,7 +327,33 @@ static int decode_proto(struct trace_reader *r, struct lp_cursor *c,
 	if (get_str(r, c, (const char **)&pt->varinfo))
 		return -EBADMSG;
 	pt->varinfo_len = (uint32_t)vlen;
+	/* The source id came later in v1's life: absent means none. */
+	pt->source = 0;
+	if (lp_cursor_left(c) && lp_get_uv(c, &pt->source))
+		return -EBADMSG;
 	return 0;
+}
+
+static int decode_lua_source(struct trace_reader *r, struct lp_cursor *c,
+			     struct lp_lua_source *ls)
+{
+	struct lp_cursor save;
+	const uint8_t *text;
+	size_t len;
+	int err;
+
+	err = lp_get_uv(c, &ls->id) ?: get_str(r, c, &ls->chunkname) ?:
+	      get_str(r, c, &ls->path) ?: lp_get_uv32(c, &ls->status) ?:
+	      lp_get_uv(c, &ls->size) ?: lp_get_uv(c, &ls->mtime_ns);
+	if (err)
+		return err;
+	save = *c;
+	if (!ls->id || lp_get_str(&save, &text, &len) || len > UINT32_MAX)
+		return -EBADMSG;
+	/* The text is bytes, NULs included: get_str copies it whole. */
+	err = get_str(r, c, &ls->text);
+	ls->text_len = (uint32_t)len;
+	return err;
 }
 
 static int decode_lua_stack(struct trace_reader *r, struct lp_cursor *c,
@@ -471,6 +497,8 @@ static int decode_body(struct trace_reader *r, uint64_t type,
 		return decode_object(r, c, &rec->u.object);
 	case LP_REC_SYMTAB:
 		return decode_symtab(r, c, &rec->u.symtab);
+	case LP_REC_LUA_SOURCE:
+		return decode_lua_source(r, c, &rec->u.lua_source);
 	}
 	return -ENOENT;
 }

@@ -55,6 +55,8 @@
  *                 numparams:uv flags:uv nbc:uv bc:u32le[nbc]
  *                 line:sv[nbc]     (first minus firstline, then deltas)
  *                 nkstr:uv kstr[nkstr] nuv:uv uvname:str[nuv] varinfo:str
+ *                 source:uv        (appended: the lua_source record of its
+ *                                   chunk, 0 none; absent in older traces)
  *   kstr       := index:uv str     (the string constant at ~index)
  *   trace      := id:uv pid:uv traceno:uv proto:uv startpc:uv root:uv
  *                 mcode:uv szmcode:uv
@@ -66,6 +68,8 @@
  *   symtab     := object:uv nseg:uv seg[nseg] nsym:uv sym[nsym]
  *   seg        := offset:uv filesz:uv vaddr:uv    (a PT_LOAD header)
  *   sym        := (addr - previous addr):uv size:uv name:str (ascending)
+ *   lua_source := id:uv chunkname:str path:str status:uv size:uv mtime_ns:uv
+ *                 text:str         (the source file of Lua chunks, or why not)
  *
  * A sample's time is dtime added to the time of the previous sample in the
  * same chunk (0 at a chunk's start), so each chunk decodes on its own.
@@ -117,6 +121,8 @@ enum lp_record_type {
 	LP_REC_OBJECT = 13,
 	LP_REC_SYMTAB = 14,
 	LP_REC_TRACE = 15,
+	/* 16 is reserved (native debug information). */
+	LP_REC_LUA_SOURCE = 17,
 };
 
 /* meta.flags */
@@ -169,6 +175,14 @@ enum lp_objid_kind {
 	LP_OBJID_CONTENT = 2,  /* lp_objid_content_hash(): no build-id */
 };
 #define LP_OBJID_MAX 64 /* longest ident a reader accepts */
+/* lua_source.status: whether text holds the file, and if not, why */
+enum lp_luasrc_status {
+	LP_LUASRC_WHOLE = 1,      /* text is the whole file */
+	LP_LUASRC_CUT = 2,        /* text is the file's first lines only */
+	LP_LUASRC_CHANGED = 3,    /* the file changed since it was loaded */
+	LP_LUASRC_UNREADABLE = 4, /* the file could not be opened or read */
+	LP_LUASRC_BUDGET = 5,     /* the trace's bound for sources was spent */
+};
 /* lost.reason */
 enum lp_lost_reason {
 	LP_LOST_RINGBUF = 1, /* BPF ring buffer was full */
@@ -281,6 +295,7 @@ struct lp_proto {
 	const char *const *uvnames;
 	const uint8_t *varinfo;
 	uint32_t varinfo_len;
+	uint64_t source; /* lua_source id of its chunk's file, 0 = none */
 };
 
 /* A compiled trace as the recorder read it: where it starts (the proto
@@ -292,6 +307,21 @@ struct lp_trace {
 	uint64_t proto; /* proto id, 0 unknown */
 	uint32_t startpc, root;
 	uint64_t mcode, szmcode;
+};
+
+/* The source text of a Lua chunk loaded from a file (chunkname "@path"),
+ * read by the recorder so that a report can show it anywhere; or, with
+ * empty text, why it could not be embedded.  Protos name it by id. */
+struct lp_lua_source {
+	uint64_t id; /* never 0 */
+	const char *chunkname; /* as LuaJIT has it, e.g. "@app.lua" */
+	const char *path;      /* the file the recorder read, as the target
+				* sees it, e.g. "/srv/app.lua" */
+	uint32_t status;       /* enum lp_luasrc_status */
+	uint64_t size;         /* the file's size in bytes, 0 unknown */
+	uint64_t mtime_ns;     /* its mtime, ns since the epoch, 0 unknown */
+	uint32_t text_len;
+	const char *text;      /* text_len bytes (may hold NULs), then a NUL */
 };
 
 struct lp_lframe {
@@ -353,6 +383,7 @@ struct lp_record {
 		struct lp_object object;
 		struct lp_symtab symtab;
 		struct lp_trace trace;
+		struct lp_lua_source lua_source;
 	} u;
 };
 

@@ -235,8 +235,20 @@ static int put_proto(struct lp_buf *b, const struct lp_proto *pt)
 		err = lp_put_uv(b, pt->nuv);
 	for (i = 0; !err && i < pt->nuv; i++)
 		err = lp_put_str(b, pt->uvnames[i]);
+	/* source was appended to the record later in v1's life (§3.11). */
 	return err ?: lp_put_uv(b, pt->varinfo_len) ?:
-	       lp_put_bytes(b, pt->varinfo, pt->varinfo_len);
+	       lp_put_bytes(b, pt->varinfo, pt->varinfo_len) ?:
+	       lp_put_uv(b, pt->source);
+}
+
+static int put_lua_source(struct lp_buf *b, const struct lp_lua_source *ls)
+{
+	if (!ls->id || (ls->text_len && !ls->text))
+		return -EINVAL;
+	return lp_put_uv(b, ls->id) ?: lp_put_str(b, ls->chunkname) ?:
+	       lp_put_str(b, ls->path) ?: lp_put_uv(b, ls->status) ?:
+	       lp_put_uv(b, ls->size) ?: lp_put_uv(b, ls->mtime_ns) ?:
+	       lp_put_uv(b, ls->text_len) ?: lp_put_bytes(b, ls->text, ls->text_len);
 }
 
 static int put_lua_stack(struct lp_buf *b, const struct lp_lua_stack *ls)
@@ -367,6 +379,8 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 		return put_object(b, &rec->u.object);
 	case LP_REC_SYMTAB:
 		return put_symtab(b, &rec->u.symtab);
+	case LP_REC_LUA_SOURCE:
+		return put_lua_source(b, &rec->u.lua_source);
 	}
 	return -EINVAL;
 }

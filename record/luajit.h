@@ -94,6 +94,30 @@ uint64_t proto_table_count(const struct proto_table *pt);
 uint64_t proto_table_failed(const struct proto_table *pt);
 void proto_table_free(struct proto_table *pt);
 
+/* ---- luajit_sources.c ---------------------------------------------------
+ * The source files of Lua chunks loaded from files ("@path"), read once
+ * per trace each and embedded as LUA_SOURCE records, bounded in size; a
+ * file that changed since it was loaded, or could not be read, is
+ * recorded as such, without text. */
+struct source_table;
+
+#define SOURCE_FILE_MAX (512u << 10)  /* bytes of one file embedded */
+#define SOURCE_TRACE_MAX (8u << 20)   /* bytes of all files in a trace */
+
+struct source_stats {
+	uint64_t whole, cut, changed, unreadable, budget; /* records by status */
+	uint64_t bytes; /* of text embedded */
+};
+
+struct source_table *source_table_new(void);
+/* The lua_source id for proto pt of process pid, 0 when its chunk is not
+ * a file.  *rec is set (and owned by the table until the next call) when
+ * a LUA_SOURCE record must be written before the proto. */
+uint64_t source_table_get(struct source_table *st, pid_t pid,
+			  const struct lp_proto *pt, const struct lp_lua_source **rec);
+void source_table_stats(const struct source_table *st, struct source_stats *out);
+void source_table_free(struct source_table *st);
+
 /* ---- luajit_traces.c ----------------------------------------------------
  * Compiled traces by (pid, number, GCtrace address, fingerprint), read
  * once each: a number reused after a flush gets a new id.  *rec is set

@@ -89,6 +89,7 @@ struct session {
 	struct unwinder *unw; /* native unwinder; NULL: frame pointers only */
 	struct proto_table *protos;
 	struct trace_table *traces;
+	struct source_table *sources; /* Lua source files embedded */
 	struct lua_stats lua;
 	int lj_announced;
 	struct target *targets;
@@ -371,9 +372,12 @@ static uint64_t intern_stack(struct session *s, uint32_t kind,
 	return id;
 }
 
-/* Writes a PROTO record for a prototype the table just read, if any. */
-static void emit_proto(struct session *s, const struct lp_proto *pr)
+/* Writes a PROTO record for a prototype the table just read, if any,
+ * preceded by the LUA_SOURCE record of its chunk's file when that is new
+ * to the trace. */
+static void emit_proto(struct session *s, pid_t pid, const struct lp_proto *pr)
 {
+	const struct lp_lua_source *src;
 	struct lp_record rec;
 
 	if (!pr)
@@ -381,6 +385,13 @@ static void emit_proto(struct session *s, const struct lp_proto *pr)
 	memset(&rec, 0, sizeof(rec));
 	rec.type = LP_REC_PROTO;
 	rec.u.proto = *pr;
+	rec.u.proto.source = source_table_get(s->sources, pid, pr, &src);
+	if (src) {
+		struct lp_record srec = { .type = LP_REC_LUA_SOURCE };
+
+		srec.u.lua_source = *src;
+		emit(s, &srec);
+	}
 	emit(s, &rec);
 }
 
@@ -414,7 +425,7 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 			/* value: the trace's number; pc: its record's id. */
 			pc = (uint32_t)trace_table_get(s->traces, s->protos, t->lj, f->addr,
 						       f->pc, f->fingerprint, &tr, &pr);
-			emit_proto(s, pr);
+			emit_proto(s, t->pid, pr);
 			if (tr) {
 				memset(&rec, 0, sizeof(rec));
 				rec.type = LP_REC_TRACE;
@@ -426,7 +437,7 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 			const struct lp_proto *pr;
 
 			value = proto_table_get(s->protos, t->lj, f->addr, f->fingerprint, &pr);
-			emit_proto(s, pr);
+			emit_proto(s, t->pid, pr);
 			if (!value)
 				s->lua.protos_unknown++;
 		} else if (f->kind == LP_LUA_FRAME_FF || f->kind == LP_LUA_FRAME_TRUNC) {
@@ -901,6 +912,21 @@ static void print_summary(struct session *s, uint64_t end_ns)
 			(unsigned long long)(s->lua.no_g + s->lua.bad_l + s->lua.no_vm),
 			(unsigned long long)proto_table_count(s->protos),
 			(unsigned long long)proto_table_failed(s->protos));
+	{
+		struct source_stats ss;
+
+		source_table_stats(s->sources, &ss);
+		if (ss.whole + ss.cut + ss.changed + ss.unreadable + ss.budget)
+			fprintf(stderr, "luaprof record: Lua sources: %llu files embedded "
+				"(%llu bytes), %llu cut to their first %u KiB; not "
+				"embedded: %llu changed since loaded, %llu unreadable, "
+				"%llu over the trace's %u MiB\n",
+				(unsigned long long)(ss.whole + ss.cut),
+				(unsigned long long)ss.bytes, (unsigned long long)ss.cut,
+				SOURCE_FILE_MAX >> 10, (unsigned long long)ss.changed,
+				(unsigned long long)ss.unreadable,
+				(unsigned long long)ss.budget, SOURCE_TRACE_MAX >> 20);
+	}
 	for (int i = 0; i < s->ntargets; i++) {
 		const struct target *t = &s->targets[i];
 
@@ -975,8 +1001,9 @@ int record_session_run(const struct record_opts *o)
 	s.ksyms = ksym_set_new();
 	s.protos = proto_table_new();
 	s.traces = trace_table_new();
+	s.sources = source_table_new();
 	s.objs = object_set_new(!o->no_embed);
-	if (!s.stacks || !s.ksyms || !s.protos || !s.traces || !s.objs) {
+	if (!s.stacks || !s.ksyms || !s.protos || !s.traces || !s.sources || !s.objs) {
 		fprintf(stderr, "luaprof record: out of memory\n");
 		goto cleanup;
 	}
@@ -1063,6 +1090,7 @@ cleanup:
 	object_set_free(s.objs);
 	proto_table_free(s.protos);
 	trace_table_free(s.traces);
+	source_table_free(s.sources);
 	for (int i = 0; i < s.ntargets; i++) {
 		maps_table_free(&s.targets[i].maps);
 		free(s.targets[i].lj);

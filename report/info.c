@@ -34,6 +34,7 @@ struct info {
 	uint64_t stacks[3]; /* other kinds, kernel, user */
 	uint64_t maps_records, mappings, ksyms;
 	struct info_obj *objs; /* OBJECT records, with their SYMTAB totals */
+	uint64_t lua_src[6], lua_src_bytes; /* LUA_SOURCE records by status */
 	size_t nobjs, capobjs;
 	struct lp_footer footer;
 	int footer_seen;
@@ -181,6 +182,11 @@ static int on_record(struct info *in, const struct lp_record *rec)
 	case LP_REC_SYMTAB:
 		on_symtab(in, &rec->u.symtab);
 		return 0;
+	case LP_REC_LUA_SOURCE:
+		in->lua_src[rec->u.lua_source.status <= LP_LUASRC_BUDGET ?
+			    rec->u.lua_source.status : 0]++;
+		in->lua_src_bytes += rec->u.lua_source.text_len;
+		return 0;
 	case LP_REC_FOOTER:
 		in->footer = rec->u.footer;
 		in->footer_seen = 1;
@@ -188,6 +194,25 @@ static int on_record(struct info *in, const struct lp_record *rec)
 	default:
 		return 0;
 	}
+}
+
+/* The Lua source files the trace embeds, and those it names without
+ * text, by why: what --annotate will have to do without. */
+static void print_lua_sources(const struct info *in)
+{
+	const uint64_t *c = in->lua_src;
+
+	if (!(c[0] + c[1] + c[2] + c[3] + c[4] + c[5]))
+		return;
+	printf("Lua sources: %" PRIu64 " files embedded (%" PRIu64 " bytes), %"
+	       PRIu64 " of them cut short; not embedded: %" PRIu64
+	       " changed since loaded, %" PRIu64 " unreadable, %" PRIu64
+	       " over the trace's bound", c[LP_LUASRC_WHOLE] + c[LP_LUASRC_CUT],
+	       in->lua_src_bytes, c[LP_LUASRC_CUT], c[LP_LUASRC_CHANGED],
+	       c[LP_LUASRC_UNREADABLE], c[LP_LUASRC_BUDGET]);
+	if (c[0])
+		printf(", %" PRIu64 " of an unknown status", c[0]);
+	printf("\n");
 }
 
 /* The objects whose symbols the trace embeds, by build-id, then a count
@@ -364,6 +389,7 @@ static void print_info(const char *path, const struct info *in,
 	       in->maps_records, in->mappings);
 	printf("kernel symbols: %" PRIu64 "\n", in->ksyms);
 	print_objects(in);
+	print_lua_sources(in);
 	printf("chunks: %" PRIu64 " good, %" PRIu64 " bad, %" PRIu64
 	       " skipped (unknown type)\n",
 	       st->chunks, st->bad_chunks, st->skipped_chunks);

@@ -294,15 +294,43 @@ int lua_vm_range(const struct lua *l, uint32_t pid, uint64_t *start, uint64_t *e
 	return 0;
 }
 
-/* "abc.lua" for "@abc.lua", "=stdin" as given, "[string]" for source
- * text (LuaJIT's own convention for loadstring chunks). */
-static const char *chunk_label(const char *chunkname)
+const char *lua_chunk_label(const char *chunkname)
 {
 	if (chunkname[0] == '@')
 		return chunkname + 1;
 	if (chunkname[0] == '=')
 		return chunkname;
 	return "[string]";
+}
+
+/* The name of a Lua function frame as LuaJIT's tracebacks give it: main
+ * for a chunk, from the caller's call site otherwise, "?" when none. */
+static void func_name(struct lua *l, const struct vm_ent *vm,
+		      const struct lp_proto *pt, const struct lp_lframe *f,
+		      const struct lp_lframe *caller, char *name, size_t len)
+{
+	snprintf(name, len, "?");
+	if (pt->firstline == 0) {
+		snprintf(name, len, "main");
+	} else if (f->link == LP_LFRAME_LINK_LUA && caller &&
+		   caller->kind == LP_LFRAME_LUA) {
+		if (!lua_call_name(find_proto(l, caller->value), caller->pc,
+				   vm && (vm->flags & LP_LUAJIT_GC64), name, len))
+			snprintf(name, len, "?");
+	}
+}
+
+/* The line a frame runs: that of the instruction before its pc, or, in
+ * the function a compiled trace starts in, where the trace starts (a
+ * trace keeps no pc of its own).  0 when unknown. */
+static uint32_t frame_line(const struct lp_proto *pt, const struct lp_lframe *f,
+			   const struct trace_ent *trace)
+{
+	if (trace && trace->proto == f->value && trace->startpc < pt->nbc)
+		return pt->lines[trace->startpc];
+	if (f->pc > 0 && f->pc <= pt->nbc)
+		return pt->lines[f->pc - 1];
+	return 0;
 }
 
 /* trace: the compiled trace running in this (leaf) frame, or NULL. */
@@ -320,24 +348,44 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 		snprintf(text, sizeof(text), "[builtin:%s]", pt->chunkname);
 		return frames_name(l->fr, text, id);
 	}
-	strcpy(name, "?");
-	if (pt->firstline == 0) {
-		strcpy(name, "main");
-	} else if (f->link == LP_LFRAME_LINK_LUA && caller &&
-		   caller->kind == LP_LFRAME_LUA) {
-		if (!lua_call_name(find_proto(l, caller->value), caller->pc,
-				   vm && (vm->flags & LP_LUAJIT_GC64), name, sizeof(name)))
-			strcpy(name, "?");
-	}
+	func_name(l, vm, pt, f, caller, name, sizeof(name));
 	line = pt->firstline;
-	if (l->current_lines && f->pc > 0 && f->pc <= pt->nbc)
-		line = pt->lines[f->pc - 1];
-	/* A trace keeps no pc of its own: where it starts stands for it. */
-	if (l->current_lines && trace && trace->proto == f->value &&
-	    trace->startpc < pt->nbc)
-		line = pt->lines[trace->startpc];
-	snprintf(text, sizeof(text), "%s (%s:%u)", name, chunk_label(pt->chunkname), line);
+	if (l->current_lines && frame_line(pt, f, trace))
+		line = frame_line(pt, f, trace);
+	snprintf(text, sizeof(text), "%s (%s:%u)", name, lua_chunk_label(pt->chunkname), line);
 	return frames_name(l->fr, text, id);
+}
+
+uint32_t lua_stack_lines(struct lua *l, uint32_t pid, uint32_t idx,
+			 struct lua_line_frame *out, uint32_t cap)
+{
+	const struct vm_ent *vm = find_vm(l, pid);
+	const struct trace_ent *trace = NULL;
+	const struct lstack_ent *e;
+	uint32_t n = 0;
+
+	if (idx >= l->nstacks)
+		return 0;
+	e = &l->stacks[idx];
+	for (uint32_t i = 0; i < e->depth && n < cap; i++) {
+		const struct lp_lframe *f = &e->frames[i];
+		const struct lp_proto *pt;
+
+		if (f->kind == LP_LFRAME_TRACE)
+			trace = f->pc ? find_trace(l, f->pc) : NULL;
+		if (f->kind != LP_LFRAME_LUA)
+			continue;
+		pt = find_proto(l, f->value);
+		if (pt && pt->firstline != UINT32_MAX) {
+			out[n].pt = pt;
+			out[n].line = frame_line(pt, f, trace);
+			func_name(l, vm, pt, f, i + 1 < e->depth ? &e->frames[i + 1] : NULL,
+				  out[n].name, sizeof(out[n].name));
+			n++;
+		}
+		trace = NULL; /* only the innermost Lua frame runs it */
+	}
+	return n;
 }
 
 int lua_leaf_function(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *id)

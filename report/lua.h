@@ -46,6 +46,24 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
  * lua_stack_names() names it), or UINT32_MAX when it has none. */
 int lua_leaf_function(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *id);
 
+/* "abc.lua" for "@abc.lua", "=stdin" as given, "[string]" for source
+ * text (LuaJIT's own convention for loadstring chunks). */
+const char *lua_chunk_label(const char *chunkname);
+
+/* A Lua function frame of a Lua stack with the line it was running, for
+ * line attribution (annotate.c).  Unknown functions and bytecode builtins
+ * are left out. */
+struct lua_line_frame {
+	const struct lp_proto *pt;
+	uint32_t line; /* the line running; 0 unknown */
+	char name[128]; /* the function's name, as in stacks, without where */
+};
+
+/* The Lua function frames of Lua stack idx (sampled in pid), leaf first,
+ * at most cap; returns how many. */
+uint32_t lua_stack_lines(struct lua *l, uint32_t pid, uint32_t idx,
+			 struct lua_line_frame *out, uint32_t cap);
+
 /* ---- lua_names.c: LuaJIT's lj_debug_funcname(), offline --------------- */
 /* The name of the function called at caller's instruction pc - 1 (pc as
  * the walker gives it: the position after the call): writes it to buf and

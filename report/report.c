@@ -19,12 +19,14 @@
 #include <string.h>
 
 #include "format/trace.h"
+#include "report/annotate.h"
 #include "report/frames.h"
 #include "report/maps.h"
 #include "report/objects.h"
 #include "report/profile.h"
 #include "report/report.h"
 #include "report/lua.h"
+#include "report/luasrc.h"
 #include "report/stacks.h"
 #include "report/symbolize.h"
 #include "report/vmstate.h"
@@ -39,10 +41,13 @@ struct opts {
 	uint32_t *pids, *tids;
 	size_t npids, ntids, cappids, captids;
 	unsigned rows;
+	int rows_set; /* -n given: --annotate's default is smaller */
 	double limit;
 	int comm;
 	int lines;
 	int vmstate;
+	int annotate; /* --annotate */
+	int by_line;  /* --by line */
 	const char *symfs;
 	const char *trace;
 };
@@ -58,6 +63,8 @@ struct run {
 	struct stacks *st;
 	struct lua *lua;
 	struct vmstate *vms;
+	struct luasrc *src;   /* --annotate, --by line: the Lua sources */
+	struct annotate *ann;
 	uint32_t *roots; /* --comm root name per procs entry */
 	size_t nroots, caproots;
 	uint64_t lost, missing;
@@ -68,7 +75,8 @@ struct run {
 static const char usage_line[] =
 	"usage: luaprof report [--format top|folded|callgraph] [-o FILE] "
 	"[--pid PID[,PID...]] [--tid TID[,TID...]] [-n N] "
-	"[--percent-limit P] [--comm] [--lines] [--vmstate] [--symfs DIR] TRACE\n";
+	"[--percent-limit P] [--comm] [--lines] [--vmstate | --annotate | --by line] "
+	"[--symfs DIR] TRACE\n";
 
 static void help(void)
 {
@@ -92,6 +100,14 @@ static void help(void)
 	      "                      LuaJIT VM state (N compiled, I interpreted, C code,\n"
 	      "                      G garbage collector, J JIT compiler), overall and\n"
 	      "                      per innermost Lua function (-n rows)\n"
+	      "  --annotate          instead of stacks: the hottest Lua functions'\n"
+	      "                      source, as the trace holds it, with samples per\n"
+	      "                      line, self (the line running in the innermost Lua\n"
+	      "                      function) and total (running anywhere on the Lua\n"
+	      "                      stack); -n functions (default 10, 0 = all)\n"
+	      "  --by line           instead of stacks: Lua source lines ranked by\n"
+	      "                      self samples, with total, function and source\n"
+	      "                      text (-n rows)\n"
 	      "  --lines             Lua frames show the line being run (in compiled\n"
 	      "                      code, where its trace starts), not the line\n"
 	      "                      where the function is defined\n"
@@ -178,7 +194,7 @@ static int has_id(const uint32_t *v, size_t n, uint32_t id)
 }
 
 enum { OPT_FORMAT = 256, OPT_PID, OPT_TID, OPT_LIMIT, OPT_COMM, OPT_LINES, OPT_VMSTATE,
-       OPT_SYMFS };
+       OPT_SYMFS, OPT_ANNOTATE, OPT_BY };
 
 /* 0 to run, 2 on misuse, -1 when --help was printed, -ENOMEM. */
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -193,6 +209,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "comm", no_argument, NULL, OPT_COMM },
 		{ "lines", no_argument, NULL, OPT_LINES },
 		{ "vmstate", no_argument, NULL, OPT_VMSTATE },
+		{ "annotate", no_argument, NULL, OPT_ANNOTATE },
+		{ "by", required_argument, NULL, OPT_BY },
 		{ "symfs", required_argument, NULL, OPT_SYMFS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -238,6 +256,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			    rows > 1000000000)
 				return misuse("bad row count '%s'", optarg);
 			o->rows = rows;
+			o->rows_set = 1;
 			break;
 		case OPT_LIMIT:
 			errno = 0;
@@ -255,6 +274,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case OPT_LINES:
 			o->lines = 1;
 			break;
+		case OPT_ANNOTATE:
+			o->annotate = 1;
+			break;
+		case OPT_BY:
+			if (strcmp(optarg, "line"))
+				return misuse("unknown --by '%s' (only 'line')", optarg);
+			o->by_line = 1;
+			break;
 		case OPT_SYMFS:
 			o->symfs = optarg;
 			break;
@@ -268,6 +295,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			return misuse("unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	if (o->vmstate + o->annotate + o->by_line > 1)
+		return misuse("--vmstate, --annotate and --by line are different reports: "
+			      "choose one");
+	if ((o->vmstate || o->annotate || o->by_line) && o->format != FMT_TOP)
+		return misuse("--format does not apply to --vmstate, --annotate or --by line");
+	if (o->annotate && !o->rows_set)
+		o->rows = 10;
 	if (argc - optind != 1)
 		return misuse("%s", argc - optind ? "expected one TRACE, got more" :
 			      "no TRACE given");
@@ -330,6 +364,9 @@ static int on_sample(struct run *r, const struct lp_sample *smp)
 	if (!err && o->vmstate)
 		err = vmstate_add(r->vms, smp, smp->lstack ?
 				  lua_find_stack(r->lua, smp->lstack) : UINT32_MAX);
+	if (!err && r->ann)
+		err = annotate_add(r->ann, smp, smp->lstack ?
+				   lua_find_stack(r->lua, smp->lstack) : UINT32_MAX);
 	return err;
 }
 
@@ -366,6 +403,8 @@ static int on_record(struct run *r, const struct lp_record *rec)
 		return lua_add_stack(r->lua, &rec->u.lua_stack);
 	case LP_REC_TRACE:
 		return lua_add_trace(r->lua, &rec->u.trace);
+	case LP_REC_LUA_SOURCE:
+		return r->src ? luasrc_add(r->src, &rec->u.lua_source) : 0;
 	case LP_REC_SAMPLE:
 		return on_sample(r, &rec->u.sample);
 	case LP_REC_LOST:
@@ -433,6 +472,10 @@ static int write_output(struct run *r)
 	}
 	if (o->vmstate)
 		err = out_vmstate(out, &r->prof, r->vms, o->rows);
+	else if (o->annotate)
+		err = out_annotate(out, &r->prof, r->ann, o->rows);
+	else if (o->by_line)
+		err = out_by_line(out, &r->prof, r->ann, o->rows);
 	else if (o->format == FMT_FOLDED)
 		err = out_folded(out, &r->prof);
 	else if (o->format == FMT_CALLGRAPH)
@@ -498,6 +541,8 @@ int cmd_report(int argc, char **argv)
 		err = lua_new(&r.lua, r.fr, o.lines);
 	if (!err && o.vmstate)
 		err = vmstate_new(&r.vms, r.lua);
+	if (!err && (o.annotate || o.by_line))
+		err = luasrc_new(&r.src) ?: annotate_new(&r.ann, r.lua, r.src);
 	if (!err)
 		err = stacks_new(&r.st, r.fr, r.maps, r.lua);
 	while (!err && (err = trace_reader_next(reader, &rec)) == 1)
@@ -525,6 +570,8 @@ cleanup:
 		trace_reader_close(reader);
 	stacks_free(r.st);
 	vmstate_free(r.vms);
+	annotate_free(r.ann);
+	luasrc_free(r.src);
 	lua_free(r.lua);
 	frames_free(r.fr);
 	objects_free(r.objs);

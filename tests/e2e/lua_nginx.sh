@@ -44,6 +44,26 @@ output=$(awk '/ngx_http_lua_run_thread;ngx_http_lua_send_chain_link/ { n += $NF 
 check_num "samples in ngx_http_lua_run_thread, besides output, with Lua frames" \
 	"$(share $withlua $((inlua - output)))" ">=" 0.98
 check "no truncated Lua stacks" bash -c "! grep -q '\[truncated\]' $TMP/ng.folded"
+
+# Lua source in the trace: app.lua, a file module, is embedded and its
+# lines are ranked with their text; the inline content_by_lua chunk has
+# no file, and says so.
+$LUAPROF report --by line -n 0 -o $TMP/ng.lines $TMP/ng.lp 2>/dev/null
+$LUAPROF report --annotate -n 0 -o $TMP/ng.annotate $TMP/ng.lp 2>/dev/null
+$LUAPROF info $TMP/ng.lp >$TMP/nginfo.txt
+check "info: app.lua's source is embedded" grep -qE "^Lua sources: [1-9][0-9]* files embedded" $TMP/nginfo.txt
+first=$(grep -E '^ +[0-9]' $TMP/ng.lines | head -1)
+check "by line: the hottest line is an app.lua line, with its text" \
+	grep -qE " $app_re:[0-9]+  [a-z_?]+: [^(]" <<<"$first"
+check "by line: compute_checksum's lines are there, with their text" \
+	grep -qE " $app_re:[0-9]+  compute_checksum: .+" $TMP/ng.lines
+ln=$(grep -oE " $app_re:[0-9]+  render: " $TMP/ng.lines | head -1 | sed -E 's/.*:([0-9]+)  render: /\1/')
+check "by line: render's line shows app.lua's real text" \
+	grep -qF "render: $(sed -n "${ln:-0}p" $APP | sed -E 's/^[[:space:]]+//' | cut -c1-40)" $TMP/ng.lines
+check "annotate: the content_by_lua chunk is source not available" \
+	grep -qF "(source not available: not loaded from a file)" \
+	<(grep -A1 -E "^main \(=content_by_lua\(nginx\.conf:[0-9]+\):" $TMP/ng.annotate)
+echo "  nginx 3 s: trace $(stat -c %s $TMP/ng.lp) bytes; $(grep '^Lua sources:' $TMP/nginfo.txt)"
 nginx_stop
 
 # The JIT on, as in production: traces run the handler, and every worker

@@ -5,6 +5,9 @@
 # included.  With `record --no-embed` a deleted binary prints as
 # module+offset with a warning, `--symfs` with a copy of it names its
 # frames again, and a binary replaced by another build is refused, loudly.
+# The Lua script's source is embedded too: `report --annotate` and
+# `--by line` show its lines with samples, the same without the file; a
+# Lua file changed after the process started is not embedded, and says so.
 . tests/lib.sh
 
 tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
@@ -25,6 +28,34 @@ check "record --no-embed exits 0" test $? -eq 0
 
 $LUAPROF report --format folded -o $TMP/hot1.folded $TMP/hot.lp 2>$TMP/hot1.err
 $LUAPROF report --format folded -o $TMP/lua1.folded $TMP/lua.lp 2>/dev/null
+$LUAPROF report --annotate -o $TMP/lua1.annotate $TMP/lua.lp 2>/dev/null
+$LUAPROF report --by line -o $TMP/lua1.lines $TMP/lua.lp 2>/dev/null
+$LUAPROF info $TMP/lua.lp >$TMP/luainfo.txt
+check "info: abc.lua's source is embedded" \
+	grep -qE "^Lua sources: 1 files embedded \([0-9]+ bytes\), 0 of them cut short; not embedded: 0 changed" $TMP/luainfo.txt
+echo "  abc.lua: trace $(stat -c %s $TMP/lua.lp) bytes; $(grep '^Lua sources:' $TMP/luainfo.txt)"
+
+# A Lua file rewritten after the process started: compiled (loadfile),
+# then touched, then run, so the recorder only ever meets it changed.
+cat >$APP/lib.lua <<'LUA'
+function spin(n) local x = 0; for i = 1, n do x = (x + i) % 7 end; return x end
+LUA
+cat >$APP/driver.lua <<'LUA'
+local f = assert(loadfile("lib.lua"))
+os.execute("touch -d '+2 seconds' lib.lua")
+f()
+local t = os.clock() + 1
+while os.clock() < t do spin(100000) end
+LUA
+(cd $APP && $LUAPROF record -q -F 999 -o $TMP/changed.lp -- ./luajit -joff driver.lua 2>/dev/null)
+$LUAPROF info $TMP/changed.lp >$TMP/chinfo.txt
+check "a Lua file changed since its load is not embedded, and counted" \
+	grep -qE "^Lua sources: 1 files embedded .*not embedded: 1 changed since loaded" $TMP/chinfo.txt
+$LUAPROF report --annotate -o $TMP/changed.annotate $TMP/changed.lp 2>/dev/null
+check "annotate: the changed file's function has no source, and says why" \
+	grep -qF "(source not available: the file changed since it was loaded)" \
+	<(grep -A1 -E "^spin \(lib\.lua:1-1\)" $TMP/changed.annotate)
+check "annotate: the unchanged driver.lua is shown" grep -qF "while os.clock() < t do spin(100000) end" $TMP/changed.annotate
 $LUAPROF info $TMP/hot.lp >$TMP/info.txt
 check "info lists hot's embedded symbols by build-id" \
 	grep -qE "build-id [0-9a-f]{40} $APP/hot: file [0-9]+ bytes, [0-9]+ symbols" $TMP/info.txt
@@ -51,6 +82,24 @@ check "luajit: byte-identical report without the binary" cmp -s $TMP/lua1.folded
 check "luajit: Lua frames are there" grep -qF "work (" $TMP/lua2.folded
 check "luajit: a native frame of luajit is named from its symbols" \
 	grep -qE "(^|;)lua_[a-z]+(;| )" $TMP/lua2.folded
+
+# Lua source from the trace alone: the same bytes without abc.lua, and
+# work's loop body, the hottest line, with its samples.
+$LUAPROF report --annotate -o $TMP/lua2.annotate $TMP/lua.lp 2>/dev/null
+$LUAPROF report --by line -o $TMP/lua2.lines $TMP/lua.lp 2>/dev/null
+check "annotate: byte-identical without abc.lua" cmp -s $TMP/lua1.annotate $TMP/lua2.annotate
+check "by line: byte-identical without abc.lua" cmp -s $TMP/lua1.lines $TMP/lua2.lines
+hot=$(grep -n 'x = (x + i \* 7) % 1000003' samples/lua/abc.lua | cut -d: -f1)
+hot_src=$(sed -n "${hot}p" samples/lua/abc.lua)
+check "by line: the hottest line is work's loop body, with its source" \
+	grep -qE "^ +[0-9]+ +[0-9.]+% +[0-9]+ +[0-9.]+%  abc\.lua:$hot  work: x = \(x \+ i \* 7\) % 1000003$" \
+	<(grep -E '^ +[0-9]' $TMP/lua2.lines | head -1)
+check "annotate: work's header, then the file's real lines" \
+	grep -qE "^work \(abc\.lua:[0-9]+-[0-9]+\): self [0-9]+ \([0-9.]+%\), total" $TMP/lua2.annotate
+check_num "annotate: self samples on work's loop body" \
+	"$(grep -F "$hot_src" $TMP/lua2.annotate | awk -v l=$hot '$5 == l { print $1; exit }')" ">=" 100
+check "annotate: the driver loop's line has total samples in main" \
+	grep -qE "^ +\. +\. +[0-9]+ +[0-9.]+% +[0-9]+  while os\.clock\(\) < deadline do|^ +\. +\. +[0-9]+ +[0-9.]+% +[0-9]+  	sum = sum \+ a\(\) \+ b\(\) \+ c\(\)" $TMP/lua2.annotate
 
 # --no-embed: the deleted binary prints as module+offset, with a warning.
 $LUAPROF report --format folded -o $TMP/ne.folded $TMP/noembed.lp 2>$TMP/ne.err

@@ -76,7 +76,8 @@ static int proto_equal(const struct lp_proto *a, const struct lp_proto *b)
 	if (a->id != b->id || a->addr != b->addr || !str_eq(a->chunkname, b->chunkname) ||
 	    a->firstline != b->firstline || a->numline != b->numline ||
 	    a->numparams != b->numparams || a->flags != b->flags || a->nbc != b->nbc ||
-	    a->nkstr != b->nkstr || a->nuv != b->nuv || a->varinfo_len != b->varinfo_len)
+	    a->nkstr != b->nkstr || a->nuv != b->nuv || a->varinfo_len != b->varinfo_len ||
+	    a->source != b->source)
 		return 0;
 	if (a->nbc && (memcmp(a->bc, b->bc, a->nbc * 4) || memcmp(a->lines, b->lines, a->nbc * 4)))
 		return 0;
@@ -174,6 +175,18 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 		return 1;
 	case LP_REC_TRACE:
 		return !memcmp(&a->u.trace, &b->u.trace, sizeof(a->u.trace));
+	case LP_REC_LUA_SOURCE:
+		return a->u.lua_source.id == b->u.lua_source.id &&
+		       str_eq(a->u.lua_source.chunkname, b->u.lua_source.chunkname) &&
+		       str_eq(a->u.lua_source.path, b->u.lua_source.path) &&
+		       a->u.lua_source.status == b->u.lua_source.status &&
+		       a->u.lua_source.size == b->u.lua_source.size &&
+		       a->u.lua_source.mtime_ns == b->u.lua_source.mtime_ns &&
+		       a->u.lua_source.text_len == b->u.lua_source.text_len &&
+		       (!a->u.lua_source.text_len ||
+			!memcmp(a->u.lua_source.text, b->u.lua_source.text,
+				a->u.lua_source.text_len)) &&
+		       b->u.lua_source.text[b->u.lua_source.text_len] == '\0';
 	case LP_REC_LUA_STACK:
 		if (a->u.lua_stack.id != b->u.lua_stack.id ||
 		    a->u.lua_stack.depth != b->u.lua_stack.depth)

@@ -291,9 +291,21 @@ static size_t make_records(struct lp_record *r)
 		.flags = LP_LUAJIT_GC64 | LP_LUAJIT_OPENRESTY, .name = "LuaJIT 2.1",
 		.source = "built-in", .nff = ARRAY_SIZE(ffnames), .ffnames = ffnames,
 	};
+	/* A source with a NUL byte and no final newline, and one refused. */
+	r[n].type = LP_REC_LUA_SOURCE;
+	r[n++].u.lua_source = (struct lp_lua_source){
+		.id = 5, .chunkname = "@abc.lua", .path = "/srv/app/abc.lua",
+		.status = LP_LUASRC_WHOLE, .size = 26, .mtime_ns = 1700000000123456789ull,
+		.text_len = 26, .text = "local x = 1\nprint(\"a\0b\")\nx",
+	};
+	r[n].type = LP_REC_LUA_SOURCE;
+	r[n++].u.lua_source = (struct lp_lua_source){
+		.id = UINT64_MAX, .chunkname = "@/gone.lua", .path = "",
+		.status = LP_LUASRC_CHANGED,
+	};
 	r[n].type = LP_REC_PROTO;
 	r[n++].u.proto = (struct lp_proto){
-		.id = 9, .addr = 0x7f0000123450ull, .chunkname = "@abc.lua",
+		.source = 5, .id = 9, .addr = 0x7f0000123450ull, .chunkname = "@abc.lua",
 		.firstline = 10, .numline = 300, .numparams = 2, .flags = 3,
 		.nbc = ARRAY_SIZE(bc), .bc = bc, .lines = lines,
 		.nkstr = ARRAY_SIZE(kstr), .kstr = kstr, .nuv = ARRAY_SIZE(uvnames),
@@ -308,8 +320,8 @@ static size_t make_records(struct lp_record *r)
 					    .proto = 9, .startpc = 2, .root = 1,
 					    .mcode = 0x7fff00001000ull, .szmcode = 912 };
 	/* Times at both ends of the range: the deltas wrap around. */
-	r[n - 13].u.sample.time_ns = UINT64_MAX;
-	r[n - 12].u.sample.time_ns = 0;
+	r[n - 15].u.sample.time_ns = UINT64_MAX;
+	r[n - 14].u.sample.time_ns = 0;
 	r[n].type = LP_REC_LOST;
 	r[n++].u.lost = (struct lp_lost){ t0 + 1, 1ull << 40, LP_LOST_RINGBUF };
 	r[n].type = LP_REC_EXIT;

@@ -519,3 +519,62 @@ TEST(maps_object_ids_and_bad_objects)
 	lp_buf_free(&p);
 	lp_buf_free(&body);
 }
+
+/* A proto body written before the source field reads as source 0; a
+ * lua_source with id 0, or whose text runs past its body, is a bad
+ * record, and the records after it are still read. */
+TEST(lua_source_and_older_protos)
+{
+	struct lp_buf b = { 0 }, p = { 0 }, body = { 0 };
+	const char *path = fmt_tmp_path("luasrc.lp");
+	struct trace_reader *r;
+	struct lp_record rec;
+	struct trace_reader_stats st;
+	uint64_t proto_source = 99, text_len = 0;
+	int nsrc = 0;
+	char msg[64];
+
+	put_header(&b, 1, 0, 0);
+	body.len = 0;			/* an older proto: ends after varinfo */
+	lp_put_uv(&body, 1);
+	lp_put_uv(&body, 0x1000);
+	lp_put_str(&body, "@a.lua");
+	for (int i = 0; i < 5; i++)	/* firstline numline numparams flags nbc */
+		lp_put_uv(&body, 0);
+	lp_put_uv(&body, 0);		/* nkstr, nuv, varinfo */
+	lp_put_uv(&body, 0);
+	lp_put_uv(&body, 0);
+	put_record(&p, LP_REC_PROTO, &body);
+	for (int bad = 0; bad <= 2; bad++) {
+		body.len = 0;
+		lp_put_uv(&body, bad == 1 ? 0 : 3);
+		lp_put_str(&body, "@a.lua");
+		lp_put_str(&body, "/x/a.lua");
+		lp_put_uv(&body, LP_LUASRC_WHOLE);
+		lp_put_uv(&body, 4);
+		lp_put_uv(&body, 1);
+		lp_put_uv(&body, bad == 2 ? 5 : 4);
+		lp_put_bytes(&body, "a\0\nb", 4);
+		put_record(&p, LP_REC_LUA_SOURCE, &body);
+	}
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_NONE, p.data, p.len);
+	CHECK(fmt_write_file(path, b.data, b.len) == 0);
+	CHECK(trace_reader_open(&r, path, msg, sizeof(msg)) == 0);
+	while (trace_reader_next(r, &rec) == 1) {
+		if (rec.type == LP_REC_PROTO)
+			proto_source = rec.u.proto.source;
+		if (rec.type == LP_REC_LUA_SOURCE) {
+			nsrc++;
+			text_len = rec.u.lua_source.text_len;
+			CHECK(!memcmp(rec.u.lua_source.text, "a\0\nb", 5));
+		}
+	}
+	trace_reader_get_stats(r, &st);
+	trace_reader_close(r);
+	CHECK(proto_source == 0);
+	CHECK(nsrc == 1 && text_len == 4);
+	CHECK(st.bad_records == 2 && !st.unknown_records);
+	lp_buf_free(&b);
+	lp_buf_free(&p);
+	lp_buf_free(&body);
+}
