@@ -90,6 +90,13 @@ $(BUILD)/samples/nofp: samples/nofp.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fomit-frame-pointer -fno-inline -Wall -Wextra -o $@ $<
 
+# inline is built as releases are, -O2 with inlining, for the source lines
+# and inlined frames of tests/e2e/self_contained.sh; frame pointers keep
+# its stack walkable whatever the unwinder does.
+$(BUILD)/samples/inline: samples/inline.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -o $@ $<
+
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests
 

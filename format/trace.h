@@ -68,6 +68,12 @@
  *   symtab     := object:uv nseg:uv seg[nseg] nsym:uv sym[nsym]
  *   seg        := offset:uv filesz:uv vaddr:uv    (a PT_LOAD header)
  *   sym        := (addr - previous addr):uv size:uv name:str (ascending)
+ *   debug      := object:uv flags:uv eclass:uv edata:uv emachine:uv
+ *                 name:str size:uv offset:uv data:str
+ *                 (bytes [offset, offset + |data|) of the object's DWARF
+ *                  section `name`, decompressed, `size` bytes in all; or,
+ *                  flags SKIPPED_*, a note that its `size` bytes were not
+ *                  embedded)
  *   lua_source := id:uv chunkname:str path:str status:uv size:uv mtime_ns:uv
  *                 text:str         (the source file of Lua chunks, or why not)
  *
@@ -121,7 +127,7 @@ enum lp_record_type {
 	LP_REC_OBJECT = 13,
 	LP_REC_SYMTAB = 14,
 	LP_REC_TRACE = 15,
-	/* 16 is reserved (native debug information). */
+	LP_REC_DEBUG = 16,
 	LP_REC_LUA_SOURCE = 17,
 };
 
@@ -175,6 +181,14 @@ enum lp_objid_kind {
 	LP_OBJID_CONTENT = 2,  /* lp_objid_content_hash(): no build-id */
 };
 #define LP_OBJID_MAX 64 /* longest ident a reader accepts */
+/* debug.flags: why an object's DWARF is not in the trace (no data then) */
+#define LP_DEBUG_SKIPPED_SIZE 0x1u   /* over LP_DEBUG_MAX_OBJECT */
+#define LP_DEBUG_SKIPPED_BUDGET 0x2u /* the trace's DWARF budget was spent */
+/* The most bytes of DWARF one object may embed, sections added up; also
+ * the largest section size a reader accepts. */
+#define LP_DEBUG_MAX_OBJECT (64u << 20)
+/* Writer policy: a section goes in pieces of at most this many bytes. */
+#define LP_DEBUG_PIECE (1u << 20)
 /* lua_source.status: whether text holds the file, and if not, why */
 enum lp_luasrc_status {
 	LP_LUASRC_WHOLE = 1,      /* text is the whole file */
@@ -365,6 +379,19 @@ struct lp_symtab {
 	const struct lp_objsym *syms; /* ascending addr */
 };
 
+/* A piece of the DWARF of an object (or a note that it was left out):
+ * the ELF identity the sections need to be read (class, data encoding,
+ * machine) travels with every piece, so each record stands alone. */
+struct lp_debug {
+	uint64_t object;
+	uint32_t flags;
+	uint32_t eclass, edata, emachine; /* e_ident[EI_CLASS], [EI_DATA], e_machine */
+	const char *name;                 /* ".debug_info" ... */
+	uint64_t size, offset;            /* the whole section; this piece's start */
+	uint32_t len;
+	const uint8_t *data;              /* len bytes */
+};
+
 struct lp_record {
 	enum lp_record_type type;
 	union {
@@ -383,6 +410,7 @@ struct lp_record {
 		struct lp_object object;
 		struct lp_symtab symtab;
 		struct lp_trace trace;
+		struct lp_debug debug;
 		struct lp_lua_source lua_source;
 	} u;
 };

@@ -31,7 +31,6 @@
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
-#include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -44,14 +43,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include "format/debuginfo.h"
 #include "record/luajit.h"
 
-#define DEBUG_ROOT "/usr/lib/debug"
 #define MAX_DEPTH 8            /* typedef chains, anonymous members, imports */
 #define MAX_DIES (1ul << 24)   /* DIEs visited in one search */
-#define MAX_BUILD_ID 64
 
 /* The types the layout is read from, by their C names. */
 enum lj_dwarf_type {
@@ -126,186 +123,23 @@ static const struct {
 
 /* ---- finding the debug info ------------------------------------------- */
 
-struct debug_file {
-	int fd;
-	Elf *elf;
-	char path[PATH_MAX];
-};
-
-static void debug_file_close(struct debug_file *f)
+/* The file holding object's DWARF, open in *f (format/debuginfo.h): 0,
+ * -ENOENT if neither the object nor a debug file of it has any, or
+ * -errno if the object cannot be read as ELF. */
+static int find_debug_info(const char *object, struct lp_debug_file *f)
 {
-	if (f->elf)
-		elf_end(f->elf);
-	if (f->fd >= 0)
-		close(f->fd);
-	f->elf = NULL;
-	f->fd = -1;
-}
-
-/* Opens path as an ELF file: 0, or -errno with nothing left open. */
-static int debug_file_open(struct debug_file *f, const char *path)
-{
-	struct stat st;
-	int err = -ENOENT;
-
-	f->elf = NULL;
-	if ((size_t)snprintf(f->path, sizeof(f->path), "%s", path) >= sizeof(f->path)) {
-		f->fd = -1;
-		return -ENAMETOOLONG;
-	}
-	/* O_NONBLOCK: a FIFO planted where a debug file is looked for must
-	 * not hang the recorder; it is then refused as not regular. */
-	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (f->fd < 0)
-		return -errno;
-	if (fstat(f->fd, &st) || !S_ISREG(st.st_mode))
-		goto fail;
-	/* Read, not mapped: a file truncated while libdw reads it would
-	 * otherwise kill the recorder with SIGBUS. */
-	f->elf = elf_begin(f->fd, ELF_C_READ, NULL);
-	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF) {
-		err = -EINVAL;
-		goto fail;
-	}
-	return 0;
-fail:
-	debug_file_close(f);
-	return err;
-}
-
-/* Whether the file holds DWARF, not just the section headers that
- * strip --only-keep-debug leaves in the stripped half (SHT_NOBITS). */
-static bool has_debug_info(Elf *elf)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return false;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
-			return true;
-	}
-	return false;
-}
-
-static size_t build_id(Elf *elf, uint8_t *id)
-{
-	const void *p;
-	ssize_t n = dwelf_elf_gnu_build_id(elf, &p);
-
-	if (n <= 0 || n > MAX_BUILD_ID)
-		return 0;
-	memcpy(id, p, n);
-	return (size_t)n;
-}
-
-/* The CRC32 of a whole file, as .gnu_debuglink records it (zlib's). */
-static int file_crc32(int fd, uint32_t *crc)
-{
-	static unsigned char buf[65536];
-	uLong c = crc32(0L, Z_NULL, 0);
-	off_t off = 0;
-	ssize_t n;
-
-	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
-		c = crc32(c, buf, (uInt)n);
-		off += n;
-	}
-	if (n < 0)
-		return -errno;
-	*crc = (uint32_t)c;
-	return 0;
-}
-
-/* Opens a candidate separate debug file: it must hold DWARF, carry the
- * object's build-id if the object has one, and match crc if asked. */
-static int try_debug_file(struct debug_file *f, const char *path,
-			  const uint8_t *id, size_t idlen, bool check_crc,
-			  uint32_t crc)
-{
-	uint8_t fid[MAX_BUILD_ID];
-	uint32_t fcrc = 0;
-
-	if (debug_file_open(f, path))
-		return -ENOENT;
-	if (!has_debug_info(f->elf))
-		goto mismatch;
-	if (idlen && (build_id(f->elf, fid) != idlen || memcmp(fid, id, idlen)))
-		goto mismatch;
-	if (check_crc && (file_crc32(f->fd, &fcrc) || fcrc != crc))
-		goto mismatch;
-	return 0;
-mismatch:
-	debug_file_close(f);
-	return -ENOENT;
-}
-
-/* The file holding object's DWARF, open in *f: 0, -ENOENT if neither the
- * object nor a debug file of it has any, or -errno if the object cannot
- * be read as ELF. */
-static int find_debug_info(const char *object, struct debug_file *f)
-{
-	struct debug_file obj;
-	uint8_t id[MAX_BUILD_ID];
-	char path[PATH_MAX], dir[PATH_MAX];
-	const char *link, *slash;
-	size_t idlen, n;
-	GElf_Word crc = 0;
+	struct lp_debug_file obj;
 	int err;
 
-	err = debug_file_open(&obj, object);
+	err = lp_debug_file_open(&obj, object);
 	if (err)
 		return err;
-	if (has_debug_info(obj.elf)) {
+	if (lp_has_debug_info(obj.elf)) {
 		*f = obj;
 		return 0;
 	}
-	err = -ENOENT;
-	idlen = build_id(obj.elf, id);
-	if (idlen >= 2) {
-		n = (size_t)snprintf(path, sizeof(path), DEBUG_ROOT "/.build-id/%02x/", id[0]);
-		for (size_t i = 1; i < idlen && n < sizeof(path); i++)
-			n += (size_t)snprintf(path + n, sizeof(path) - n, "%02x", id[i]);
-		if (n + sizeof(".debug") <= sizeof(path)) {
-			strcat(path, ".debug");
-			if (!try_debug_file(f, path, id, idlen, false, 0)) {
-				err = 0;
-				goto cleanup;
-			}
-		}
-	}
-	link = dwelf_elf_gnu_debuglink(obj.elf, &crc);
-	/* The name comes from the target's file: a bare file name only. */
-	if (!link || !link[0] || strchr(link, '/') || !strcmp(link, ".") ||
-	    !strcmp(link, ".."))
-		goto cleanup;
-	slash = strrchr(object, '/');
-	if (!slash || (size_t)(slash - object) >= sizeof(dir))
-		goto cleanup;
-	memcpy(dir, object, slash - object);
-	dir[slash - object] = '\0';
-	{
-		const char *const fmts[] = { "%s/%s", "%s/.debug/%s", DEBUG_ROOT "%s/%s" };
-
-		for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
-			if ((size_t)snprintf(path, sizeof(path), fmts[i], dir, link) >=
-			    sizeof(path))
-				continue;
-			if (!try_debug_file(f, path, id, idlen, true, crc)) {
-				err = 0;
-				goto cleanup;
-			}
-		}
-	}
-cleanup:
-	debug_file_close(&obj);
+	err = lp_debug_file_find(obj.elf, object, "", f);
+	lp_debug_file_close(&obj);
 	return err;
 }
 
@@ -737,7 +571,7 @@ static int fill_layout(struct lj_types *ty, struct lj_layout *lo,
 int lj_layout_from_dwarf(const char *object, struct lj_layout *lo, char *msg,
 			 size_t msglen)
 {
-	struct debug_file f = { .fd = -1 };
+	struct lp_debug_file f = { .fd = -1 };
 	struct lj_types ty;
 	Dwarf *dbg = NULL;
 	int err;
@@ -770,6 +604,6 @@ int lj_layout_from_dwarf(const char *object, struct lj_layout *lo, char *msg,
 cleanup:
 	if (dbg)
 		dwarf_end(dbg);
-	debug_file_close(&f);
+	lp_debug_file_close(&f);
 	return err;
 }

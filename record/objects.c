@@ -10,10 +10,10 @@
  * GNU build-id, or a content hash; format/objid.c).  It notes the objects
  * that samples hit (user stack addresses, the C functions of Lua frames)
  * and, at each flush and at the end, embeds for each object hit and not
- * yet embedded its PT_LOAD headers and function symbols as SYMTAB records,
- * so a trace cut short still symbolizes what it holds.  `--no-embed`
- * keeps the OBJECT records (a report can then check the files it finds)
- * and leaves the symbols out.
+ * yet embedded its PT_LOAD headers and function symbols as SYMTAB records
+ * and its DWARF as DEBUG records (debuginfo.c), so a trace cut short
+ * still symbolizes what it holds.  `--no-embed` keeps the OBJECT records
+ * (a report can then check the files it finds) and leaves the rest out.
  *
  * Files are read through /proc/PID/map_files, which opens the very file
  * the process mapped even if its path was since replaced or deleted, and
@@ -56,14 +56,17 @@ struct object_set {
 	size_t nopen;
 	size_t pending; /* hit and not written */
 	uint64_t embedded, symbols;
+	struct debug_budget debug;
 };
 
 struct object_set *object_set_new(int embed)
 {
 	struct object_set *s = calloc(1, sizeof(*s));
 
-	if (s)
+	if (s) {
 		s->embed = embed;
+		debug_budget_init(&s->debug);
+	}
 	return s;
 }
 
@@ -267,6 +270,7 @@ static int embed_object(struct object_set *s, struct object *o,
 	if (!err) {
 		s->embedded++;
 		s->symbols += nsyms;
+		err = debuginfo_embed(fd, o->path, o->id, &s->debug, w);
 	}
 cleanup:
 	if (elf)
@@ -309,4 +313,9 @@ void object_set_stats(const struct object_set *s, uint64_t *objects,
 	*objects = s->n;
 	*embedded = s->embedded;
 	*symbols = s->symbols;
+}
+
+const struct debug_budget *object_set_debug(const struct object_set *s)
+{
+	return &s->debug;
 }

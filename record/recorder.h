@@ -78,11 +78,40 @@ void object_set_assign(struct object_set *s, pid_t pid, struct maps_table *t,
 void object_set_note(struct object_set *s, const struct maps_table *t,
 		     const uint64_t *addrs, uint32_t n);
 void object_set_note_id(struct object_set *s, uint64_t id);
-/* Writes the SYMTAB records of the objects noted and not yet embedded. */
+/* Writes the SYMTAB and DEBUG records of the objects noted and not yet
+ * embedded. */
 int object_set_write(struct object_set *s, struct trace_writer *w);
 void object_set_stats(const struct object_set *s, uint64_t *objects,
 		      uint64_t *embedded, uint64_t *symbols);
+/* The DWARF embedded and left out so far (debuginfo.c). */
+const struct debug_budget *object_set_debug(const struct object_set *s);
 void object_set_free(struct object_set *s);
+
+/* ---- debuginfo.c: the DWARF of an object hit, embedded ------------------ */
+#define DEBUG_SKIPS_KEPT 16 /* objects left out that -v names */
+/* The most DWARF one recording embeds, all objects together; one object
+ * embeds at most LP_DEBUG_MAX_OBJECT. */
+#define DEBUG_MAX_TRACE (256ull << 20)
+
+/* What a recording embedded and left out, and what it may still embed. */
+struct debug_budget {
+	uint64_t left;             /* bytes the trace may still embed */
+	uint64_t objects, bytes;   /* embedded */
+	uint64_t skipped;          /* left out: over a bound */
+	struct {
+		char path[256];
+		uint64_t bytes;
+		uint32_t why;      /* LP_DEBUG_SKIPPED_* */
+	} skips[DEBUG_SKIPS_KEPT];
+	size_t nskip;
+};
+
+void debug_budget_init(struct debug_budget *b);
+/* Writes the DEBUG records of object `id`, open on fd and mapped from
+ * `path`: its DWARF sections, or a note that they are over a bound.  An
+ * object without DWARF writes nothing.  0, or the writer's -errno. */
+int debuginfo_embed(int fd, const char *path, uint64_t id,
+		    struct debug_budget *b, struct trace_writer *w);
 
 /* ---- perf.c: one cpu-clock perf_event per CPU --------------------------- */
 struct perf_sampling {

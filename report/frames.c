@@ -11,6 +11,14 @@
  *                                              the file offset when the file
  *                                              cannot be read)
  * and for a kernel address NAME_[k], or [kernel]_[k] without a symbol.
+ *
+ * Where the object's DWARF is known (objects.h), one address may be
+ * several frames: each function inlined there, innermost first, as
+ * "NAME [inlined]", then the function itself.  With --lines every one of
+ * them adds " (FILE:LINE)", FILE without its directory, as perf shows it:
+ * the line running in the innermost, the call site in the others.  The
+ * function's own name still comes from the symbol table, so a report
+ * without DWARF names the same functions, inline frames aside.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -35,6 +43,7 @@ struct frames {
 	struct ksym *ksyms;
 	size_t nksyms, capksyms;
 	int sorted;
+	int lines; /* --lines: native frames show FILE:LINE */
 	uint32_t unmapped_id, kernel_id; /* interned on first use */
 };
 
@@ -57,6 +66,11 @@ int frames_new(struct frames **out, struct strtab *names, struct maps *maps,
 void frames_set_objects(struct frames *f, struct objects *o)
 {
 	f->objs = o;
+}
+
+void frames_set_lines(struct frames *f, int lines)
+{
+	f->lines = lines;
 }
 
 void frames_free(struct frames *f)
@@ -101,15 +115,32 @@ static const char *base_name(const char *path)
 	return slash && slash[1] ? slash + 1 : path;
 }
 
-int frames_user(struct frames *f, uint32_t pid, uint64_t addr, int ret,
-		uint32_t *id)
+/* Names one frame of a DWARF chain: "NAME[ [inlined]][ (FILE:LINE)]". */
+static int chain_frame(struct frames *f, const char *name, int inlined,
+		       const struct src_frame *sf, uint32_t *id)
+{
+	char buf[768];
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "%s%s", name, inlined ? " [inlined]" : "");
+	if (f->lines && sf->file && n >= 0 && (size_t)n < sizeof(buf))
+		snprintf(buf + n, sizeof(buf) - n, " (%s:%u)", base_name(sf->file),
+			 sf->line);
+	return frames_name(f, buf, id);
+}
+
+int frames_user_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
+		      uint32_t *ids, uint32_t *n, uint32_t *func)
 {
 	const struct map_ent *m;
 	struct sym_result res;
+	struct src_chain c;
 	char buf[512];
+	const char *name;
 	uint64_t at = ret && addr ? addr - 1 : addr;
 	int err;
 
+	*n = 1;
 	m = maps_find(f->maps, pid, at);
 	if (!m) {
 		if (f->unmapped_id == UINT32_MAX) {
@@ -117,7 +148,7 @@ int frames_user(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 			if (err)
 				return err;
 		}
-		*id = f->unmapped_id;
+		*ids = *func = f->unmapped_id;
 		return 0;
 	}
 	if (!m->path[0]) {
@@ -138,12 +169,49 @@ int frames_user(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 						at - m->start + m->pgoff, &res);
 		if (err)
 			return err;
-		if (res.func)
-			return frames_name(f, res.func, id);
-		snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base_name(m->path),
-			 res.addr);
+		c.n = 0;
+		if (f->objs && res.elf) {
+			err = objects_srcline(f->objs, m->object, res.addr, &c);
+			if (err)
+				return err;
+		}
+		name = res.func;
+		if (!name && c.n)
+			name = c.f[c.n - 1].func; /* DWARF knows what symbols do not */
+		if (!name) {
+			snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base_name(m->path),
+				 res.addr);
+			name = buf;
+		}
+		err = frames_name(f, name, func);
+		if (err || !c.n) {
+			*ids = *func;
+			return err;
+		}
+		for (uint32_t i = 0; i + 1 < c.n; i++) {
+			err = chain_frame(f, c.f[i].func ? c.f[i].func : "?", 1,
+					  &c.f[i], &ids[i]);
+			if (err)
+				return err;
+		}
+		*n = c.n;
+		if (!f->lines || !c.f[c.n - 1].file) {
+			ids[c.n - 1] = *func;
+			return 0;
+		}
+		return chain_frame(f, name, 0, &c.f[c.n - 1], &ids[c.n - 1]);
 	}
-	return frames_name(f, buf, id);
+	err = frames_name(f, buf, func);
+	*ids = *func;
+	return err;
+}
+
+int frames_user(struct frames *f, uint32_t pid, uint64_t addr, int ret,
+		uint32_t *id)
+{
+	uint32_t ids[FRAMES_MAX_CHAIN], n;
+
+	return frames_user_chain(f, pid, addr, ret, ids, &n, id);
 }
 
 int frames_add_ksyms(struct frames *f, const struct lp_ksyms *rec)

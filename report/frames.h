@@ -19,6 +19,7 @@
 #include "report/intern.h"
 #include "report/maps.h"
 #include "report/objects.h"
+#include "report/srcline.h"
 #include "report/symbolize.h"
 
 struct frames;
@@ -34,7 +35,21 @@ void frames_set_objects(struct frames *f, struct objects *o);
  * so kernel frames are best named once the whole trace was read. */
 int frames_add_ksyms(struct frames *f, const struct lp_ksyms *rec);
 
-/* `ret` is set for return addresses (all frames but a stack's leaf). */
+/* --lines: native frames whose object has DWARF show " (FILE:LINE)". */
+void frames_set_lines(struct frames *f, int lines);
+
+/* The most frames one user address may name (frames_user_chain). */
+#define FRAMES_MAX_CHAIN SRCLINE_MAX_FRAMES
+
+/* The frames of a user address, leaf first, into ids[FRAMES_MAX_CHAIN]:
+ * the functions DWARF says were inlined there, innermost first, named
+ * "NAME [inlined]", then the function itself; *n their count (1 without
+ * DWARF).  *func is the function's own name, without the FILE:LINE of
+ * --lines.  `ret` is set for return addresses (all frames but a stack's
+ * leaf): they are looked up at addr - 1, the call instruction. */
+int frames_user_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
+		      uint32_t *ids, uint32_t *n, uint32_t *func);
+/* The function alone: *func of frames_user_chain(). */
 int frames_user(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 		uint32_t *id);
 int frames_kernel(struct frames *f, uint64_t addr, int ret, uint32_t *id);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "format/debuginfo.h"
 #include "format/trace.h"
 #include "report/procs.h"
 #include "report/report.h"
@@ -49,6 +50,9 @@ struct info_obj {
 	char ident[2 * LP_OBJID_MAX + 1]; /* hex */
 	uint32_t kind;
 	uint64_t nsym, bytes; /* embedded symbols, their encoded size */
+	uint64_t debug[LP_DEBUG_NSECT]; /* embedded DWARF bytes per section */
+	uint64_t debug_skipped;         /* DWARF bytes left out (a note) */
+	uint32_t debug_why;             /* LP_DEBUG_SKIPPED_* */
 };
 
 static size_t uv_len(uint64_t v)
@@ -106,6 +110,26 @@ static void on_symtab(struct info *in, const struct lp_symtab *st)
 			in->objs[i].bytes += bytes;
 			return;
 		}
+	}
+}
+
+/* Adds a DEBUG record's bytes to its object's section, or its note. */
+static void on_debug(struct info *in, const struct lp_debug *d)
+{
+	int sect = d->name ? lp_debug_section_index(d->name) : -1;
+
+	for (size_t i = 0; i < in->nobjs; i++) {
+		struct info_obj *ob = &in->objs[i];
+
+		if (ob->id != d->object)
+			continue;
+		if (d->flags) {
+			ob->debug_skipped = d->size;
+			ob->debug_why = d->flags;
+		} else if (sect >= 0) {
+			ob->debug[sect] += d->len;
+		}
+		return;
 	}
 }
 
@@ -187,6 +211,9 @@ static int on_record(struct info *in, const struct lp_record *rec)
 			    rec->u.lua_source.status : 0]++;
 		in->lua_src_bytes += rec->u.lua_source.text_len;
 		return 0;
+	case LP_REC_DEBUG:
+		on_debug(in, &rec->u.debug);
+		return 0;
 	case LP_REC_FOOTER:
 		in->footer = rec->u.footer;
 		in->footer_seen = 1;
@@ -215,27 +242,68 @@ static void print_lua_sources(const struct info *in)
 	printf("\n");
 }
 
-/* The objects whose symbols the trace embeds, by build-id, then a count
- * of those it only names (record --no-embed, or not hit). */
+static uint64_t debug_bytes(const struct info_obj *ob)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < LP_DEBUG_NSECT; i++)
+		n += ob->debug[i];
+	return n;
+}
+
+/* An object's embedded DWARF, by section, or why it was left out. */
+static void print_debug(const struct info_obj *ob)
+{
+	uint64_t n = debug_bytes(ob);
+
+	if (n) {
+		printf("    DWARF: %" PRIu64 " bytes (", n);
+		for (int i = 0, first = 1; i < LP_DEBUG_NSECT; i++) {
+			if (!ob->debug[i])
+				continue;
+			printf("%s%s %" PRIu64, first ? "" : ", ",
+			       lp_debug_section_names[i], ob->debug[i]);
+			first = 0;
+		}
+		printf(")\n");
+	}
+	if (ob->debug_skipped)
+		printf("    DWARF: not embedded, %" PRIu64 " bytes%s\n", ob->debug_skipped,
+		       ob->debug_why & LP_DEBUG_SKIPPED_SIZE ?
+		       " or more: over the 64 MiB one object may embed" :
+		       ": the recording's DWARF budget was spent");
+}
+
+/* The objects whose symbols the trace embeds, by build-id, with their
+ * DWARF, then a count of those it only names (record --no-embed, or not
+ * hit). */
 static void print_objects(const struct info *in)
 {
-	uint64_t emb = 0, bytes = 0;
+	uint64_t emb = 0, bytes = 0, dobj = 0, dbytes = 0, dskip = 0;
 
 	for (size_t i = 0; i < in->nobjs; i++) {
 		emb += !!in->objs[i].bytes;
 		bytes += in->objs[i].bytes;
+		dobj += !!debug_bytes(&in->objs[i]);
+		dbytes += debug_bytes(&in->objs[i]);
+		dskip += !!in->objs[i].debug_skipped;
 	}
 	printf("objects: %zu mapped, symbols of %" PRIu64 " embedded (%" PRIu64
-	       " bytes)\n", in->nobjs, emb, bytes);
+	       " bytes), DWARF of %" PRIu64 " (%" PRIu64 " bytes)", in->nobjs, emb,
+	       bytes, dobj, dbytes);
+	if (dskip)
+		printf(", DWARF of %" PRIu64 " left out (too large)", dskip);
+	printf("\n");
 	for (size_t i = 0; i < in->nobjs; i++) {
 		const struct info_obj *ob = &in->objs[i];
 
-		if (!ob->bytes)
+		if (!ob->bytes && !debug_bytes(ob) && !ob->debug_skipped)
 			continue;
 		printf("  %s %s %s: file %" PRIu64 " bytes, %" PRIu64 " symbols, %"
 		       PRIu64 " bytes embedded\n",
 		       ob->kind == LP_OBJID_BUILD_ID ? "build-id" : "content-hash",
 		       ob->ident, ob->path, ob->size, ob->nsym, ob->bytes);
+		print_debug(ob);
 	}
 }
 
@@ -457,8 +525,9 @@ int cmd_info(int argc, char **argv)
 		if (c == 'h') {
 			fputs(usage_line, stdout);
 			fputs("\nPrints what a luaprof trace holds: format, recording "
-			      "metadata, processes,\nsamples and losses, and whether "
-			      "the file is complete or damaged.\n\n"
+			      "metadata, processes,\nsamples and losses, the symbols and "
+			      "DWARF embedded per object (and\nDWARF left out as too "
+			      "large), and whether the file is complete or damaged.\n\n"
 			      "  -h, --help  print this help and exit\n",
 			      stdout);
 			return 0;

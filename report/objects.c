@@ -9,6 +9,12 @@
  * library upgraded since the recording would otherwise put wrong names on
  * the frames, silently.  Each object is resolved once, and what went
  * wrong is said once per object.
+ *
+ * Source lines and inlined frames follow the same rule: an object's DWARF
+ * comes from the trace's DEBUG records when it has any, from the local
+ * file it trusts (or that file's debug file) only when the trace embeds
+ * nothing of the object, and it is opened on the first frame that needs
+ * it (debuginfo.c, srcline.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +25,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "report/debuginfo.h"
 #include "report/htab.h"
 #include "report/objects.h"
+#include "report/srcline.h"
 
 enum { UNRESOLVED, EMBEDDED, LOCAL, FAILED };
 
@@ -32,6 +40,10 @@ struct object {
 	char key[32]; /* the symbolizer's key: the embedded table, or... */
 	char *file;   /* ...the local file that matched */
 	int state;
+	struct dbg_pieces pieces; /* DEBUG records */
+	struct dbg_image dwarf;
+	struct srcline *lines;
+	int dwarf_state; /* 0 not opened yet, 1 open, -1 none */
 };
 
 struct objects {
@@ -61,6 +73,9 @@ void objects_free(struct objects *o)
 	for (size_t i = 0; i < o->len; i++) {
 		free(o->v[i].path);
 		free(o->v[i].file);
+		srcline_free(o->v[i].lines);
+		dbg_image_close(&o->v[i].dwarf);
+		dbg_pieces_free(&o->v[i].pieces);
 	}
 	free(o->v);
 	htab_free(&o->h);
@@ -123,6 +138,13 @@ int objects_add_symtab(struct objects *o, const struct lp_symtab *rec)
 	return err;
 }
 
+int objects_add_debug(struct objects *o, const struct lp_debug *rec)
+{
+	struct object *ob = find(o, rec->object);
+
+	return ob ? dbg_pieces_add(&ob->pieces, rec) : 0;
+}
+
 int objects_preload(struct objects *o, const char *path)
 {
 	struct trace_reader *r;
@@ -138,6 +160,8 @@ int objects_preload(struct objects *o, const char *path)
 			err = objects_add(o, &rec.u.object);
 		else if (rec.type == LP_REC_SYMTAB)
 			err = objects_add_symtab(o, &rec.u.symtab);
+		else if (rec.type == LP_REC_DEBUG)
+			err = objects_add_debug(o, &rec.u.debug);
 		else
 			continue;
 		if (err)
@@ -233,6 +257,47 @@ int objects_lookup(struct objects *o, uint64_t id, const char *path,
 	res->addr = off;
 	res->elf = 0;
 	return 0;
+}
+
+/* Opens an object's DWARF on first use: embedded pieces, or the trusted
+ * local file when the trace embeds nothing of the object. */
+static int open_dwarf(struct objects *o, struct object *ob)
+{
+	int err = 1;
+
+	ob->dwarf_state = -1;
+	if (ob->pieces.n)
+		err = dbg_image_from_pieces(&ob->dwarf, &ob->pieces);
+	else if (ob->state == LOCAL)
+		err = dbg_image_from_file(&ob->dwarf, ob->file, ob->path, o->symfs);
+	if (err)
+		return err < 0 ? err : 0;
+	err = srcline_new(&ob->lines, ob->dwarf.dwarf);
+	if (err) {
+		dbg_image_close(&ob->dwarf);
+		return err;
+	}
+	ob->dwarf_state = 1;
+	return 0;
+}
+
+int objects_srcline(struct objects *o, uint64_t id, uint64_t vaddr,
+		    struct src_chain *c)
+{
+	struct object *ob = id ? find(o, id) : NULL;
+	int err;
+
+	c->n = 0;
+	if (!ob || ob->state == UNRESOLVED)
+		return 0;
+	if (!ob->dwarf_state) {
+		err = open_dwarf(o, ob);
+		if (err)
+			return err;
+	}
+	if (ob->dwarf_state < 0)
+		return 0;
+	return srcline_lookup(ob->lines, vaddr, c);
 }
 
 uint64_t objects_embedded(const struct objects *o)

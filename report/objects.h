@@ -1,13 +1,14 @@
 /*
  * objects.h - the ELF objects a trace's mappings name (OBJECT records) and
- * where their symbols come from: the symbol tables embedded in the trace
- * (SYMTAB records) first; otherwise a file found under --symfs DIR or at
- * its recorded path, used only if its build-id is the recorded one.
+ * where their symbols and DWARF come from: the symbol tables and DWARF
+ * embedded in the trace (SYMTAB and DEBUG records) first; otherwise a
+ * file found under --symfs DIR or at its recorded path, used only if its
+ * build-id is the recorded one, with its debug file.
  *
  * The recorder writes symbol tables at its flushes and at the end, after
  * the samples that hit them, while a report names frames as it reads the
- * samples; objects_preload() therefore reads the trace's OBJECT and SYMTAB
- * records in a pass of their own, before the report's pass.
+ * samples; objects_preload() therefore reads the trace's OBJECT, SYMTAB and
+ * DEBUG records in a pass of their own, before the report's pass.
  */
 #ifndef LUAPROF_REPORT_OBJECTS_H
 #define LUAPROF_REPORT_OBJECTS_H
@@ -15,6 +16,7 @@
 #include <stdint.h>
 
 #include "format/trace.h"
+#include "report/srcline.h"
 #include "report/symbolize.h"
 
 struct objects;
@@ -27,7 +29,9 @@ void objects_free(struct objects *o);
 
 int objects_add(struct objects *o, const struct lp_object *rec);
 int objects_add_symtab(struct objects *o, const struct lp_symtab *rec);
-/* Reads every OBJECT and SYMTAB record of the trace at `path`.  0, or
+/* Keeps a DEBUG record's piece of an object's DWARF. */
+int objects_add_debug(struct objects *o, const struct lp_debug *rec);
+/* Reads every OBJECT, SYMTAB and DEBUG record of the trace at `path`.  0, or
  * -errno when the trace cannot be read (the report's own pass says why). */
 int objects_preload(struct objects *o, const char *path);
 
@@ -35,6 +39,13 @@ int objects_preload(struct objects *o, const char *path);
  * the file recorded at `path`, at file offset `off`. */
 int objects_lookup(struct objects *o, uint64_t id, const char *path,
 		   uint64_t off, struct sym_result *res);
+
+/* The source lines and inlined frames at ELF virtual address vaddr of
+ * object id, once objects_lookup() resolved it: from its embedded DWARF,
+ * or from its trusted local file (or that file's debug file) when the
+ * trace embeds nothing of it.  c->n = 0 when unknown.  0 or -ENOMEM. */
+int objects_srcline(struct objects *o, uint64_t id, uint64_t vaddr,
+		    struct src_chain *c);
 
 /* For `luaprof info` and the tests: how many objects have embedded
  * symbols. */

@@ -110,11 +110,13 @@ static void help(void)
 	      "                      text (-n rows)\n"
 	      "  --lines             Lua frames show the line being run (in compiled\n"
 	      "                      code, where its trace starts), not the line\n"
-	      "                      where the function is defined\n"
+	      "                      where the function is defined; native frames\n"
+	      "                      with DWARF show NAME (FILE:LINE) likewise\n"
 	      "  --symfs DIR         for objects whose symbols the trace does not\n"
 	      "                      embed (record --no-embed): look for each file\n"
-	      "                      as DIR/its/recorded/path before its own path;\n"
-	      "                      a file is used only if its build-id matches\n"
+	      "                      as DIR/its/recorded/path before its own path,\n"
+	      "                      and for its debug file under DIR first; a file\n"
+	      "                      is used only if its build-id matches\n"
 	      "  -h, --help          print this help and exit\n"
 	      "\n"
 	      "Frames read root to leaf: user frames, then kernel frames.  Lua\n"
@@ -132,6 +134,13 @@ static void help(void)
 	      "mappings; [unmapped] outside every mapping; NAME_[k] in the kernel;\n"
 	      "[missing stack] for a stack the trace lost; [no stack] for a\n"
 	      "sample without one.\n"
+	      "\n"
+	      "Where an object's DWARF is known (embedded by record, or for\n"
+	      "--no-embed traces the file's own or its debug file), a function\n"
+	      "inlined into another is a frame of its own, NAME [inlined], on the\n"
+	      "leaf side of the function it was inlined into, and --lines adds\n"
+	      "(FILE:LINE) to native frames: the line running in the innermost\n"
+	      "frame, the call site in the others, FILE without its directory.\n"
 	      "\n"
 	      "Warnings about the trace (cut short, damaged, lost samples) go to\n"
 	      "standard error.  Exit status: 0 ok, 1 unreadable trace or I/O error,\n"
@@ -535,8 +544,10 @@ int cmd_report(int argc, char **argv)
 		err = objects_preload(r.objs, o.trace);
 	if (!err)
 		err = frames_new(&r.fr, &r.prof.names, r.maps, r.sym);
-	if (!err)
+	if (!err) {
 		frames_set_objects(r.fr, r.objs);
+		frames_set_lines(r.fr, o.lines);
+	}
 	if (!err)
 		err = lua_new(&r.lua, r.fr, o.lines);
 	if (!err && o.vmstate)

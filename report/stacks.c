@@ -141,15 +141,19 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	const struct stack_ent *e = uidx < MISSING ? &s->st[uidx] : NULL;
 	const uint64_t *a = e ? s->addrs + e->off : NULL;
 	uint32_t nd = e ? e->depth : 0, nl = 0, li = 0, k = 0, *lua;
+	uint32_t last = UINT32_MAX; /* the function of the frame last added */
+	uint32_t leaf_n = 0;        /* frames of the leaf address */
+	size_t ld = lidx < MISSING ? lua_stack_depth(s->lua, lidx) : 0;
+	size_t room = (size_t)nd * FRAMES_MAX_CHAIN + ld + 2;
 	uint64_t vs = 0, ve = 0;
 	int have_vm, trace, any_vm = 0, err;
 
-	err = reserve_buf(s, 2 * ((size_t)nd + (lidx < MISSING ?
-					lua_stack_depth(s->lua, lidx) : 0)) + 2);
+	/* A native address may be several frames (inlined functions). */
+	err = reserve_buf(s, room + ld + 2);
 	if (err)
 		return err;
-	/* The Lua names go to the upper half of buf, the result to the lower. */
-	lua = s->buf + s->capbuf / 2;
+	/* The Lua names go after the result's room. */
+	lua = s->buf + room;
 	if (lidx < MISSING) {
 		err = lua_stack_names(s->lua, pid, lidx, lua, &nl);
 		if (err)
@@ -157,7 +161,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	}
 	have_vm = nl && lua_vm_range(s->lua, pid, &vs, &ve) == 0;
 	trace = lidx < MISSING && lua_stack_in_trace(s->lua, lidx);
-	for (uint32_t i = 0; i < nd; i++) {
+	for (uint32_t i = 0, n; i < nd; i++) {
 		uint64_t at = i ? a[i] - 1 : a[i];
 		const struct map_ent *m;
 		int vm = at >= vs && at < ve;
@@ -173,20 +177,22 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 			/* This VM entry's Lua frames; a C function's Lua-level
 			 * frame repeats the native frame just above it. */
 			any_vm = 1;
-			if (lua[li] != LUA_ENTRY_MARK && k && lua[li] == s->buf[k - 1])
+			if (lua[li] != LUA_ENTRY_MARK && k && lua[li] == last)
 				li++;
 			while (li < nl && lua[li] != LUA_ENTRY_MARK)
-				s->buf[k++] = lua[li++];
+				last = s->buf[k++] = lua[li++];
 			li += li < nl;
 			continue;
 		}
-		err = frames_user(s->fr, pid, a[i], i != 0, &s->buf[k]);
+		err = frames_user_chain(s->fr, pid, a[i], i != 0, &s->buf[k], &n, &last);
 		if (err)
 			return err;
-		k++;
+		k += n;
+		if (i == 0)
+			leaf_n = k;
 	}
-	if (nl && !any_vm && k > 1)
-		k = 1; /* no VM entry seen: only the native leaf is trusted */
+	if (nl && !any_vm && k > leaf_n)
+		k = leaf_n; /* no VM entry seen: only the native leaf is trusted */
 	for (; li < nl; li++)
 		if (lua[li] != LUA_ENTRY_MARK)
 			s->buf[k++] = lua[li];

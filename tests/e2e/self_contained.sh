@@ -8,6 +8,9 @@
 # The Lua script's source is embedded too: `report --annotate` and
 # `--by line` show its lines with samples, the same without the file; a
 # Lua file changed after the process started is not embedded, and says so.
+# A program built -O2 -g (samples/inline) gets its DWARF embedded too: its
+# native frames show file:line with --lines and its inlined function as a
+# frame of its own, the same before and after the deletion.
 . tests/lib.sh
 
 tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
@@ -18,6 +21,7 @@ trap 'cleanup; rm -rf "$CLEANUP_DIRS"' EXIT
 cp $SAMPLES/hot $APP/hot
 cp /usr/bin/luajit $APP/luajit
 cp samples/lua/abc.lua $APP/abc.lua
+cp $SAMPLES/inline $APP/inline
 
 (cd $APP && $LUAPROF record -F 999 -o $TMP/hot.lp -- ./hot 2 2>$TMP/hot.err)
 check "record -- hot from a scratch directory exits 0" test $? -eq 0
@@ -25,6 +29,11 @@ check "record -- hot from a scratch directory exits 0" test $? -eq 0
 check "record -- luajit -joff abc.lua exits 0" test $? -eq 0
 (cd $APP && $LUAPROF record -q -F 999 --no-embed -o $TMP/noembed.lp -- ./hot 1 2>/dev/null)
 check "record --no-embed exits 0" test $? -eq 0
+(cd $APP && $LUAPROF record -F 999 -o $TMP/inl.lp -- ./inline 2 2>$TMP/inl.err)
+check "record -- inline (-O2 -g) exits 0" test $? -eq 0
+check "record says it embedded DWARF" grep -qE "DWARF of [1-9][0-9]* objects embedded" $TMP/inl.err
+(cd $APP && $LUAPROF record -q -F 999 --no-embed -o $TMP/inl-ne.lp -- ./inline 2 2>/dev/null)
+check "record --no-embed -- inline exits 0" test $? -eq 0
 
 $LUAPROF report --format folded -o $TMP/hot1.folded $TMP/hot.lp 2>$TMP/hot1.err
 $LUAPROF report --format folded -o $TMP/lua1.folded $TMP/lua.lp 2>/dev/null
@@ -56,6 +65,13 @@ check "annotate: the changed file's function has no source, and says why" \
 	grep -qF "(source not available: the file changed since it was loaded)" \
 	<(grep -A1 -E "^spin \(lib\.lua:1-1\)" $TMP/changed.annotate)
 check "annotate: the unchanged driver.lua is shown" grep -qF "while os.clock() < t do spin(100000) end" $TMP/changed.annotate
+inline_reports() { # SUFFIX: the inline trace in each form the test compares
+	$LUAPROF report --format folded --lines -o $TMP/inl-lines$1.folded $TMP/inl.lp 2>>$TMP/inl$1.err
+	$LUAPROF report --format folded -o $TMP/inl$1.folded $TMP/inl.lp 2>>$TMP/inl$1.err
+	$LUAPROF report -n 0 -o $TMP/inl$1.top $TMP/inl.lp 2>>$TMP/inl$1.err
+	$LUAPROF report --format callgraph --percent-limit 0 -o $TMP/inl$1.cg $TMP/inl.lp 2>>$TMP/inl$1.err
+}
+inline_reports 1
 $LUAPROF info $TMP/hot.lp >$TMP/info.txt
 check "info lists hot's embedded symbols by build-id" \
 	grep -qE "build-id [0-9a-f]{40} $APP/hot: file [0-9]+ bytes, [0-9]+ symbols" $TMP/info.txt
@@ -66,6 +82,13 @@ $LUAPROF info $TMP/noembed.lp >$TMP/info2.txt
 check "info: --no-embed embeds no symbols" grep -qE "^objects: [0-9]+ mapped, symbols of 0 embedded" $TMP/info2.txt
 emb=$(stat -c %s $TMP/hot.lp)
 echo "  hot: trace $emb bytes; $(grep '^objects:' $TMP/info.txt)"
+$LUAPROF info $TMP/inl.lp >$TMP/inl-info.txt
+check "info lists inline's embedded DWARF by section" \
+	grep -A1 -E "build-id [0-9a-f]{40} $APP/inline: " $TMP/inl-info.txt | grep -qE "^    DWARF: [0-9]+ bytes \(.debug_info [0-9]+, .debug_abbrev [0-9]+, .debug_line [0-9]+"
+check "info counts the objects with DWARF" grep -qE "^objects: .*, DWARF of [1-9][0-9]* \([0-9]+ bytes\)" $TMP/inl-info.txt
+$LUAPROF info $TMP/inl-ne.lp >$TMP/inl-ne-info.txt
+check "info: --no-embed embeds no DWARF" grep -qE "^objects: .*, DWARF of 0 \(0 bytes\)" $TMP/inl-ne-info.txt
+echo "  inline: trace $(stat -c %s $TMP/inl.lp) bytes, $(stat -c %s $TMP/inl-ne.lp) with --no-embed (2 s each); $(grep '^objects:' $TMP/inl-info.txt)"
 
 rm -rf "$APP"
 check "the binaries are gone" test ! -e "$APP/hot"
@@ -78,6 +101,30 @@ for f in main run work_a work_b work_c spin __libc_start_main; do
 	check "hot: $f named from the embedded symbols" grep -qE "(^|;)$f(;| )" $TMP/hot2.folded
 done
 $LUAPROF report --format folded -o $TMP/lua2.folded $TMP/lua.lp 2>/dev/null
+
+# inline: source lines and inlined frames from the embedded DWARF.
+inline_reports 2
+for f in inl-lines.folded inl.folded inl.top inl.cg; do
+	check "inline: $f byte-identical without the binary" cmp -s $TMP/${f%%.*}1.${f#*.} $TMP/${f%%.*}2.${f#*.}
+done
+check "inline: no warning about files" bash -c "! grep -q 'build-id\|not found\|cannot read' $TMP/inl2.err"
+inline_reports 3
+check "inline: a second report is byte-identical" cmp -s $TMP/inl-lines2.folded $TMP/inl-lines3.folded
+src_line() { grep -n "LINE:$1" samples/inline.c | cut -d: -f1; }
+l_churn=$(src_line churn) l_mix=$(src_line 'mix\b') l_cmix=$(src_line call-mix) l_cchurn=$(src_line call-churn)
+check "inline --lines: churn at its hot line, called from step's call line" \
+	grep -qE ";run \(inline\.c:[0-9]+\);step \(inline\.c:$l_cchurn\);churn \(inline\.c:$l_churn\) [0-9]+$" $TMP/inl-lines2.folded
+check "inline --lines: mix is an inlined frame at its line, inside step at the call" \
+	grep -qE ";step \(inline\.c:$l_cmix\);mix \[inlined\] \(inline\.c:$l_mix\) [0-9]+$" $TMP/inl-lines2.folded
+check "inline --lines: main and run show file:line" grep -qE ";main \(inline\.c:[0-9]+\);run \(inline\.c:[0-9]+\);" $TMP/inl-lines2.folded
+check_num "inline: share of samples in mix [inlined], leaf of step" \
+	"$(share $(awk '/;main;run;step;mix \[inlined\] [0-9]+$/ { n += $NF } END { print n + 0 }' $TMP/inl2.folded) \
+		$(folded_total $TMP/inl2.folded))" ">=" 0.2
+check "inline: without --lines, native frames have no file:line" bash -c "! grep -qE 'inline\.c:' $TMP/inl2.folded"
+check "inline: churn is not marked inlined" grep -qE ";main;run;step;churn [0-9]+$" $TMP/inl2.folded
+check "inline: top lists mix [inlined] by self" grep -qE "^ +[0-9]+ +[0-9.]+%  mix \[inlined\]$" $TMP/inl2.top
+check "inline: callgraph has mix [inlined] under step" \
+	awk '/step$/ { s = 1; next } s && /mix \[inlined\]$/ { found = 1 } END { exit !found }' $TMP/inl2.cg
 check "luajit: byte-identical report without the binary" cmp -s $TMP/lua1.folded $TMP/lua2.folded
 check "luajit: Lua frames are there" grep -qF "work (" $TMP/lua2.folded
 check "luajit: a native frame of luajit is named from its symbols" \
@@ -114,6 +161,25 @@ cp $SAMPLES/hot $TMP/symfs$APP/hot
 $LUAPROF report --format folded --symfs $TMP/symfs -o $TMP/sf.folded $TMP/noembed.lp 2>$TMP/sf.err
 check "--symfs: symbols of hot again" grep -qE "(^|;)main;run;work_c;spin " $TMP/sf.folded
 check "--symfs: no warning about hot" bash -c "! grep -q '$APP/hot' $TMP/sf.err"
+# --no-embed inline: no lines while the binary is gone; its DWARF from
+# the --symfs copy, or from a separate debug file under --symfs found by
+# build-id, once it is there.
+$LUAPROF report --format folded --lines -o $TMP/ine.folded $TMP/inl-ne.lp 2>/dev/null
+check "--no-embed inline, binary deleted: no inlined frame, no lines" \
+	bash -c "! grep -qE 'mix \[inlined|inline\.c:' $TMP/ine.folded"
+cp $SAMPLES/inline $TMP/symfs$APP/inline
+$LUAPROF report --format folded --lines --symfs $TMP/symfs -o $TMP/isf.folded $TMP/inl-ne.lp 2>/dev/null
+check "--symfs inline: lines and the inlined frame from the copy's DWARF" \
+	grep -qE ";step \(inline\.c:$l_cmix\);mix \[inlined\] \(inline\.c:$l_mix\) " $TMP/isf.folded
+bid=$(LC_ALL=C readelf -n $SAMPLES/inline | awk '/Build ID/ { print $3 }')
+if [ -n "$bid" ] && command -v objcopy >/dev/null; then
+	mkdir -p $TMP/symfs/usr/lib/debug/.build-id/${bid:0:2}
+	objcopy --only-keep-debug $SAMPLES/inline $TMP/symfs/usr/lib/debug/.build-id/${bid:0:2}/${bid:2}.debug
+	objcopy --strip-debug $SAMPLES/inline $TMP/symfs$APP/inline
+	$LUAPROF report --format folded --lines --symfs $TMP/symfs -o $TMP/idbg.folded $TMP/inl-ne.lp 2>/dev/null
+	check "--symfs inline, stripped copy: lines from the debug file by build-id" \
+		grep -qE ";step \(inline\.c:$l_cmix\);mix \[inlined\] \(inline\.c:$l_mix\) " $TMP/idbg.folded
+fi
 
 # Another build at the recorded path: refused, loudly.
 mkdir -p $APP

@@ -185,6 +185,8 @@ static void make_arrays(void)
 /* Objects and their embedded symbol tables: a build-id holding NUL
  * bytes, an object without segments or symbols, and symbol addresses up
  * to the top of the address space with aliases' neighbours. */
+static uint8_t debug_bytes[300];
+
 static size_t make_object_records(struct lp_record *r)
 {
 	static const uint8_t bid[20] = { 0x93, 0, 0x61, 0xec, 0, 0, 0xff, 1 };
@@ -202,6 +204,8 @@ static size_t make_object_records(struct lp_record *r)
 					      names[i] };
 	}
 	syms[299].addr = UINT64_MAX;
+	for (size_t i = 0; i < sizeof(debug_bytes); i++)
+		debug_bytes[i] = (uint8_t)(i * 7);
 	r[n].type = LP_REC_OBJECT;
 	r[n++].u.object = (struct lp_object){ 1, "/usr/lib/x86_64-linux-gnu/libc.so.6",
 					      LP_OBJID_BUILD_ID, sizeof(bid), bid, 1926232 };
@@ -215,6 +219,21 @@ static size_t make_object_records(struct lp_record *r)
 					      ARRAY_SIZE(syms), syms };
 	r[n].type = LP_REC_SYMTAB;
 	r[n++].u.symtab = (struct lp_symtab){ .object = UINT64_MAX };
+	/* DWARF: a section in two pieces, the second ending at its size, data
+	 * holding NULs; an empty section; a note that an object was left out. */
+	r[n].type = LP_REC_DEBUG;
+	r[n++].u.debug = (struct lp_debug){ 1, 0, 2, 1, 62, ".debug_info", 300, 0,
+					    200, debug_bytes };
+	r[n].type = LP_REC_DEBUG;
+	r[n++].u.debug = (struct lp_debug){ 1, 0, 2, 1, 62, ".debug_info", 300, 200,
+					    100, debug_bytes + 200 };
+	r[n].type = LP_REC_DEBUG;
+	r[n++].u.debug = (struct lp_debug){ 1, 0, 2, 1, 62, ".debug_line_str", 0, 0,
+					    0, NULL };
+	r[n].type = LP_REC_DEBUG;
+	r[n++].u.debug = (struct lp_debug){ .object = UINT64_MAX,
+					    .flags = LP_DEBUG_SKIPPED_SIZE, .name = "",
+					    .size = LP_DEBUG_MAX_OBJECT };
 	return n;
 }
 
@@ -414,6 +433,19 @@ TEST(writer_refuses_bad_records)
 	rec = (struct lp_record){ .type = LP_REC_FOOTER };
 	CHECK(trace_write(w, &rec) == -EINVAL);
 	rec = (struct lp_record){ .type = (enum lp_record_type)42 };
+	CHECK(trace_write(w, &rec) == -EINVAL);
+	/* DEBUG: object 0, a piece past its section's end, a section over
+	 * the bound a reader accepts. */
+	rec = (struct lp_record){ .type = LP_REC_DEBUG,
+				  .u.debug = { .name = ".debug_info", .size = 4 } };
+	CHECK(trace_write(w, &rec) == -EINVAL);
+	rec.u.debug.object = 1;
+	rec.u.debug.offset = 2;
+	rec.u.debug.len = 3;
+	rec.u.debug.data = (const uint8_t *)"abc";
+	CHECK(trace_write(w, &rec) == -EINVAL);
+	rec.u.debug.offset = 0;
+	rec.u.debug.size = LP_DEBUG_MAX_OBJECT + 1ull;
 	CHECK(trace_write(w, &rec) == -EINVAL);
 	/* A record that cannot fit in any chunk is refused; one that fits
 	 * only in an empty chunk gets a chunk of its own. */

@@ -145,14 +145,14 @@ static int self_path(char *buf, size_t len)
 /* Whether this binary has DWARF at all: CFLAGS without -g has none. */
 static int have_own_dwarf(const char *self)
 {
-	struct debug_file f;
+	struct lp_debug_file f;
 	int ok;
 
 	elf_version(EV_CURRENT);
-	if (debug_file_open(&f, self))
+	if (lp_debug_file_open(&f, self))
 		return 0;
-	ok = has_debug_info(f.elf);
-	debug_file_close(&f);
+	ok = lp_has_debug_info(f.elf);
+	lp_debug_file_close(&f);
 	return ok;
 }
 
@@ -237,7 +237,7 @@ TEST(lj_dwarf_reads_own_types)
 TEST(lj_dwarf_names_what_is_missing)
 {
 	char self[PATH_MAX], msg[512];
-	struct debug_file f = { .fd = -1 };
+	struct lp_debug_file f = { .fd = -1 };
 	struct lj_types ty, doctored;
 	struct lj_layout lo;
 	Dwarf *dbg;
@@ -263,7 +263,7 @@ TEST(lj_dwarf_names_what_is_missing)
 	}
 	if (dbg)
 		dwarf_end(dbg);
-	debug_file_close(&f);
+	lp_debug_file_close(&f);
 	CHECK(ok);
 }
 
@@ -317,12 +317,12 @@ TEST(lj_dwarf_debuglink)
 static int section_range(const char *path, const char *name, off_t *off,
 			 size_t *size)
 {
-	struct debug_file f;
+	struct lp_debug_file f;
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
 	int ret = -1;
 
-	if (debug_file_open(&f, path))
+	if (lp_debug_file_open(&f, path))
 		return -1;
 	if (elf_getshdrstrndx(f.elf, &shstrndx))
 		goto out;
@@ -341,7 +341,7 @@ static int section_range(const char *path, const char *name, off_t *off,
 		}
 	}
 out:
-	debug_file_close(&f);
+	lp_debug_file_close(&f);
 	return ret;
 }
 

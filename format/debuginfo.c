@@ -1,0 +1,296 @@
+/*
+ * debuginfo.c - finds an object's DWARF and the sections of it that lines
+ * and inlined functions need (see debuginfo.h for why this is in format/).
+ */
+#include <elfutils/libdwelf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "format/debuginfo.h"
+
+#define DEBUG_ROOT "/usr/lib/debug"
+#define MAX_BUILD_ID 64
+
+const char *const lp_debug_section_names[LP_DEBUG_NSECT] = {
+	".debug_info",	  ".debug_abbrev",	".debug_line",
+	".debug_line_str", ".debug_str",	".debug_str_offsets",
+	".debug_addr",	  ".debug_ranges",	".debug_rnglists",
+	".debug_aranges",
+};
+
+int lp_debug_section_index(const char *name)
+{
+	for (int i = 0; i < LP_DEBUG_NSECT; i++)
+		if (!strcmp(name, lp_debug_section_names[i]))
+			return i;
+	return -1;
+}
+
+void lp_debug_file_close(struct lp_debug_file *f)
+{
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->elf = NULL;
+	f->fd = -1;
+}
+
+int lp_debug_file_open(struct lp_debug_file *f, const char *path)
+{
+	struct stat st;
+	int err = -ENOENT;
+
+	f->elf = NULL;
+	f->fd = -1;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	if ((size_t)snprintf(f->path, sizeof(f->path), "%s", path) >= sizeof(f->path))
+		return -ENAMETOOLONG;
+	/* O_NONBLOCK: a FIFO planted where a debug file is looked for must
+	 * not hang us; it is then refused as not regular. */
+	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (f->fd < 0)
+		return -errno;
+	if (fstat(f->fd, &st) || !S_ISREG(st.st_mode))
+		goto fail;
+	/* Read, not mapped: a file truncated while it is read would
+	 * otherwise kill us with SIGBUS. */
+	f->elf = elf_begin(f->fd, ELF_C_READ, NULL);
+	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF) {
+		err = -EINVAL;
+		goto fail;
+	}
+	return 0;
+fail:
+	lp_debug_file_close(f);
+	return err;
+}
+
+/* The name of section scn, with a .zdebug_ prefix read as .debug_. */
+static const char *section_name(Elf *elf, size_t shstrndx, const GElf_Shdr *sh,
+				int *gnu_compressed, char *buf, size_t len)
+{
+	const char *name = elf_strptr(elf, shstrndx, sh->sh_name);
+
+	*gnu_compressed = 0;
+	if (!name)
+		return NULL;
+	if (!strncmp(name, ".zdebug_", 8)) {
+		*gnu_compressed = 1;
+		snprintf(buf, len, ".debug_%s", name + 8);
+		return buf;
+	}
+	return name;
+}
+
+int lp_has_debug_info(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	char buf[64];
+	int z;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
+			continue;
+		name = section_name(elf, shstrndx, &sh, &z, buf, sizeof(buf));
+		if (name && !strcmp(name, ".debug_info"))
+			return 1;
+	}
+	return 0;
+}
+
+static size_t build_id(Elf *elf, uint8_t *id)
+{
+	const void *p;
+	ssize_t n = dwelf_elf_gnu_build_id(elf, &p);
+
+	if (n <= 0 || n > MAX_BUILD_ID)
+		return 0;
+	memcpy(id, p, n);
+	return (size_t)n;
+}
+
+/* The CRC32 of a whole file, as .gnu_debuglink records it (zlib's). */
+static int file_crc32(int fd, uint32_t *crc)
+{
+	unsigned char buf[65536];
+	uLong c = crc32(0L, Z_NULL, 0);
+	off_t off = 0;
+	ssize_t n;
+
+	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
+		c = crc32(c, buf, (uInt)n);
+		off += n;
+	}
+	if (n < 0)
+		return -errno;
+	*crc = (uint32_t)c;
+	return 0;
+}
+
+/* Opens a candidate separate debug file: it must hold DWARF, carry the
+ * object's build-id if the object has one, and match crc if asked. */
+static int try_debug_file(struct lp_debug_file *f, const char *path,
+			  const uint8_t *id, size_t idlen, int check_crc,
+			  uint32_t crc)
+{
+	uint8_t fid[MAX_BUILD_ID];
+	uint32_t fcrc = 0;
+
+	if (lp_debug_file_open(f, path))
+		return -ENOENT;
+	if (!lp_has_debug_info(f->elf))
+		goto mismatch;
+	if (idlen && (build_id(f->elf, fid) != idlen || memcmp(fid, id, idlen)))
+		goto mismatch;
+	if (check_crc && (file_crc32(f->fd, &fcrc) || fcrc != crc))
+		goto mismatch;
+	return 0;
+mismatch:
+	lp_debug_file_close(f);
+	return -ENOENT;
+}
+
+int lp_debug_file_find(Elf *obj, const char *object, const char *root,
+		       struct lp_debug_file *f)
+{
+	uint8_t id[MAX_BUILD_ID];
+	char path[PATH_MAX], dir[PATH_MAX];
+	const char *link, *slash;
+	size_t idlen, n;
+	GElf_Word crc = 0;
+
+	f->fd = -1;
+	f->elf = NULL;
+	idlen = build_id(obj, id);
+	if (idlen >= 2) {
+		n = (size_t)snprintf(path, sizeof(path), "%s" DEBUG_ROOT "/.build-id/%02x/",
+				     root, id[0]);
+		for (size_t i = 1; i < idlen && n < sizeof(path); i++)
+			n += (size_t)snprintf(path + n, sizeof(path) - n, "%02x", id[i]);
+		if (n + sizeof(".debug") <= sizeof(path)) {
+			strcat(path, ".debug");
+			if (!try_debug_file(f, path, id, idlen, 0, 0))
+				return 0;
+		}
+	}
+	link = dwelf_elf_gnu_debuglink(obj, &crc);
+	/* The name comes from the target's file: a bare file name only. */
+	if (!link || !link[0] || strchr(link, '/') || !strcmp(link, ".") ||
+	    !strcmp(link, ".."))
+		return -ENOENT;
+	slash = strrchr(object, '/');
+	if (!slash || (size_t)(slash - object) >= sizeof(dir))
+		return -ENOENT;
+	memcpy(dir, object, slash - object);
+	dir[slash - object] = '\0';
+	{
+		const char *const fmts[] = { "%s%s/%s", "%s%s/.debug/%s",
+					     "%s" DEBUG_ROOT "%s/%s" };
+
+		for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+			if ((size_t)snprintf(path, sizeof(path), fmts[i], root, dir, link) >=
+			    sizeof(path))
+				continue;
+			if (!try_debug_file(f, path, id, idlen, 1, crc))
+				return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* The plain size of a compressed section without decompressing it, so
+ * that an object too large to embed costs no inflating. */
+static int plain_size(Elf_Scn *scn, const GElf_Shdr *sh, int gnu, uint64_t *size)
+{
+	Elf_Data *raw;
+	GElf_Chdr ch;
+
+	if (sh->sh_flags & SHF_COMPRESSED) {
+		if (!gelf_getchdr(scn, &ch))
+			return -EINVAL;
+		*size = ch.ch_size;
+		return 0;
+	}
+	if (!gnu) {
+		*size = sh->sh_size;
+		return 0;
+	}
+	/* "ZLIB" and the size as 8 big-endian bytes. */
+	raw = elf_rawdata(scn, NULL);
+	if (!raw || !raw->d_buf || raw->d_size < 12 || memcmp(raw->d_buf, "ZLIB", 4))
+		return -EINVAL;
+	*size = 0;
+	for (int i = 4; i < 12; i++)
+		*size = *size << 8 | ((const uint8_t *)raw->d_buf)[i];
+	return 0;
+}
+
+int lp_debug_sections_read(Elf *elf, uint64_t max, struct lp_debug_sections *s)
+{
+	Elf_Scn *found[LP_DEBUG_NSECT] = { 0 };
+	int gnu[LP_DEBUG_NSECT] = { 0 };
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Ehdr eh;
+	char buf[64];
+
+	memset(s, 0, sizeof(*s));
+	if (!gelf_getehdr(elf, &eh) || elf_getshdrstrndx(elf, &shstrndx))
+		return -EINVAL;
+	s->eclass = eh.e_ident[EI_CLASS];
+	s->edata = eh.e_ident[EI_DATA];
+	s->emachine = eh.e_machine;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		int i, z;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = section_name(elf, shstrndx, &sh, &z, buf, sizeof(buf));
+		i = name ? lp_debug_section_index(name) : -1;
+		if (i < 0 || found[i])
+			continue; /* not needed, or a second one: the first stands */
+		if (plain_size(scn, &sh, z, &s->size[i]))
+			return -EINVAL;
+		found[i] = scn;
+		gnu[i] = z;
+		s->total += s->size[i];
+	}
+	if (!found[0] || !found[1] || !found[2])
+		return -ENOENT;
+	if (s->total > max)
+		return 0; /* the caller says it is too much */
+	for (int i = 0; i < LP_DEBUG_NSECT; i++) {
+		Elf_Data *d;
+		GElf_Shdr sh;
+
+		if (!found[i])
+			continue;
+		if (!gelf_getshdr(found[i], &sh))
+			return -EINVAL;
+		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(found[i], 0, 0) < 0)
+			return -EINVAL;
+		if (gnu[i] && elf_compress_gnu(found[i], 0, 0) < 0)
+			return -EINVAL;
+		d = elf_getdata(found[i], NULL);
+		/* What decompressing gave must be what the header said. */
+		if (!d || d->d_size != s->size[i] || (d->d_size && !d->d_buf))
+			return -EINVAL;
+		s->data[i] = d->d_buf;
+	}
+	return 0;
+}

@@ -1,0 +1,79 @@
+/*
+ * debuginfo.h - where an ELF object's DWARF is, and which of its sections
+ * source lines and inlined functions need.
+ *
+ * The recorder embeds an object's DWARF in the trace (record/debuginfo.c)
+ * and the report reads it from a local file when the trace does not
+ * embed it (report/debuginfo.c); record/ and report/ share code only
+ * through format/, and both must find the same debug file and keep the
+ * same sections, or a trace would report differently with and without
+ * its embedded DWARF.  The recorder's LuaJIT layout reader uses the same
+ * search (record/luajit_dwarf.c).
+ *
+ * The search is gdb's: the object's own sections if it has .debug_info;
+ * else ROOT/usr/lib/debug/.build-id/xx/rest.debug from its build-id note;
+ * else the name in its .gnu_debuglink, in the object's directory, its
+ * .debug/ subdirectory and ROOT/usr/lib/debug/<dir>/.  A separate file is
+ * believed only if it holds DWARF, carries the object's build-id when the
+ * object has one, and, found through the debuglink, matches the link's
+ * CRC: a stale debug file describes another build.  Files may be hostile
+ * (they belong to the profiled process or to whoever wrote the symfs):
+ * they are opened only if regular and read, not mapped.
+ */
+#ifndef LUAPROF_FORMAT_DEBUGINFO_H
+#define LUAPROF_FORMAT_DEBUGINFO_H
+
+#include <gelf.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct lp_debug_file {
+	int fd;
+	Elf *elf;
+	char path[PATH_MAX];
+};
+
+/* Opens path as an ELF file (regular files only, read with ELF_C_READ):
+ * 0, or -errno with nothing left open (f->fd = -1, f->elf = NULL). */
+int lp_debug_file_open(struct lp_debug_file *f, const char *path);
+void lp_debug_file_close(struct lp_debug_file *f);
+
+/* Whether elf holds DWARF, not just the NOBITS headers strip leaves. */
+int lp_has_debug_info(Elf *elf);
+
+/*
+ * The separate debug file of the object `obj`, whose path on the
+ * recording machine is `path` (for the debuglink's directories), looked
+ * for under `root` ("" for this machine's file system, or a --symfs
+ * directory).  0 with *f open, or -ENOENT.
+ */
+int lp_debug_file_find(Elf *obj, const char *path, const char *root,
+		       struct lp_debug_file *f);
+
+/* The sections source lines and inlined functions need, in this order;
+ * nothing else is ever embedded. */
+#define LP_DEBUG_NSECT 10
+extern const char *const lp_debug_section_names[LP_DEBUG_NSECT];
+/* The index of a section name in lp_debug_section_names, or -1. */
+int lp_debug_section_index(const char *name);
+
+struct lp_debug_sections {
+	const uint8_t *data[LP_DEBUG_NSECT]; /* into elf, NULL if absent */
+	uint64_t size[LP_DEBUG_NSECT];
+	uint64_t total;
+	uint32_t eclass, edata, emachine;
+};
+
+/*
+ * Finds elf's needed DWARF sections and decompresses the SHF_COMPRESSED
+ * (and .zdebug_) ones in place, so that data points at plain bytes, valid
+ * while elf is open.  Compressed sections whose plain size would push the
+ * total past `max` are not decompressed: the total then only says it is
+ * too much (*total > max), and the data must not be used.  0, or -ENOENT
+ * when .debug_info, .debug_abbrev or .debug_line is missing, or -EINVAL
+ * for a section that cannot be read.
+ */
+int lp_debug_sections_read(Elf *elf, uint64_t max, struct lp_debug_sections *s);
+
+#endif
