@@ -8,7 +8,7 @@
  * for --no-embed traces).  Only the sections lines and inlines need are
  * written, decompressed, as DEBUG records of at most LP_DEBUG_PIECE bytes
  * each (docs/format.md §3.16).  DWARF can be large, so it is bounded:
- * an object with more than LP_DEBUG_MAX_OBJECT bytes of those sections,
+ * an object with more than DEBUG_MAX_EMBED_OBJECT bytes of those sections,
  * or one that would take the recording past DEBUG_MAX_TRACE in all, is
  * left out, with a DEBUG note saying so and how much, so that `info` can
  * tell a trace without DWARF from one whose DWARF was refused.
@@ -94,8 +94,8 @@ int debuginfo_embed(int fd, const char *path, uint64_t id,
 	err = lp_debug_sections_read(elf, LP_DEBUG_MAX_OBJECT, &s);
 	if (err)
 		goto cleanup; /* unusable DWARF is no DWARF */
-	if (s.total > LP_DEBUG_MAX_OBJECT || s.total > b->left) {
-		uint32_t why = s.total > LP_DEBUG_MAX_OBJECT ? LP_DEBUG_SKIPPED_SIZE :
+	if (s.total > DEBUG_MAX_EMBED_OBJECT || s.total > b->left) {
+		uint32_t why = s.total > DEBUG_MAX_EMBED_OBJECT ? LP_DEBUG_SKIPPED_SIZE :
 			       LP_DEBUG_SKIPPED_BUDGET;
 
 		b->skipped++;

@@ -46,7 +46,7 @@ static void print_help(void)
 	       "                          built-in layouts of Debian's LuaJIT builds\n"
 	       "      --no-embed          do not embed the symbol tables and DWARF\n"
 	       "                          (source lines, inlined functions; at most\n"
-	       "                          64 MiB per object, 256 MiB per trace) of\n"
+	       "                          4 MiB per object, 256 MiB per trace) of\n"
 	       "                          the objects hit (smaller traces; a report\n"
 	       "                          then needs the same binaries, or --symfs)\n"
 	       "  -q, --quiet             no status line and no summary\n"

@@ -89,9 +89,12 @@ void object_set_free(struct object_set *s);
 
 /* ---- debuginfo.c: the DWARF of an object hit, embedded ------------------ */
 #define DEBUG_SKIPS_KEPT 16 /* objects left out that -v names */
-/* The most DWARF one recording embeds, all objects together; one object
- * embeds at most LP_DEBUG_MAX_OBJECT. */
+/* The most DWARF one recording embeds, all objects together, and one
+ * object (the format allows up to LP_DEBUG_MAX_OBJECT): a trace is meant
+ * to be attached to a bug report, and libc's DWARF alone (libc6-dbg) is
+ * 8.6 MiB. */
 #define DEBUG_MAX_TRACE (256ull << 20)
+#define DEBUG_MAX_EMBED_OBJECT (4ull << 20)
 
 /* What a recording embedded and left out, and what it may still embed. */
 struct debug_budget {

@@ -880,9 +880,9 @@ static void print_debug_summary(const struct session *s)
 	fprintf(stderr, "luaprof record: DWARF of %llu objects embedded (%.1f MiB)",
 		(unsigned long long)d->objects, d->bytes / 1048576.0);
 	if (d->skipped)
-		fprintf(stderr, "; %llu left out, over %u MiB per object or "
+		fprintf(stderr, "; %llu left out, over %llu MiB per object or "
 			"%llu MiB per trace", (unsigned long long)d->skipped,
-			LP_DEBUG_MAX_OBJECT >> 20, DEBUG_MAX_TRACE >> 20);
+			DEBUG_MAX_EMBED_OBJECT >> 20, DEBUG_MAX_TRACE >> 20);
 	fprintf(stderr, "\n");
 	for (size_t i = 0; s->o->verbose && i < d->nskip; i++)
 		fprintf(stderr, "luaprof record:   DWARF left out: %s (%.1f MiB%s)\n",

@@ -270,7 +270,7 @@ static void print_debug(const struct info_obj *ob)
 	if (ob->debug_skipped)
 		printf("    DWARF: not embedded, %" PRIu64 " bytes%s\n", ob->debug_skipped,
 		       ob->debug_why & LP_DEBUG_SKIPPED_SIZE ?
-		       " or more: over the 64 MiB one object may embed" :
+		       ": over the recorder's bound for one object" :
 		       ": the recording's DWARF budget was spent");
 }
 
