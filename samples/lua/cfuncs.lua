@@ -1,7 +1,7 @@
 -- cfuncs.lua - time spent inside builtins (C functions of the standard
 -- library), each called from its own distinctly named global Lua function.
 -- The driver (the main chunk) gives each worker the same slice of CPU time
--- (SLICE seconds of os.clock) in turn, so each worker holds ~1/6 of the
+-- (SLICE seconds of os.clock) in turn, so each worker holds ~1/7 of the
 -- samples (inclusive), and most of a worker's time is in its builtin:
 --     rep_strings    -> string.rep       "rep_strings (cfuncs.lua:LINE)"
 --     format_numbers -> string.format
@@ -9,6 +9,7 @@
 --     find_patterns  -> string.find      (a pattern with captures)
 --     sort_numbers   -> table.sort -> ?(sort_cmp) -> cmp
 --     concat_parts   -> table.concat
+--     collect_tables -> collectgarbage   (full cycles: VM state GC)
 -- table.sort calls its comparator sort_cmp from C, so LuaJIT derives no
 -- name for it ("? (cfuncs.lua:LINE)"); sort_cmp calls the global cmp.
 -- With the JIT on, LuaJIT compiles some builtins into traces
@@ -106,6 +107,19 @@ function concat_parts(deadline)
 	return n
 end
 
+-- Garbage, then full collections: the time is the collector's, which the
+-- VM marks as its GC state (lj_gc_fullgc), so it shows as [GC].
+function collect_tables(deadline)
+	local n = 0
+	repeat
+		local t = {}
+		for i = 1, 2000 do t[i] = { i } end
+		collectgarbage()
+		n = n + #t
+	until os.clock() >= deadline
+	return n
+end
+
 local seconds = tonumber(arg and arg[1]) or 5
 local deadline = os.clock() + seconds
 local sum = 0
@@ -116,5 +130,6 @@ while os.clock() < deadline do
 	sum = sum + find_patterns(os.clock() + SLICE)
 	sum = sum + sort_numbers(os.clock() + SLICE)
 	sum = sum + concat_parts(os.clock() + SLICE)
+	sum = sum + collect_tables(os.clock() + SLICE)
 end
 if sum < 0 then print(sum) end
