@@ -94,12 +94,15 @@ nginx_load $((LONG_SECONDS - 1)) >/dev/null 2>&1
 wait $rec
 ls=$($LUAPROF info $TMP/long.lp | awk '/^samples/ { print $2; exit }')
 lb=$(stat -c %s $TMP/long.lp)
-emb=$($LUAPROF info $TMP/long.lp | awk '/^objects:/ { gsub(/[(]/, "", $(NF-1)); print $(NF-1) }')
+objs=$($LUAPROF info $TMP/long.lp | grep '^objects:')
+emb=$(sed -nE 's/.*symbols of [0-9]+ embedded \(([0-9]+) bytes\).*/\1/p' <<<"$objs")
+dwarf=$(sed -nE 's/.*DWARF of [0-9]+ \(([0-9]+) bytes\).*/\1/p' <<<"$objs")
 ps=$(perf script -i $TMP/long.data -F pid 2>/dev/null | wc -l)
 pb=$(stat -c %s $TMP/long.data)
-awk -v lb=$lb -v ls=${ls:-0} -v emb=${emb:-0} -v pb=$pb -v ps=$ps 'BEGIN {
+awk -v lb=$lb -v ls=${ls:-0} -v emb=${emb:-0} -v dw=${dwarf:-0} -v pb=$pb -v ps=$ps 'BEGIN {
 	l = ls ? lb / ls : 0; p = ps ? pb / ps : 0
-	printf "  luaprof: %d bytes, %d samples, %.1f bytes/sample (embedded symbols: %d bytes before compression)\n", lb, ls, l, emb
+	printf "  luaprof: %d bytes, %d samples, %.1f bytes/sample\n", lb, ls, l
+	printf "    embedded before compression: symbols %d bytes, DWARF %d bytes\n", emb, dw
 	printf "  perf -g: %d bytes, %d samples, %.1f bytes/sample\n", pb, ps, p
 	printf "  ratio luaprof/perf: %.2f\n", p ? l / p : 0
 }'
