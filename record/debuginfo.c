@@ -7,19 +7,32 @@
  * found and checked by format/debuginfo.c (the report uses the same rule
  * for --no-embed traces).  Only the sections lines and inlines need are
  * written, decompressed, as DEBUG records of at most LP_DEBUG_PIECE bytes
- * each (docs/format.md §3.16).  DWARF can be large, so it is bounded:
- * an object with more than DEBUG_MAX_EMBED_OBJECT bytes of those sections,
- * or one that would take the recording past DEBUG_MAX_TRACE in all, is
- * left out, with a DEBUG note saying so and how much, so that `info` can
- * tell a trace without DWARF from one whose DWARF was refused.
+ * each (docs/format.md §3.16), and of the three large ones only what the
+ * units samples hit use: a debug file describes the whole library, a
+ * profile hits a few dozen of its functions (libc's DWARF is 8.6 MiB).
+ * This file writes, when an object is first embedded, the small sections
+ * whole and the header of every compilation unit of .debug_info, at its
+ * true offset: with the rest of a unit zero-filled by the report, libdw
+ * still walks the units from the first, and sees a unit not embedded as
+ * one whose first entry is a null one.  The units themselves, with their
+ * abbreviation tables and line programs, follow as samples hit them
+ * (debug_units.c), each section left sparse.
+ *
+ * DWARF can be large, so it is bounded: an object whose first records
+ * alone are over DEBUG_MAX_EMBED_OBJECT, or would take the recording past
+ * DEBUG_MAX_TRACE, is left out, with a DEBUG note saying so and how much,
+ * so that `info` can tell a trace without DWARF from one whose DWARF was
+ * refused; an object whose units reach a bound later gets the same note.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/debuginfo.h"
 #include "record/recorder.h"
+
+/* Written whole: small, and read by offset from any unit. */
+static const int whole_sections[] = { 3, 4, 5, 6, 7, 8, 9 };
 
 void debug_budget_init(struct debug_budget *b)
 {
@@ -27,99 +40,166 @@ void debug_budget_init(struct debug_budget *b)
 	b->left = DEBUG_MAX_TRACE;
 }
 
-static int write_note(struct trace_writer *w, uint64_t id, uint32_t flags,
-		      const struct lp_debug_sections *s)
+int debuginfo_skip(struct trace_writer *w, const struct debug_object *d,
+		   struct debug_budget *b, uint32_t why, uint64_t bytes)
 {
 	struct lp_record rec;
 
+	b->skipped++;
+	if (b->nskip < DEBUG_SKIPS_KEPT) {
+		snprintf(b->skips[b->nskip].path, sizeof(b->skips[0].path), "%s", d->path);
+		b->skips[b->nskip].bytes = bytes;
+		b->skips[b->nskip].why = why;
+		b->nskip++;
+	}
 	memset(&rec, 0, sizeof(rec));
 	rec.type = LP_REC_DEBUG;
 	rec.u.debug = (struct lp_debug){
-		.object = id, .flags = flags, .eclass = s->eclass, .edata = s->edata,
-		.emachine = s->emachine, .name = "",
+		.object = d->id, .flags = why, .eclass = d->s.eclass,
+		.edata = d->s.edata, .emachine = d->s.emachine, .name = "",
 		/* The note's size is bounded like a section's; the real total
 		 * may be larger still. */
-		.size = s->total < LP_DEBUG_MAX_OBJECT ? s->total : LP_DEBUG_MAX_OBJECT,
+		.size = bytes < LP_DEBUG_MAX_OBJECT ? bytes : LP_DEBUG_MAX_OBJECT,
 	};
 	return trace_write(w, &rec);
 }
 
-static int write_sections(struct trace_writer *w, uint64_t id,
-			  const struct lp_debug_sections *s)
+int debuginfo_write(struct trace_writer *w, const struct debug_object *d,
+		    int sect, uint64_t off, uint64_t len)
 {
+	const struct lp_debug_sections *s = &d->s;
 	struct lp_record rec;
 	int err = 0;
 
-	for (int i = 0; i < LP_DEBUG_NSECT && !err; i++) {
-		if (!s->size[i])
-			continue; /* absent, or empty: the same to a reader */
-		for (uint64_t off = 0; !err && off < s->size[i]; off += LP_DEBUG_PIECE) {
-			uint64_t n = s->size[i] - off;
+	if (off > s->size[sect] || len > s->size[sect] - off)
+		return 0; /* the caller checked; never write past a section */
+	for (uint64_t at = off; !err && at < off + len; at += LP_DEBUG_PIECE) {
+		uint64_t n = off + len - at;
 
-			memset(&rec, 0, sizeof(rec));
-			rec.type = LP_REC_DEBUG;
-			rec.u.debug = (struct lp_debug){
-				.object = id, .eclass = s->eclass, .edata = s->edata,
-				.emachine = s->emachine,
-				.name = lp_debug_section_names[i], .size = s->size[i],
-				.offset = off, .len = (uint32_t)(n < LP_DEBUG_PIECE ? n : LP_DEBUG_PIECE),
-				.data = s->data[i] + off,
-			};
-			err = trace_write(w, &rec);
-		}
+		memset(&rec, 0, sizeof(rec));
+		rec.type = LP_REC_DEBUG;
+		rec.u.debug = (struct lp_debug){
+			.object = d->id, .eclass = s->eclass, .edata = s->edata,
+			.emachine = s->emachine, .name = lp_debug_section_names[sect],
+			.size = s->size[sect], .offset = at,
+			.len = (uint32_t)(n < LP_DEBUG_PIECE ? n : LP_DEBUG_PIECE),
+			.data = s->data[sect] + at,
+		};
+		err = trace_write(w, &rec);
+	}
+	return err;
+}
+
+void debug_object_free(struct debug_object *d)
+{
+	if (!d)
+		return;
+	if (d->dw)
+		dwarf_end(d->dw);
+	lp_debug_file_close(&d->dbg);
+	lp_debug_file_close(&d->obj);
+	free(d->segs);
+	free(d->cus.v);
+	free(d->abbrevs.v);
+	free(d->lines.v);
+	free(d);
+}
+
+/* The bytes of the first records: the whole sections and the headers. */
+static uint64_t first_bytes(struct debug_object *d)
+{
+	uint64_t n = 0, off = 0, next;
+	size_t hsize;
+
+	for (size_t i = 0; i < sizeof(whole_sections) / sizeof(whole_sections[0]); i++)
+		n += d->s.size[whole_sections[i]];
+	while (dwarf_next_unit(d->dw, off, &next, &hsize, NULL, NULL, NULL, NULL,
+			       NULL, NULL) == 0 && next > off) {
+		n += hsize;
+		off = next;
+	}
+	return n;
+}
+
+static int write_first(struct trace_writer *w, struct debug_object *d)
+{
+	uint64_t off = 0, next;
+	size_t hsize;
+	int err = 0;
+
+	for (size_t i = 0; !err && i < sizeof(whole_sections) / sizeof(whole_sections[0]); i++)
+		err = debuginfo_write(w, d, whole_sections[i], 0, d->s.size[whole_sections[i]]);
+	/* libdw stops at a unit it cannot read; so do we, and the units
+	 * past it cannot be found by the report either. */
+	while (!err && dwarf_next_unit(d->dw, off, &next, &hsize, NULL, NULL, NULL,
+				       NULL, NULL, NULL) == 0 && next > off) {
+		err = debuginfo_write(w, d, 0, off, hsize);
+		off = next;
 	}
 	return err;
 }
 
 int debuginfo_embed(int fd, const char *path, uint64_t id,
-		    struct debug_budget *b, struct trace_writer *w)
+		    const struct lp_objseg *segs, size_t nsegs,
+		    struct debug_budget *b, struct trace_writer *w,
+		    struct debug_object **out)
 {
-	struct lp_debug_file obj = { .fd = -1 }, dbg = { .fd = -1 };
-	struct lp_debug_sections s;
+	struct debug_object *d;
 	Elf *elf;
-	int err;
+	uint64_t need;
+	int err = 0;
 
+	*out = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return 0;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->id = id;
+	d->obj.fd = d->dbg.fd = -1;
+	snprintf(d->path, sizeof(d->path), "%s", path);
 	/* Read, not mapped: a file truncated under us must not SIGBUS. */
-	obj.elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!obj.elf || elf_kind(obj.elf) != ELF_K_ELF)
+	d->obj.elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!d->obj.elf || elf_kind(d->obj.elf) != ELF_K_ELF)
 		goto cleanup;
-	elf = obj.elf;
+	elf = d->obj.elf;
 	if (!lp_has_debug_info(elf)) {
-		if (lp_debug_file_find(elf, path, "", &dbg))
+		if (lp_debug_file_find(elf, path, "", &d->dbg))
 			goto cleanup; /* no DWARF: nothing to embed or say */
-		elf = dbg.elf;
+		elf = d->dbg.elf;
 	}
-	err = lp_debug_sections_read(elf, LP_DEBUG_MAX_OBJECT, &s);
+	/* Unusable DWARF is no DWARF, for us as for the report's libdw. */
+	if (lp_debug_sections_read(elf, LP_DEBUG_MAX_OBJECT, &d->s) ||
+	    d->s.total > LP_DEBUG_MAX_OBJECT)
+		goto cleanup;
+	d->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+	if (!d->dw)
+		goto cleanup;
+	d->be = d->s.edata == ELFDATA2MSB;
+	need = first_bytes(d);
+	if (need > DEBUG_MAX_EMBED_OBJECT || need > b->left) {
+		err = debuginfo_skip(w, d, b, need > DEBUG_MAX_EMBED_OBJECT ?
+				     LP_DEBUG_SKIPPED_SIZE : LP_DEBUG_SKIPPED_BUDGET,
+				     d->s.total);
+		goto cleanup;
+	}
+	d->segs = malloc((nsegs ? nsegs : 1) * sizeof(*segs));
+	if (!d->segs) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	memcpy(d->segs, segs, nsegs * sizeof(*segs));
+	d->nsegs = nsegs;
+	err = write_first(w, d);
 	if (err)
-		goto cleanup; /* unusable DWARF is no DWARF */
-	if (s.total > DEBUG_MAX_EMBED_OBJECT || s.total > b->left) {
-		uint32_t why = s.total > DEBUG_MAX_EMBED_OBJECT ? LP_DEBUG_SKIPPED_SIZE :
-			       LP_DEBUG_SKIPPED_BUDGET;
-
-		b->skipped++;
-		if (b->nskip < DEBUG_SKIPS_KEPT) {
-			snprintf(b->skips[b->nskip].path, sizeof(b->skips[0].path), "%s", path);
-			b->skips[b->nskip].bytes = s.total;
-			b->skips[b->nskip].why = why;
-			b->nskip++;
-		}
-		err = write_note(w, id, why, &s);
-		goto out;
-	}
-	err = write_sections(w, id, &s);
-	if (!err) {
-		b->left -= s.total;
-		b->objects++;
-		b->bytes += s.total;
-	}
-	goto out;
+		goto cleanup;
+	b->left -= need;
+	b->objects++;
+	b->bytes += need;
+	d->bytes = need;
+	*out = d;
+	return 0;
 cleanup:
-	err = 0;
-out:
-	if (obj.elf)
-		elf_end(obj.elf);
-	lp_debug_file_close(&dbg);
+	debug_object_free(d);
 	return err;
 }

@@ -12,7 +12,10 @@
  * and, at each flush and at the end, embeds for each object hit and not
  * yet embedded its PT_LOAD headers and function symbols as SYMTAB records
  * and its DWARF as DEBUG records (debuginfo.c), so a trace cut short
- * still symbolizes what it holds.  `--no-embed` keeps the OBJECT records
+ * still symbolizes what it holds.  The DWARF goes in by compilation unit:
+ * this file keeps every address samples hit, once (addrset.c), and at
+ * each flush hands the new ones to their object's DWARF, which embeds the
+ * units they fall in (debug_units.c).  `--no-embed` keeps the OBJECT records
  * (a report can then check the files it finds) and leaves the rest out.
  *
  * Files are read through /proc/PID/map_files, which opens the very file
@@ -39,6 +42,13 @@
 /* Symbols per SYMTAB record: keeps every record far below the format's
  * 16 MiB limit, whatever the object. */
 #define SYMS_PER_RECORD 32768
+/* Objects whose DWARF is kept open for units hit later: libdw's state
+ * and the decompressed sections cost memory (libc's: some 10 MiB).  Past
+ * this many, an object embeds the units of the addresses hit up to its
+ * first flush, and later addresses in it add none. */
+#define MAX_OPEN_DEBUG 64
+/* Keys of the address set: the object id above the file offset. */
+#define ADDR_OFF_BITS 44
 
 struct object {
 	uint64_t id;
@@ -47,6 +57,7 @@ struct object {
 	int fd;      /* -1 once closed */
 	int hit;     /* a sample hit it */
 	int written; /* its symbols are in the trace (or cannot be) */
+	struct debug_object *dbg; /* its DWARF, open for units hit later */
 };
 
 struct object_set {
@@ -57,6 +68,8 @@ struct object_set {
 	size_t pending; /* hit and not written */
 	uint64_t embedded, symbols;
 	struct debug_budget debug;
+	struct addr_set addrs; /* (object, file offset) of addresses hit */
+	size_t ndbg;           /* objects with dbg open */
 };
 
 struct object_set *object_set_new(int embed)
@@ -78,7 +91,9 @@ void object_set_free(struct object_set *s)
 		if (s->v[i].fd >= 0)
 			close(s->v[i].fd);
 		free(s->v[i].path);
+		debug_object_free(s->v[i].dbg);
 	}
+	addr_set_free(&s->addrs);
 	free(s->v);
 	free(s);
 }
@@ -197,15 +212,35 @@ void object_set_note_id(struct object_set *s, uint64_t id)
 	}
 }
 
+/* Notes addrs[i] (less one from index `ret` on: return addresses). */
+static void note(struct object_set *s, const struct maps_table *t,
+		 const uint64_t *addrs, uint32_t n, uint32_t ret)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t at = i >= ret && addrs[i] ? addrs[i] - 1 : addrs[i];
+		const struct lp_mapping *m = maps_table_find(t, at);
+		uint64_t off;
+
+		if (!m || !m->object)
+			continue;
+		object_set_note_id(s, m->object);
+		off = at - m->start + m->pgoff;
+		if (s->embed && m->object < (1ull << (64 - ADDR_OFF_BITS)) &&
+		    off < (1ull << ADDR_OFF_BITS))
+			addr_set_add(&s->addrs, m->object << ADDR_OFF_BITS | off);
+	}
+}
+
 void object_set_note(struct object_set *s, const struct maps_table *t,
 		     const uint64_t *addrs, uint32_t n)
 {
-	for (uint32_t i = 0; i < n; i++) {
-		const struct lp_mapping *m = maps_table_find(t, addrs[i]);
+	note(s, t, addrs, n, n);
+}
 
-		if (m)
-			object_set_note_id(s, m->object);
-	}
+void object_set_note_stack(struct object_set *s, const struct maps_table *t,
+			   const uint64_t *addrs, uint32_t n)
+{
+	note(s, t, addrs, n, 1);
 }
 
 /* Writes the SYMTAB records of one object. */
@@ -270,7 +305,9 @@ static int embed_object(struct object_set *s, struct object *o,
 	if (!err) {
 		s->embedded++;
 		s->symbols += nsyms;
-		err = debuginfo_embed(fd, o->path, o->id, &s->debug, w);
+		err = debuginfo_embed(fd, o->path, o->id, segs, nsegs, &s->debug, w,
+				      &o->dbg);
+		s->ndbg += !!o->dbg;
 	}
 cleanup:
 	if (elf)
@@ -283,11 +320,36 @@ cleanup:
 	return err;
 }
 
+/* Embeds the DWARF units of the addresses hit since the last flush, then
+ * closes the DWARF of the objects past MAX_OPEN_DEBUG. */
+static int write_units(struct object_set *s, struct trace_writer *w)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < s->addrs.nfresh && !err; i++) {
+		uint64_t key = s->addrs.fresh[i], id = key >> ADDR_OFF_BITS;
+
+		if (id && id <= s->n && s->v[id - 1].dbg)
+			err = debug_object_add(s->v[id - 1].dbg,
+					       key & ((1ull << ADDR_OFF_BITS) - 1),
+					       &s->debug, w);
+	}
+	s->addrs.nfresh = 0;
+	for (size_t i = s->n; i-- > 0 && s->ndbg > MAX_OPEN_DEBUG;) {
+		if (s->v[i].dbg) {
+			debug_object_free(s->v[i].dbg);
+			s->v[i].dbg = NULL;
+			s->ndbg--;
+		}
+	}
+	return err;
+}
+
 int object_set_write(struct object_set *s, struct trace_writer *w)
 {
 	int err = 0;
 
-	if (!s->pending)
+	if (!s->pending && !s->addrs.nfresh)
 		return 0;
 	for (size_t i = 0; i < s->n && !err; i++) {
 		struct object *o = &s->v[i];
@@ -304,6 +366,8 @@ int object_set_write(struct object_set *s, struct trace_writer *w)
 			s->nopen--;
 		}
 	}
+	if (!err)
+		err = write_units(s, w);
 	return err;
 }
 

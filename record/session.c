@@ -517,7 +517,7 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	if (t)
 		check_mappings(s, t, e);
 	if (t && e->ustack_bytes > 0)
-		object_set_note(s->objs, &t->maps, (const uint64_t *)e->ustack,
+		object_set_note_stack(s->objs, &t->maps, (const uint64_t *)e->ustack,
 				e->ustack_bytes / 8 < LP_MAX_USTACK ?
 				e->ustack_bytes / 8 : LP_MAX_USTACK);
 	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G)
@@ -877,15 +877,16 @@ static void print_debug_summary(const struct session *s)
 
 	if (s->o->no_embed || (!d->objects && !d->skipped))
 		return;
-	fprintf(stderr, "luaprof record: DWARF of %llu objects embedded (%.1f MiB)",
-		(unsigned long long)d->objects, d->bytes / 1048576.0);
+	fprintf(stderr, "luaprof record: DWARF of %llu objects embedded (%llu units, "
+		"%.1f MiB)", (unsigned long long)d->objects,
+		(unsigned long long)d->units, d->bytes / 1048576.0);
 	if (d->skipped)
-		fprintf(stderr, "; %llu left out, over %llu MiB per object or "
+		fprintf(stderr, "; %llu left out in whole or part, over %llu MiB per object or "
 			"%llu MiB per trace", (unsigned long long)d->skipped,
 			DEBUG_MAX_EMBED_OBJECT >> 20, DEBUG_MAX_TRACE >> 20);
 	fprintf(stderr, "\n");
 	for (size_t i = 0; s->o->verbose && i < d->nskip; i++)
-		fprintf(stderr, "luaprof record:   DWARF left out: %s (%.1f MiB%s)\n",
+		fprintf(stderr, "luaprof record:   DWARF left out: %s (of %.1f MiB%s)\n",
 			d->skips[i].path, d->skips[i].bytes / 1048576.0,
 			d->skips[i].why == LP_DEBUG_SKIPPED_SIZE ? "" :
 			", the trace's budget was spent");

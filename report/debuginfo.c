@@ -9,12 +9,20 @@
  * field by field in the recorded byte order, so a trace of a big-endian
  * machine reads the same here; libelf converts them on reading.
  *
+ * Sections may be sparse: the recorder embeds of .debug_info,
+ * .debug_abbrev and .debug_line only the compilation units samples hit
+ * (and every unit's header), each piece at its true offset, so the bytes
+ * between pieces are zeros here.  libdw then sees a unit not embedded as
+ * one whose first entry is a null one, and never reads the rest, as no
+ * address the trace holds falls in it.
+ *
  * Everything comes from an untrusted trace: every section is assembled
  * from pieces whose offsets and lengths decode.c checked against the
  * section's size, which is itself bounded (LP_DEBUG_MAX_OBJECT per
- * section, and per object in all); only complete sections are used, and
- * the pieces of one object are bounded by the same total before anything
- * is kept.  What libdw then makes of hostile DWARF is libdw's to check.
+ * section); the sizes of one object's sections together are held to the
+ * same bound before anything that large is allocated, as the pieces of
+ * one object are before anything is kept.  What libdw then makes of
+ * hostile DWARF is libdw's to check.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -245,10 +253,12 @@ void dbg_image_close(struct dbg_image *d)
 	memset(d, 0, sizeof(*d));
 }
 
-/* Assembles section `sect` from its pieces into *out (malloc'd): 0, 1
- * when the pieces leave a gap, -ENOMEM. */
+/* Assembles section `sect` from its pieces into *out (malloc'd), the
+ * gaps between them zero-filled: 0, 1 when no piece has it or it would
+ * take the object's sections past LP_DEBUG_MAX_OBJECT (*total: their
+ * sizes so far), -ENOMEM. */
 static int assemble(const struct dbg_pieces *p, int sect, struct dbg_piece **tmp,
-		    struct sect *out)
+		    struct sect *out, uint64_t *total)
 {
 	uint64_t size = 0, covered = 0;
 	size_t n = 0;
@@ -264,28 +274,25 @@ static int assemble(const struct dbg_pieces *p, int sect, struct dbg_piece **tmp
 	}
 	if (!n)
 		return 1;
-	qsort(tmp, n, sizeof(*tmp), piece_cmp);
-	/* The pieces hold at least size bytes between them (no gap) before
-	 * anything that large is allocated. */
-	for (size_t i = 0; i < n && covered < size; i++) {
-		if (tmp[i]->offset > covered)
-			return 1;
-		if (tmp[i]->offset + tmp[i]->len > covered)
-			covered = tmp[i]->offset + tmp[i]->len;
-	}
-	if (covered != size)
+	/* Each size is bounded, but sizes are not pieces: a few small
+	 * pieces must not make an object cost ten times the bound. */
+	if (size > LP_DEBUG_MAX_OBJECT - *total)
 		return 1;
-	buf = malloc(size ? size : 1);
+	*total += size;
+	qsort(tmp, n, sizeof(*tmp), piece_cmp);
+	buf = calloc(1, size ? size : 1);
 	if (!buf)
 		return -ENOMEM;
-	covered = 0;
+	/* In offset order, each byte from the first piece that holds it;
+	 * decode.c checked that every piece lies inside size. */
 	for (size_t i = 0; i < n && covered < size; i++) {
-		uint64_t end = tmp[i]->offset + tmp[i]->len;
+		uint64_t start = tmp[i]->offset, end = start + tmp[i]->len;
 
-		if (end <= covered)
+		if (end > size || end <= covered)
 			continue;
-		memcpy(buf + covered, tmp[i]->data + (covered - tmp[i]->offset),
-		       end - covered);
+		if (start < covered)
+			start = covered;
+		memcpy(buf + start, tmp[i]->data + (start - tmp[i]->offset), end - start);
 		covered = end;
 	}
 	out->data = buf;
@@ -297,6 +304,7 @@ int dbg_image_from_pieces(struct dbg_image *d, const struct dbg_pieces *p)
 {
 	struct sect s[LP_DEBUG_NSECT] = { 0 };
 	struct dbg_piece **tmp;
+	uint64_t total = 0;
 	int err = 0;
 
 	memset(d, 0, sizeof(*d));
@@ -306,7 +314,7 @@ int dbg_image_from_pieces(struct dbg_image *d, const struct dbg_pieces *p)
 	if (!tmp)
 		return -ENOMEM;
 	for (int i = 0; i < LP_DEBUG_NSECT && err >= 0; i++) {
-		int r = assemble(p, i, tmp, &s[i]);
+		int r = assemble(p, i, tmp, &s[i], &total);
 
 		if (r < 0 || (r && i < 3)) /* info, abbrev and line are needed */
 			err = r;

@@ -38,8 +38,10 @@ struct dbg_image {
 int dbg_pieces_add(struct dbg_pieces *p, const struct lp_debug *rec);
 void dbg_pieces_free(struct dbg_pieces *p);
 
-/* Opens the DWARF the pieces hold: 0, 1 when they hold no usable DWARF
- * (a required section incomplete, or libdw refuses it), -ENOMEM. */
+/* Opens the DWARF the pieces hold, the gaps between pieces zero-filled
+ * (sections may be sparse, §3.16): 0, 1 when they hold no usable DWARF
+ * (no piece of .debug_info, .debug_abbrev or .debug_line, sections over
+ * LP_DEBUG_MAX_OBJECT together, or libdw refuses it), -ENOMEM. */
 int dbg_image_from_pieces(struct dbg_image *d, const struct dbg_pieces *p);
 /* Opens the DWARF of the ELF file at `path` (already checked to be the
  * recorded object), from the file or its debug file, which is looked for

@@ -268,7 +268,9 @@ static void print_debug(const struct info_obj *ob)
 		printf(")\n");
 	}
 	if (ob->debug_skipped)
-		printf("    DWARF: not embedded, %" PRIu64 " bytes%s\n", ob->debug_skipped,
+		printf("    DWARF: %s, %" PRIu64 " bytes%s\n",
+		       n ? "units hit past a bound not embedded, of" : "not embedded",
+		       ob->debug_skipped,
 		       ob->debug_why & LP_DEBUG_SKIPPED_SIZE ?
 		       ": over the recorder's bound for one object" :
 		       ": the recording's DWARF budget was spent");

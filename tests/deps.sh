@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/deps.sh - installs what the end-to-end tests need beyond the build
-# (`make deps`): the Debian packages for the Lua and nginx scenarios, and
+# (`make deps`): the Debian packages for the Lua and nginx scenarios (and
+# libc6-dbg, libc's DWARF, which self_contained.sh embeds in part), and
 # upstream LuaJIT unpacked into build/luajit-upstream/ (it cannot be
 # installed beside luajit2: the packages conflict).  Quick and silent when
 # everything is present; apt's chatter goes to /tmp/luaprof-test-deps.log
@@ -17,7 +18,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl"
+PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg"
 UPSTREAM_PKGS="luajit libluajit-5.1-2 libluajit-5.1-common"
 UPSTREAM=build/luajit-upstream
 LOG=/tmp/luaprof-test-deps.log

@@ -10,7 +10,10 @@
 # Lua file changed after the process started is not embedded, and says so.
 # A program built -O2 -g (samples/inline) gets its DWARF embedded too: its
 # native frames show file:line with --lines and its inlined function as a
-# frame of its own, the same before and after the deletion.
+# frame of its own, the same before and after the deletion.  libc's
+# DWARF (libc6-dbg, 8.6 MiB) goes in only by the units samples hit: a dd
+# that spends its time in read and write embeds a small part of it, and
+# its libc frames still get file:line.
 . tests/lib.sh
 
 tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
@@ -89,6 +92,21 @@ check "info counts the objects with DWARF" grep -qE "^objects: .*, DWARF of [1-9
 $LUAPROF info $TMP/inl-ne.lp >$TMP/inl-ne-info.txt
 check "info: --no-embed embeds no DWARF" grep -qE "^objects: .*, DWARF of 0 \(0 bytes\)" $TMP/inl-ne-info.txt
 echo "  inline: trace $(stat -c %s $TMP/inl.lp) bytes, $(stat -c %s $TMP/inl-ne.lp) with --no-embed (2 s each); $(grep '^objects:' $TMP/inl-info.txt)"
+
+# libc, partially: its DWARF far below its 8.6 MiB, and libc frames
+# with lines (read.c, write.c and the like).
+$LUAPROF record -F 999 -o $TMP/dd.lp -- dd if=/dev/zero of=/dev/null bs=64k count=400000 \
+	2>$TMP/dd.err
+check "record -- dd exits 0" test $? -eq 0
+$LUAPROF info $TMP/dd.lp >$TMP/dd-info.txt
+libc_dwarf=$(grep -A1 -E "/libc\.so\.6: " $TMP/dd-info.txt | awk '/^    DWARF: [0-9]+ bytes/ { print $2 }')
+check "dd: libc's DWARF is embedded" test -n "$libc_dwarf"
+check_num "dd: libc's DWARF embedded, bytes (of 8.6 MB)" "${libc_dwarf:-0}" "<" 1500000
+check "dd: libc's DWARF is not refused" bash -c "! grep -A2 -E '/libc\.so\.6: ' $TMP/dd-info.txt | grep -q 'not embedded'"
+$LUAPROF report --format folded --lines -o $TMP/dd.folded $TMP/dd.lp 2>/dev/null
+check "dd --lines: a libc frame has file.c:N from the embedded units" \
+	grep -qE "(^|;)(__libc_)?(read|write|__GI___libc_read|__GI___libc_write) \([a-z_]+\.c:[0-9]+\)" $TMP/dd.folded
+echo "  dd: trace $(stat -c %s $TMP/dd.lp) bytes, libc DWARF ${libc_dwarf:-0} bytes; $(grep -o 'DWARF of.*' $TMP/dd.err)"
 
 rm -rf "$APP"
 check "the binaries are gone" test ! -e "$APP/hot"

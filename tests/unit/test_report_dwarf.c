@@ -6,18 +6,29 @@
  * pieces given out of order and overlapping, and handed to report/objects.c
  * as a trace would; the return address of a call made from inside an
  * always-inlined function must then come back as that function [inlined]
- * at the call's line, inside its caller at the line that inlined it.  A
- * section with a gap, or pieces of another ELF identity, give no lines.
+ * at the call's line, inside its caller at the line that inlined it.  The
+ * same holds for sparse sections, as the recorder embeds them: the small
+ * sections whole, the header of every unit, and only the unit holding the
+ * function with its abbreviation table and line program; another unit's
+ * address then gives no lines.  No .debug_line at all, or pieces of
+ * another ELF identity, give no lines.  The extents the recorder computes
+ * (format/dwarf_units.c) are checked on bytes made by hand, damaged too.
  */
 #include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "format/debuginfo.h"
+#include "format/dwarf_units.h"
 #include "report/objects.h"
 #include "report/symbolize.h"
 #include "tests/unit/unit.h"
+
+int main(int argc, char **argv); /* in main.c: another unit */
 
 static volatile int dw_line_call, dw_line_inline;
 static void *volatile dw_sink;
@@ -73,6 +84,67 @@ static int feed(struct objects *o, uint64_t id, const struct lp_debug_sections *
 	return 0;
 }
 
+static int feed_range(struct objects *o, uint64_t id, const struct lp_debug_sections *s,
+		      int sect, uint64_t off, uint64_t len)
+{
+	struct lp_debug d = {
+		.object = id, .eclass = s->eclass, .edata = s->edata,
+		.emachine = s->emachine, .name = lp_debug_section_names[sect],
+		.size = s->size[sect], .offset = off, .len = (uint32_t)len,
+		.data = s->data[sect] + off,
+	};
+
+	return len ? objects_add_debug(o, &d) : 0;
+}
+
+/* Feeds what the recorder would for one unit hit, the one holding vaddr:
+ * the small sections whole, every unit's header, that unit whole with
+ * its abbreviation table and line program.  Nothing of .debug_line when
+ * no_line is set. */
+static int feed_sparse(struct objects *o, uint64_t id, const struct lp_debug_sections *s,
+		       Elf *elf, uint64_t vaddr, int no_line)
+{
+	Dwarf *dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+	Dwarf_Off off = 0, next, abbrev, cuoff;
+	Dwarf_Attribute attr;
+	Dwarf_Word stmt;
+	Dwarf_Die cu;
+	uint64_t alen, llen;
+	size_t hsize;
+	int err = -1;
+
+	if (!dw || !dwarf_addrdie(dw, vaddr, &cu))
+		goto out;
+	for (int i = 3; i < LP_DEBUG_NSECT; i++)
+		if (feed_range(o, id, s, i, 0, s->size[i]))
+			goto out;
+	while (dwarf_next_unit(dw, off, &next, &hsize, NULL, NULL, NULL, NULL, NULL,
+			       NULL) == 0) {
+		if (feed_range(o, id, s, 0, off, hsize))
+			goto out;
+		off = next;
+	}
+	cuoff = dwarf_dieoffset(&cu) - dwarf_cuoffset(&cu);
+	if (dwarf_next_unit(dw, cuoff, &next, &hsize, NULL, &abbrev, NULL, NULL, NULL,
+			    NULL) ||
+	    lp_dwarf_abbrev_len(s->data[1], s->size[1], abbrev, &alen) ||
+	    !dwarf_attr(&cu, DW_AT_stmt_list, &attr) || dwarf_formudata(&attr, &stmt) ||
+	    lp_dwarf_unit_len(s->data[2], s->size[2], stmt, 0, &llen))
+		goto out;
+	/* The unit must be a small part of the whole, or this proves little. */
+	if (next - cuoff > s->size[0] / 2 || alen >= s->size[1] || llen >= s->size[2])
+		goto out;
+	if (feed_range(o, id, s, 0, cuoff + hsize, next - cuoff - hsize) ||
+	    feed_range(o, id, s, 1, abbrev, alen) ||
+	    (!no_line && feed_range(o, id, s, 2, stmt, llen)))
+		goto out;
+	err = 0;
+out:
+	if (dw)
+		dwarf_end(dw);
+	return err;
+}
+
 static const char *base(const char *path)
 {
 	const char *s = path ? strrchr(path, '/') : NULL;
@@ -105,14 +177,16 @@ TEST(report_dwarf_lines_and_inlines_from_pieces)
 	CHECK(s.total <= LP_DEBUG_MAX_OBJECT && s.size[0] > 3000);
 	CHECK(symbolizer_new(&sym, "test") == 0);
 	CHECK(objects_new(&o, sym, NULL, "test") == 0);
-	for (uint64_t id = 1; id <= 3; id++) {
+	for (uint64_t id = 1; id <= 4; id++) {
 		obj.id = st.object = id;
 		CHECK(objects_add(o, &obj) == 0 && objects_add_symtab(o, &st) == 0);
 	}
-	/* 1: whole; 2: a piece of .debug_info missing; 3: another machine in
-	 * all but the first pieces, which then stand alone, with gaps. */
+	/* 1: whole; 2: sparse, the unit of dw_outer only; 3: another machine
+	 * in all but the first pieces, which then stand alone, with gaps; 4:
+	 * sparse, without .debug_line. */
 	CHECK(feed(o, 1, &s, 1000, UINT64_MAX, s.emachine) == 0);
-	CHECK(feed(o, 2, &s, 1000, 2, s.emachine) == 0);
+	CHECK(feed_sparse(o, 2, &s, f.elf, vaddr, 0) == 0);
+	CHECK(feed_sparse(o, 4, &s, f.elf, vaddr, 1) == 0);
 	{
 		struct lp_debug first = { .object = 3, .eclass = s.eclass, .edata = s.edata,
 					  .emachine = s.emachine, .name = ".debug_info",
@@ -121,6 +195,7 @@ TEST(report_dwarf_lines_and_inlines_from_pieces)
 		CHECK(objects_add_debug(o, &first) == 0);
 		CHECK(feed(o, 3, &s, 1000, UINT64_MAX, s.emachine + 1) == 0);
 	}
+	/* feed_sparse read f.elf; keep it open till then. */
 	lp_debug_file_close(&f);
 
 	CHECK(objects_srcline(o, 1, vaddr, &c) == 0);
@@ -131,15 +206,79 @@ TEST(report_dwarf_lines_and_inlines_from_pieces)
 	CHECK(c.f[1].func && !strcmp(c.f[1].func, "dw_outer"));
 	CHECK(!strcmp(base(c.f[1].file), "test_report_dwarf.c"));
 	CHECK(c.f[1].line == (uint32_t)dw_line_inline);
+	/* The sparse copy: the same frames. */
+	CHECK(objects_srcline(o, 2, vaddr, &c) == 0);
+	CHECK(c.n == 2 && c.f[0].func && !strcmp(c.f[0].func, "dw_inlined"));
+	CHECK(c.f[0].line == (uint32_t)dw_line_call);
+	CHECK(c.f[1].func && !strcmp(c.f[1].func, "dw_outer"));
+	CHECK(c.f[1].line == (uint32_t)dw_line_inline);
+	CHECK(!strcmp(base(c.f[1].file), "test_report_dwarf.c"));
 	/* A function that inlines nothing there: one frame, its own. */
 	vaddr = (uint64_t)((uintptr_t)dw_callee - (uintptr_t)info.dli_fbase);
 	CHECK(objects_srcline(o, 1, vaddr, &c) == 0);
 	CHECK(c.n == 1 && c.f[0].func && !strcmp(c.f[0].func, "dw_callee"));
+	CHECK(objects_srcline(o, 2, vaddr, &c) == 0);
+	CHECK(c.n == 1 && c.f[0].func && !strcmp(c.f[0].func, "dw_callee"));
+	/* Another unit's function: known to the whole copy, not the sparse. */
+	{
+		uint64_t other = (uint64_t)((uintptr_t)main - (uintptr_t)info.dli_fbase);
+
+		CHECK(objects_srcline(o, 1, other, &c) == 0 && c.n >= 1);
+		CHECK(objects_srcline(o, 2, other, &c) == 0 && c.n == 0);
+	}
 	/* An address no unit covers. */
 	CHECK(objects_srcline(o, 1, 0x10, &c) == 0 && c.n == 0);
-	CHECK(objects_srcline(o, 2, vaddr, &c) == 0 && c.n == 0);
 	CHECK(objects_srcline(o, 3, vaddr, &c) == 0 && c.n == 0);
+	CHECK(objects_srcline(o, 4, vaddr, &c) == 0 && c.n == 0);
 	CHECK(objects_srcline(o, 99, vaddr, &c) == 0 && c.n == 0);
 	objects_free(o);
 	symbolizer_free(sym);
+}
+
+TEST(dwarf_units_extents)
+{
+	/* Two tables: code 1 (tag 0x11, children, two attributes, the second
+	 * DW_FORM_implicit_const with -3), code 2 (a uleb of two bytes as
+	 * its tag), then 0; a second table of one empty entry. */
+	static const uint8_t ab[] = {
+		0x01, 0x11, 0x01, 0x03, 0x08, 0x3a, 0x21, 0x7d, 0x00, 0x00,
+		0x02, 0x80, 0x01, 0x00, 0x00, 0x00,
+		0x00,
+		0x05, 0x24, 0x00, 0x00, 0x00, 0x00,
+	};
+	static const uint8_t cut[] = { 0x01, 0x11, 0x01, 0x03, 0x08, 0x3a };
+	static const uint8_t leb[] = { 0x01, 0x11, 0x01, 0x83, 0x88 };
+	uint8_t u[32] = { 0 };
+	uint64_t len;
+
+	CHECK(lp_dwarf_abbrev_len(ab, sizeof(ab), 0, &len) == 0 && len == 17);
+	CHECK(lp_dwarf_abbrev_len(ab, sizeof(ab), 17, &len) == 0 && len == 6);
+	/* A table that ends with the section, without its 0 code. */
+	CHECK(lp_dwarf_abbrev_len(ab, sizeof(ab) - 1, 17, &len) == 0 && len == 5);
+	CHECK(lp_dwarf_abbrev_len(ab, sizeof(ab), sizeof(ab), &len) == 0 && len == 0);
+	CHECK(lp_dwarf_abbrev_len(ab, sizeof(ab), sizeof(ab) + 1, &len) == -EINVAL);
+	CHECK(lp_dwarf_abbrev_len(cut, sizeof(cut), 0, &len) == -EINVAL);
+	CHECK(lp_dwarf_abbrev_len(leb, sizeof(leb), 0, &len) == -EINVAL);
+	/* An implicit constant cut short. */
+	CHECK(lp_dwarf_abbrev_len(ab, 7, 0, &len) == -EINVAL);
+
+	/* 32-bit: 4 + 20; the same big-endian; 64-bit: 12 + 8. */
+	u[0] = 20;
+	CHECK(lp_dwarf_unit_len(u, sizeof(u), 0, 0, &len) == 0 && len == 24);
+	CHECK(lp_dwarf_unit_len(u, 24, 0, 0, &len) == 0 && len == 24);
+	CHECK(lp_dwarf_unit_len(u, 23, 0, 0, &len) == -EINVAL);
+	CHECK(lp_dwarf_unit_len(u, sizeof(u), 0, 1, &len) == -EINVAL);
+	u[0] = 0;
+	u[3] = 20;
+	CHECK(lp_dwarf_unit_len(u, sizeof(u), 0, 1, &len) == 0 && len == 24);
+	memset(u, 0xff, 4);
+	memset(u + 4, 0, 8);
+	u[4] = 8;
+	CHECK(lp_dwarf_unit_len(u, sizeof(u), 0, 0, &len) == 0 && len == 20);
+	CHECK(lp_dwarf_unit_len(u, 19, 0, 0, &len) == -EINVAL);
+	CHECK(lp_dwarf_unit_len(u, 11, 0, 0, &len) == -EINVAL);
+	u[0] = 0xf0; /* 0xfffffff0: reserved */
+	CHECK(lp_dwarf_unit_len(u, sizeof(u), 0, 0, &len) == -EINVAL);
+	CHECK(lp_dwarf_unit_len(u, sizeof(u), 30, 0, &len) == -EINVAL);
+	CHECK(lp_dwarf_unit_len(u, sizeof(u), 33, 0, &len) == -EINVAL);
 }
