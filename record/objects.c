@@ -383,3 +383,8 @@ const struct debug_budget *object_set_debug(const struct object_set *s)
 {
 	return &s->debug;
 }
+
+uint64_t object_set_addrs_dropped(const struct object_set *s)
+{
+	return s->addrs.dropped;
+}

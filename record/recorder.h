@@ -95,6 +95,9 @@ void object_set_stats(const struct object_set *s, uint64_t *objects,
 		      uint64_t *embedded, uint64_t *symbols);
 /* The DWARF embedded and left out so far (debuginfo.c). */
 const struct debug_budget *object_set_debug(const struct object_set *s);
+/* Hit addresses not kept (the set was full): their DWARF units may be
+ * missing from the trace. */
+uint64_t object_set_addrs_dropped(const struct object_set *s);
 void object_set_free(struct object_set *s);
 
 /* ---- debuginfo.c, debug_units.c: the DWARF of an object hit, embedded -- */

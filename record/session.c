@@ -874,6 +874,7 @@ static void print_bpf_stats(struct session *s)
 static void print_debug_summary(const struct session *s)
 {
 	const struct debug_budget *d = object_set_debug(s->objs);
+	uint64_t dropped = object_set_addrs_dropped(s->objs);
 
 	if (s->o->no_embed || (!d->objects && !d->skipped))
 		return;
@@ -884,6 +885,9 @@ static void print_debug_summary(const struct session *s)
 		fprintf(stderr, "; %llu left out in whole or part, over %llu MiB per object or "
 			"%llu MiB per trace", (unsigned long long)d->skipped,
 			DEBUG_MAX_EMBED_OBJECT >> 20, DEBUG_MAX_TRACE >> 20);
+	if (dropped)
+		fprintf(stderr, "; %llu hit addresses not looked up (too many): "
+			"their units may be missing", (unsigned long long)dropped);
 	fprintf(stderr, "\n");
 	for (size_t i = 0; s->o->verbose && i < d->nskip; i++)
 		fprintf(stderr, "luaprof record:   DWARF left out: %s (of %.1f MiB%s)\n",
