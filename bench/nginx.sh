@@ -7,9 +7,10 @@
 # median requests/s and its loss against unprofiled, bytes/sample, and
 # luaprof's BPF time per sample: the median of its own per-sample clock,
 # and the mean per tick from kernel.bpf_stats_enabled (set for the run).
-# Then one long recording at 99 Hz each (LONG_SECONDS, default 60): the
-# bytes/sample of a trace long enough that the symbols embedded once
-# (issue 5) no longer dominate, with that embedded share shown apart.
+# Then long recordings at 99 Hz (LONG_SECONDS, default 60), by luaprof as
+# is and with --no-embed, and by perf: bytes/sample of the whole trace,
+# symbols and DWARF embedded once included (issue 5), and of the sample
+# stream alone (issue 4's budget).
 # Needs root, perf (linux-perf) and tests/deps.sh's packages.
 set -u # not -e: the nginx helpers poll with commands that fail until ready
 cd "$(dirname "$0")/.."
@@ -81,11 +82,17 @@ echo "kernel's bpf_stats, per tick of every CPU, the ones the filter drops too."
 # The long run: bytes/sample once the one-time embedded symbols are spread.
 echo
 echo "long run, ${LONG_SECONDS} s at 99 Hz:"
-$LUAPROF record -F 99 -d $LONG_SECONDS -p $NGINX_MASTER -o $TMP/long.lp 2>$TMP/long.err &
-rec=$!
-wait_for eval "grep -q recording $TMP/long.err || ! kill -0 $rec 2>/dev/null"
-nginx_load $((LONG_SECONDS + 1)) >/dev/null 2>&1
-wait $rec
+# Twice: as a user records (symbols and DWARF embedded once per trace),
+# and with --no-embed, the stream of samples alone.
+for v in long noembed; do
+	flags=
+	[ $v = noembed ] && flags=--no-embed
+	$LUAPROF record -F 99 -d $LONG_SECONDS $flags -p $NGINX_MASTER -o $TMP/$v.lp 2>$TMP/$v.err &
+	rec=$!
+	wait_for eval "grep -q recording $TMP/$v.err || ! kill -0 $rec 2>/dev/null"
+	nginx_load $((LONG_SECONDS + 1)) >/dev/null 2>&1
+	wait $rec
+done
 perf record -q -g -F 99 -o $TMP/long.data -p $NGINX_MASTER,$(nginx_workers | paste -sd,) \
 	-- sleep $LONG_SECONDS >/dev/null 2>&1 &
 rec=$!
@@ -97,12 +104,17 @@ lb=$(stat -c %s $TMP/long.lp)
 objs=$($LUAPROF info $TMP/long.lp | grep '^objects:')
 emb=$(sed -nE 's/.*symbols of [0-9]+ embedded \(([0-9]+) bytes\).*/\1/p' <<<"$objs")
 dwarf=$(sed -nE 's/.*DWARF of [0-9]+ \(([0-9]+) bytes\).*/\1/p' <<<"$objs")
+ns=$($LUAPROF info $TMP/noembed.lp | awk '/^samples/ { print $2; exit }')
+nb=$(stat -c %s $TMP/noembed.lp)
 ps=$(perf script -i $TMP/long.data -F pid 2>/dev/null | wc -l)
 pb=$(stat -c %s $TMP/long.data)
-awk -v lb=$lb -v ls=${ls:-0} -v emb=${emb:-0} -v dw=${dwarf:-0} -v pb=$pb -v ps=$ps 'BEGIN {
-	l = ls ? lb / ls : 0; p = ps ? pb / ps : 0
+awk -v lb=$lb -v ls=${ls:-0} -v emb=${emb:-0} -v dw=${dwarf:-0} -v pb=$pb -v ps=$ps \
+	-v nb=$nb -v ns=${ns:-0} 'BEGIN {
+	l = ls ? lb / ls : 0; p = ps ? pb / ps : 0; n = ns ? nb / ns : 0
 	printf "  luaprof: %d bytes, %d samples, %.1f bytes/sample\n", lb, ls, l
 	printf "    embedded before compression: symbols %d bytes, DWARF %d bytes\n", emb, dw
+	printf "  luaprof --no-embed: %d bytes, %d samples, %.1f bytes/sample\n", nb, ns, n
+	printf "  ratio luaprof --no-embed/perf: %.2f\n", p ? n / p : 0
 	printf "  perf -g: %d bytes, %d samples, %.1f bytes/sample\n", pb, ps, p
 	printf "  ratio luaprof/perf: %.2f\n", p ? l / p : 0
 }'
