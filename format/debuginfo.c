@@ -270,7 +270,7 @@ int lp_debug_sections_read(Elf *elf, uint64_t max, struct lp_debug_sections *s)
 		gnu[i] = z;
 		s->total += s->size[i];
 	}
-	if (!found[0] || !found[1] || !found[2])
+	if (!found[LP_DEBUG_INFO] || !found[LP_DEBUG_ABBREV] || !found[LP_DEBUG_LINE])
 		return -ENOENT;
 	if (s->total > max)
 		return 0; /* the caller says it is too much */

@@ -52,7 +52,15 @@ int lp_debug_file_find(Elf *obj, const char *path, const char *root,
 		       struct lp_debug_file *f);
 
 /* The sections source lines and inlined functions need, in this order;
- * nothing else is ever embedded. */
+ * nothing else is ever embedded.  The first LP_DEBUG_UNIT_SECTS are the
+ * ones without which there is no DWARF to use, and the ones the recorder
+ * embeds unit by unit; the others it embeds whole. */
+enum lp_debug_sect {
+	LP_DEBUG_INFO = 0,   /* .debug_info */
+	LP_DEBUG_ABBREV = 1, /* .debug_abbrev */
+	LP_DEBUG_LINE = 2,   /* .debug_line */
+	LP_DEBUG_UNIT_SECTS = 3,
+};
 #define LP_DEBUG_NSECT 10
 extern const char *const lp_debug_section_names[LP_DEBUG_NSECT];
 /* The index of a section name in lp_debug_section_names, or -1. */

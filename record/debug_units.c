@@ -87,10 +87,11 @@ static int to_vaddr(const struct debug_object *d, uint64_t fileoff, uint64_t *va
 	return -ENOENT;
 }
 
-/* A unit's three pieces: [off, off + len) of each section, len 0 when
- * the piece is already in the trace. */
+/* A unit's three pieces: [off, off + len) of .debug_info, .debug_abbrev
+ * and .debug_line (by enum lp_debug_sect), len 0 when the piece is
+ * already in the trace. */
 struct unit_pieces {
-	uint64_t off[3], len[3];
+	uint64_t off[LP_DEBUG_UNIT_SECTS], len[LP_DEBUG_UNIT_SECTS];
 };
 
 static int unit_pieces(struct debug_object *d, Dwarf_Die *cudie, uint64_t cuoff,
@@ -104,21 +105,23 @@ static int unit_pieces(struct debug_object *d, Dwarf_Die *cudie, uint64_t cuoff,
 
 	memset(p, 0, sizeof(*p));
 	if (dwarf_next_unit(d->dw, cuoff, &next, &hsize, NULL, &abbrev, NULL, NULL,
-			    NULL, NULL) || next <= cuoff + hsize || next > s->size[0])
+			    NULL, NULL) || next <= cuoff + hsize || next > s->size[LP_DEBUG_INFO])
 		return -EINVAL;
 	/* The header went in with the first records. */
-	p->off[0] = cuoff + hsize;
-	p->len[0] = next - cuoff - hsize;
+	p->off[LP_DEBUG_INFO] = cuoff + hsize;
+	p->len[LP_DEBUG_INFO] = next - cuoff - hsize;
 	if (!offset_set_has(&d->abbrevs, abbrev)) {
-		p->off[1] = abbrev;
-		if (lp_dwarf_abbrev_len(s->data[1], s->size[1], abbrev, &p->len[1]))
+		p->off[LP_DEBUG_ABBREV] = abbrev;
+		if (lp_dwarf_abbrev_len(s->data[LP_DEBUG_ABBREV], s->size[LP_DEBUG_ABBREV],
+					abbrev, &p->len[LP_DEBUG_ABBREV]))
 			return -EINVAL;
 	}
 	/* A unit without a line program still gives inlined frames. */
 	if (dwarf_attr(cudie, DW_AT_stmt_list, &attr) && !dwarf_formudata(&attr, &stmt) &&
 	    !offset_set_has(&d->lines, stmt)) {
-		p->off[2] = stmt;
-		if (lp_dwarf_unit_len(s->data[2], s->size[2], stmt, d->be, &p->len[2]))
+		p->off[LP_DEBUG_LINE] = stmt;
+		if (lp_dwarf_unit_len(s->data[LP_DEBUG_LINE], s->size[LP_DEBUG_LINE], stmt,
+				      d->be, &p->len[LP_DEBUG_LINE]))
 			return -EINVAL;
 	}
 	return 0;
@@ -140,23 +143,23 @@ int debug_object_add(struct debug_object *d, uint64_t fileoff,
 		return 0; /* embedded already (or tried) */
 	if (unit_pieces(d, &cudie, cuoff, &p))
 		return 0;
-	need = p.len[0] + p.len[1] + p.len[2];
+	need = p.len[LP_DEBUG_INFO] + p.len[LP_DEBUG_ABBREV] + p.len[LP_DEBUG_LINE];
 	if (d->bytes + need > DEBUG_MAX_EMBED_OBJECT || need > b->left) {
 		d->full = 1;
 		return debuginfo_skip(w, d, b, need > b->left ? LP_DEBUG_SKIPPED_BUDGET :
 				      LP_DEBUG_SKIPPED_SIZE, d->s.total);
 	}
-	for (int i = 0; i < 3 && !err; i++)
+	for (int i = 0; i < LP_DEBUG_UNIT_SECTS && !err; i++)
 		if (p.len[i])
 			err = debuginfo_write(w, d, i, p.off[i], p.len[i]);
 	if (err)
 		return err;
 	/* Without memory to remember them, they are written again for the
 	 * next unit that shares them: the report keeps the first copy. */
-	if (p.len[1])
-		offset_set_add(&d->abbrevs, p.off[1]);
-	if (p.len[2])
-		offset_set_add(&d->lines, p.off[2]);
+	if (p.len[LP_DEBUG_ABBREV])
+		offset_set_add(&d->abbrevs, p.off[LP_DEBUG_ABBREV]);
+	if (p.len[LP_DEBUG_LINE])
+		offset_set_add(&d->lines, p.off[LP_DEBUG_LINE]);
 	d->bytes += need;
 	b->left -= need;
 	b->bytes += need;

@@ -31,8 +31,6 @@
 
 #include "record/recorder.h"
 
-/* Written whole: small, and read by offset from any unit. */
-static const int whole_sections[] = { 3, 4, 5, 6, 7, 8, 9 };
 
 void debug_budget_init(struct debug_budget *b)
 {
@@ -111,8 +109,8 @@ static uint64_t first_bytes(struct debug_object *d)
 	uint64_t n = 0, off = 0, next;
 	size_t hsize;
 
-	for (size_t i = 0; i < sizeof(whole_sections) / sizeof(whole_sections[0]); i++)
-		n += d->s.size[whole_sections[i]];
+	for (int i = LP_DEBUG_UNIT_SECTS; i < LP_DEBUG_NSECT; i++)
+		n += d->s.size[i];
 	while (dwarf_next_unit(d->dw, off, &next, &hsize, NULL, NULL, NULL, NULL,
 			       NULL, NULL) == 0 && next > off) {
 		n += hsize;
@@ -127,8 +125,9 @@ static int write_first(struct trace_writer *w, struct debug_object *d)
 	size_t hsize;
 	int err = 0;
 
-	for (size_t i = 0; !err && i < sizeof(whole_sections) / sizeof(whole_sections[0]); i++)
-		err = debuginfo_write(w, d, whole_sections[i], 0, d->s.size[whole_sections[i]]);
+	/* Written whole: small, and read by offset from any unit. */
+	for (int i = LP_DEBUG_UNIT_SECTS; !err && i < LP_DEBUG_NSECT; i++)
+		err = debuginfo_write(w, d, i, 0, d->s.size[i]);
 	/* libdw stops at a unit it cannot read; so do we, and the units
 	 * past it cannot be found by the report either. */
 	while (!err && dwarf_next_unit(d->dw, off, &next, &hsize, NULL, NULL, NULL,

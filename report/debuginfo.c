@@ -316,7 +316,7 @@ int dbg_image_from_pieces(struct dbg_image *d, const struct dbg_pieces *p)
 	for (int i = 0; i < LP_DEBUG_NSECT && err >= 0; i++) {
 		int r = assemble(p, i, tmp, &s[i], &total);
 
-		if (r < 0 || (r && i < 3)) /* info, abbrev and line are needed */
+		if (r < 0 || (r && i < LP_DEBUG_UNIT_SECTS)) /* info, abbrev, line */
 			err = r;
 	}
 	if (!err)
