@@ -26,21 +26,36 @@
 #include "format/dwarf_units.h"
 #include "record/recorder.h"
 
-/* Adds v to the set: 1 if it was not there, 0 if it was, -ENOMEM. */
-static int offset_set_add(struct offset_set *s, uint64_t v)
+/* Where v is in the set, or would go: the first element not below it. */
+static size_t offset_set_pos(const struct offset_set *s, uint64_t v)
 {
 	size_t lo = 0, hi = s->n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (s->v[mid] == v)
-			return 0;
 		if (s->v[mid] < v)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+static int offset_set_has(const struct offset_set *s, uint64_t v)
+{
+	size_t at = offset_set_pos(s, v);
+
+	return at < s->n && s->v[at] == v;
+}
+
+/* Adds v to the set: 1 if it was not there, 0 if it was, -ENOMEM. */
+static int offset_set_add(struct offset_set *s, uint64_t v)
+{
+	size_t at = offset_set_pos(s, v);
+
+	if (at < s->n && s->v[at] == v)
+		return 0;
 	if (s->n == s->cap) {
 		size_t ncap = s->cap ? 2 * s->cap : 16;
 		uint64_t *nv = realloc(s->v, ncap * sizeof(*nv));
@@ -50,27 +65,10 @@ static int offset_set_add(struct offset_set *s, uint64_t v)
 		s->v = nv;
 		s->cap = ncap;
 	}
-	memmove(s->v + lo + 1, s->v + lo, (s->n - lo) * sizeof(*s->v));
-	s->v[lo] = v;
+	memmove(s->v + at + 1, s->v + at, (s->n - at) * sizeof(*s->v));
+	s->v[at] = v;
 	s->n++;
 	return 1;
-}
-
-static int offset_set_has(const struct offset_set *s, uint64_t v)
-{
-	size_t lo = 0, hi = s->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->v[mid] == v)
-			return 1;
-		if (s->v[mid] < v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
 }
 
 /* The link-time address of a file offset, through the PT_LOAD segments. */
