@@ -103,36 +103,32 @@ void debug_object_free(struct debug_object *d)
 	free(d);
 }
 
-/* The bytes of the first records: the whole sections and the headers. */
-static uint64_t first_bytes(struct debug_object *d)
-{
-	uint64_t n = 0, off = 0, next;
-	size_t hsize;
-
-	for (int i = LP_DEBUG_UNIT_SECTS; i < LP_DEBUG_NSECT; i++)
-		n += d->s.size[i];
-	while (dwarf_next_unit(d->dw, off, &next, &hsize, NULL, NULL, NULL, NULL,
-			       NULL, NULL) == 0 && next > off) {
-		n += hsize;
-		off = next;
-	}
-	return n;
-}
-
-static int write_first(struct trace_writer *w, struct debug_object *d)
+/*
+ * The first records of an object: the whole sections and the header of
+ * every unit.  With w NULL only counts their bytes, so that the budget is
+ * checked before anything is written; with w, writes them.  libdw stops
+ * at a unit it cannot read; so do we, and the units past it cannot be
+ * found by the report either.
+ */
+static int first_records(struct trace_writer *w, struct debug_object *d,
+			 uint64_t *bytes)
 {
 	uint64_t off = 0, next;
 	size_t hsize;
 	int err = 0;
 
+	*bytes = 0;
 	/* Written whole: small, and read by offset from any unit. */
-	for (int i = LP_DEBUG_UNIT_SECTS; !err && i < LP_DEBUG_NSECT; i++)
-		err = debuginfo_write(w, d, i, 0, d->s.size[i]);
-	/* libdw stops at a unit it cannot read; so do we, and the units
-	 * past it cannot be found by the report either. */
+	for (int i = LP_DEBUG_UNIT_SECTS; !err && i < LP_DEBUG_NSECT; i++) {
+		*bytes += d->s.size[i];
+		if (w)
+			err = debuginfo_write(w, d, i, 0, d->s.size[i]);
+	}
 	while (!err && dwarf_next_unit(d->dw, off, &next, &hsize, NULL, NULL, NULL,
 				       NULL, NULL, NULL) == 0 && next > off) {
-		err = debuginfo_write(w, d, 0, off, hsize);
+		*bytes += hsize;
+		if (w)
+			err = debuginfo_write(w, d, LP_DEBUG_INFO, off, hsize);
 		off = next;
 	}
 	return err;
@@ -175,7 +171,7 @@ int debuginfo_embed(int fd, const char *path, uint64_t id,
 	if (!d->dw)
 		goto cleanup;
 	d->be = d->s.edata == ELFDATA2MSB;
-	need = first_bytes(d);
+	first_records(NULL, d, &need);
 	if (need > DEBUG_MAX_EMBED_OBJECT || need > b->left) {
 		err = debuginfo_skip(w, d, b, need > DEBUG_MAX_EMBED_OBJECT ?
 				     LP_DEBUG_SKIPPED_SIZE : LP_DEBUG_SKIPPED_BUDGET,
@@ -189,7 +185,7 @@ int debuginfo_embed(int fd, const char *path, uint64_t id,
 	}
 	memcpy(d->segs, segs, nsegs * sizeof(*segs));
 	d->nsegs = nsegs;
-	err = write_first(w, d);
+	err = first_records(w, d, &need);
 	if (err)
 		goto cleanup;
 	b->left -= need;
