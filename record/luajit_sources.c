@@ -35,10 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "record/luajit.h"
+#include "record/recorder.h"
 
 struct src_ent {
 	uint64_t id;
@@ -90,40 +90,6 @@ void source_table_stats(const struct source_table *st, struct source_stats *out)
 static int lines_fit(const struct lp_proto *pt, uint64_t nlines)
 {
 	return (uint64_t)pt->firstline + pt->numline <= nlines;
-}
-
-/* When pid started, in CLOCK_REALTIME nanoseconds, or 0 if unknown.  The
- * kernel gives it in clock ticks since boot. */
-static uint64_t proc_start_real_ns(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long ticks;
-	struct timespec real, boot;
-	long hz = sysconf(_SC_CLK_TCK);
-	ssize_t n;
-	int fd, field;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0 || hz <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* The command name may hold spaces and parentheses: fields are
-	 * counted from the last ')', which ends it (field 2). */
-	p = strrchr(buf, ')');
-	for (field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p + 1, "%llu", &ticks) != 1)
-		return 0;
-	clock_gettime(CLOCK_REALTIME, &real);
-	clock_gettime(CLOCK_BOOTTIME, &boot);
-	return (uint64_t)real.tv_sec * 1000000000ull + real.tv_nsec -
-	       ((uint64_t)boot.tv_sec * 1000000000ull + boot.tv_nsec) +
-	       ticks * (1000000000ull / hz);
 }
 
 static struct src_ent *add_ent(struct source_table *st, uint32_t status)

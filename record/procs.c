@@ -37,10 +37,13 @@ int proc_exists(pid_t pid)
 }
 
 /* /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces and
- * parentheses, so the fields after it are found from the last ')'. */
-static int read_stat(pid_t pid, char *comm, size_t commlen, pid_t *ppid)
+ * parentheses, so the fields after it are found from the last ')'.
+ * start_ticks (field 22, clock ticks after boot) is 0 if unreadable. */
+static int read_stat(pid_t pid, char *comm, size_t commlen, pid_t *ppid,
+		     unsigned long long *start_ticks)
 {
 	char fname[64], buf[1024], *open, *close;
+	unsigned long long start = 0;
 	FILE *f;
 	size_t n;
 	int parent;
@@ -64,10 +67,29 @@ static int read_stat(pid_t pid, char *comm, size_t commlen, pid_t *ppid)
 		memcpy(comm, open + 1, len);
 		comm[len] = '\0';
 	}
-	if (sscanf(close + 1, " %*c %d", &parent) != 1)
+	/* state, ppid, 17 fields, starttime */
+	if (sscanf(close + 1, " %*c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+		   "%*s %*s %*s %*s %*s %*s %llu", &parent, &start) < 1)
 		return -EINVAL;
 	*ppid = parent;
+	if (start_ticks)
+		*start_ticks = start;
 	return 0;
+}
+
+uint64_t proc_start_real_ns(pid_t pid)
+{
+	unsigned long long ticks = 0;
+	struct timespec boot;
+	long hz = sysconf(_SC_CLK_TCK);
+	pid_t ppid;
+
+	if (read_stat(pid, NULL, 0, &ppid, &ticks) || !ticks || hz <= 0)
+		return 0;
+	/* Boot time in CLOCK_REALTIME, plus the start after boot. */
+	clock_gettime(CLOCK_BOOTTIME, &boot);
+	return real_ns() - ((uint64_t)boot.tv_sec * 1000000000ull + boot.tv_nsec) +
+	       ticks * (1000000000ull / hz);
 }
 
 int proc_read_info(pid_t pid, struct proc_info *info)
@@ -78,7 +100,7 @@ int proc_read_info(pid_t pid, struct proc_info *info)
 
 	memset(info, 0, sizeof(*info));
 	info->pid = pid;
-	err = read_stat(pid, info->comm, sizeof(info->comm), &info->ppid);
+	err = read_stat(pid, info->comm, sizeof(info->comm), &info->ppid, NULL);
 	if (err)
 		return err;
 	snprintf(fname, sizeof(fname), "/proc/%d/exe", (int)pid);
@@ -107,7 +129,7 @@ int proc_descendants(const pid_t *roots, int nroots, pid_t **out, int *count)
 	while ((de = readdir(d))) {
 		pid_t pid = atoi(de->d_name), ppid;
 
-		if (pid <= 0 || read_stat(pid, NULL, 0, &ppid))
+		if (pid <= 0 || read_stat(pid, NULL, 0, &ppid, NULL))
 			continue;
 		if (nall == cap) {
 			int ncap = cap ? cap * 2 : 256;

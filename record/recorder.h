@@ -41,6 +41,9 @@ struct proc_info {
 };
 
 int proc_read_info(pid_t pid, struct proc_info *info);
+/* When pid started, in CLOCK_REALTIME nanoseconds (to clock-tick
+ * precision), or 0 if unknown. */
+uint64_t proc_start_real_ns(pid_t pid);
 /* All descendants of the given roots, alive now (roots excluded). */
 int proc_descendants(const pid_t *roots, int nroots, pid_t **out, int *count);
 int proc_exists(pid_t pid);
