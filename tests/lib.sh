@@ -63,12 +63,21 @@ wait_line() { wait_for grep -qE "$2" "$1"; }
 # share A B : A / B as a decimal, 0 when B is 0.
 share() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b ? a / b : 0 }'; }
 
+# proc_stat PID: the fields of /proc/PID/stat after the command name into
+# the array PROC_STAT (PROC_STAT[0] is field 3, the state; [1] the ppid;
+# [11], [12] utime and stime), found from the last ')' since the name may
+# hold spaces and parentheses.  Fails when PID is gone.
+proc_stat() {
+	local line
+	read -r line 2>/dev/null <"/proc/$1/stat" || return 1
+	read -ra PROC_STAT <<<"${line##*) }"
+}
+
 # cpu_seconds PID: the CPU time PID has had (user + system), from /proc.
 # What a profiler at R Hz must account for is R x this, not R x the wall
 # clock: on a busy machine a busy target gets less than a whole CPU.
 cpu_seconds() {
-	local line f
-	read -r line 2>/dev/null <"/proc/$1/stat" || { echo 0; return; }
-	read -ra f <<<"${line##*) }" # f[11] utime, f[12] stime (fields 14, 15)
-	awk -v t=$((f[11] + f[12])) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }'
+	proc_stat $1 || { echo 0; return; }
+	awk -v t=$((PROC_STAT[11] + PROC_STAT[12])) -v hz="$(getconf CLK_TCK)" \
+		'BEGIN { printf "%.2f", t / hz }'
 }

@@ -32,22 +32,19 @@ NGINX_PORT=
 
 # _nginx_children PID: the pids whose parent is PID (from /proc, no procps).
 _nginx_children() {
-	local st line f pid
+	local st pid
 	for st in /proc/[0-9]*/stat; do
-		read -r line 2>/dev/null <"$st" || continue
-		read -ra f <<<"${line##*) }" # f[0] state, f[1] ppid
-		[ "${f[1]}" = "$1" ] || continue
 		pid=${st#/proc/}
-		echo "${pid%/stat}"
+		pid=${pid%/stat}
+		proc_stat $pid || continue
+		[ "${PROC_STAT[1]}" = "$1" ] && echo $pid
 	done | sort -n
 }
 
 # _nginx_gone PID: PID has exited (or is a zombie nobody reaped yet).
 _nginx_gone() {
-	local line
-	read -r line 2>/dev/null <"/proc/$1/stat" || return 0
-	line=${line##*) }
-	[ "${line%% *}" = Z ]
+	proc_stat $1 || return 0
+	[ "${PROC_STAT[0]}" = Z ]
 }
 
 # _nginx_port_free PORT: nothing listens on 127.0.0.1:PORT.
