@@ -92,6 +92,20 @@ static int lines_fit(const struct lp_proto *pt, uint64_t nlines)
 	return (uint64_t)pt->firstline + pt->numline <= nlines;
 }
 
+static uint64_t mtime_ns(const struct stat *sb)
+{
+	return (uint64_t)sb->st_mtim.tv_sec * 1000000000ull + sb->st_mtim.tv_nsec;
+}
+
+/* Whether e was made for the file of identity sb (unreadable entries
+ * have none). */
+static int same_file(const struct src_ent *e, const struct stat *sb)
+{
+	return e->status != LP_LUASRC_UNREADABLE && e->dev == (uint64_t)sb->st_dev &&
+	       e->ino == (uint64_t)sb->st_ino && e->size == (uint64_t)sb->st_size &&
+	       e->mtime_ns == mtime_ns(sb);
+}
+
 static struct src_ent *add_ent(struct source_table *st, uint32_t status)
 {
 	struct src_ent *e;
@@ -179,7 +193,7 @@ static uint64_t read_source(struct source_table *st, pid_t pid, int fd,
 			    const struct stat *sb, const struct lp_proto *pt,
 			    const char *path, const struct lp_lua_source **rec)
 {
-	uint64_t mtime = (uint64_t)sb->st_mtim.tv_sec * 1000000000ull + sb->st_mtim.tv_nsec;
+	uint64_t mtime = mtime_ns(sb);
 	uint64_t start = proc_start_real_ns(pid), size = (uint64_t)sb->st_size;
 	size_t want = size > SOURCE_FILE_MAX ? SOURCE_FILE_MAX : (size_t)size, len = 0;
 	uint32_t status = size > SOURCE_FILE_MAX ? LP_LUASRC_CUT : LP_LUASRC_WHOLE;
@@ -240,7 +254,7 @@ uint64_t source_table_get(struct source_table *st, pid_t pid,
 	char proc_path[4096 + 64];
 	struct src_ent *e;
 	struct stat sb;
-	uint64_t mtime, id;
+	uint64_t id;
 	int fd;
 
 	*rec = NULL;
@@ -267,12 +281,9 @@ uint64_t source_table_get(struct source_table *st, pid_t pid,
 		*rec = &st->rec;
 		return e->id;
 	}
-	mtime = (uint64_t)sb.st_mtim.tv_sec * 1000000000ull + sb.st_mtim.tv_nsec;
 	for (size_t i = 0; i < st->n; i++) {
 		e = &st->v[i];
-		if (e->status == LP_LUASRC_UNREADABLE || e->dev != sb.st_dev ||
-		    e->ino != sb.st_ino || e->size != (uint64_t)sb.st_size ||
-		    e->mtime_ns != mtime)
+		if (!same_file(e, &sb))
 			continue;
 		/* Read already.  A proto past its end says the file is not
 		 * what this chunk was loaded from (or no longer). */
@@ -281,9 +292,7 @@ uint64_t source_table_get(struct source_table *st, pid_t pid,
 			return e->id;
 		}
 		for (size_t j = 0; j < st->n; j++)
-			if (st->v[j].status == LP_LUASRC_CHANGED && st->v[j].ino == e->ino &&
-			    st->v[j].dev == e->dev && st->v[j].mtime_ns == mtime &&
-			    st->v[j].size == e->size) {
+			if (st->v[j].status == LP_LUASRC_CHANGED && same_file(&st->v[j], &sb)) {
 				close(fd);
 				return st->v[j].id;
 			}
@@ -294,7 +303,7 @@ uint64_t source_table_get(struct source_table *st, pid_t pid,
 		e->dev = sb.st_dev;
 		e->ino = sb.st_ino;
 		e->size = (uint64_t)sb.st_size;
-		e->mtime_ns = mtime;
+		e->mtime_ns = mtime_ns(&sb);
 		set_rec(st, e, pt->chunkname, st->path, NULL, 0);
 		*rec = &st->rec;
 		return e->id;
