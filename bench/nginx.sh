@@ -37,7 +37,7 @@ run() { # setting round
 			-p $NGINX_MASTER,$(nginx_workers | paste -sd,) -- sleep $((SECONDS_PER_RUN + 1)) \
 			>/dev/null 2>&1 & rec=$! ;;
 	esac
-	[ -n "$rec" ] && sleep 0.5 # let the recorder attach before the load starts
+	[ -n "$rec" ] && wait_for sampling ${set%-*} $rec $out.err
 	nginx_load $SECONDS_PER_RUN >$out.wrk 2>&1
 	[ -n "$rec" ] && wait $rec
 	RPS[$set]+=" $(awk '/^Requests\/sec:/ { print $2 }' $out.wrk)"
@@ -51,6 +51,19 @@ run() { # setting round
 		SAMPLES[$set]+=" $(perf script -i $out.data -F pid 2>/dev/null | wc -l)"
 		BYTES[$set]+=" $(stat -c %s $out.data)" ;;
 	esac
+}
+# sampling luaprof|perf PID ERRFILE: the recorder PID samples, or has
+# died.  The load starts only then.  luaprof says "recording" after its
+# setup (BPF load, unwind tables, kernel symbols); perf runs its workload,
+# sleep, once its events are open.
+sampling() {
+	local c
+	kill -0 $2 2>/dev/null || return 0
+	[ $1 = luaprof ] && { grep -q recording $3; return; }
+	for c in $(_nginx_children $2); do
+		[ "$(cat /proc/$c/comm 2>/dev/null)" = sleep ] && return 0
+	done
+	return 1
 }
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 0 }'; }
 sum() { tr ' ' '\n' | awk '{ s += $1 } END { print s + 0 }'; }
@@ -89,14 +102,14 @@ for v in long noembed; do
 	[ $v = noembed ] && flags=--no-embed
 	$LUAPROF record -F 99 -d $LONG_SECONDS $flags -p $NGINX_MASTER -o $TMP/$v.lp 2>$TMP/$v.err &
 	rec=$!
-	wait_for eval "grep -q recording $TMP/$v.err || ! kill -0 $rec 2>/dev/null"
+	wait_for sampling luaprof $rec $TMP/$v.err
 	nginx_load $((LONG_SECONDS + 1)) >/dev/null 2>&1
 	wait $rec
 done
 perf record -q -g -F 99 -o $TMP/long.data -p $NGINX_MASTER,$(nginx_workers | paste -sd,) \
 	-- sleep $LONG_SECONDS >/dev/null 2>&1 &
 rec=$!
-sleep 0.5 # let perf attach before the load starts, as in run()
+wait_for sampling perf $rec
 nginx_load $((LONG_SECONDS - 1)) >/dev/null 2>&1
 wait $rec
 ls=$($LUAPROF info $TMP/long.lp | awk '/^samples/ { print $2; exit }')

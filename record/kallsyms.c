@@ -6,6 +6,9 @@
  * and that the trace does not hold yet, as one KSYMS record.  Writing them
  * as it goes, not at the end, keeps kernel frames named in a trace cut
  * short.  Only the symbols hit are written: /proc/kallsyms has over 100k.
+ * Reading it costs the machine tens of milliseconds, so the session loads
+ * it before sampling starts, with the other setup, not in the middle of
+ * the recording.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -184,6 +187,13 @@ static struct kallsym *find_kallsym(struct ksym_set *s, uint64_t addr)
 	return lo ? &s->all[lo - 1] : NULL;
 }
 
+int ksym_set_load(struct ksym_set *s)
+{
+	if (!s->loaded)
+		s->loaded = load_kallsyms(s) ?: 1;
+	return s->loaded < 0 ? s->loaded : 0;
+}
+
 int ksym_set_write(struct ksym_set *s, struct trace_writer *w)
 {
 	struct lp_ksym *hit = NULL;
@@ -193,12 +203,9 @@ int ksym_set_write(struct ksym_set *s, struct trace_writer *w)
 
 	if (!s->npending)
 		return 0;
-	if (!s->loaded)
-		s->loaded = load_kallsyms(s) ?: 1;
-	if (s->loaded < 0) {
-		err = s->loaded;
+	err = ksym_set_load(s);
+	if (err)
 		goto cleanup;
-	}
 	hit = calloc(s->npending, sizeof(*hit));
 	if (!hit) {
 		err = -ENOMEM;

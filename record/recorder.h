@@ -64,6 +64,9 @@ struct ksym_set;
 
 struct ksym_set *ksym_set_new(void);
 void ksym_set_note(struct ksym_set *s, const uint64_t *addrs, uint32_t n);
+/* Reads /proc/kallsyms, once: 0, or -errno (-ENOENT: it shows no
+ * addresses), which ksym_set_write() returns again. */
+int ksym_set_load(struct ksym_set *s);
 /* Resolves the addresses noted since the last call against
  * /proc/kallsyms and writes one KSYMS record with the symbols they fall in
  * that no earlier record holds.  -ENOENT: kallsyms shows no addresses. */

@@ -1069,6 +1069,9 @@ int record_session_run(const struct record_opts *o)
 		fprintf(stderr, "luaprof record: cannot add targets: %s\n", strerror(-err));
 		goto cleanup;
 	}
+	/* Setup that costs the machine, done before sampling starts; a
+	 * failure is said at the first write. */
+	ksym_set_load(s.ksyms);
 	s.rb = ring_buffer__new(bpf_map__fd(s.skel->maps.events), handle_event, &s, NULL);
 	if (!s.rb) {
 		fprintf(stderr, "luaprof record: ring buffer: %s\n", strerror(errno));
