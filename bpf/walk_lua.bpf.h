@@ -32,6 +32,13 @@
  * Every read of target memory may fail (freed coroutine stack, garbage
  * pointer): the walk then ends with a TRUNC frame, and never emits a
  * frame it could not read.
+ *
+ * Each read of target memory costs about 50 ns, most of what the walk
+ * costs, so fields that lie close together are read in one go: a
+ * lua_State's (struct lj_state), a function's header and pc, a
+ * prototype's chunk name and lines.  A layout whose fields lie further
+ * apart than LJ_BLOCK bytes is read field by field, as is a block whose
+ * one read fails (it may run past the end of a mapping).
  */
 #ifndef LUAPROF_BPF_WALK_LUA_BPF_H
 #define LUAPROF_BPF_WALK_LUA_BPF_H
@@ -42,6 +49,7 @@
 #define LUA_WALK_STEPS (2 * LP_MAX_LUA) /* frames + skipped dummy/varg frames */
 #define LUA_RESUMER_HOPS 16    /* Lua-resumed coroutines followed */
 #define GC64_PTR_MASK ((1ull << 47) - 1)
+#define LJ_BLOCK 128 /* bytes read at once; a power of two */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -57,11 +65,17 @@ struct {
 	__type(value, __u64); /* last validated G */
 } lj_thread_G SEC(".maps");
 
+/* The fields of a lua_State the walk reads. */
+struct lj_state {
+	__u64 glref, base, stack, maxstack, cframe;
+};
+
 /* Kept in a map value (see lua_walk_scratch), which can hold no usable
  * pointer: the layout is copied in, and the sample being filled is the
  * CPU's sample_scratch, looked up where needed. */
 struct lua_walk {
 	struct lj_layout lo;
+	__u8 block[LJ_BLOCK + 8]; /* the last block read (+8: see block_u64) */
 	__u64 G, mainL;
 	__u64 L;     /* the lua_State being walked */
 	__u64 frame; /* address of the current frame's link slot */
@@ -103,6 +117,60 @@ static __always_inline int read_ref(const struct lj_layout *lo, __u64 *v, __u64 
 	if (bpf_probe_read_user(&v32, sizeof(v32), (const void *)addr))
 		return -1;
 	*v = v32;
+	return 0;
+}
+
+/* Reads span bytes at addr into w->block: 0, or -1 if span is over
+ * LJ_BLOCK or the read fails. */
+static __always_inline int read_block(struct lua_walk *w, __u64 addr, __u32 span)
+{
+	if (span > LJ_BLOCK)
+		return -1;
+	return bpf_probe_read_user(w->block, span, (const void *)addr) ? -1 : 0;
+}
+
+/* The 8 (4) bytes at rel in the last block read: rel is masked into the
+ * block, which has 8 bytes of slack, for the verifier; callers have
+ * checked that rel + 8 is within what was read. */
+static __always_inline __u64 block_u64(const struct lua_walk *w, __u32 rel)
+{
+	return *(const __u64 *)&w->block[rel & (LJ_BLOCK - 1)];
+}
+
+static __always_inline __u64 block_ref(const struct lua_walk *w, __u32 rel)
+{
+	if (w->lo.ref_size == 8)
+		return block_u64(w, rel);
+	return *(const __u32 *)&w->block[rel & (LJ_BLOCK - 1)];
+}
+
+static __always_inline __u32 min_u32(__u32 a, __u32 b) { return a < b ? a : b; }
+static __always_inline __u32 max_u32(__u32 a, __u32 b) { return a > b ? a : b; }
+
+/* The fields of lua_State L the walk needs: one read when they lie within
+ * LJ_BLOCK bytes (the 8-byte ends of the refs cover the 4-byte ones). */
+static __always_inline int read_state(struct lua_walk *w, __u64 L, struct lj_state *st)
+{
+	const struct lj_layout *lo = &w->lo;
+	__u32 first = min_u32(min_u32(min_u32(lo->l_glref, lo->l_base),
+				      min_u32(lo->l_stack, lo->l_maxstack)), lo->l_cframe);
+	__u32 end = max_u32(max_u32(max_u32(lo->l_glref, lo->l_base),
+				    max_u32(lo->l_stack, lo->l_maxstack)), lo->l_cframe) + 8;
+
+	if (!read_block(w, L + first, end - first)) {
+		st->glref = block_ref(w, lo->l_glref - first);
+		st->base = block_u64(w, lo->l_base - first);
+		st->stack = block_ref(w, lo->l_stack - first);
+		st->maxstack = block_ref(w, lo->l_maxstack - first);
+		st->cframe = block_u64(w, lo->l_cframe - first);
+		return 0;
+	}
+	if (read_ref(lo, &st->glref, L + lo->l_glref) ||
+	    read_u64(&st->base, L + lo->l_base) ||
+	    read_ref(lo, &st->stack, L + lo->l_stack) ||
+	    read_ref(lo, &st->maxstack, L + lo->l_maxstack) ||
+	    read_u64(&st->cframe, L + lo->l_cframe))
+		return -1;
 	return 0;
 }
 
@@ -152,53 +220,61 @@ static __always_inline void truncate_walk(struct lua_walk *w, __u32 why)
 }
 
 /* G validates if its GG_State's main thread is where G says and the
- * running coroutine belongs to it. */
-static __always_inline int valid_G(const struct lj_layout *lo, __u64 G,
-				   __u64 *mainL, __u64 *curL)
+ * running coroutine belongs to it; a G that validated before on this
+ * thread (known) needs only the second.  Fills *curL and its fields. */
+static __always_inline int valid_G(struct lua_walk *w, __u64 G, int known,
+				   __u64 *curL, struct lj_state *st)
 {
-	__u64 m, l, gl;
+	const struct lj_layout *lo = &w->lo;
+	__u64 m, l;
 
-	if (G < 4096 || read_ref(lo, &m, G + lo->g_mainthref) || m != G - lo->gg_g)
+	if (G < 4096)
+		return 0;
+	if (!known && (read_ref(lo, &m, G + lo->g_mainthref) || m != G - lo->gg_g))
 		return 0;
 	if (read_ref(lo, &l, G + lo->g_cur_L) || !l)
 		return 0;
-	if (read_ref(lo, &gl, l + lo->l_glref) || gl != G)
+	if (read_state(w, l, st) || st->glref != G)
 		return 0;
-	*mainL = m;
 	*curL = l;
 	return 1;
 }
 
-static __always_inline __u16 proto_fingerprint(const struct lj_layout *lo, __u64 pt)
+static __always_inline __u16 proto_fingerprint(struct lua_walk *w, __u64 pt)
 {
+	const struct lj_layout *lo = &w->lo;
+	__u32 first = min_u32(lo->pt_chunkname, lo->pt_firstline);
+	__u32 end = max_u32(lo->pt_chunkname, max_u32(lo->pt_firstline, lo->pt_numline)) + 8;
 	__u64 chunk = 0;
 	__u32 lines[2] = { 0, 0 };
 
-	read_ref(lo, &chunk, pt + lo->pt_chunkname);
-	bpf_probe_read_user(lines, sizeof(lines), (const void *)(pt + lo->pt_firstline));
+	if (!read_block(w, pt + first, end - first)) {
+		chunk = block_ref(w, lo->pt_chunkname - first);
+		lines[0] = (__u32)block_u64(w, lo->pt_firstline - first);
+		lines[1] = (__u32)block_u64(w, lo->pt_numline - first);
+	} else {
+		read_ref(lo, &chunk, pt + lo->pt_chunkname);
+		bpf_probe_read_user(lines, sizeof(lines), (const void *)(pt + lo->pt_firstline));
+	}
 	return lj_proto_fingerprint(chunk, lines[0], lines[1]);
 }
 
-/* Starts walking lua_State L from its current base.  The leaf pc is the
- * one of L's innermost C frame, unless the caller has better. */
-static __always_inline int start_thread(struct lua_walk *w, __u64 L, __u64 base,
-					__u64 pc)
+/* Starts walking lua_State L (its fields in st) from base.  The leaf pc
+ * is the one of L's innermost C frame, unless the caller has better. */
+static __always_inline void start_thread(struct lua_walk *w, __u64 L,
+					 const struct lj_state *st, __u64 base, __u64 pc)
 {
 	const struct lj_layout *lo = &w->lo;
-	__u64 stack, cf;
 
-	if (read_ref(lo, &stack, L + lo->l_stack) || read_u64(&cf, L + lo->l_cframe))
-		return -1;
 	w->L = L;
-	w->cf = cf & ~3ull;
+	w->cf = st->cframe & ~3ull;
 	w->outer_cf = w->cf;
-	w->bot = stack + ((lo->flags & LJ_LAYOUT_GC64) ? 8 : 0);
+	w->bot = st->stack + ((lo->flags & LJ_LAYOUT_GC64) ? 8 : 0);
 	w->frame = base - 8;
 	w->pc = pc;
 	if (!pc && w->cf)
 		read_ref(lo, &w->pc, w->cf + lo->cf_pc);
 	w->skip_next = 0;
-	return 0;
 }
 
 /* Reads the frame slot(s) at w->frame: the function and the link. */
@@ -221,17 +297,16 @@ static __always_inline int read_frame(struct lua_walk *w, __u64 *func, __u64 *li
 	return 0;
 }
 
-/* The lua_State that resumed L from Lua code, or 0: see the top of file. */
-static __always_inline __u64 find_resumer(struct lua_walk *w)
+/* The lua_State that resumed L from Lua code, or 0: see the top of file.
+ * Fills *st with its fields. */
+static __always_inline __u64 find_resumer(struct lua_walk *w, struct lj_state *st)
 {
 	const struct lj_layout *lo = &w->lo;
-	__u64 rcf = w->outer_cf + lo->cf_size, r = 0, rcframe, gl;
+	__u64 rcf = w->outer_cf + lo->cf_size, r = 0;
 
 	if (!w->outer_cf || read_ref(lo, &r, rcf + lo->cf_l) || !r)
 		return 0;
-	if (read_u64(&rcframe, r + lo->l_cframe) || (rcframe & ~3ull) != rcf)
-		return 0;
-	if (read_ref(lo, &gl, r + lo->l_glref) || gl != w->G)
+	if (read_state(w, r, st) || (st->cframe & ~3ull) != rcf || st->glref != w->G)
 		return 0;
 	return r;
 }
@@ -243,17 +318,28 @@ static __always_inline __u64 find_resumer(struct lua_walk *w)
 static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u8 link)
 {
 	const struct lj_layout *lo = &w->lo;
+	/* gct and ffid are adjacent in every layout; pc (GCfuncL) and f
+	 * (GCfuncC) follow within the function's 40-odd bytes. */
+	__u32 first = lo->fn_ffid - 1;
+	__u32 end = max_u32(lo->fn_pc, lo->fn_f) + 8;
 	__u64 fnpc, f;
-	__u8 hdr[2]; /* gct, ffid: adjacent in every layout */
+	__u8 hdr[2];
+	int have = !read_block(w, func + first, end - first);
 
-	if (bpf_probe_read_user(hdr, sizeof(hdr), (const void *)(func + lo->fn_ffid - 1)))
+	if (have) {
+		hdr[0] = w->block[0];
+		hdr[1] = w->block[1];
+	} else if (bpf_probe_read_user(hdr, sizeof(hdr), (const void *)(func + first))) {
 		return -1;
+	}
 	if (hdr[0] != LJ_GCT_FUNC)
 		return -1;
 	if (hdr[1] == LJ_FF_LUA) {
 		__u64 pos = 0;
 
-		if (read_ref(lo, &fnpc, func + lo->fn_pc)) {
+		if (have) {
+			fnpc = block_ref(w, lo->fn_pc - first);
+		} else if (read_ref(lo, &fnpc, func + lo->fn_pc)) {
 			truncate_walk(w, LP_LUA_TRUNC_READ_FUNC);
 			return 0;
 		}
@@ -262,10 +348,12 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u8 li
 		if (w->pc >= fnpc && w->pc - fnpc < (1ull << 26))
 			pos = (w->pc - fnpc) >> 2;
 		emit(w, LP_LUA_FRAME_LUA, fnpc - lo->pt_size, (__u32)pos, link,
-		     proto_fingerprint(lo, fnpc - lo->pt_size));
+		     proto_fingerprint(w, fnpc - lo->pt_size));
 		return 0;
 	}
-	if (read_u64(&f, func + lo->fn_f)) {
+	if (have) {
+		f = block_u64(w, lo->fn_f - first);
+	} else if (read_u64(&f, func + lo->fn_f)) {
 		truncate_walk(w, LP_LUA_TRUNC_READ_FUNC);
 		return 0;
 	}
@@ -296,17 +384,17 @@ static long lua_walk_step(__u32 i, void *ctx)
 	}
 	if (w->frame <= w->bot) {
 		/* The bottom of this coroutine: was it resumed from Lua? */
+		struct lj_state st;
 		__u64 r = 0;
 
 		if (w->L != w->mainL && w->hops++ < LUA_RESUMER_HOPS)
-			r = find_resumer(w);
+			r = find_resumer(w, &st);
 		if (!r) {
 			w->done = 1;
 			return 1;
 		}
 		emit_entry(w, w->outer_cf);
-		if (read_u64(&next, r + lo->l_base) || start_thread(w, r, next, 0))
-			truncate_walk(w, LP_LUA_TRUNC_READ);
+		start_thread(w, r, &st, st.base, 0);
 		return 0;
 	}
 	if (read_frame(w, &func, &link)) {
@@ -406,6 +494,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 	__u32 tgid, tid;
 	__u64 G, L = 0, base, cframe, pc = 0, *cached, ip;
 	const struct lj_layout *lo;
+	struct lj_state st;
 	__s32 vmstate;
 
 	if (!e || !regs)
@@ -428,27 +517,29 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 	__builtin_memcpy(&wp->lo, lo, sizeof(wp->lo));
 	ip = regs->ip;
 
+	/* r14 - g2disp first: a G this thread validated before is known
+	 * good (its main thread need not be looked at, nor the cache
+	 * written again). */
+	cached = bpf_map_lookup_elem(&lj_thread_G, &tid);
 	G = regs->r14 - (__s64)lo->g2disp;
-	if (!valid_G(lo, G, &wp->mainL, &L)) {
-		cached = bpf_map_lookup_elem(&lj_thread_G, &tid);
+	if (valid_G(wp, G, cached && *cached == G, &L, &st)) {
+		if (!cached || *cached != G)
+			bpf_map_update_elem(&lj_thread_G, &tid, &G, BPF_ANY);
+	} else {
 		G = cached ? *cached : p->g_hint;
-		if (!valid_G(lo, G, &wp->mainL, &L)) {
+		if (!valid_G(wp, G, cached != NULL, &L, &st)) {
 			e->lua_state = LP_WALK_NO_G;
 			return 0;
 		}
-	} else {
-		bpf_map_update_elem(&lj_thread_G, &tid, &G, BPF_ANY);
 	}
 	wp->G = G;
+	wp->mainL = G - lo->gg_g;
 	e->lua_G = G;
 	if (bpf_probe_read_user(&vmstate, sizeof(vmstate), (const void *)(G + lo->g_vmstate)))
 		return 0;
 	e->vmstate = vmstate;
 
-	if (read_u64(&cframe, L + lo->l_cframe)) {
-		e->lua_state = LP_WALK_BAD_L;
-		return 0;
-	}
+	cframe = st.cframe;
 	base = cframe;
 	/* Machine code of traces (and their exit stubs, and a trace's first
 	 * instructions before it sets vmstate) runs on the innermost VM
@@ -461,10 +552,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 		e->lua_state = LP_WALK_IDLE;
 		return 0;
 	}
-	if (read_u64(&base, L + lo->l_base)) {
-		e->lua_state = LP_WALK_BAD_L;
-		return 0;
-	}
+	base = st.base;
 	if (vmstate >= 0) {
 		__u64 jb = 0;
 
@@ -492,11 +580,9 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 		e->lua_state = LP_WALK_NO_VM;
 		return 0;
 	} else if (~vmstate == LJ_VMST_INTERP && ip >= p->vm_start && ip < p->vm_end) {
-		__u64 rdx = regs->dx, stack = 0, maxstack = 0;
+		__u64 rdx = regs->dx;
 
-		read_ref(lo, &stack, L + lo->l_stack);
-		read_ref(lo, &maxstack, L + lo->l_maxstack);
-		if (rdx > stack && rdx <= maxstack + 8 * 8) {
+		if (rdx > st.stack && rdx <= st.maxstack + 8 * 8) {
 			base = rdx;
 			pc = regs->bx;
 		}
@@ -504,10 +590,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 	/* In C code the VM called (a fast function's handler, a helper),
 	 * the innermost frame may be the handler's, mid-rewrite. */
 	wp->leaf_in_c = ~vmstate == LJ_VMST_INTERP && !pc;
-	if (start_thread(wp, L, base, pc)) {
-		e->lua_state = LP_WALK_BAD_L;
-		return 0;
-	}
+	start_thread(wp, L, &st, base, pc);
 	e->lua_state = LP_WALK_WALKED;
 	/* bpf_loop wants a stack context; the step finds the state itself. */
 	bpf_loop(LUA_WALK_STEPS, lua_walk_step, &zero, 0);
