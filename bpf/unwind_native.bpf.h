@@ -31,6 +31,12 @@
  * Processes without a mapping list keep bpf_get_stack()'s frame-pointer
  * walk.
  *
+ * The stack above the first frame's rsp is copied in one read when the
+ * walk starts (LP_STACK_WINDOW bytes, or a smaller window near the top of
+ * the stack); the frames' reads come from the copy while they fall in it.
+ * A read of the target's memory costs about 50 ns, and a walk makes one
+ * or two per frame.
+ *
  * One repair: when the first frame's row leads to a return address in no
  * mapping, the frame is retried as a frameless leaf (return address at
  * [rsp]).  LuaJIT's math helpers need it: see unwind_frame().
@@ -79,6 +85,22 @@ struct {
 	__type(value, struct lp_unwind_proc);
 } unwind_procs SEC(".maps");
 
+/* The copy of the stack the walk reads from (see the top of the file);
+ * the slack after it lets a masked offset read 16 bytes. */
+#define LP_STACK_WINDOW 4096
+#define LP_STACK_WINDOW_SMALL 512
+
+struct unwind_window {
+	__u8 bytes[LP_STACK_WINDOW + 16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_window);
+} unwind_windows SEC(".maps");
+
 /* Walks by how they stopped, and frames walked: record -v prints them. */
 __u64 unwind_stops[LP_USTOP_MAX];
 __u64 unwind_frames;
@@ -93,7 +115,8 @@ struct unwind_cursor {
 	__u32 bp_known;   /* bp holds the frame's true rbp */
 	__u32 leaf_retry; /* frame 0 may be retried as a frameless leaf */
 	__u32 stop;       /* enum lp_ustop, once the walk ends */
-	__u32 pad;
+	__u32 win_len;    /* bytes of the stack copied, from win_lo */
+	__u64 win_lo;
 	__u64 jit_cfa;    /* the CFA to resume at past a LuaJIT trace, or 0 */
 };
 
@@ -212,9 +235,33 @@ static __always_inline int unwind_find_row(__u32 objid, __u64 vaddr,
 	return 0;
 }
 
-static __always_inline int unwind_read(__u64 addr, __u64 *v)
+/* Reads size (8 or 16) bytes of the stack at addr: from the copy when
+ * they lie in it, else from the target. */
+static __always_inline int unwind_read_n(const struct unwind_cursor *c, __u64 addr,
+					 void *v, __u32 size)
 {
-	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+	const struct unwind_window *w;
+	__u32 zero = 0;
+
+	if (addr >= c->win_lo && addr - c->win_lo + size <= c->win_len &&
+	    (w = bpf_map_lookup_elem(&unwind_windows, &zero))) {
+		/* The offset is below LP_STACK_WINDOW: the mask is for the
+		 * verifier. */
+		__u32 off = (addr - c->win_lo) & (LP_STACK_WINDOW - 1);
+
+		if (size == 16)
+			__builtin_memcpy(v, &w->bytes[off], 16);
+		else
+			__builtin_memcpy(v, &w->bytes[off], 8);
+		return 0;
+	}
+	return bpf_probe_read_user(v, size, (const void *)addr);
+}
+
+static __always_inline int unwind_read(const struct unwind_cursor *c, __u64 addr,
+				       __u64 *v)
+{
+	return unwind_read_n(c, addr, v, 8);
 }
 
 /*
@@ -246,7 +293,7 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		 * tells the recorder to look for new mappings.
 		 */
 		c->leaf_retry = 0;
-		if (!unwind_read(c->sp0, &ra)) {
+		if (!unwind_read(c, c->sp0, &ra)) {
 			int ridx = unwind_map_index(proc, ra - 1);
 
 			if (ridx >= 0) {
@@ -280,7 +327,7 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		c->jit_cfa = 0;
 		if (!cfa || cfa < c->sp)
 			return LP_USTOP_JIT;
-		if (unwind_read(cfa - 8, &ra) || unwind_read(cfa - 16, &bp))
+		if (unwind_read(c, cfa - 8, &ra) || unwind_read(c, cfa - 16, &bp))
 			return LP_USTOP_READ;
 		c->pc = ra;
 		c->sp = cfa;
@@ -295,7 +342,7 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		if (!c->bp_known || c->bp < c->sp)
 			return LP_USTOP_BAD_FRAME;
 		cfa = c->bp + 16;
-		if (unwind_read(c->bp, &bp) || unwind_read(cfa - 8, &ra))
+		if (unwind_read(c, c->bp, &bp) || unwind_read(c, cfa - 8, &ra))
 			return LP_USTOP_READ;
 		goto next;
 	}
@@ -323,8 +370,8 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		 * pc was interrupted, not called from: look it up as is. */
 		__u64 sp;
 
-		if (unwind_read(c->sp + 120, &bp) || unwind_read(c->sp + 160, &sp) ||
-		    unwind_read(c->sp + 168, &ra))
+		if (unwind_read(c, c->sp + 120, &bp) || unwind_read(c, c->sp + 160, &sp) ||
+		    unwind_read(c, c->sp + 168, &ra))
 			return LP_USTOP_READ;
 		if (!ra)
 			return LP_USTOP_END;
@@ -347,19 +394,19 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		 * usual prologue): one read for both. */
 		__u64 pair[2];
 
-		if (bpf_probe_read_user(pair, sizeof(pair), (const void *)(cfa - 16)))
+		if (unwind_read_n(c, cfa - 16, pair, sizeof(pair)))
 			return LP_USTOP_READ;
 		bp = pair[0];
 		ra = pair[1];
 		c->bp_known = 1;
 		goto next;
 	}
-	if (unwind_read(cfa - 8, &ra))
+	if (unwind_read(c, cfa - 8, &ra))
 		return LP_USTOP_READ;
 	if (row.rbp_off == LP_RBP_UNKNOWN) {
 		c->bp_known = 0;
 	} else if (row.rbp_off < 0) {
-		if (unwind_read(cfa + (__s64)row.rbp_off * 8, &bp))
+		if (unwind_read(c, cfa + (__s64)row.rbp_off * 8, &bp))
 			return LP_USTOP_READ;
 		c->bp_known = 1;
 	}
@@ -460,8 +507,18 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	if (unwind_user_regs(ctx, c)) {
 		c->stop = LP_USTOP_NO_REGS;
 	} else {
+		struct unwind_window *win = bpf_map_lookup_elem(&unwind_windows, &zero);
+
 		c->sp0 = c->sp;
 		c->bp0 = c->bp;
+		/* Near the top of the stack the big copy runs past its end. */
+		c->win_lo = c->sp;
+		if (win && !bpf_probe_read_user(win->bytes, LP_STACK_WINDOW,
+						(const void *)c->sp))
+			c->win_len = LP_STACK_WINDOW;
+		else if (win && !bpf_probe_read_user(win->bytes, LP_STACK_WINDOW_SMALL,
+						     (const void *)c->sp))
+			c->win_len = LP_STACK_WINDOW_SMALL;
 		bpf_loop(LP_MAX_USTACK + 1, unwind_step, &w, 0);
 	}
 	/* bpf_loop ran out of iterations only after LP_MAX_USTACK frames. */
