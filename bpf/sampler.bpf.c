@@ -120,7 +120,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	e->h.tid = (__u32)id;
 	e->h.cpu = bpf_get_smp_processor_id();
 	e->h.time_ns = t0 = bpf_ktime_get_ns();
-	e->kstack_bytes = bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
+	/* A tick in user mode has no kernel stack: skip the helper. */
+	e->kstack_bytes = (ctx->regs.csx & 3) == 3 ? 0 :
+		bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
 	/* Lua first: a running trace's C frame is where the native walk
 	 * resumes past the trace's code. */
 	e->lua_depth = 0;
