@@ -6,7 +6,9 @@
 # so that drift in the machine hits every setting alike, and prints the
 # median requests/s and its loss against unprofiled, bytes/sample, and
 # luaprof's BPF time per sample: the median of its own per-sample clock,
-# and the mean per tick from kernel.bpf_stats_enabled (set for the run).
+# and the mean per tick from kernel.bpf_stats_enabled (set for the run),
+# and each recorder's own CPU time.  On 2 shared cores run-to-run noise in
+# req/s is about a point: more ROUNDS and longer runs narrow it.
 # Then long recordings at 99 Hz (LONG_SECONDS, default 60), by luaprof as
 # is and with --no-embed, and by perf: bytes/sample of the whole trace,
 # symbols and DWARF embedded once included (issue 5), and of the sample
@@ -14,8 +16,8 @@
 # Needs root, perf (linux-perf) and tests/deps.sh's packages.
 set -u # not -e: the nginx helpers poll with commands that fail until ready
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-3}
-SECONDS_PER_RUN=${SECONDS_PER_RUN:-5}
+ROUNDS=${ROUNDS:-5}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-8}
 LONG_SECONDS=${LONG_SECONDS:-60}
 LUAPROF=$PWD/build/luaprof
 . tests/lib.sh
@@ -27,20 +29,23 @@ sysctl -qw kernel.bpf_stats_enabled=1
 trap 'sysctl -qw kernel.bpf_stats_enabled=$old_stats; nginx_stop >/dev/null 2>&1; cleanup' EXIT
 
 NGINX_JIT=on nginx_start
-declare -A RPS BYTES SAMPLES BPFNS BPFMED
+declare -A RPS BYTES SAMPLES BPFNS BPFMED CPU
 run() { # setting round
-	local set=$1 r=$2 out=$TMP/$1-$2 rec=
+	local set=$1 r=$2 out=$TMP/$1-$2 rec= TIMEFORMAT='%U %S'
+	# Each recorder runs under bash's time, which writes its CPU seconds
+	# (user, system) to $out.time.
 	case $set in
-	luaprof-*) $LUAPROF record -v -F ${set#luaprof-} -d $((SECONDS_PER_RUN + 1)) \
-			-p $NGINX_MASTER -o $out.lp >/dev/null 2>$out.err & rec=$! ;;
-	perf-*) perf record -q -g -F ${set#perf-} -o $out.data \
+	luaprof-*) { time $LUAPROF record -v -F ${set#luaprof-} -d $((SECONDS_PER_RUN + 1)) \
+			-p $NGINX_MASTER -o $out.lp >/dev/null 2>$out.err; } 2>$out.time & rec=$! ;;
+	perf-*) { time perf record -q -g -F ${set#perf-} -o $out.data \
 			-p $NGINX_MASTER,$(nginx_workers | paste -sd,) -- sleep $((SECONDS_PER_RUN + 1)) \
-			>/dev/null 2>&1 & rec=$! ;;
+			>/dev/null 2>&1; } 2>$out.time & rec=$! ;;
 	esac
 	[ -n "$rec" ] && wait_for sampling ${set%-*} $rec $out.err
 	nginx_load $SECONDS_PER_RUN >$out.wrk 2>&1
 	[ -n "$rec" ] && wait $rec
 	RPS[$set]+=" $(awk '/^Requests\/sec:/ { print $2 }' $out.wrk)"
+	[ -n "$rec" ] && CPU[$set]+=" $(awk -v d=$((SECONDS_PER_RUN + 1)) '{ printf "%.2f", 100 * ($1 + $2) / d }' $out.time)"
 	case $set in
 	luaprof-*)
 		SAMPLES[$set]+=" $($LUAPROF info $out.lp | awk '/^samples/ { print $2; exit }')"
@@ -52,16 +57,18 @@ run() { # setting round
 		BYTES[$set]+=" $(stat -c %s $out.data)" ;;
 	esac
 }
-# sampling luaprof|perf PID ERRFILE: the recorder PID samples, or has
-# died.  The load starts only then.  luaprof says "recording" after its
-# setup (BPF load, unwind tables, kernel symbols); perf runs its workload,
-# sleep, once its events are open.
+# sampling luaprof|perf PID ERRFILE: the recorder, a child of PID (the
+# subshell timing it), samples, or has died.  The load starts only then.
+# luaprof says "recording" after its setup (BPF load, unwind tables,
+# kernel symbols); perf runs its workload, sleep, once its events are open.
 sampling() {
-	local c
+	local c g
 	kill -0 $2 2>/dev/null || return 0
 	[ $1 = luaprof ] && { grep -q recording $3; return; }
-	for c in $(_nginx_children $2); do
-		[ "$(cat /proc/$c/comm 2>/dev/null)" = sleep ] && return 0
+	for c in $2 $(_nginx_children $2); do
+		for g in $(_nginx_children $c); do
+			[ "$(cat /proc/$g/comm 2>/dev/null)" = sleep ] && return 0
+		done
 	done
 	return 1
 }
@@ -75,22 +82,25 @@ for r in $(seq $ROUNDS); do
 	done
 done
 base=$(echo ${RPS[none]} | median)
-printf '%-13s %10s %8s %9s %13s %14s %12s\n' setting "req/s" loss samples bytes/sample \
-	"BPF median us" "BPF mean ns"
+printf '%-13s %10s %8s %9s %13s %14s %12s %13s\n' setting "req/s" loss samples bytes/sample \
+	"BPF median us" "BPF mean ns" "recorder CPU"
 for set in $SETTINGS; do
 	rps=$(echo ${RPS[$set]} | median)
 	loss=$(awk -v a=$rps -v b=$base 'BEGIN { printf "%.1f%%", b ? 100 * (b - a) / b : 0 }')
 	s=$(echo ${SAMPLES[$set]:-0} | sum)
 	b=$(echo ${BYTES[$set]:-0} | sum)
 	bps=$(awk -v b=$b -v s=$s 'BEGIN { printf "%.1f", s ? b / s : 0 }')
-	ns=- med=-
+	ns=- med=- cpu=-
 	[ -n "${BPFNS[$set]:-}" ] && ns=$(echo ${BPFNS[$set]} | median)
 	[ -n "${BPFMED[$set]:-}" ] && med=$(echo ${BPFMED[$set]} | median)
-	printf '%-13s %10s %8s %9s %13s %14s %12s\n' $set $rps $loss $s $bps $med $ns
+	[ -n "${CPU[$set]:-}" ] && cpu=$(echo ${CPU[$set]} | median)%
+	printf '%-13s %10s %8s %9s %13s %14s %12s %13s\n' $set $rps $loss $s $bps $med $ns $cpu
 done
 echo
 echo "BPF median: luaprof's own clock, per sample of a target; BPF mean: the"
 echo "kernel's bpf_stats, per tick of every CPU, the ones the filter drops too."
+echo "Recorder CPU: the recorder process's user + system time, setup included,"
+echo "as a share of one CPU over the run."
 
 # The long run: bytes/sample once the one-time embedded symbols are spread.
 echo
