@@ -64,7 +64,7 @@ run() { # setting round
 sampling() {
 	local c g
 	kill -0 $2 2>/dev/null || return 0
-	[ $1 = luaprof ] && { grep -q recording $3; return; }
+	[ $1 = luaprof ] && { grep -q recording $3 2>/dev/null; return; }
 	for c in $2 $(_nginx_children $2); do
 		for g in $(_nginx_children $c); do
 			[ "$(cat /proc/$g/comm 2>/dev/null)" = sleep ] && return 0
