@@ -95,7 +95,7 @@ enum lp_walk_state {
 	LP_WALK_IDLE = 1,   /* a VM exists but runs no Lua (host code) */
 	LP_WALK_WALKED = 2, /* frames below */
 	LP_WALK_NO_G = 3,   /* LuaJIT process, but no valid G at this tick */
-	LP_WALK_BAD_L = 4,  /* G->cur_L did not validate */
+	LP_WALK_BAD_L = 4,  /* not written: walk_lua reads cur_L with G (NO_G) */
 	LP_WALK_NO_VM = 5,  /* interpreting, but the VM code is not located */
 };
 
