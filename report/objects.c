@@ -28,7 +28,7 @@
 #include "report/debuginfo.h"
 #include "report/htab.h"
 #include "report/objects.h"
-#include "report/srcline.h"
+#include "format/srcline.h"
 
 enum { UNRESOLVED, EMBEDDED, LOCAL, FAILED };
 

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "format/trace.h"
-#include "report/srcline.h"
+#include "format/srcline.h"
 #include "report/symbolize.h"
 
 struct objects;

@@ -1,5 +1,6 @@
 /*
- * srcline.c - source lines and inlined frames from DWARF (see srcline.h).
+ * srcline.c - source lines and inlined frames from DWARF (see srcline.h
+ * for what a chain is and why this is in format/).
  *
  * An address is first placed in its compilation unit through a table of
  * every unit's address ranges, built once per object from the units
@@ -16,8 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/htab.h"
-#include "report/srcline.h"
+#include "format/srcline.h"
 
 /* Units and ranges one object may have; past that, the rest go without
  * lines (a hostile trace must not make the report grow without bound). */
@@ -38,6 +38,26 @@ struct srcline {
 	struct cu_range *ranges; /* sorted by lo */
 	size_t nranges, capranges;
 };
+
+/* Makes room for `need` elements of `size` bytes in *v: 0 or -ENOMEM. */
+static int grow(void **v, size_t *cap, size_t need, size_t size)
+{
+	size_t ncap = *cap ? *cap : 16;
+	void *nv;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	nv = realloc(*v, ncap * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+#define GROW(v, cap, need) grow((void **)&(v), &(cap), (need), sizeof(*(v)))
 
 static int range_cmp(const void *a, const void *b)
 {

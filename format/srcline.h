@@ -12,9 +12,14 @@
  * the line of the frame inside it (the address's own line for the
  * innermost), then the real function at the call site of the outermost
  * inlined one.
+ *
+ * The recorder resolves the addresses samples hit into chains and embeds
+ * them (record/srclines.c); the report resolves them from a local file
+ * for traces that embed none (--no-embed, --symfs).  Both use this code,
+ * so a trace reports the same lines with and without what it embeds.
  */
-#ifndef LUAPROF_REPORT_SRCLINE_H
-#define LUAPROF_REPORT_SRCLINE_H
+#ifndef LUAPROF_FORMAT_SRCLINE_H
+#define LUAPROF_FORMAT_SRCLINE_H
 
 #include <elfutils/libdw.h>
 #include <stdint.h>
