@@ -26,6 +26,7 @@ static const char *const record_names[] = {
 	[LP_REC_OBJECT] = "object", [LP_REC_SYMTAB] = "symtab",
 	[LP_REC_DEBUG] = "debug",
 	[LP_REC_LUA_SOURCE] = "lua_source",
+	[LP_REC_SRCLINES] = "srclines",
 };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

@@ -186,6 +186,16 @@ static void make_arrays(void)
  * bytes, an object without segments or symbols, and symbol addresses up
  * to the top of the address space with aliases' neighbours. */
 static uint8_t debug_bytes[300];
+static const char *const src_strs[] = { "mix", "../sysdeps/x86_64/read.c", "", "step" };
+static const struct lp_srcframe src_frames[LP_SRCLINES_MAX_FRAMES] = {
+	{ 1, 2, 41 }, { 4, 2, UINT32_MAX }, { 0, 0, 0 }, { 3, 3, 1 },
+};
+static const struct lp_srcchain src_chains[] = {
+	{ 0, 1, src_frames },
+	{ 0x401000, 2, src_frames },
+	{ 0x401001, LP_SRCLINES_MAX_FRAMES, src_frames },
+	{ UINT64_MAX, 1, src_frames + 3 },
+};
 
 static size_t make_object_records(struct lp_record *r)
 {
@@ -234,6 +244,15 @@ static size_t make_object_records(struct lp_record *r)
 	r[n++].u.debug = (struct lp_debug){ .object = UINT64_MAX,
 					    .flags = LP_DEBUG_SKIPPED_SIZE, .name = "",
 					    .size = LP_DEBUG_MAX_OBJECT };
+	/* Source lines: chains of one to the deepest, strings shared, empty
+	 * or absent (0), addresses up to the top of the address space; a
+	 * note with no chains. */
+	r[n].type = LP_REC_SRCLINES;
+	r[n++].u.srclines = (struct lp_srclines){ 1, 0, ARRAY_SIZE(src_strs), src_strs,
+						  ARRAY_SIZE(src_chains), src_chains };
+	r[n].type = LP_REC_SRCLINES;
+	r[n++].u.srclines = (struct lp_srclines){ .object = UINT64_MAX,
+						  .flags = LP_SRCLINES_SKIPPED_BUDGET };
 	return n;
 }
 
@@ -447,6 +466,32 @@ TEST(writer_refuses_bad_records)
 	rec.u.debug.offset = 0;
 	rec.u.debug.size = LP_DEBUG_MAX_OBJECT + 1ull;
 	CHECK(trace_write(w, &rec) == -EINVAL);
+	/* SRCLINES: object 0; a string index past the table; a chain of no
+	 * frames, and one deeper than allowed; addresses not ascending. */
+	{
+		struct lp_srcframe fr[LP_SRCLINES_MAX_FRAMES + 1] = { { 1, 1, 7 } };
+		struct lp_srcchain ch[2] = { { 0x20, 1, fr }, { 0x10, 1, fr } };
+		const char *strs[] = { "f" };
+		struct lp_srclines *sl = &rec.u.srclines;
+
+		rec = (struct lp_record){ .type = LP_REC_SRCLINES,
+					  .u.srclines = { 0, 0, 1, strs, 1, ch } };
+		CHECK(trace_write(w, &rec) == -EINVAL && lp_srclines_size(sl) == 0);
+		sl->object = 1;
+		CHECK(lp_srclines_size(sl) == 11);
+		fr[0].file = 2;
+		CHECK(trace_write(w, &rec) == -EINVAL && lp_srclines_size(sl) == 0);
+		fr[0].file = 1;
+		ch[0].nframe = 0;
+		CHECK(trace_write(w, &rec) == -EINVAL);
+		ch[0].nframe = LP_SRCLINES_MAX_FRAMES + 1;
+		CHECK(trace_write(w, &rec) == -EINVAL);
+		ch[0].nframe = 1;
+		sl->nchain = 2;
+		CHECK(trace_write(w, &rec) == -EINVAL);
+		ch[1].vaddr = 0x20;
+		CHECK(trace_write(w, &rec) == -EINVAL);
+	}
 	/* A record that cannot fit in any chunk is refused; one that fits
 	 * only in an empty chunk gets a chunk of its own. */
 	memset(huge, 'p', LP_CHUNK_MAX_RAW);

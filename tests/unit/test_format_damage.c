@@ -613,3 +613,89 @@ TEST(lua_source_and_older_protos)
 	lp_buf_free(&p);
 	lp_buf_free(&body);
 }
+
+/* One SRCLINES body, from its parts: object, flags, strings, then the
+ * chains as (delta, nframe, then nframe (func, file, line) triplets). */
+static void put_srclines_body(struct lp_buf *body, uint64_t object, uint64_t nstr,
+			      const uint64_t *chains, size_t nvals)
+{
+	body->len = 0;
+	lp_put_uv(body, object);
+	lp_put_uv(body, 0);
+	lp_put_uv(body, nstr);
+	for (uint64_t i = 0; i < nstr && i < 2; i++)
+		lp_put_str(body, i ? "a.c" : "f");
+	for (size_t i = 0; i < nvals; i++)
+		lp_put_uv(body, chains[i]);
+}
+
+/* A SRCLINES record decodes with its strings and chains, its size as the
+ * writer counts it; damaged ones are bad records, and the reader goes on:
+ * object 0, more strings or chains than bytes, a string index past the
+ * table, chains of no frames or too many, addresses not ascending or
+ * past 2^64, a line beyond 32 bits, a body cut short.  Bytes after the
+ * chains are a later version's fields. */
+TEST(srclines_records_good_and_bad)
+{
+	static const uint64_t good[] = { 2, 0x1000, 2, 1, 2, 10, 0, 0, 0, 0x10, 1, 1, 2, 12 };
+	static const struct { uint64_t object, nstr; uint64_t v[8]; size_t n; } bad[] = {
+		{ 0, 2, { 1, 0x1000, 1, 1, 2, 10 }, 6 },
+		{ 1, 1ull << 40, { 0 }, 0 },
+		{ 1, 2, { 1000, 0x1000, 1, 1, 2, 10 }, 6 },
+		{ 1, 2, { 1, 0x1000, 1, 3, 2, 10 }, 6 },
+		{ 1, 2, { 1, 0x1000, 1, 1, 3, 10 }, 6 },
+		{ 1, 2, { 1, 0x1000, 0 }, 3 },
+		{ 1, 2, { 1, 0x1000, LP_SRCLINES_MAX_FRAMES + 1, 1, 2, 10 }, 6 },
+		{ 1, 2, { 2, 0x1000, 1, 1, 2, 10, 0, 1 }, 8 },
+		{ 1, 2, { 2, UINT64_MAX, 1, 1, 2, 10, 1, 1 }, 8 },
+		{ 1, 2, { 1, 0x1000, 1, 1, 2, 1ull << 32 }, 6 },
+		{ 1, 2, { 1, 0x1000, 2, 1, 2, 10 }, 6 },
+	};
+	struct lp_buf b = { 0 }, p = { 0 }, body = { 0 };
+	const char *path = fmt_tmp_path("srclines.lp");
+	struct trace_reader_stats st;
+	struct trace_reader *r;
+	struct lp_record rec;
+	size_t ngood = 0, good_len;
+	char msg[64];
+	int ret;
+
+	put_header(&b, 1, 0, 0);
+	put_exit(&p, 1);
+	put_srclines_body(&body, 7, 2, good, ARRAY_SIZE(good));
+	good_len = body.len;
+	put_record(&p, LP_REC_SRCLINES, &body);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		put_srclines_body(&body, bad[i].object, bad[i].nstr, bad[i].v, bad[i].n);
+		put_record(&p, LP_REC_SRCLINES, &body);
+	}
+	put_srclines_body(&body, 7, 2, good, ARRAY_SIZE(good));
+	lp_put_str(&body, "a later field");
+	put_record(&p, LP_REC_SRCLINES, &body);
+	put_exit(&p, 2);
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_ZLIB, p.data, p.len);
+	CHECK(fmt_write_file(path, b.data, b.len) == 0);
+	CHECK(!strcmp(read_exits(path, &st, &ret), "12") && ret == 0);
+	CHECK(st.bad_records == ARRAY_SIZE(bad) && !st.unknown_records);
+	CHECK(trace_reader_open(&r, path, msg, sizeof(msg)) == 0);
+	while (trace_reader_next(r, &rec) == 1) {
+		const struct lp_srclines *sl = &rec.u.srclines;
+
+		if (rec.type != LP_REC_SRCLINES)
+			continue;
+		CHECK(sl->object == 7 && !sl->flags && sl->nstr == 2 && sl->nchain == 2);
+		CHECK(!strcmp(sl->strs[0], "f") && !strcmp(sl->strs[1], "a.c"));
+		CHECK(sl->chains[0].vaddr == 0x1000 && sl->chains[0].nframe == 2);
+		CHECK(sl->chains[0].frames[0].func == 1 && sl->chains[0].frames[0].file == 2 &&
+		      sl->chains[0].frames[0].line == 10 && !sl->chains[0].frames[1].func);
+		CHECK(sl->chains[1].vaddr == 0x1010 && sl->chains[1].nframe == 1 &&
+		      sl->chains[1].frames[0].line == 12);
+		CHECK(lp_srclines_size(sl) == good_len);
+		ngood++;
+	}
+	trace_reader_close(r);
+	CHECK(ngood == 2);
+	lp_buf_free(&b);
+	lp_buf_free(&p);
+	lp_buf_free(&body);
+}
