@@ -24,8 +24,11 @@
 #include <elfutils/libdw.h>
 #include <stdint.h>
 
-/* Inline nesting deeper than this keeps its outermost frames. */
-#define SRCLINE_MAX_FRAMES 16
+#include "format/trace.h"
+
+/* Inline nesting deeper than this keeps its outermost frames: as many as
+ * a trace's SRCLINES chain may hold. */
+#define SRCLINE_MAX_FRAMES LP_SRCLINES_MAX_FRAMES
 
 struct src_frame {
 	const char *func; /* NULL when DWARF names none */

@@ -25,10 +25,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "format/srcline.h"
 #include "report/debuginfo.h"
 #include "report/htab.h"
+#include "report/linetab.h"
 #include "report/objects.h"
-#include "format/srcline.h"
 
 enum { UNRESOLVED, EMBEDDED, LOCAL, FAILED };
 
@@ -41,6 +42,7 @@ struct object {
 	char *file;   /* ...the local file that matched */
 	int state;
 	struct dbg_pieces pieces; /* DEBUG records */
+	struct linetab embedded;  /* SRCLINES records */
 	struct dbg_image dwarf;
 	struct srcline *lines;
 	int dwarf_state; /* 0 not opened yet, 1 open, -1 none */
@@ -52,6 +54,7 @@ struct objects {
 	struct object *v;
 	size_t len, cap;
 	struct htab h; /* id -> v[] index */
+	struct strtab names; /* of the embedded chains' frames */
 };
 
 int objects_new(struct objects **out, struct symbolizer *sym,
@@ -76,9 +79,11 @@ void objects_free(struct objects *o)
 		srcline_free(o->v[i].lines);
 		dbg_image_close(&o->v[i].dwarf);
 		dbg_pieces_free(&o->v[i].pieces);
+		linetab_free(&o->v[i].embedded);
 	}
 	free(o->v);
 	htab_free(&o->h);
+	strtab_free(&o->names);
 	free(o);
 }
 
@@ -145,6 +150,13 @@ int objects_add_debug(struct objects *o, const struct lp_debug *rec)
 	return ob ? dbg_pieces_add(&ob->pieces, rec) : 0;
 }
 
+int objects_add_srclines(struct objects *o, const struct lp_srclines *rec)
+{
+	struct object *ob = find(o, rec->object);
+
+	return ob ? linetab_add(&ob->embedded, &o->names, rec) : 0;
+}
+
 int objects_preload(struct objects *o, const char *path)
 {
 	struct trace_reader *r;
@@ -162,6 +174,8 @@ int objects_preload(struct objects *o, const char *path)
 			err = objects_add_symtab(o, &rec.u.symtab);
 		else if (rec.type == LP_REC_DEBUG)
 			err = objects_add_debug(o, &rec.u.debug);
+		else if (rec.type == LP_REC_SRCLINES)
+			err = objects_add_srclines(o, &rec.u.srclines);
 		else
 			continue;
 		if (err)
@@ -290,6 +304,9 @@ int objects_srcline(struct objects *o, uint64_t id, uint64_t vaddr,
 	c->n = 0;
 	if (!ob || ob->state == UNRESOLVED)
 		return 0;
+	/* The recorder's answers, and only them, when the trace has any. */
+	if (ob->embedded.embedded)
+		return linetab_lookup(&ob->embedded, vaddr, c);
 	if (!ob->dwarf_state) {
 		err = open_dwarf(o, ob);
 		if (err)

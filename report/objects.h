@@ -31,6 +31,8 @@ int objects_add(struct objects *o, const struct lp_object *rec);
 int objects_add_symtab(struct objects *o, const struct lp_symtab *rec);
 /* Keeps a DEBUG record's piece of an object's DWARF. */
 int objects_add_debug(struct objects *o, const struct lp_debug *rec);
+/* Keeps a SRCLINES record's chains of an object's addresses. */
+int objects_add_srclines(struct objects *o, const struct lp_srclines *rec);
 /* Reads every OBJECT, SYMTAB and DEBUG record of the trace at `path`.  0, or
  * -errno when the trace cannot be read (the report's own pass says why). */
 int objects_preload(struct objects *o, const char *path);

@@ -28,6 +28,8 @@
 #include "report/symbolize.h"
 #include "tests/unit/unit.h"
 
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
 int main(int argc, char **argv); /* in main.c: another unit */
 
 static volatile int dw_line_call, dw_line_inline;
@@ -281,4 +283,57 @@ TEST(dwarf_units_extents)
 	CHECK(lp_dwarf_unit_len(u, sizeof(u), 0, 0, &len) == -EINVAL);
 	CHECK(lp_dwarf_unit_len(u, sizeof(u), 30, 0, &len) == -EINVAL);
 	CHECK(lp_dwarf_unit_len(u, sizeof(u), 33, 0, &len) == -EINVAL);
+}
+
+/* Chains from SRCLINES records: records in any order, an address given
+ * twice (the first read stands), an address no chain covers (no lines),
+ * an object whose only record is a note (no lines, and no file either),
+ * a record of an object the trace does not name (ignored). */
+TEST(report_lines_from_srclines_records)
+{
+	static const char *const strs1[] = { "inner", "outer", "/src/a.c" };
+	static const char *const strs2[] = { "/src/b.c", "late" };
+	static const struct lp_srcframe fr1[] = { { 1, 3, 12 }, { 2, 3, 40 } };
+	static const struct lp_srcframe fr2[] = { { 2, 1, 7 } };
+	static const struct lp_srcchain ch1[] = {
+		{ 0x1000, 2, fr1 }, { 0x1010, 1, fr1 + 1 },
+	};
+	static const struct lp_srcchain ch2[] = { { 0x800, 1, fr2 }, { 0x1000, 1, fr2 } };
+	static const uint8_t bid[4] = { 9, 9, 9, 9 };
+	struct lp_object obj = { .path = "/proc/self/exe", .id_kind = LP_OBJID_BUILD_ID,
+				 .ident_len = sizeof(bid), .ident = bid };
+	struct lp_srclines later = { 1, 0, ARRAY_SIZE(strs2), strs2, ARRAY_SIZE(ch2), ch2 };
+	struct lp_srclines first = { 1, 0, ARRAY_SIZE(strs1), strs1, ARRAY_SIZE(ch1), ch1 };
+	struct lp_srclines note = { .object = 2, .flags = LP_SRCLINES_SKIPPED_SIZE };
+	struct lp_srclines stray = first;
+	struct lp_symtab st = { 0 };
+	struct symbolizer *sym = NULL;
+	struct objects *o = NULL;
+	struct src_chain c;
+
+	CHECK(symbolizer_new(&sym, "test") == 0);
+	CHECK(objects_new(&o, sym, NULL, "test") == 0);
+	for (uint64_t id = 1; id <= 2; id++) {
+		obj.id = st.object = id;
+		CHECK(objects_add(o, &obj) == 0 && objects_add_symtab(o, &st) == 0);
+	}
+	stray.object = 99;
+	CHECK(objects_add_srclines(o, &first) == 0 && objects_add_srclines(o, &later) == 0);
+	CHECK(objects_add_srclines(o, &note) == 0 && objects_add_srclines(o, &stray) == 0);
+	CHECK(objects_srcline(o, 1, 0x1000, &c) == 0 && c.n == 2);
+	CHECK(!strcmp(c.f[0].func, "inner") && !strcmp(c.f[0].file, "/src/a.c") &&
+	      c.f[0].line == 12);
+	CHECK(!strcmp(c.f[1].func, "outer") && c.f[1].line == 40);
+	CHECK(objects_srcline(o, 1, 0x800, &c) == 0 && c.n == 1);
+	CHECK(!strcmp(c.f[0].func, "late") && !strcmp(c.f[0].file, "/src/b.c") &&
+	      c.f[0].line == 7);
+	CHECK(objects_srcline(o, 1, 0x1010, &c) == 0 && c.n == 1 &&
+	      !strcmp(c.f[0].func, "outer"));
+	CHECK(objects_srcline(o, 1, 0x1001, &c) == 0 && c.n == 0);
+	CHECK(objects_srcline(o, 1, 0x7ff, &c) == 0 && c.n == 0);
+	CHECK(objects_srcline(o, 1, UINT64_MAX, &c) == 0 && c.n == 0);
+	CHECK(objects_srcline(o, 2, 0x1000, &c) == 0 && c.n == 0);
+	CHECK(objects_srcline(o, 99, 0x1000, &c) == 0 && c.n == 0);
+	objects_free(o);
+	symbolizer_free(sym);
 }
