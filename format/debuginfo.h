@@ -66,6 +66,10 @@ extern const char *const lp_debug_section_names[LP_DEBUG_NSECT];
 /* The index of a section name in lp_debug_section_names, or -1. */
 int lp_debug_section_index(const char *name);
 
+/* The most DWARF, its sections decompressed and added up, that luaprof
+ * reads for one object: an object with more has no lines. */
+#define LP_DWARF_MAX_BYTES (64u << 20)
+
 struct lp_debug_sections {
 	const uint8_t *data[LP_DEBUG_NSECT]; /* into elf, NULL if absent */
 	uint64_t size[LP_DEBUG_NSECT];

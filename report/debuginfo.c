@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "format/debuginfo.h"
+#include "format/dwarf_image.h"
 #include "report/debuginfo.h"
 #include "report/htab.h"
 
@@ -99,166 +100,12 @@ static int piece_cmp(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* ---- the ELF image ------------------------------------------------------ */
-
-struct image {
-	uint8_t *b;
-	size_t len, cap;
-	int be;    /* big-endian */
-	int is64;  /* ELFCLASS64 */
-};
-
-/* Appends an integer of `bytes` bytes in the image's byte order. */
-static void put(struct image *im, uint64_t v, int bytes)
-{
-	for (int i = 0; i < bytes; i++) {
-		int shift = 8 * (im->be ? bytes - 1 - i : i);
-
-		im->b[im->len++] = (uint8_t)(v >> shift);
-	}
-}
-
-/* An address-sized field: 8 bytes in a 64-bit file, 4 in a 32-bit one. */
-static void put_addr(struct image *im, uint64_t v)
-{
-	put(im, v, im->is64 ? 8 : 4);
-}
-
-static void align(struct image *im, size_t a)
-{
-	while (im->len % a)
-		im->b[im->len++] = 0;
-}
-
-struct sect {
-	const uint8_t *data;
-	uint64_t size;
-};
-
-/*
- * Builds the ELF image of the given sections (NULL data: absent) and
- * opens it.  Layout: header, the sections (8-aligned), .shstrtab, the
- * section headers: [0] null, then each present section, then .shstrtab.
- */
-static int build_image(struct dbg_image *d, const struct sect *s, uint32_t eclass,
-		       uint32_t edata, uint32_t emachine)
-{
-	struct image im = { 0 };
-	uint64_t off[LP_DEBUG_NSECT] = { 0 }, name_off[LP_DEBUG_NSECT] = { 0 };
-	uint64_t strtab_off, strtab_len = 1, shoff;
-	size_t ehsize, shentsize, need, nsect = 0, k;
-
-	if ((eclass != ELFCLASS32 && eclass != ELFCLASS64) ||
-	    (edata != ELFDATA2LSB && edata != ELFDATA2MSB) || emachine > 0xffff)
-		return 1;
-	im.is64 = eclass == ELFCLASS64;
-	im.be = edata == ELFDATA2MSB;
-	ehsize = im.is64 ? 64 : 52;
-	shentsize = im.is64 ? 64 : 40;
-	need = ehsize + 8;
-	for (int i = 0; i < LP_DEBUG_NSECT; i++) {
-		if (!s[i].data)
-			continue;
-		nsect++;
-		name_off[i] = strtab_len;
-		strtab_len += strlen(lp_debug_section_names[i]) + 1;
-		need += s[i].size + 8;
-	}
-	strtab_len += sizeof(".shstrtab");
-	need += strtab_len + 8 + (nsect + 2) * shentsize;
-	if (!im.is64 && need > UINT32_MAX)
-		return 1;
-	im.b = malloc(need);
-	if (!im.b)
-		return -ENOMEM;
-	im.cap = need;
-	im.len = ehsize; /* the header goes in last, once offsets are known */
-	for (int i = 0; i < LP_DEBUG_NSECT; i++) {
-		if (!s[i].data)
-			continue;
-		align(&im, 8);
-		off[i] = im.len;
-		memcpy(im.b + im.len, s[i].data, s[i].size);
-		im.len += s[i].size;
-	}
-	strtab_off = im.len;
-	im.b[im.len++] = 0;
-	for (int i = 0; i < LP_DEBUG_NSECT; i++) {
-		if (!s[i].data)
-			continue;
-		k = strlen(lp_debug_section_names[i]) + 1;
-		memcpy(im.b + im.len, lp_debug_section_names[i], k);
-		im.len += k;
-	}
-	memcpy(im.b + im.len, ".shstrtab", sizeof(".shstrtab"));
-	im.len += sizeof(".shstrtab");
-	align(&im, 8);
-	shoff = im.len;
-	memset(im.b + im.len, 0, shentsize); /* section 0 */
-	im.len += shentsize;
-	for (int i = 0; i <= LP_DEBUG_NSECT; i++) {
-		int last = i == LP_DEBUG_NSECT;
-
-		if (!last && !s[i].data)
-			continue;
-		put(&im, last ? strtab_len - sizeof(".shstrtab") : name_off[i], 4);
-		put(&im, last ? SHT_STRTAB : SHT_PROGBITS, 4);
-		put_addr(&im, 0);                          /* flags */
-		put_addr(&im, 0);                          /* addr */
-		put_addr(&im, last ? strtab_off : off[i]); /* offset */
-		put_addr(&im, last ? strtab_len : s[i].size);
-		put(&im, 0, 4);                            /* link */
-		put(&im, 0, 4);                            /* info */
-		put_addr(&im, 1);                          /* addralign */
-		put_addr(&im, 0);                          /* entsize */
-	}
-	k = im.len;
-	im.len = 0;
-	memcpy(im.b, ELFMAG, SELFMAG);
-	im.b[EI_CLASS] = (uint8_t)eclass;
-	im.b[EI_DATA] = (uint8_t)edata;
-	im.b[EI_VERSION] = EV_CURRENT;
-	memset(im.b + EI_OSABI, 0, EI_NIDENT - EI_OSABI);
-	im.len = EI_NIDENT;
-	put(&im, ET_EXEC, 2);
-	put(&im, emachine, 2);
-	put(&im, EV_CURRENT, 4);
-	put_addr(&im, 0);     /* entry */
-	put_addr(&im, 0);     /* phoff */
-	put_addr(&im, shoff);
-	put(&im, 0, 4);       /* flags */
-	put(&im, ehsize, 2);
-	put(&im, 0, 2);       /* phentsize */
-	put(&im, 0, 2);       /* phnum */
-	put(&im, shentsize, 2);
-	put(&im, nsect + 2, 2);
-	put(&im, nsect + 1, 2); /* shstrndx */
-	d->image = im.b;
-	d->elf = elf_memory((char *)im.b, k);
-	d->dwarf = d->elf ? dwarf_begin_elf(d->elf, DWARF_C_READ, NULL) : NULL;
-	if (!d->dwarf) {
-		dbg_image_close(d);
-		return 1;
-	}
-	return 0;
-}
-
-void dbg_image_close(struct dbg_image *d)
-{
-	if (d->dwarf)
-		dwarf_end(d->dwarf);
-	if (d->elf)
-		elf_end(d->elf);
-	free(d->image);
-	memset(d, 0, sizeof(*d));
-}
-
 /* Assembles section `sect` from its pieces into *out (malloc'd), the
  * gaps between them zero-filled: 0, 1 when no piece has it or it would
  * take the object's sections past LP_DEBUG_MAX_OBJECT (*total: their
  * sizes so far), -ENOMEM. */
 static int assemble(const struct dbg_pieces *p, int sect, struct dbg_piece **tmp,
-		    struct sect *out, uint64_t *total)
+		    struct lp_debug_sections *out, uint64_t *total)
 {
 	uint64_t size = 0, covered = 0;
 	size_t n = 0;
@@ -295,14 +142,15 @@ static int assemble(const struct dbg_pieces *p, int sect, struct dbg_piece **tmp
 		memcpy(buf + start, tmp[i]->data + (start - tmp[i]->offset), end - start);
 		covered = end;
 	}
-	out->data = buf;
-	out->size = size;
+	out->data[sect] = buf;
+	out->size[sect] = size;
 	return 0;
 }
 
-int dbg_image_from_pieces(struct dbg_image *d, const struct dbg_pieces *p)
+int dbg_image_from_pieces(struct lp_dwarf_image *d, const struct dbg_pieces *p)
 {
-	struct sect s[LP_DEBUG_NSECT] = { 0 };
+	struct lp_debug_sections s = { .eclass = p->eclass, .edata = p->edata,
+				       .emachine = p->emachine };
 	struct dbg_piece **tmp;
 	uint64_t total = 0;
 	int err = 0;
@@ -314,50 +162,15 @@ int dbg_image_from_pieces(struct dbg_image *d, const struct dbg_pieces *p)
 	if (!tmp)
 		return -ENOMEM;
 	for (int i = 0; i < LP_DEBUG_NSECT && err >= 0; i++) {
-		int r = assemble(p, i, tmp, &s[i], &total);
+		int r = assemble(p, i, tmp, &s, &total);
 
 		if (r < 0 || (r && i < LP_DEBUG_UNIT_SECTS)) /* info, abbrev, line */
 			err = r;
 	}
 	if (!err)
-		err = build_image(d, s, p->eclass, p->edata, p->emachine);
+		err = lp_dwarf_image_build(d, &s);
 	for (int i = 0; i < LP_DEBUG_NSECT; i++)
-		free((void *)s[i].data);
+		free((void *)s.data[i]);
 	free(tmp);
-	return err;
-}
-
-int dbg_image_from_file(struct dbg_image *d, const char *path,
-			const char *recorded, const char *symfs)
-{
-	struct lp_debug_file obj, dbg = { .fd = -1 };
-	struct lp_debug_sections ds;
-	struct sect s[LP_DEBUG_NSECT] = { 0 };
-	Elf *elf;
-	int err = 1;
-
-	memset(d, 0, sizeof(*d));
-	if (lp_debug_file_open(&obj, path))
-		return 1;
-	elf = obj.elf;
-	if (!lp_has_debug_info(elf)) {
-		if ((!symfs || lp_debug_file_find(elf, recorded, symfs, &dbg)) &&
-		    lp_debug_file_find(elf, recorded, "", &dbg))
-			goto cleanup;
-		elf = dbg.elf;
-	}
-	/* The bound of the embedded case, so that a report of a --no-embed
-	 * trace is the one it would have been with the DWARF embedded. */
-	if (lp_debug_sections_read(elf, LP_DEBUG_MAX_OBJECT, &ds) ||
-	    ds.total > LP_DEBUG_MAX_OBJECT)
-		goto cleanup;
-	for (int i = 0; i < LP_DEBUG_NSECT; i++) {
-		s[i].data = ds.size[i] ? ds.data[i] : NULL;
-		s[i].size = ds.size[i];
-	}
-	err = build_image(d, s, ds.eclass, ds.edata, ds.emachine);
-cleanup:
-	lp_debug_file_close(&dbg);
-	lp_debug_file_close(&obj);
 	return err;
 }

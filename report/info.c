@@ -53,6 +53,8 @@ struct info_obj {
 	uint64_t debug[LP_DEBUG_NSECT]; /* embedded DWARF bytes per section */
 	uint64_t debug_skipped;         /* DWARF bytes left out (a note) */
 	uint32_t debug_why;             /* LP_DEBUG_SKIPPED_* */
+	uint64_t chains, line_bytes;    /* SRCLINES records: addresses, bytes */
+	uint32_t lines_skipped;         /* their notes' LP_SRCLINES_SKIPPED_* */
 };
 
 static size_t uv_len(uint64_t v)
@@ -129,6 +131,22 @@ static void on_debug(struct info *in, const struct lp_debug *d)
 		} else if (sect >= 0) {
 			ob->debug[sect] += d->len;
 		}
+		return;
+	}
+}
+
+/* Adds a SRCLINES record's addresses and bytes (as encoded) to its
+ * object, or its note's bound. */
+static void on_srclines(struct info *in, const struct lp_srclines *sl)
+{
+	for (size_t i = 0; i < in->nobjs; i++) {
+		struct info_obj *ob = &in->objs[i];
+
+		if (ob->id != sl->object)
+			continue;
+		ob->chains += sl->nchain;
+		ob->line_bytes += lp_srclines_size(sl);
+		ob->lines_skipped |= sl->flags;
 		return;
 	}
 }
@@ -214,6 +232,9 @@ static int on_record(struct info *in, const struct lp_record *rec)
 	case LP_REC_DEBUG:
 		on_debug(in, &rec->u.debug);
 		return 0;
+	case LP_REC_SRCLINES:
+		on_srclines(in, &rec->u.srclines);
+		return 0;
 	case LP_REC_FOOTER:
 		in->footer = rec->u.footer;
 		in->footer_seen = 1;
@@ -276,12 +297,26 @@ static void print_debug(const struct info_obj *ob)
 		       ": the recording's DWARF budget was spent");
 }
 
+/* An object's embedded source lines, and whether a bound cut them. */
+static void print_lines(const struct info_obj *ob)
+{
+	if (ob->chains || ob->line_bytes)
+		printf("    lines: %" PRIu64 " addresses, %" PRIu64 " bytes\n", ob->chains,
+		       ob->line_bytes);
+	if (ob->lines_skipped)
+		printf("    lines: addresses hit past a bound not embedded: %s\n",
+		       ob->lines_skipped & LP_SRCLINES_SKIPPED_SIZE ?
+		       "over the recorder's bound for one object" :
+		       "the recording's bound for lines was spent");
+}
+
 /* The objects whose symbols the trace embeds, by build-id, with their
  * DWARF, then a count of those it only names (record --no-embed, or not
  * hit). */
 static void print_objects(const struct info *in)
 {
 	uint64_t emb = 0, bytes = 0, dobj = 0, dbytes = 0, dskip = 0;
+	uint64_t lobj = 0, lbytes = 0, chains = 0, lskip = 0;
 
 	for (size_t i = 0; i < in->nobjs; i++) {
 		emb += !!in->objs[i].bytes;
@@ -289,23 +324,32 @@ static void print_objects(const struct info *in)
 		dobj += !!debug_bytes(&in->objs[i]);
 		dbytes += debug_bytes(&in->objs[i]);
 		dskip += !!in->objs[i].debug_skipped;
+		lobj += !!in->objs[i].chains;
+		lbytes += in->objs[i].line_bytes;
+		chains += in->objs[i].chains;
+		lskip += !!in->objs[i].lines_skipped;
 	}
 	printf("objects: %zu mapped, symbols of %" PRIu64 " embedded (%" PRIu64
-	       " bytes), DWARF of %" PRIu64 " (%" PRIu64 " bytes)", in->nobjs, emb,
-	       bytes, dobj, dbytes);
+	       " bytes), lines from DWARF of %" PRIu64 " (%" PRIu64 " bytes) for %"
+	       PRIu64 " addresses", in->nobjs, emb, bytes, lobj, lbytes, chains);
+	if (lskip)
+		printf(", lines of %" PRIu64 " left out in part (over a bound)", lskip);
+	if (dobj || dskip)
+		printf(", DWARF of %" PRIu64 " (%" PRIu64 " bytes)", dobj, dbytes);
 	if (dskip)
 		printf(", DWARF of %" PRIu64 " left out (too large)", dskip);
 	printf("\n");
 	for (size_t i = 0; i < in->nobjs; i++) {
 		const struct info_obj *ob = &in->objs[i];
 
-		if (!ob->bytes && !debug_bytes(ob) && !ob->debug_skipped)
+		if (!ob->bytes && !debug_bytes(ob) && !ob->debug_skipped && !ob->line_bytes)
 			continue;
 		printf("  %s %s %s: file %" PRIu64 " bytes, %" PRIu64 " symbols, %"
 		       PRIu64 " bytes embedded\n",
 		       ob->kind == LP_OBJID_BUILD_ID ? "build-id" : "content-hash",
 		       ob->ident, ob->path, ob->size, ob->nsym, ob->bytes);
 		print_debug(ob);
+		print_lines(ob);
 	}
 }
 
@@ -528,8 +572,8 @@ int cmd_info(int argc, char **argv)
 			fputs(usage_line, stdout);
 			fputs("\nPrints what a luaprof trace holds: format, recording "
 			      "metadata, processes,\nsamples and losses, the symbols and "
-			      "DWARF embedded per object (and\nDWARF left out as too "
-			      "large), and whether the file is complete or damaged.\n\n"
+			      "source lines embedded per object (and\nlines left out over "
+			      "a bound), and whether the file is complete or damaged.\n\n"
 			      "  -h, --help  print this help and exit\n",
 			      stdout);
 			return 0;

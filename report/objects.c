@@ -25,6 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "format/debuginfo.h"
+#include "format/dwarf_image.h"
 #include "format/srcline.h"
 #include "report/debuginfo.h"
 #include "report/htab.h"
@@ -43,7 +45,7 @@ struct object {
 	int state;
 	struct dbg_pieces pieces; /* DEBUG records */
 	struct linetab embedded;  /* SRCLINES records */
-	struct dbg_image dwarf;
+	struct lp_dwarf_image dwarf;
 	struct srcline *lines;
 	int dwarf_state; /* 0 not opened yet, 1 open, -1 none */
 };
@@ -77,7 +79,7 @@ void objects_free(struct objects *o)
 		free(o->v[i].path);
 		free(o->v[i].file);
 		srcline_free(o->v[i].lines);
-		dbg_image_close(&o->v[i].dwarf);
+		lp_dwarf_image_close(&o->v[i].dwarf);
 		dbg_pieces_free(&o->v[i].pieces);
 		linetab_free(&o->v[i].embedded);
 	}
@@ -273,6 +275,21 @@ int objects_lookup(struct objects *o, uint64_t id, const char *path,
 	return 0;
 }
 
+/* The DWARF of the local file an object without embedded lines trusts
+ * (already checked to be the recorded object), as the recorder would
+ * have read it: 0, 1 when it has none, -ENOMEM. */
+static int open_local_dwarf(struct objects *o, struct object *ob)
+{
+	struct lp_debug_file f;
+	int err;
+
+	if (lp_debug_file_open(&f, ob->file))
+		return 1;
+	err = lp_dwarf_image_open(&ob->dwarf, f.elf, ob->path, o->symfs);
+	lp_debug_file_close(&f);
+	return err;
+}
+
 /* Opens an object's DWARF on first use: embedded pieces, or the trusted
  * local file when the trace embeds nothing of the object. */
 static int open_dwarf(struct objects *o, struct object *ob)
@@ -283,12 +300,12 @@ static int open_dwarf(struct objects *o, struct object *ob)
 	if (ob->pieces.n)
 		err = dbg_image_from_pieces(&ob->dwarf, &ob->pieces);
 	else if (ob->state == LOCAL)
-		err = dbg_image_from_file(&ob->dwarf, ob->file, ob->path, o->symfs);
+		err = open_local_dwarf(o, ob);
 	if (err)
 		return err < 0 ? err : 0;
 	err = srcline_new(&ob->lines, ob->dwarf.dwarf);
 	if (err) {
-		dbg_image_close(&ob->dwarf);
+		lp_dwarf_image_close(&ob->dwarf);
 		return err;
 	}
 	ob->dwarf_state = 1;
