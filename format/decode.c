@@ -450,30 +450,6 @@ static int decode_symtab(struct trace_reader *r, struct lp_cursor *c,
 	return 0;
 }
 
-/* The data of a DEBUG record is not copied: it points into the chunk,
- * which stays until the next record is asked for. */
-static int decode_debug(struct trace_reader *r, struct lp_cursor *c,
-			struct lp_debug *d)
-{
-	const uint8_t *data;
-	size_t len;
-	int err;
-
-	err = lp_get_uv(c, &d->object) ?: lp_get_uv32(c, &d->flags) ?:
-	      lp_get_uv32(c, &d->eclass) ?: lp_get_uv32(c, &d->edata) ?:
-	      lp_get_uv32(c, &d->emachine) ?: get_str(r, c, &d->name) ?:
-	      lp_get_uv(c, &d->size) ?: lp_get_uv(c, &d->offset) ?:
-	      lp_get_str(c, &data, &len);
-	if (err)
-		return -EBADMSG;
-	if (!d->object || d->size > LP_DEBUG_MAX_OBJECT || d->offset > d->size ||
-	    len > d->size - d->offset)
-		return -EBADMSG;
-	d->len = (uint32_t)len;
-	d->data = data;
-	return 0;
-}
-
 /*
  * A string takes at least one byte, a chain five (its delta, its frame
  * count and a frame), a frame three: counts are checked against that
@@ -591,8 +567,6 @@ static int decode_body(struct trace_reader *r, uint64_t type,
 		return decode_object(r, c, &rec->u.object);
 	case LP_REC_SYMTAB:
 		return decode_symtab(r, c, &rec->u.symtab);
-	case LP_REC_DEBUG:
-		return decode_debug(r, c, &rec->u.debug);
 	case LP_REC_LUA_SOURCE:
 		return decode_lua_source(r, c, &rec->u.lua_source);
 	case LP_REC_SRCLINES:
@@ -617,6 +591,11 @@ int lp_decode_record(struct trace_reader *r, struct lp_record *rec)
 	body.p = c.p;
 	body.end = c.p + len;
 	r->rec = body.end;
+	/* What an older writer embedded and no reader needs any more. */
+	if (type == LP_REC_DEBUG_RETIRED) {
+		r->stats.retired_records++;
+		return 0;
+	}
 
 	r->strings.len = 0;
 	err = lp_buf_reserve(&r->strings, (size_t)len + 1);

@@ -51,9 +51,14 @@ static int present(const struct lp_debug_sections *s, int i)
 	return s->data[i] && s->size[i];
 }
 
-/* Layout: header, the sections (8-aligned), .shstrtab, the section
- * headers: [0] null, then each present section, then .shstrtab. */
-int lp_dwarf_image_build(struct lp_dwarf_image *d, const struct lp_debug_sections *s)
+/*
+ * Builds and opens the image of s's sections (one without data or bytes
+ * is left out): 0, 1 when libdw refuses them or the ELF identity is not
+ * one it reads, -ENOMEM.  Layout: header, the sections (8-aligned),
+ * .shstrtab, the section headers: [0] null, then each present section,
+ * then .shstrtab.
+ */
+static int build(struct lp_dwarf_image *d, const struct lp_debug_sections *s)
 {
 	uint32_t eclass = s->eclass, edata = s->edata, emachine = s->emachine;
 	struct image im = { 0 };
@@ -185,7 +190,7 @@ int lp_dwarf_image_open(struct lp_dwarf_image *d, Elf *obj, const char *recorded
 	if (lp_debug_sections_read(elf, LP_DWARF_MAX_BYTES, &s) ||
 	    s.total > LP_DWARF_MAX_BYTES)
 		goto cleanup;
-	err = lp_dwarf_image_build(d, &s);
+	err = build(d, &s);
 cleanup:
 	lp_debug_file_close(&dbg);
 	return err;

@@ -26,10 +26,6 @@ struct lp_dwarf_image {
 	Dwarf *dwarf;
 };
 
-/* Builds and opens the image of s's sections (one without data or bytes
- * is left out): 0, 1 when libdw refuses them or the ELF identity is not
- * one it reads, -ENOMEM. */
-int lp_dwarf_image_build(struct lp_dwarf_image *d, const struct lp_debug_sections *s);
 /*
  * Opens the DWARF of the ELF object `obj`, whose path on the recording
  * machine is `recorded` (for .gnu_debuglink): its own sections, or its

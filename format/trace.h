@@ -68,12 +68,8 @@
  *   symtab     := object:uv nseg:uv seg[nseg] nsym:uv sym[nsym]
  *   seg        := offset:uv filesz:uv vaddr:uv    (a PT_LOAD header)
  *   sym        := (addr - previous addr):uv size:uv name:str (ascending)
- *   debug      := object:uv flags:uv eclass:uv edata:uv emachine:uv
- *                 name:str size:uv offset:uv data:str
- *                 (bytes [offset, offset + |data|) of the object's DWARF
- *                  section `name`, decompressed, `size` bytes in all; or,
- *                  flags SKIPPED_*, a note that its `size` bytes were not
- *                  embedded)
+ *   debug      := retired: pieces of DWARF, which older recorders embedded;
+ *                 a reader skips them (counted in retired_records)
  *   lua_source := id:uv chunkname:str path:str status:uv size:uv mtime_ns:uv
  *                 text:str         (the source file of Lua chunks, or why not)
  *   srclines   := object:uv flags:uv nstr:uv str[nstr] nchain:uv chain[nchain]
@@ -135,7 +131,7 @@ enum lp_record_type {
 	LP_REC_OBJECT = 13,
 	LP_REC_SYMTAB = 14,
 	LP_REC_TRACE = 15,
-	LP_REC_DEBUG = 16,
+	LP_REC_DEBUG_RETIRED = 16, /* DWARF pieces; superseded by SRCLINES */
 	LP_REC_LUA_SOURCE = 17,
 	LP_REC_SRCLINES = 18,
 };
@@ -190,14 +186,6 @@ enum lp_objid_kind {
 	LP_OBJID_CONTENT = 2,  /* lp_objid_content_hash(): no build-id */
 };
 #define LP_OBJID_MAX 64 /* longest ident a reader accepts */
-/* debug.flags: why an object's DWARF is not in the trace (no data then) */
-#define LP_DEBUG_SKIPPED_SIZE 0x1u   /* over LP_DEBUG_MAX_OBJECT */
-#define LP_DEBUG_SKIPPED_BUDGET 0x2u /* the trace's DWARF budget was spent */
-/* The most bytes of DWARF one object may embed, sections added up; also
- * the largest section size a reader accepts. */
-#define LP_DEBUG_MAX_OBJECT (64u << 20)
-/* Writer policy: a section goes in pieces of at most this many bytes. */
-#define LP_DEBUG_PIECE (1u << 20)
 /* lua_source.status: whether text holds the file, and if not, why */
 enum lp_luasrc_status {
 	LP_LUASRC_WHOLE = 1,      /* text is the whole file */
@@ -393,19 +381,6 @@ struct lp_symtab {
 	const struct lp_objsym *syms; /* ascending addr */
 };
 
-/* A piece of the DWARF of an object (or a note that it was left out):
- * the ELF identity the sections need to be read (class, data encoding,
- * machine) travels with every piece, so each record stands alone. */
-struct lp_debug {
-	uint64_t object;
-	uint32_t flags;
-	uint32_t eclass, edata, emachine; /* e_ident[EI_CLASS], [EI_DATA], e_machine */
-	const char *name;                 /* ".debug_info" ... */
-	uint64_t size, offset;            /* the whole section; this piece's start */
-	uint32_t len;
-	const uint8_t *data;              /* len bytes */
-};
-
 /* One source-level frame at an address: the function DWARF names there
  * and the file and line it runs at; func and file are 1 + an index into
  * the record's strings, 0 when DWARF names none. */
@@ -452,7 +427,6 @@ struct lp_record {
 		struct lp_object object;
 		struct lp_symtab symtab;
 		struct lp_trace trace;
-		struct lp_debug debug;
 		struct lp_lua_source lua_source;
 		struct lp_srclines srclines;
 	} u;
@@ -520,6 +494,7 @@ struct trace_reader_stats {
 	uint64_t skipped_chunks;  /* chunks of unknown type, skipped */
 	uint64_t bad_records;     /* records that did not decode */
 	uint64_t unknown_records; /* records of unknown type, skipped */
+	uint64_t retired_records; /* records of a retired type, skipped */
 	uint64_t raw_bytes;       /* decompressed payload bytes */
 	uint64_t stored_bytes;    /* payload bytes in the file */
 	uint64_t garbage_bytes;   /* bytes skipped while resynchronizing */

@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "format/debuginfo.h"
 #include "format/trace.h"
 #include "report/procs.h"
 #include "report/report.h"
@@ -50,11 +49,8 @@ struct info_obj {
 	char ident[2 * LP_OBJID_MAX + 1]; /* hex */
 	uint32_t kind;
 	uint64_t nsym, bytes; /* embedded symbols, their encoded size */
-	uint64_t debug[LP_DEBUG_NSECT]; /* embedded DWARF bytes per section */
-	uint64_t debug_skipped;         /* DWARF bytes left out (a note) */
-	uint32_t debug_why;             /* LP_DEBUG_SKIPPED_* */
-	uint64_t chains, line_bytes;    /* SRCLINES records: addresses, bytes */
-	uint32_t lines_skipped;         /* their notes' LP_SRCLINES_SKIPPED_* */
+	uint64_t chains, line_bytes; /* SRCLINES records: addresses, bytes */
+	uint32_t lines_skipped;      /* their notes' LP_SRCLINES_SKIPPED_* */
 };
 
 static size_t uv_len(uint64_t v)
@@ -112,26 +108,6 @@ static void on_symtab(struct info *in, const struct lp_symtab *st)
 			in->objs[i].bytes += bytes;
 			return;
 		}
-	}
-}
-
-/* Adds a DEBUG record's bytes to its object's section, or its note. */
-static void on_debug(struct info *in, const struct lp_debug *d)
-{
-	int sect = d->name ? lp_debug_section_index(d->name) : -1;
-
-	for (size_t i = 0; i < in->nobjs; i++) {
-		struct info_obj *ob = &in->objs[i];
-
-		if (ob->id != d->object)
-			continue;
-		if (d->flags) {
-			ob->debug_skipped = d->size;
-			ob->debug_why = d->flags;
-		} else if (sect >= 0) {
-			ob->debug[sect] += d->len;
-		}
-		return;
 	}
 }
 
@@ -229,9 +205,6 @@ static int on_record(struct info *in, const struct lp_record *rec)
 			    rec->u.lua_source.status : 0]++;
 		in->lua_src_bytes += rec->u.lua_source.text_len;
 		return 0;
-	case LP_REC_DEBUG:
-		on_debug(in, &rec->u.debug);
-		return 0;
 	case LP_REC_SRCLINES:
 		on_srclines(in, &rec->u.srclines);
 		return 0;
@@ -263,40 +236,6 @@ static void print_lua_sources(const struct info *in)
 	printf("\n");
 }
 
-static uint64_t debug_bytes(const struct info_obj *ob)
-{
-	uint64_t n = 0;
-
-	for (int i = 0; i < LP_DEBUG_NSECT; i++)
-		n += ob->debug[i];
-	return n;
-}
-
-/* An object's embedded DWARF, by section, or why it was left out. */
-static void print_debug(const struct info_obj *ob)
-{
-	uint64_t n = debug_bytes(ob);
-
-	if (n) {
-		printf("    DWARF: %" PRIu64 " bytes (", n);
-		for (int i = 0, first = 1; i < LP_DEBUG_NSECT; i++) {
-			if (!ob->debug[i])
-				continue;
-			printf("%s%s %" PRIu64, first ? "" : ", ",
-			       lp_debug_section_names[i], ob->debug[i]);
-			first = 0;
-		}
-		printf(")\n");
-	}
-	if (ob->debug_skipped)
-		printf("    DWARF: %s, %" PRIu64 " bytes%s\n",
-		       n ? "units hit past a bound not embedded, of" : "not embedded",
-		       ob->debug_skipped,
-		       ob->debug_why & LP_DEBUG_SKIPPED_SIZE ?
-		       ": over the recorder's bound for one object" :
-		       ": the recording's DWARF budget was spent");
-}
-
 /* An object's embedded source lines, and whether a bound cut them. */
 static void print_lines(const struct info_obj *ob)
 {
@@ -310,20 +249,16 @@ static void print_lines(const struct info_obj *ob)
 		       "the recording's bound for lines was spent");
 }
 
-/* The objects whose symbols the trace embeds, by build-id, with their
- * DWARF, then a count of those it only names (record --no-embed, or not
- * hit). */
+/* The objects whose symbols or lines the trace embeds, by build-id, with
+ * what they cost, after a count of every object it names (record
+ * --no-embed, or not hit, only names them). */
 static void print_objects(const struct info *in)
 {
-	uint64_t emb = 0, bytes = 0, dobj = 0, dbytes = 0, dskip = 0;
-	uint64_t lobj = 0, lbytes = 0, chains = 0, lskip = 0;
+	uint64_t emb = 0, bytes = 0, lobj = 0, lbytes = 0, chains = 0, lskip = 0;
 
 	for (size_t i = 0; i < in->nobjs; i++) {
 		emb += !!in->objs[i].bytes;
 		bytes += in->objs[i].bytes;
-		dobj += !!debug_bytes(&in->objs[i]);
-		dbytes += debug_bytes(&in->objs[i]);
-		dskip += !!in->objs[i].debug_skipped;
 		lobj += !!in->objs[i].chains;
 		lbytes += in->objs[i].line_bytes;
 		chains += in->objs[i].chains;
@@ -334,21 +269,16 @@ static void print_objects(const struct info *in)
 	       PRIu64 " addresses", in->nobjs, emb, bytes, lobj, lbytes, chains);
 	if (lskip)
 		printf(", lines of %" PRIu64 " left out in part (over a bound)", lskip);
-	if (dobj || dskip)
-		printf(", DWARF of %" PRIu64 " (%" PRIu64 " bytes)", dobj, dbytes);
-	if (dskip)
-		printf(", DWARF of %" PRIu64 " left out (too large)", dskip);
 	printf("\n");
 	for (size_t i = 0; i < in->nobjs; i++) {
 		const struct info_obj *ob = &in->objs[i];
 
-		if (!ob->bytes && !debug_bytes(ob) && !ob->debug_skipped && !ob->line_bytes)
+		if (!ob->bytes && !ob->line_bytes)
 			continue;
 		printf("  %s %s %s: file %" PRIu64 " bytes, %" PRIu64 " symbols, %"
 		       PRIu64 " bytes embedded\n",
 		       ob->kind == LP_OBJID_BUILD_ID ? "build-id" : "content-hash",
 		       ob->ident, ob->path, ob->size, ob->nsym, ob->bytes);
-		print_debug(ob);
 		print_lines(ob);
 	}
 }
@@ -507,6 +437,10 @@ static void print_info(const char *path, const struct info *in,
 	printf("chunks: %" PRIu64 " good, %" PRIu64 " bad, %" PRIu64
 	       " skipped (unknown type)\n",
 	       st->chunks, st->bad_chunks, st->skipped_chunks);
+	if (st->retired_records)
+		printf("retired records: %" PRIu64 " (DWARF as an older luaprof embedded "
+		       "it, no longer read: native frames get no source lines from it)\n",
+		       st->retired_records);
 	if (st->bad_records || st->unknown_records || st->garbage_bytes)
 		printf("damage: %" PRIu64 " records undecodable, %" PRIu64
 		       " of unknown type, %" PRIu64 " bytes skipped\n",

@@ -10,11 +10,13 @@
  * the frames, silently.  Each object is resolved once, and what went
  * wrong is said once per object.
  *
- * Source lines and inlined frames follow the same rule: an object's DWARF
- * comes from the trace's DEBUG records when it has any, from the local
- * file it trusts (or that file's debug file) only when the trace embeds
- * nothing of the object, and it is opened on the first frame that needs
- * it (debuginfo.c, srcline.c).
+ * Source lines and inlined frames follow the same rule: an object's come
+ * from the chains the recorder resolved and embedded (SRCLINES records,
+ * linetab.c) when the trace has any for it, and from the DWARF of the
+ * local file it trusts (or that file's debug file) only when the trace
+ * embeds nothing of the object; that DWARF is opened on the first frame
+ * that needs it, and read as the recorder reads it (format/dwarf_image.c,
+ * format/srcline.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +30,6 @@
 #include "format/debuginfo.h"
 #include "format/dwarf_image.h"
 #include "format/srcline.h"
-#include "report/debuginfo.h"
 #include "report/htab.h"
 #include "report/linetab.h"
 #include "report/objects.h"
@@ -43,9 +44,8 @@ struct object {
 	char key[32]; /* the symbolizer's key: the embedded table, or... */
 	char *file;   /* ...the local file that matched */
 	int state;
-	struct dbg_pieces pieces; /* DEBUG records */
-	struct linetab embedded;  /* SRCLINES records */
-	struct lp_dwarf_image dwarf;
+	struct linetab embedded; /* SRCLINES records */
+	struct lp_dwarf_image dwarf; /* the local file's, when none */
 	struct srcline *lines;
 	int dwarf_state; /* 0 not opened yet, 1 open, -1 none */
 };
@@ -80,7 +80,6 @@ void objects_free(struct objects *o)
 		free(o->v[i].file);
 		srcline_free(o->v[i].lines);
 		lp_dwarf_image_close(&o->v[i].dwarf);
-		dbg_pieces_free(&o->v[i].pieces);
 		linetab_free(&o->v[i].embedded);
 	}
 	free(o->v);
@@ -145,13 +144,6 @@ int objects_add_symtab(struct objects *o, const struct lp_symtab *rec)
 	return err;
 }
 
-int objects_add_debug(struct objects *o, const struct lp_debug *rec)
-{
-	struct object *ob = find(o, rec->object);
-
-	return ob ? dbg_pieces_add(&ob->pieces, rec) : 0;
-}
-
 int objects_add_srclines(struct objects *o, const struct lp_srclines *rec)
 {
 	struct object *ob = find(o, rec->object);
@@ -174,8 +166,6 @@ int objects_preload(struct objects *o, const char *path)
 			err = objects_add(o, &rec.u.object);
 		else if (rec.type == LP_REC_SYMTAB)
 			err = objects_add_symtab(o, &rec.u.symtab);
-		else if (rec.type == LP_REC_DEBUG)
-			err = objects_add_debug(o, &rec.u.debug);
 		else if (rec.type == LP_REC_SRCLINES)
 			err = objects_add_srclines(o, &rec.u.srclines);
 		else
@@ -290,16 +280,14 @@ static int open_local_dwarf(struct objects *o, struct object *ob)
 	return err;
 }
 
-/* Opens an object's DWARF on first use: embedded pieces, or the trusted
- * local file when the trace embeds nothing of the object. */
+/* Opens the DWARF of an object without embedded lines on first use: the
+ * trusted local file's, if any. */
 static int open_dwarf(struct objects *o, struct object *ob)
 {
 	int err = 1;
 
 	ob->dwarf_state = -1;
-	if (ob->pieces.n)
-		err = dbg_image_from_pieces(&ob->dwarf, &ob->pieces);
-	else if (ob->state == LOCAL)
+	if (ob->state == LOCAL)
 		err = open_local_dwarf(o, ob);
 	if (err)
 		return err < 0 ? err : 0;

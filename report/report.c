@@ -452,6 +452,10 @@ static void warn_health(struct run *r, const struct trace_reader_stats *st)
 		fprintf(stderr,
 			PROG ": warning: %" PRIu64 " records did not decode and were skipped\n",
 			st->bad_records);
+	if (st->retired_records)
+		fprintf(stderr,
+			PROG ": warning: the trace embeds DWARF as an older luaprof did, "
+			"which is no longer read: native frames have no source lines\n");
 	if (r->prof.lost)
 		fprintf(stderr,
 			PROG ": warning: %" PRIu64 " samples were lost while recording (%.2f%% of %"

@@ -192,18 +192,6 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 		return 1;
 	case LP_REC_TRACE:
 		return !memcmp(&a->u.trace, &b->u.trace, sizeof(a->u.trace));
-	case LP_REC_DEBUG:
-		return a->u.debug.object == b->u.debug.object &&
-		       a->u.debug.flags == b->u.debug.flags &&
-		       a->u.debug.eclass == b->u.debug.eclass &&
-		       a->u.debug.edata == b->u.debug.edata &&
-		       a->u.debug.emachine == b->u.debug.emachine &&
-		       str_eq(a->u.debug.name, b->u.debug.name) &&
-		       a->u.debug.size == b->u.debug.size &&
-		       a->u.debug.offset == b->u.debug.offset &&
-		       a->u.debug.len == b->u.debug.len &&
-		       (!a->u.debug.len ||
-			!memcmp(a->u.debug.data, b->u.debug.data, a->u.debug.len));
 	case LP_REC_SRCLINES:
 		return srclines_equal(&a->u.srclines, &b->u.srclines);
 	case LP_REC_LUA_SOURCE:
