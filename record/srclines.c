@@ -304,7 +304,8 @@ int srclines_write(struct srclines_object *o, uint64_t *offs, size_t n,
 		else if (b.bytes + RECORD_HEAD > *left)
 			skip = LP_SRCLINES_SKIPPED_BUDGET;
 		if (skip) {
-			/* The chain that passed the bound goes out with it. */
+			/* The chain that passed the bound is dropped; the
+			 * ones before it go out, then the note. */
 			b.nchain--;
 			b.nframe -= c.n;
 		}
