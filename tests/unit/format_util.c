@@ -219,6 +219,8 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 				return 0;
 		}
 		return 1;
+	case LP_REC_DEBUG_RETIRED:
+		break; /* never written, never returned */
 	}
 	return 0;
 }
