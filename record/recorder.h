@@ -10,9 +10,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <elfutils/libdw.h>
-
-#include "format/debuginfo.h"
 #include "format/trace.h"
 
 struct bpf_program;
