@@ -6,9 +6,15 @@
  * every unit's address ranges, built once per object from the units
  * themselves: .debug_aranges is optional (and this libdw does not fall
  * back to the units when it is missing), and the units' own ranges are
- * what the compiler vouches for.  Within the unit, dwarf_getscopes()
- * gives the nested scopes at the address, innermost first, and the line
- * table the innermost line.  The table is bounded in size, and every
+ * what the compiler vouches for.  Within the unit, the scopes that hold
+ * the address are found as dwarf_getscopes() finds them, in the concrete
+ * tree: at each level the first child whose ranges hold it, from the
+ * unit down.  dwarf_getscopes() walks every top-level entry of the unit
+ * for each address, which in a large unit (LuaJIT's amalgamated one)
+ * costs milliseconds, and the recorder looks up thousands of addresses;
+ * so each unit hit gets, once, a table of its top-level entries' ranges,
+ * and only the entry that holds the address is walked.  The line table
+ * gives the innermost line.  The tables are bounded in size, and every
  * index read from the DWARF (a call site's file number) is checked by
  * libdw against the unit's file table.
  */
@@ -19,24 +25,39 @@
 
 #include "format/srcline.h"
 
-/* Units and ranges one object may have; past that, the rest go without
- * lines (a hostile trace must not make the report grow without bound). */
+/* Units and ranges one object may have, and ranges of top-level entries
+ * all its units together; past that, the rest go without lines (hostile
+ * DWARF must not make us grow without bound). */
 #define MAX_UNITS (1u << 20)
 #define MAX_RANGES (1u << 22)
-/* Scopes looked at for one address. */
+#define MAX_ENTRY_RANGES (1u << 22)
+/* Scopes looked at for one address, and entries met walking to them. */
 #define MAX_SCOPES 256
+#define MAX_STEPS (1u << 20)
 
-struct cu_range {
+/* An address range of a unit (unit: its index), or of a top-level entry
+ * of one (unit: the entry's place among the unit's children). */
+struct range {
 	uint64_t lo, hi;
 	uint32_t unit;
 };
 
+struct unit {
+	Dwarf_Die die;
+	int indexed;             /* entries and eranges are built */
+	Dwarf_Die *entries;      /* its top-level entries that have ranges */
+	size_t nentries;
+	struct range *eranges;   /* theirs, sorted by lo; .unit: the entry */
+	size_t neranges;
+};
+
 struct srcline {
 	Dwarf *dwarf;
-	Dwarf_Die *units; /* the units' DIEs */
+	struct unit *units;
 	size_t nunits, capunits;
-	struct cu_range *ranges; /* sorted by lo */
+	struct range *ranges; /* the units', sorted by lo */
 	size_t nranges, capranges;
+	size_t entry_ranges;  /* of every unit indexed so far */
 };
 
 /* Makes room for `need` elements of `size` bytes in *v: 0 or -ENOMEM. */
@@ -61,7 +82,7 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
 
 static int range_cmp(const void *a, const void *b)
 {
-	const struct cu_range *x = a, *y = b;
+	const struct range *x = a, *y = b;
 
 	if (x->lo != y->lo)
 		return x->lo < y->lo ? -1 : 1;
@@ -81,7 +102,7 @@ static int add_unit(struct srcline *s, Dwarf_Die *die)
 	err = GROW(s->units, s->capunits, s->nunits + 1);
 	if (err)
 		return err;
-	s->units[s->nunits] = *die;
+	s->units[s->nunits] = (struct unit){ .die = *die };
 	while (s->nranges < MAX_RANGES &&
 	       (off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
 		if (hi <= lo)
@@ -89,7 +110,7 @@ static int add_unit(struct srcline *s, Dwarf_Die *die)
 		err = GROW(s->ranges, s->capranges, s->nranges + 1);
 		if (err)
 			return err;
-		s->ranges[s->nranges++] = (struct cu_range){ lo, hi, (uint32_t)s->nunits };
+		s->ranges[s->nranges++] = (struct range){ lo, hi, (uint32_t)s->nunits };
 	}
 	s->nunits++;
 	return 0;
@@ -126,31 +147,136 @@ void srcline_free(struct srcline *s)
 {
 	if (!s)
 		return;
+	for (size_t i = 0; i < s->nunits; i++) {
+		free(s->units[i].entries);
+		free(s->units[i].eranges);
+	}
 	free(s->units);
 	free(s->ranges);
 	free(s);
 }
 
-/* The unit whose ranges hold addr, or NULL. */
-static Dwarf_Die *find_unit(struct srcline *s, uint64_t addr)
+/* Of the ranges v[0..n), sorted by lo, the one that holds addr and has
+ * the lowest .unit (the first in DIE order when several overlap), or
+ * NULL. */
+static const struct range *find_range(const struct range *v, size_t n, uint64_t addr)
 {
-	size_t lo = 0, hi = s->nranges;
+	const struct range *best = NULL;
+	size_t lo = 0, hi = n;
 
-	if (!s->nranges || addr < s->ranges[0].lo)
+	if (!n || addr < v[0].lo)
 		return NULL;
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (s->ranges[mid].lo <= addr)
+		if (v[mid].lo <= addr)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	/* Ranges of different units rarely overlap; look back a little. */
+	/* Ranges rarely overlap; look back a little. */
 	for (size_t j = lo + 1, tries = 0; j-- > 0 && tries < 64; tries++)
-		if (addr < s->ranges[j].hi)
-			return &s->units[s->ranges[j].unit];
-	return NULL;
+		if (addr < v[j].hi && (!best || v[j].unit < best->unit))
+			best = &v[j];
+	return best;
+}
+
+/* Indexes the top-level entries of unit u that have address ranges:
+ * the scopes dwarf_getscopes() would try first.  Entries without ranges
+ * (types, variables, namespaces) never hold an address for it. */
+static int index_unit(struct srcline *s, struct unit *u)
+{
+	size_t capentries = 0, capranges = 0;
+	Dwarf_Die child;
+	int r, err = 0;
+
+	u->indexed = 1;
+	r = dwarf_child(&u->die, &child);
+	for (size_t steps = 0; r == 0 && !err && steps < MAX_STEPS; steps++) {
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+		size_t first = u->neranges;
+
+		while (s->entry_ranges < MAX_ENTRY_RANGES &&
+		       (off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+			if (hi <= lo)
+				continue;
+			err = GROW(u->eranges, capranges, u->neranges + 1);
+			if (err)
+				break;
+			u->eranges[u->neranges++] = (struct range){ lo, hi, (uint32_t)u->nentries };
+			s->entry_ranges++;
+		}
+		if (!err && u->neranges > first) {
+			err = GROW(u->entries, capentries, u->nentries + 1);
+			if (!err)
+				u->entries[u->nentries++] = child;
+			else
+				u->neranges = first;
+		}
+		r = dwarf_siblingof(&child, &child);
+	}
+	if (u->neranges)
+		qsort(u->eranges, u->neranges, sizeof(*u->eranges), range_cmp);
+	return err;
+}
+
+/* Whether dwarf_getscopes() looks for scopes inside an entry of this
+ * tag (libdw's may_have_scopes()). */
+static int may_have_scopes(int tag)
+{
+	switch (tag) {
+	case DW_TAG_compile_unit:
+	case DW_TAG_module:
+	case DW_TAG_lexical_block:
+	case DW_TAG_with_stmt:
+	case DW_TAG_catch_block:
+	case DW_TAG_try_block:
+	case DW_TAG_entry_point:
+	case DW_TAG_inlined_subroutine:
+	case DW_TAG_subprogram:
+	case DW_TAG_namespace:
+	case DW_TAG_class_type:
+	case DW_TAG_structure_type:
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The concrete scopes of unit u that hold addr, outermost first, into
+ * path[0..MAX_SCOPES): the top-level entry that holds it, then at each
+ * level the first child that holds it, down to one that has none.  This
+ * is the tree dwarf_getscopes() walks, without its walk of the whole
+ * unit, and without its step into an inlined function's abstract
+ * definition, whose scopes are not the inlined function's callers.
+ */
+static int scopes_at(struct srcline *s, struct unit *u, uint64_t addr,
+		     Dwarf_Die *path, size_t *n)
+{
+	const struct range *top;
+	size_t steps = 0;
+	int err;
+
+	*n = 0;
+	if (!u->indexed && (err = index_unit(s, u)))
+		return err;
+	top = find_range(u->eranges, u->neranges, addr);
+	if (!top)
+		return 0;
+	path[(*n)++] = u->entries[top->unit];
+	while (*n < MAX_SCOPES && may_have_scopes(dwarf_tag(&path[*n - 1])) &&
+	       dwarf_haschildren(&path[*n - 1]) > 0) {
+		Dwarf_Die child;
+		int r = dwarf_child(&path[*n - 1], &child);
+
+		while (r == 0 && steps++ < MAX_STEPS && dwarf_haspc(&child, addr) <= 0)
+			r = dwarf_siblingof(&child, &child);
+		if (r != 0 || steps > MAX_STEPS)
+			break;
+		path[(*n)++] = child;
+	}
+	return 0;
 }
 
 /* A function's name as the symbol table would give it: the linkage
@@ -190,19 +316,22 @@ static void call_site(Dwarf_Die *die, Dwarf_Files *files, const char **file,
 int srcline_lookup(struct srcline *s, uint64_t addr, struct src_chain *c)
 {
 	struct src_frame chain[MAX_SCOPES + 1];
-	Dwarf_Die *unit, *scopes = NULL;
+	Dwarf_Die path[MAX_SCOPES];
 	Dwarf_Files *files = NULL;
+	const struct range *ur;
+	struct unit *unit;
 	Dwarf_Line *ln;
-	size_t nfiles, k = 0;
+	size_t nfiles, n, k = 0;
 	const char *file = NULL;
 	uint32_t line = 0;
-	int n;
+	int err;
 
 	c->n = 0;
-	unit = find_unit(s, addr);
-	if (!unit)
+	ur = find_range(s->ranges, s->nranges, addr);
+	if (!ur)
 		return 0;
-	ln = dwarf_getsrc_die(unit, addr);
+	unit = &s->units[ur->unit];
+	ln = dwarf_getsrc_die(&unit->die, addr);
 	if (ln) {
 		int l;
 
@@ -212,31 +341,24 @@ int srcline_lookup(struct srcline *s, uint64_t addr, struct src_chain *c)
 		if (!line)
 			file = NULL;
 	}
-	if (dwarf_getsrcfiles(unit, &files, &nfiles))
+	if (dwarf_getsrcfiles(&unit->die, &files, &nfiles))
 		files = NULL;
-	/* dwarf_getscopes() continues from an inlined instance into the
-	 * scopes of its abstract definition, which are not its callers; so
-	 * at each inlined instance the walk starts over from that instance
-	 * with dwarf_getscopes_die(), which follows the concrete tree. */
-	n = dwarf_getscopes(unit, addr, &scopes);
-	for (int i = 0, steps = 0; i < n && steps < MAX_SCOPES; i++, steps++) {
-		int tag = dwarf_tag(&scopes[i]);
-		Dwarf_Die *outer;
+	err = scopes_at(s, unit, addr, path, &n);
+	if (err)
+		return err;
+	/* Innermost first: each inlined function at the line of the frame
+	 * inside it, then the function whose code it is. */
+	for (size_t i = n; i-- > 0;) {
+		int tag = dwarf_tag(&path[i]);
 
 		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
 			continue;
-		chain[k++] = (struct src_frame){ die_name(&scopes[i]), file, line };
+		chain[k++] = (struct src_frame){ die_name(&path[i]), file, line };
 		if (tag == DW_TAG_subprogram)
 			break;
 		/* The frame outside this one runs at its call site. */
-		call_site(&scopes[i], files, &file, &line);
-		outer = NULL;
-		n = dwarf_getscopes_die(&scopes[i], &outer);
-		free(scopes);
-		scopes = n > 0 ? outer : NULL;
-		i = 0; /* outer[0] is the instance itself */
+		call_site(&path[i], files, &file, &line);
 	}
-	free(scopes);
 	if (!k) /* code outside any function DIE: the line alone */
 		chain[k++] = (struct src_frame){ NULL, file, line };
 	/* Too deep: keep the outermost, which say whose code this is. */
