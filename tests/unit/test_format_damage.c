@@ -683,3 +683,61 @@ TEST(srclines_records_good_and_bad)
 	lp_buf_free(&p);
 	lp_buf_free(&body);
 }
+
+/* Every byte of a good SRCLINES body overwritten, in turn, with values
+ * that end or continue a varint, or point far: each record decodes or
+ * is bad, the reader reads on, and what decodes holds together (string
+ * indexes within the table, addresses ascending, 1 to 16 frames). */
+TEST(srclines_every_byte_overwritten)
+{
+	static const uint64_t good[] = { 3, 0x1000, 2, 1, 2, 10, 0, 0, 0, 0x10, 1, 1, 2, 12,
+					 0x7fff, 3, 2, 1, 5, 1, 0, 6, 0, 2, 7 };
+	static const uint8_t vals[] = { 0x00, 0x01, 0x10, 0x7f, 0x80, 0xff };
+	struct lp_buf b = { 0 }, p = { 0 }, body = { 0 };
+	const char *path = fmt_tmp_path("srclines-bytes.lp");
+	struct trace_reader_stats st;
+	struct trace_reader *r;
+	struct lp_record rec;
+	size_t nrec = 0, nexit = 0, total;
+	char msg[64];
+
+	put_srclines_body(&body, 7, 2, good, ARRAY_SIZE(good));
+	put_header(&b, 1, 0, 0);
+	for (size_t at = 0; at < body.len; at++) {
+		for (size_t v = 0; v < ARRAY_SIZE(vals); v++) {
+			uint8_t keep = body.data[at];
+
+			body.data[at] = vals[v];
+			put_record(&p, LP_REC_SRCLINES, &body);
+			body.data[at] = keep;
+		}
+	}
+	put_exit(&p, 1);
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_NONE, p.data, p.len);
+	CHECK(fmt_write_file(path, b.data, b.len) == 0);
+	CHECK(trace_reader_open(&r, path, msg, sizeof(msg)) == 0);
+	while (trace_reader_next(r, &rec) == 1) {
+		const struct lp_srclines *sl = &rec.u.srclines;
+
+		nexit += rec.type == LP_REC_EXIT;
+		if (rec.type != LP_REC_SRCLINES)
+			continue;
+		nrec++;
+		CHECK(sl->object && lp_srclines_size(sl) > 0);
+		for (uint32_t i = 0; i < sl->nchain; i++) {
+			const struct lp_srcchain *c = &sl->chains[i];
+
+			CHECK(c->nframe >= 1 && c->nframe <= LP_SRCLINES_MAX_FRAMES);
+			CHECK(!i || c->vaddr > sl->chains[i - 1].vaddr);
+			for (uint32_t k = 0; k < c->nframe; k++)
+				CHECK(c->frames[k].func <= sl->nstr && c->frames[k].file <= sl->nstr);
+		}
+	}
+	trace_reader_get_stats(r, &st);
+	trace_reader_close(r);
+	total = body.len * ARRAY_SIZE(vals);
+	CHECK(nexit == 1 && nrec + st.bad_records == total && nrec > 0 && st.bad_records > 0);
+	lp_buf_free(&b);
+	lp_buf_free(&p);
+	lp_buf_free(&body);
+}
