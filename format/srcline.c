@@ -156,10 +156,14 @@ void srcline_free(struct srcline *s)
 	free(s);
 }
 
-/* Of the ranges v[0..n), sorted by lo, the one that holds addr and has
- * the lowest .unit (the first in DIE order when several overlap), or
- * NULL. */
-static const struct range *find_range(const struct range *v, size_t n, uint64_t addr)
+/*
+ * Of the ranges v[0..n), sorted by lo, one that holds addr, or NULL:
+ * with `first`, the one of lowest .unit (of overlapping entries, the
+ * first in DIE order, as dwarf_getscopes() takes it), else the one that
+ * starts last (units rarely overlap).
+ */
+static const struct range *find_range(const struct range *v, size_t n, uint64_t addr,
+				      int first)
 {
 	const struct range *best = NULL;
 	size_t lo = 0, hi = n;
@@ -174,10 +178,14 @@ static const struct range *find_range(const struct range *v, size_t n, uint64_t 
 		else
 			hi = mid;
 	}
-	/* Ranges rarely overlap; look back a little. */
-	for (size_t j = lo + 1, tries = 0; j-- > 0 && tries < 64; tries++)
-		if (addr < v[j].hi && (!best || v[j].unit < best->unit))
-			best = &v[j];
+	/* Overlaps are rare; look back a little. */
+	for (size_t j = lo + 1, tries = 0; j-- > 0 && tries < 64; tries++) {
+		if (addr >= v[j].hi || (best && v[j].unit >= best->unit))
+			continue;
+		best = &v[j];
+		if (!first)
+			break;
+	}
 	return best;
 }
 
@@ -261,7 +269,7 @@ static int scopes_at(struct srcline *s, struct unit *u, uint64_t addr,
 	*n = 0;
 	if (!u->indexed && (err = index_unit(s, u)))
 		return err;
-	top = find_range(u->eranges, u->neranges, addr);
+	top = find_range(u->eranges, u->neranges, addr, 1);
 	if (!top)
 		return 0;
 	path[(*n)++] = u->entries[top->unit];
@@ -327,7 +335,7 @@ int srcline_lookup(struct srcline *s, uint64_t addr, struct src_chain *c)
 	int err;
 
 	c->n = 0;
-	ur = find_range(s->ranges, s->nranges, addr);
+	ur = find_range(s->ranges, s->nranges, addr, 0);
 	if (!ur)
 		return 0;
 	unit = &s->units[ur->unit];
