@@ -104,9 +104,9 @@ void object_set_free(struct object_set *s);
 /* ---- srclines.c: the source lines of the addresses hit, embedded ------ */
 /* The most SRCLINES bytes (bodies, as lp_srclines_size() counts them)
  * one object and one recording embed: a trace is meant to be attached to
- * a bug report.  A chain costs some ten bytes, and a server's profile
- * hits a few thousand addresses of libc, so these bound what a recording
- * hits, not the debug files. */
+ * a bug report.  A chain costs a few dozen bytes with its names, and a
+ * server's profile hits hundreds to thousands of addresses of libc, so
+ * these bound what a recording hits, not the debug files. */
 #define SRCLINES_MAX_OBJECT (4ull << 20)
 #define SRCLINES_MAX_TRACE (32ull << 20)
 
