@@ -23,7 +23,8 @@ const char *const lp_debug_section_names[LP_DEBUG_NSECT] = {
 	".debug_aranges",
 };
 
-int lp_debug_section_index(const char *name)
+/* The index of a section name in lp_debug_section_names, or -1. */
+static int section_index(const char *name)
 {
 	for (int i = 0; i < LP_DEBUG_NSECT; i++)
 		if (!strcmp(name, lp_debug_section_names[i]))
@@ -261,7 +262,7 @@ int lp_debug_sections_read(Elf *elf, uint64_t max, struct lp_debug_sections *s)
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
 			continue;
 		name = section_name(elf, shstrndx, &sh, &z, buf, sizeof(buf));
-		i = name ? lp_debug_section_index(name) : -1;
+		i = name ? section_index(name) : -1;
 		if (i < 0 || found[i])
 			continue; /* not needed, or a second one: the first stands */
 		if (plain_size(scn, &sh, z, &s->size[i]))

@@ -2,13 +2,14 @@
  * debuginfo.h - where an ELF object's DWARF is, and which of its sections
  * source lines and inlined functions need.
  *
- * The recorder embeds an object's DWARF in the trace (record/debuginfo.c)
- * and the report reads it from a local file when the trace does not
- * embed it (report/debuginfo.c); record/ and report/ share code only
- * through format/, and both must find the same debug file and keep the
- * same sections, or a trace would report differently with and without
- * its embedded DWARF.  The recorder's LuaJIT layout reader uses the same
- * search (record/luajit_dwarf.c).
+ * The recorder resolves the source lines of the addresses samples hit
+ * from an object's DWARF and embeds them in the trace, and the report
+ * resolves them from a local file when the trace does not embed them,
+ * both through dwarf_image.h; record/ and report/ share code only through
+ * format/, and both must find the same debug file and read the same
+ * sections, or a trace would report differently with and without what it
+ * embeds.  The recorder's LuaJIT layout reader uses the same search
+ * (record/luajit_dwarf.c).
  *
  * The search is gdb's: the object's own sections if it has .debug_info;
  * else ROOT/usr/lib/debug/.build-id/xx/rest.debug from its build-id note;
@@ -52,19 +53,19 @@ int lp_debug_file_find(Elf *obj, const char *path, const char *root,
 		       struct lp_debug_file *f);
 
 /* The sections source lines and inlined functions need, in this order;
- * nothing else is ever embedded.  The first LP_DEBUG_UNIT_SECTS are the
- * ones without which there is no DWARF to use, and the ones the recorder
- * embeds unit by unit; the others it embeds whole. */
+ * nothing else is ever read.  The first three are the ones without which
+ * there is no DWARF to use. */
 enum lp_debug_sect {
 	LP_DEBUG_INFO = 0,   /* .debug_info */
 	LP_DEBUG_ABBREV = 1, /* .debug_abbrev */
 	LP_DEBUG_LINE = 2,   /* .debug_line */
-	LP_DEBUG_UNIT_SECTS = 3,
 };
 #define LP_DEBUG_NSECT 10
 extern const char *const lp_debug_section_names[LP_DEBUG_NSECT];
-/* The index of a section name in lp_debug_section_names, or -1. */
-int lp_debug_section_index(const char *name);
+
+/* The most DWARF, its sections decompressed and added up, that luaprof
+ * reads for one object: an object with more has no lines. */
+#define LP_DWARF_MAX_BYTES (64u << 20)
 
 struct lp_debug_sections {
 	const uint8_t *data[LP_DEBUG_NSECT]; /* into elf, NULL if absent */

@@ -450,27 +450,73 @@ static int decode_symtab(struct trace_reader *r, struct lp_cursor *c,
 	return 0;
 }
 
-/* The data of a DEBUG record is not copied: it points into the chunk,
- * which stays until the next record is asked for. */
-static int decode_debug(struct trace_reader *r, struct lp_cursor *c,
-			struct lp_debug *d)
+/*
+ * A string takes at least one byte, a chain five (its delta, its frame
+ * count and a frame), a frame three: counts are checked against that
+ * before the one arena of the record is sized, by a first pass over a
+ * copy of the cursor that skips the strings to find the chain count.
+ */
+static int decode_srclines(struct trace_reader *r, struct lp_cursor *c,
+			   struct lp_srclines *sl)
 {
-	const uint8_t *data;
-	size_t len;
+	uint64_t nstr, nchain, delta, vaddr = 0;
+	struct lp_srcframe *frames;
+	struct lp_srcchain *chains;
+	struct lp_cursor save;
+	const uint8_t *str;
+	const char **strs;
+	size_t len, maxframes, nf = 0;
+	uint8_t *arena;
 	int err;
 
-	err = lp_get_uv(c, &d->object) ?: lp_get_uv32(c, &d->flags) ?:
-	      lp_get_uv32(c, &d->eclass) ?: lp_get_uv32(c, &d->edata) ?:
-	      lp_get_uv32(c, &d->emachine) ?: get_str(r, c, &d->name) ?:
-	      lp_get_uv(c, &d->size) ?: lp_get_uv(c, &d->offset) ?:
-	      lp_get_str(c, &data, &len);
+	err = lp_get_uv(c, &sl->object) ?: lp_get_uv32(c, &sl->flags) ?:
+	      lp_get_uv(c, &nstr);
 	if (err)
+		return err;
+	if (!sl->object || nstr > lp_cursor_left(c))
 		return -EBADMSG;
-	if (!d->object || d->size > LP_DEBUG_MAX_OBJECT || d->offset > d->size ||
-	    len > d->size - d->offset)
+	save = *c;
+	for (uint64_t i = 0; i < nstr; i++)
+		if (lp_get_str(&save, &str, &len))
+			return -EBADMSG;
+	if (lp_get_uv(&save, &nchain) || nchain > lp_cursor_left(&save) / 5)
 		return -EBADMSG;
-	d->len = (uint32_t)len;
-	d->data = data;
+	maxframes = lp_cursor_left(&save) / 3;
+	arena = get_array(r, (nstr + 1) * sizeof(*strs) + (nchain + 1) * sizeof(*chains) +
+			  (maxframes + 1) * sizeof(*frames), 1);
+	if (!arena)
+		return -ENOMEM;
+	strs = carve(&arena, nstr * sizeof(*strs));
+	chains = carve(&arena, nchain * sizeof(*chains));
+	frames = carve(&arena, maxframes * sizeof(*frames));
+	for (uint64_t i = 0; i < nstr; i++)
+		if (get_str(r, c, &strs[i]))
+			return -EBADMSG;
+	if (lp_get_uv(c, &nchain))
+		return -EBADMSG;
+	for (uint64_t i = 0; i < nchain; i++) {
+		struct lp_srcchain *ch = &chains[i];
+
+		/* Ascending, each address once, never past 2^64. */
+		if (lp_get_uv(c, &delta) || (i && !delta) || vaddr + delta < vaddr ||
+		    lp_get_uv32(c, &ch->nframe) || !ch->nframe ||
+		    ch->nframe > LP_SRCLINES_MAX_FRAMES || ch->nframe > maxframes - nf)
+			return -EBADMSG;
+		vaddr += delta;
+		ch->vaddr = vaddr;
+		ch->frames = frames + nf;
+		for (uint32_t k = 0; k < ch->nframe; k++, nf++) {
+			struct lp_srcframe *f = &frames[nf];
+
+			if (lp_get_uv32(c, &f->func) || lp_get_uv32(c, &f->file) ||
+			    lp_get_uv32(c, &f->line) || f->func > nstr || f->file > nstr)
+				return -EBADMSG;
+		}
+	}
+	sl->nstr = (uint32_t)nstr;
+	sl->strs = strs;
+	sl->nchain = (uint32_t)nchain;
+	sl->chains = chains;
 	return 0;
 }
 
@@ -521,10 +567,10 @@ static int decode_body(struct trace_reader *r, uint64_t type,
 		return decode_object(r, c, &rec->u.object);
 	case LP_REC_SYMTAB:
 		return decode_symtab(r, c, &rec->u.symtab);
-	case LP_REC_DEBUG:
-		return decode_debug(r, c, &rec->u.debug);
 	case LP_REC_LUA_SOURCE:
 		return decode_lua_source(r, c, &rec->u.lua_source);
+	case LP_REC_SRCLINES:
+		return decode_srclines(r, c, &rec->u.srclines);
 	}
 	return -ENOENT;
 }
@@ -545,6 +591,11 @@ int lp_decode_record(struct trace_reader *r, struct lp_record *rec)
 	body.p = c.p;
 	body.end = c.p + len;
 	r->rec = body.end;
+	/* What an older writer embedded and no reader needs any more. */
+	if (type == LP_REC_DEBUG_RETIRED) {
+		r->stats.retired_records++;
+		return 0;
+	}
 
 	r->strings.len = 0;
 	err = lp_buf_reserve(&r->strings, (size_t)len + 1);

@@ -1,6 +1,7 @@
 /*
- * elfsyms.c - reads and merges an ELF object's function symbols (see
- * elfsyms.h for why this lives in format/).
+ * elfsyms.c - reads and merges an ELF object's function symbols, and
+ * places file offsets in its segments (see elfsyms.h for why this lives
+ * in format/).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -137,4 +138,21 @@ int elf_function_symbols(Elf *elf, struct elf_fsym **out, size_t *n)
 cleanup:
 	free(raw);
 	return err;
+}
+
+int elf_seg_vaddr(const struct lp_objseg *segs, size_t nsegs, uint64_t off,
+		  uint64_t *vaddr)
+{
+	const struct lp_objseg *g = NULL;
+
+	for (size_t i = 0; !g && i < nsegs; i++)
+		if (off >= segs[i].offset && off - segs[i].offset < segs[i].filesz)
+			g = &segs[i];
+	for (size_t i = 0; !g && i < nsegs; i++)
+		if (off < segs[i].offset && off >= (segs[i].offset & ~0xfffull))
+			g = &segs[i];
+	if (!g)
+		return -ENOENT;
+	*vaddr = off - g->offset + g->vaddr;
+	return 0;
 }

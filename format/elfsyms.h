@@ -1,10 +1,12 @@
 /*
  * elfsyms.h - the function symbols of an ELF object, one name per address,
- * chosen by one rule.  The recorder embeds them in traces and the report
- * reads them from files when a trace does not embed them (record/ and
- * report/ may not share code but through format/): both must choose the
- * same name for an address, or a trace would report differently with and
- * without its embedded tables.
+ * chosen by one rule, and the one rule that turns a mapped file offset
+ * into the ELF virtual address symbols and DWARF speak of.  The recorder
+ * embeds symbols and source lines in traces and the report reads them
+ * from files when a trace does not embed them (record/ and report/ may
+ * not share code but through format/): both must choose the same name
+ * and look up the same address, or a trace would report differently with
+ * and without what it embeds.
  */
 #ifndef LUAPROF_FORMAT_ELFSYMS_H
 #define LUAPROF_FORMAT_ELFSYMS_H
@@ -12,6 +14,8 @@
 #include <gelf.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "format/trace.h"
 
 struct elf_fsym {
 	uint64_t addr, size;
@@ -32,5 +36,15 @@ int elf_function_symbols(Elf *elf, struct elf_fsym **out, size_t *n);
  * already chosen once, gathered from several places): sorts v in place
  * and returns how many remain, one per address. */
 size_t elf_fsyms_merge(struct elf_fsym *v, size_t n);
+
+/*
+ * The ELF virtual address of file offset `off`, through the object's
+ * PT_LOAD segments (docs/format.md §3.14): the segment that holds the
+ * offset, failing that the one whose first page holds it (mappings start
+ * on a page boundary, segments need not).  0, or -ENOENT when no segment
+ * does.
+ */
+int elf_seg_vaddr(const struct lp_objseg *segs, size_t nsegs, uint64_t off,
+		  uint64_t *vaddr);
 
 #endif

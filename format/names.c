@@ -24,8 +24,9 @@ static const char *const record_names[] = {
 	[LP_REC_PROTO] = "proto",   [LP_REC_LUA_STACK] = "lua_stack",
 	[LP_REC_TRACE] = "trace",
 	[LP_REC_OBJECT] = "object", [LP_REC_SYMTAB] = "symtab",
-	[LP_REC_DEBUG] = "debug",
+	[LP_REC_DEBUG_RETIRED] = "debug",
 	[LP_REC_LUA_SOURCE] = "lua_source",
+	[LP_REC_SRCLINES] = "srclines",
 };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

@@ -68,14 +68,18 @@
  *   symtab     := object:uv nseg:uv seg[nseg] nsym:uv sym[nsym]
  *   seg        := offset:uv filesz:uv vaddr:uv    (a PT_LOAD header)
  *   sym        := (addr - previous addr):uv size:uv name:str (ascending)
- *   debug      := object:uv flags:uv eclass:uv edata:uv emachine:uv
- *                 name:str size:uv offset:uv data:str
- *                 (bytes [offset, offset + |data|) of the object's DWARF
- *                  section `name`, decompressed, `size` bytes in all; or,
- *                  flags SKIPPED_*, a note that its `size` bytes were not
- *                  embedded)
+ *   debug      := retired: pieces of DWARF, which older recorders embedded;
+ *                 a reader skips them (counted in retired_records)
  *   lua_source := id:uv chunkname:str path:str status:uv size:uv mtime_ns:uv
  *                 text:str         (the source file of Lua chunks, or why not)
+ *   srclines   := object:uv flags:uv nstr:uv str[nstr] nchain:uv chain[nchain]
+ *                 (the source lines of addresses of an object, resolved by
+ *                  the recorder; flags SKIPPED_*: a note that addresses
+ *                  past a bound were not resolved)
+ *   chain      := (vaddr - previous vaddr):uv nframe:uv srcframe[nframe]
+ *                 (ascending vaddr, previous = 0 first; leaf first)
+ *   srcframe   := func:uv file:uv line:uv   (func, file: 1 + an index
+ *                                            into str, 0 none)
  *
  * A sample's time is dtime added to the time of the previous sample in the
  * same chunk (0 at a chunk's start), so each chunk decodes on its own.
@@ -127,8 +131,9 @@ enum lp_record_type {
 	LP_REC_OBJECT = 13,
 	LP_REC_SYMTAB = 14,
 	LP_REC_TRACE = 15,
-	LP_REC_DEBUG = 16,
+	LP_REC_DEBUG_RETIRED = 16, /* DWARF pieces; superseded by SRCLINES */
 	LP_REC_LUA_SOURCE = 17,
+	LP_REC_SRCLINES = 18,
 };
 
 /* meta.flags */
@@ -181,14 +186,6 @@ enum lp_objid_kind {
 	LP_OBJID_CONTENT = 2,  /* lp_objid_content_hash(): no build-id */
 };
 #define LP_OBJID_MAX 64 /* longest ident a reader accepts */
-/* debug.flags: why an object's DWARF is not in the trace (no data then) */
-#define LP_DEBUG_SKIPPED_SIZE 0x1u   /* over LP_DEBUG_MAX_OBJECT */
-#define LP_DEBUG_SKIPPED_BUDGET 0x2u /* the trace's DWARF budget was spent */
-/* The most bytes of DWARF one object may embed, sections added up; also
- * the largest section size a reader accepts. */
-#define LP_DEBUG_MAX_OBJECT (64u << 20)
-/* Writer policy: a section goes in pieces of at most this many bytes. */
-#define LP_DEBUG_PIECE (1u << 20)
 /* lua_source.status: whether text holds the file, and if not, why */
 enum lp_luasrc_status {
 	LP_LUASRC_WHOLE = 1,      /* text is the whole file */
@@ -197,6 +194,11 @@ enum lp_luasrc_status {
 	LP_LUASRC_UNREADABLE = 4, /* the file could not be opened or read */
 	LP_LUASRC_BUDGET = 5,     /* the trace's bound for sources was spent */
 };
+/* srclines.flags: why addresses of the object hit have no chain (a note) */
+#define LP_SRCLINES_SKIPPED_SIZE 0x1u   /* the writer's bound for one object */
+#define LP_SRCLINES_SKIPPED_BUDGET 0x2u /* the writer's bound for the trace */
+/* The most frames one chain may have; a deeper one is a bad record. */
+#define LP_SRCLINES_MAX_FRAMES 16
 /* lost.reason */
 enum lp_lost_reason {
 	LP_LOST_RINGBUF = 1, /* BPF ring buffer was full */
@@ -379,17 +381,32 @@ struct lp_symtab {
 	const struct lp_objsym *syms; /* ascending addr */
 };
 
-/* A piece of the DWARF of an object (or a note that it was left out):
- * the ELF identity the sections need to be read (class, data encoding,
- * machine) travels with every piece, so each record stands alone. */
-struct lp_debug {
-	uint64_t object;
-	uint32_t flags;
-	uint32_t eclass, edata, emachine; /* e_ident[EI_CLASS], [EI_DATA], e_machine */
-	const char *name;                 /* ".debug_info" ... */
-	uint64_t size, offset;            /* the whole section; this piece's start */
-	uint32_t len;
-	const uint8_t *data;              /* len bytes */
+/* One source-level frame at an address: the function DWARF names there
+ * and the file and line it runs at; func and file are 1 + an index into
+ * the record's strings, 0 when DWARF names none. */
+struct lp_srcframe {
+	uint32_t func, file, line;
+};
+
+/* The frames at one ELF virtual address of the object, leaf first: the
+ * functions inlined there, innermost first, then the function whose
+ * code it is (format/srcline.h explains the chain). */
+struct lp_srcchain {
+	uint64_t vaddr;
+	uint32_t nframe; /* 1 .. LP_SRCLINES_MAX_FRAMES */
+	const struct lp_srcframe *frames;
+};
+
+/* Source lines of addresses samples hit in an object, resolved from its
+ * DWARF by the recorder, so that a report needs neither the DWARF nor a
+ * DWARF reader; or, with flags set, a note that some were left out. */
+struct lp_srclines {
+	uint64_t object; /* never 0 */
+	uint32_t flags;  /* LP_SRCLINES_SKIPPED_* */
+	uint32_t nstr;
+	const char *const *strs; /* the names and files the frames use */
+	uint32_t nchain;
+	const struct lp_srcchain *chains; /* ascending vaddr, each once */
 };
 
 struct lp_record {
@@ -410,8 +427,8 @@ struct lp_record {
 		struct lp_object object;
 		struct lp_symtab symtab;
 		struct lp_trace trace;
-		struct lp_debug debug;
 		struct lp_lua_source lua_source;
+		struct lp_srclines srclines;
 	} u;
 };
 
@@ -454,6 +471,10 @@ int trace_writer_flush(struct trace_writer *w);
 int trace_writer_close(struct trace_writer *w, const struct lp_footer *footer);
 void trace_writer_get_stats(const struct trace_writer *w,
 			    struct trace_writer_stats *stats);
+/* The size in bytes of a SRCLINES record's body as the writer encodes it
+ * (0 for one it would refuse), so that a writer can bound what it embeds
+ * before it writes, and `info` count what a trace holds. */
+size_t lp_srclines_size(const struct lp_srclines *sl);
 
 /* ---- reader.c ----------------------------------------------------------
  * The reader treats the file as untrusted.  Opening fails with a message
@@ -473,6 +494,7 @@ struct trace_reader_stats {
 	uint64_t skipped_chunks;  /* chunks of unknown type, skipped */
 	uint64_t bad_records;     /* records that did not decode */
 	uint64_t unknown_records; /* records of unknown type, skipped */
+	uint64_t retired_records; /* records of a retired type, skipped */
 	uint64_t raw_bytes;       /* decompressed payload bytes */
 	uint64_t stored_bytes;    /* payload bytes in the file */
 	uint64_t garbage_bytes;   /* bytes skipped while resynchronizing */

@@ -302,16 +302,81 @@ static int put_symtab(struct lp_buf *b, const struct lp_symtab *st)
 	return err;
 }
 
-static int put_debug(struct lp_buf *b, const struct lp_debug *d)
+/* Whether the writer can encode sl: the grammar's rules a reader checks. */
+static int srclines_valid(const struct lp_srclines *sl)
 {
-	if (!d->object || d->size > LP_DEBUG_MAX_OBJECT || d->offset > d->size ||
-	    d->len > d->size - d->offset || (d->len && !d->data))
+	if (!sl->object || (sl->nstr && !sl->strs) || (sl->nchain && !sl->chains))
+		return 0;
+	for (uint32_t i = 0; i < sl->nchain; i++) {
+		const struct lp_srcchain *c = &sl->chains[i];
+
+		/* The delta coding needs ascending addresses, each once. */
+		if (!c->nframe || c->nframe > LP_SRCLINES_MAX_FRAMES || !c->frames ||
+		    (i && c->vaddr <= sl->chains[i - 1].vaddr))
+			return 0;
+		for (uint32_t k = 0; k < c->nframe; k++)
+			if (c->frames[k].func > sl->nstr || c->frames[k].file > sl->nstr)
+				return 0;
+	}
+	return 1;
+}
+
+static int put_srclines(struct lp_buf *b, const struct lp_srclines *sl)
+{
+	uint64_t prev = 0;
+	int err;
+
+	if (!srclines_valid(sl))
 		return -EINVAL;
-	return lp_put_uv(b, d->object) ?: lp_put_uv(b, d->flags) ?:
-	       lp_put_uv(b, d->eclass) ?: lp_put_uv(b, d->edata) ?:
-	       lp_put_uv(b, d->emachine) ?: lp_put_str(b, d->name) ?:
-	       lp_put_uv(b, d->size) ?: lp_put_uv(b, d->offset) ?:
-	       lp_put_uv(b, d->len) ?: lp_put_bytes(b, d->data, d->len);
+	err = lp_put_uv(b, sl->object) ?: lp_put_uv(b, sl->flags) ?:
+	      lp_put_uv(b, sl->nstr);
+	for (uint32_t i = 0; !err && i < sl->nstr; i++)
+		err = lp_put_str(b, sl->strs[i]);
+	err = err ?: lp_put_uv(b, sl->nchain);
+	for (uint32_t i = 0; !err && i < sl->nchain; i++) {
+		const struct lp_srcchain *c = &sl->chains[i];
+
+		err = lp_put_uv(b, c->vaddr - prev) ?: lp_put_uv(b, c->nframe);
+		for (uint32_t k = 0; !err && k < c->nframe; k++)
+			err = lp_put_uv(b, c->frames[k].func) ?:
+			      lp_put_uv(b, c->frames[k].file) ?:
+			      lp_put_uv(b, c->frames[k].line);
+		prev = c->vaddr;
+	}
+	return err;
+}
+
+static size_t uv_size(uint64_t v)
+{
+	uint8_t buf[LP_UV_MAX];
+
+	return lp_uv_encode(buf, v);
+}
+
+size_t lp_srclines_size(const struct lp_srclines *sl)
+{
+	uint64_t prev = 0;
+	size_t n;
+
+	if (!srclines_valid(sl))
+		return 0;
+	n = uv_size(sl->object) + uv_size(sl->flags) + uv_size(sl->nstr) +
+	    uv_size(sl->nchain);
+	for (uint32_t i = 0; i < sl->nstr; i++) {
+		size_t len = sl->strs[i] ? strlen(sl->strs[i]) : 0;
+
+		n += uv_size(len) + len;
+	}
+	for (uint32_t i = 0; i < sl->nchain; i++) {
+		const struct lp_srcchain *c = &sl->chains[i];
+
+		n += uv_size(c->vaddr - prev) + uv_size(c->nframe);
+		for (uint32_t k = 0; k < c->nframe; k++)
+			n += uv_size(c->frames[k].func) + uv_size(c->frames[k].file) +
+			     uv_size(c->frames[k].line);
+		prev = c->vaddr;
+	}
+	return n;
 }
 
 /* Appends the body of rec to b; returns 0, -EINVAL or -E2BIG/-ENOMEM. */
@@ -391,10 +456,12 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 		return put_object(b, &rec->u.object);
 	case LP_REC_SYMTAB:
 		return put_symtab(b, &rec->u.symtab);
-	case LP_REC_DEBUG:
-		return put_debug(b, &rec->u.debug);
 	case LP_REC_LUA_SOURCE:
 		return put_lua_source(b, &rec->u.lua_source);
+	case LP_REC_SRCLINES:
+		return put_srclines(b, &rec->u.srclines);
+	case LP_REC_DEBUG_RETIRED:
+		break; /* a type no writer writes any more */
 	}
 	return -EINVAL;
 }

@@ -1,12 +1,12 @@
 /*
  * addrset.c - the set of addresses samples hit, so that each is looked up
- * in its object's DWARF once (debug_units.c), not once per sample.
+ * in its object's DWARF once (srclines.c), not once per sample.
  *
  * Samples repeat the same few thousand addresses; a hash set of 64-bit
  * keys (open addressing, linear probing, load at most one half) remembers
  * them, and keeps in `fresh` those added since the caller last drained
  * it.  It is bounded (ADDR_SET_MAX keys): past that, new addresses are
- * counted and dropped, so their units may be missing from the trace, but
+ * counted and dropped, so they have no lines in the trace, but
  * the recording goes on in bounded memory.
  */
 #include <errno.h>

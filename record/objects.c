@@ -10,13 +10,13 @@
  * GNU build-id, or a content hash; format/objid.c).  It notes the objects
  * that samples hit (user stack addresses, the C functions of Lua frames)
  * and, at each flush and at the end, embeds for each object hit and not
- * yet embedded its PT_LOAD headers and function symbols as SYMTAB records
- * and its DWARF as DEBUG records (debuginfo.c), so a trace cut short
- * still symbolizes what it holds.  The DWARF goes in by compilation unit:
- * this file keeps every address samples hit, once (addrset.c), and at
- * each flush hands the new ones to their object's DWARF, which embeds the
- * units they fall in (debug_units.c).  `--no-embed` keeps the OBJECT records
- * (a report can then check the files it finds) and leaves the rest out.
+ * yet embedded its PT_LOAD headers and function symbols as SYMTAB
+ * records, so a trace cut short still symbolizes what it holds.  It also
+ * keeps every address samples hit, once (addrset.c), and at each flush
+ * hands the new ones to their object's DWARF, which resolves their
+ * source lines and writes them as SRCLINES records (srclines.c).
+ * `--no-embed` keeps the OBJECT records (a report can then check the
+ * files it finds) and leaves the rest out.
  *
  * Files are read through /proc/PID/map_files, which opens the very file
  * the process mapped even if its path was since replaced or deleted, and
@@ -42,11 +42,11 @@
 /* Symbols per SYMTAB record: keeps every record far below the format's
  * 16 MiB limit, whatever the object. */
 #define SYMS_PER_RECORD 32768
-/* Objects whose DWARF is kept open for units hit later: libdw's state
- * and the decompressed sections cost memory (libc's: some 10 MiB).  Past
- * this many, an object embeds the units of the addresses hit up to its
- * first flush, and later addresses in it add none. */
-#define MAX_OPEN_DEBUG 64
+/* Objects whose DWARF is kept open for addresses hit later: libdw's
+ * state and the decompressed sections cost memory (libc's: some 10 MiB).
+ * Past this many, an object embeds the lines of the addresses hit up to
+ * its first flush, and later addresses in it get none. */
+#define MAX_OPEN_DWARF 64
 /* Keys of the address set: the object id above the file offset. */
 #define ADDR_OFF_BITS 44
 
@@ -57,7 +57,8 @@ struct object {
 	int fd;      /* -1 once closed */
 	int hit;     /* a sample hit it */
 	int written; /* its symbols are in the trace (or cannot be) */
-	struct debug_object *dbg; /* its DWARF, open for units hit later */
+	struct srclines_object *dwarf; /* open for addresses hit later */
+	struct srclines_count lines;   /* its lines embedded so far */
 };
 
 struct object_set {
@@ -67,9 +68,9 @@ struct object_set {
 	size_t nopen;
 	size_t pending; /* hit and not written */
 	uint64_t embedded, symbols;
-	struct debug_budget debug;
+	uint64_t lines_left;   /* SRCLINES bytes the trace may still embed */
 	struct addr_set addrs; /* (object, file offset) of addresses hit */
-	size_t ndbg;           /* objects with dbg open */
+	size_t ndwarf;         /* objects with dwarf open */
 };
 
 struct object_set *object_set_new(int embed)
@@ -78,7 +79,7 @@ struct object_set *object_set_new(int embed)
 
 	if (s) {
 		s->embed = embed;
-		debug_budget_init(&s->debug);
+		s->lines_left = SRCLINES_MAX_TRACE;
 	}
 	return s;
 }
@@ -91,7 +92,7 @@ void object_set_free(struct object_set *s)
 		if (s->v[i].fd >= 0)
 			close(s->v[i].fd);
 		free(s->v[i].path);
-		debug_object_free(s->v[i].dbg);
+		srclines_free(s->v[i].dwarf);
 	}
 	addr_set_free(&s->addrs);
 	free(s->v);
@@ -305,9 +306,8 @@ static int embed_object(struct object_set *s, struct object *o,
 	if (!err) {
 		s->embedded++;
 		s->symbols += nsyms;
-		err = debuginfo_embed(fd, o->path, o->id, segs, nsegs, &s->debug, w,
-				      &o->dbg);
-		s->ndbg += !!o->dbg;
+		err = srclines_open(&o->dwarf, fd, o->path, o->id, segs, nsegs);
+		s->ndwarf += !!o->dwarf;
 	}
 cleanup:
 	if (elf)
@@ -320,26 +320,41 @@ cleanup:
 	return err;
 }
 
-/* Embeds the DWARF units of the addresses hit since the last flush, then
- * closes the DWARF of the objects past MAX_OPEN_DEBUG. */
-static int write_units(struct object_set *s, struct trace_writer *w)
+static int key_cmp(const void *a, const void *b)
 {
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Writes the source lines of the addresses hit since the last flush,
+ * object by object (the keys sort by object), then closes the DWARF of
+ * the objects past MAX_OPEN_DWARF. */
+static int write_lines(struct object_set *s, struct trace_writer *w)
+{
+	const uint64_t off_mask = (1ull << ADDR_OFF_BITS) - 1;
+	uint64_t *keys = s->addrs.fresh;
+	size_t n = s->addrs.nfresh;
 	int err = 0;
 
-	for (size_t i = 0; i < s->addrs.nfresh && !err; i++) {
-		uint64_t key = s->addrs.fresh[i], id = key >> ADDR_OFF_BITS;
+	if (n)
+		qsort(keys, n, sizeof(*keys), key_cmp);
+	for (size_t i = 0, j; i < n && !err; i = j) {
+		uint64_t id = keys[i] >> ADDR_OFF_BITS;
+		struct object *o = id && id <= s->n ? &s->v[id - 1] : NULL;
 
-		if (id && id <= s->n && s->v[id - 1].dbg)
-			err = debug_object_add(s->v[id - 1].dbg,
-					       key & ((1ull << ADDR_OFF_BITS) - 1),
-					       &s->debug, w);
+		for (j = i; j < n && keys[j] >> ADDR_OFF_BITS == id; j++)
+			keys[j] &= off_mask; /* the file offset alone */
+		if (o && o->dwarf)
+			err = srclines_write(o->dwarf, keys + i, j - i, &o->lines,
+					     &s->lines_left, w);
 	}
 	s->addrs.nfresh = 0;
-	for (size_t i = s->n; i-- > 0 && s->ndbg > MAX_OPEN_DEBUG;) {
-		if (s->v[i].dbg) {
-			debug_object_free(s->v[i].dbg);
-			s->v[i].dbg = NULL;
-			s->ndbg--;
+	for (size_t i = s->n; i-- > 0 && s->ndwarf > MAX_OPEN_DWARF;) {
+		if (s->v[i].dwarf) {
+			srclines_free(s->v[i].dwarf);
+			s->v[i].dwarf = NULL;
+			s->ndwarf--;
 		}
 	}
 	return err;
@@ -367,7 +382,7 @@ int object_set_write(struct object_set *s, struct trace_writer *w)
 		}
 	}
 	if (!err)
-		err = write_units(s, w);
+		err = write_lines(s, w);
 	return err;
 }
 
@@ -379,12 +394,39 @@ void object_set_stats(const struct object_set *s, uint64_t *objects,
 	*symbols = s->symbols;
 }
 
-const struct debug_budget *object_set_debug(const struct object_set *s)
+void object_set_print_srclines(const struct object_set *s, int verbose)
 {
-	return &s->debug;
-}
+	uint64_t objects = 0, chains = 0, bytes = 0, skipped = 0;
 
-uint64_t object_set_addrs_dropped(const struct object_set *s)
-{
-	return s->addrs.dropped;
+	for (size_t i = 0; i < s->n; i++) {
+		objects += !!s->v[i].lines.chains;
+		chains += s->v[i].lines.chains;
+		bytes += s->v[i].lines.bytes;
+		skipped += !!s->v[i].lines.skipped;
+	}
+	if (!objects && !skipped)
+		return;
+	fprintf(stderr, "luaprof record: source lines of %llu objects embedded "
+		"(%llu addresses, %.1f KiB)", (unsigned long long)objects,
+		(unsigned long long)chains, bytes / 1024.0);
+	if (skipped)
+		fprintf(stderr, "; %llu objects left out in part, over %llu MiB per "
+			"object or %llu MiB per trace", (unsigned long long)skipped,
+			SRCLINES_MAX_OBJECT >> 20, SRCLINES_MAX_TRACE >> 20);
+	if (s->addrs.dropped)
+		fprintf(stderr, "; %llu hit addresses not looked up (too many): "
+			"they have no lines", (unsigned long long)s->addrs.dropped);
+	fprintf(stderr, "\n");
+	for (size_t i = 0; verbose && i < s->n; i++) {
+		const struct object *o = &s->v[i];
+
+		if (!o->lines.chains && !o->lines.skipped)
+			continue;
+		fprintf(stderr, "luaprof record:   lines: %s: %llu addresses, %llu bytes%s\n",
+			o->path, (unsigned long long)o->lines.chains,
+			(unsigned long long)o->lines.bytes,
+			o->lines.skipped == LP_SRCLINES_SKIPPED_SIZE ?
+			"; more left out, over the bound per object" :
+			o->lines.skipped ? "; more left out, the trace's bound was spent" : "");
+	}
 }

@@ -10,9 +10,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <elfutils/libdw.h>
-
-#include "format/debuginfo.h"
 #include "format/trace.h"
 
 struct bpf_program;
@@ -85,105 +82,59 @@ void object_set_assign(struct object_set *s, pid_t pid, struct maps_table *t,
 		       struct trace_writer *w);
 /* Notes the objects of t that addresses (or an object id) fall in, and
  * keeps the addresses, as they are (code addresses, such as the C
- * functions of Lua frames), for the DWARF units they fall in. */
+ * functions of Lua frames), for their source lines. */
 void object_set_note(struct object_set *s, const struct maps_table *t,
 		     const uint64_t *addrs, uint32_t n);
 /* The same for a user stack, leaf first, whose addresses are also kept
- * for the DWARF units they fall in: the leaf as it is, every other one, a
- * return address, less one (the call, as the report looks it up). */
+ * for their source lines: the leaf as it is, every other one, a return
+ * address, less one (the call, as the report looks it up). */
 void object_set_note_stack(struct object_set *s, const struct maps_table *t,
 			   const uint64_t *addrs, uint32_t n);
 void object_set_note_id(struct object_set *s, uint64_t id);
-/* Writes the SYMTAB and DEBUG records of the objects noted and not yet
- * embedded. */
+/* Writes the SYMTAB records of the objects noted and not yet embedded,
+ * and the SRCLINES records of the addresses new since the last call. */
 int object_set_write(struct object_set *s, struct trace_writer *w);
 void object_set_stats(const struct object_set *s, uint64_t *objects,
 		      uint64_t *embedded, uint64_t *symbols);
-/* The DWARF embedded and left out so far (debuginfo.c). */
-const struct debug_budget *object_set_debug(const struct object_set *s);
-/* Hit addresses not kept (the set was full): their DWARF units may be
- * missing from the trace. */
-uint64_t object_set_addrs_dropped(const struct object_set *s);
+/* For record's summary: the source lines embedded, the objects left out
+ * in part over a bound, and with `verbose` each object's lines. */
+void object_set_print_srclines(const struct object_set *s, int verbose);
 void object_set_free(struct object_set *s);
 
-/* ---- debuginfo.c, debug_units.c: the DWARF of an object hit, embedded -- */
-#define DEBUG_SKIPS_KEPT 16 /* objects left out that -v names */
-/* The most DWARF one recording embeds, all objects together, and one
- * object (the format allows up to LP_DEBUG_MAX_OBJECT): a trace is meant
- * to be attached to a bug report.  An object's DWARF goes in by
- * compilation unit, only the units samples hit, so these bound what a
- * recording hits, not the debug files: libc's whole DWARF (libc6-dbg) is
- * 8.6 MiB, the part a server's profile needs a small fraction of it. */
-#define DEBUG_MAX_TRACE (256ull << 20)
-#define DEBUG_MAX_EMBED_OBJECT (4ull << 20)
+/* ---- srclines.c: the source lines of the addresses hit, embedded ------ */
+/* The most SRCLINES bytes (bodies, as lp_srclines_size() counts them)
+ * one object and one recording embed: a trace is meant to be attached to
+ * a bug report.  A chain costs a few dozen bytes with its names, and a
+ * server's profile hits hundreds to thousands of addresses of libc, so
+ * these bound what a recording hits, not the debug files. */
+#define SRCLINES_MAX_OBJECT (4ull << 20)
+#define SRCLINES_MAX_TRACE (32ull << 20)
 
-/* What a recording embedded and left out, and what it may still embed. */
-struct debug_budget {
-	uint64_t left;             /* bytes the trace may still embed */
-	uint64_t objects, bytes;   /* embedded */
-	uint64_t units;            /* compilation units embedded */
-	uint64_t skipped;          /* left out (in part): over a bound */
-	struct {
-		char path[256];
-		uint64_t bytes;
-		uint32_t why;      /* LP_DEBUG_SKIPPED_* */
-	} skips[DEBUG_SKIPS_KEPT];
-	size_t nskip;
+/* What one object's lines cost so far, and the bound that cut them. */
+struct srclines_count {
+	uint64_t chains, bytes;
+	uint32_t skipped; /* LP_SRCLINES_SKIPPED_*: nothing more is resolved */
 };
 
-/* A set of offsets (of units, tables, programs) already written. */
-struct offset_set {
-	uint64_t *v; /* ascending */
-	size_t n, cap;
-};
+/* One object's DWARF, open while samples may hit new addresses in it. */
+struct srclines_object;
 
-/* One object's DWARF, kept open while samples may hit new units of it. */
-struct debug_object {
-	uint64_t id;
-	char path[256];
-	struct lp_debug_file obj, dbg; /* dbg: the separate debug file, if any */
-	struct lp_debug_sections s;    /* into obj.elf or dbg.elf */
-	Dwarf *dw;
-	int be;                        /* the DWARF is big-endian */
-	struct lp_objseg *segs;        /* the object's PT_LOAD segments */
-	size_t nsegs;
-	uint64_t bytes;                /* embedded for it so far */
-	int full;                      /* over a bound: no more units */
-	struct offset_set cus, abbrevs, lines;
-};
-
-void debug_budget_init(struct debug_budget *b);
+/* Opens the DWARF of object `id` (open on fd, mapped from `path`, with
+ * PT_LOAD segments segs): its own, or its separate debug file.  Always 0;
+ * *out is NULL when it has none (or memory is short): nothing to embed. */
+int srclines_open(struct srclines_object **out, int fd, const char *path,
+		  uint64_t id, const struct lp_objseg *segs, size_t nsegs);
 /*
- * Opens the DWARF of object `id` (open on fd, mapped from `path`, with
- * PT_LOAD segments segs) and writes its first DEBUG records: the small
- * sections whole and the header of every compilation unit, or a note
- * that even they are over a bound.  *out is then the object's DWARF, kept
- * open for debug_object_add (NULL: none, or nothing more to add).  An
- * object without DWARF writes nothing.  0, or the writer's -errno.
+ * Resolves the code at the file offsets offs[0..n) of the object (the
+ * array is reused in place) into chains, at the ELF virtual address the
+ * report looks up, and writes those that name something as SRCLINES
+ * records.  Past SRCLINES_MAX_OBJECT for the object (its count in *cnt)
+ * or the *left bytes the trace may still embed, writes one note and
+ * resolves nothing more for the object.  0, or the writer's -errno.
  */
-int debuginfo_embed(int fd, const char *path, uint64_t id,
-		    const struct lp_objseg *segs, size_t nsegs,
-		    struct debug_budget *b, struct trace_writer *w,
-		    struct debug_object **out);
-void debug_object_free(struct debug_object *d);
-/* Writes one section's bytes [off, off + len) as DEBUG pieces. */
-int debuginfo_write(struct trace_writer *w, const struct debug_object *d,
-		    int sect, uint64_t off, uint64_t len);
-/* Writes the note that d's DWARF (of `bytes` bytes) is over a bound,
- * and keeps it in b for -v. */
-int debuginfo_skip(struct trace_writer *w, const struct debug_object *d,
-		   struct debug_budget *b, uint32_t why, uint64_t bytes);
-/*
- * Embeds the compilation unit that holds the code at file offset
- * `fileoff` of the object, if it is not embedded yet: its bytes in
- * .debug_info, its abbreviation table and its line program (each once,
- * however many units share it).  A unit that would take the object past
- * DEBUG_MAX_EMBED_OBJECT, or the trace past its budget, writes a note
- * instead, once, and no unit of the object is added after it.  0, or the
- * writer's -errno.
- */
-int debug_object_add(struct debug_object *d, uint64_t fileoff,
-		     struct debug_budget *b, struct trace_writer *w);
+int srclines_write(struct srclines_object *o, uint64_t *offs, size_t n,
+		   struct srclines_count *cnt, uint64_t *left, struct trace_writer *w);
+void srclines_free(struct srclines_object *o);
 
 /* ---- addrset.c: the addresses samples hit, each once -------------------- */
 struct addr_set {

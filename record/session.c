@@ -869,33 +869,6 @@ static void print_bpf_stats(struct session *s)
 }
 
 
-/* What DWARF went into the trace, and what was left out over the bounds
- * (docs/format.md §3.16); -v names the objects left out. */
-static void print_debug_summary(const struct session *s)
-{
-	const struct debug_budget *d = object_set_debug(s->objs);
-	uint64_t dropped = object_set_addrs_dropped(s->objs);
-
-	if (s->o->no_embed || (!d->objects && !d->skipped))
-		return;
-	fprintf(stderr, "luaprof record: DWARF of %llu objects embedded (%llu units, "
-		"%.1f MiB)", (unsigned long long)d->objects,
-		(unsigned long long)d->units, d->bytes / 1048576.0);
-	if (d->skipped)
-		fprintf(stderr, "; %llu left out in whole or part, over %llu MiB per object or "
-			"%llu MiB per trace", (unsigned long long)d->skipped,
-			DEBUG_MAX_EMBED_OBJECT >> 20, DEBUG_MAX_TRACE >> 20);
-	if (dropped)
-		fprintf(stderr, "; %llu hit addresses not looked up (too many): "
-			"their units may be missing", (unsigned long long)dropped);
-	fprintf(stderr, "\n");
-	for (size_t i = 0; s->o->verbose && i < d->nskip; i++)
-		fprintf(stderr, "luaprof record:   DWARF left out: %s (of %.1f MiB%s)\n",
-			d->skips[i].path, d->skips[i].bytes / 1048576.0,
-			d->skips[i].why == LP_DEBUG_SKIPPED_SIZE ? "" :
-			", the trace's budget was spent");
-}
-
 static void print_summary(struct session *s, uint64_t end_ns)
 {
 	const struct lp_bpf_counters *c = &s->skel->bss->counters;
@@ -925,7 +898,8 @@ static void print_summary(struct session *s, uint64_t end_ns)
 				(unsigned long long)nobj, (unsigned long long)nemb,
 				(unsigned long long)nsym,
 				s->o->no_embed ? " (--no-embed)" : "");
-		print_debug_summary(s);
+		if (!s->o->no_embed)
+			object_set_print_srclines(s->objs, s->o->verbose);
 	}
 	if (c->lost_task)
 		fprintf(stderr, "luaprof record: %llu process events lost\n",

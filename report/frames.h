@@ -19,7 +19,7 @@
 #include "report/intern.h"
 #include "report/maps.h"
 #include "report/objects.h"
-#include "report/srcline.h"
+#include "format/srcline.h"
 #include "report/symbolize.h"
 
 struct frames;

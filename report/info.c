@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "format/debuginfo.h"
 #include "format/trace.h"
 #include "report/procs.h"
 #include "report/report.h"
@@ -50,9 +49,8 @@ struct info_obj {
 	char ident[2 * LP_OBJID_MAX + 1]; /* hex */
 	uint32_t kind;
 	uint64_t nsym, bytes; /* embedded symbols, their encoded size */
-	uint64_t debug[LP_DEBUG_NSECT]; /* embedded DWARF bytes per section */
-	uint64_t debug_skipped;         /* DWARF bytes left out (a note) */
-	uint32_t debug_why;             /* LP_DEBUG_SKIPPED_* */
+	uint64_t chains, line_bytes; /* SRCLINES records: addresses, bytes */
+	uint32_t lines_skipped;      /* their notes' LP_SRCLINES_SKIPPED_* */
 };
 
 static size_t uv_len(uint64_t v)
@@ -113,22 +111,18 @@ static void on_symtab(struct info *in, const struct lp_symtab *st)
 	}
 }
 
-/* Adds a DEBUG record's bytes to its object's section, or its note. */
-static void on_debug(struct info *in, const struct lp_debug *d)
+/* Adds a SRCLINES record's addresses and bytes (as encoded) to its
+ * object, or its note's bound. */
+static void on_srclines(struct info *in, const struct lp_srclines *sl)
 {
-	int sect = d->name ? lp_debug_section_index(d->name) : -1;
-
 	for (size_t i = 0; i < in->nobjs; i++) {
 		struct info_obj *ob = &in->objs[i];
 
-		if (ob->id != d->object)
+		if (ob->id != sl->object)
 			continue;
-		if (d->flags) {
-			ob->debug_skipped = d->size;
-			ob->debug_why = d->flags;
-		} else if (sect >= 0) {
-			ob->debug[sect] += d->len;
-		}
+		ob->chains += sl->nchain;
+		ob->line_bytes += lp_srclines_size(sl);
+		ob->lines_skipped |= sl->flags;
 		return;
 	}
 }
@@ -211,8 +205,8 @@ static int on_record(struct info *in, const struct lp_record *rec)
 			    rec->u.lua_source.status : 0]++;
 		in->lua_src_bytes += rec->u.lua_source.text_len;
 		return 0;
-	case LP_REC_DEBUG:
-		on_debug(in, &rec->u.debug);
+	case LP_REC_SRCLINES:
+		on_srclines(in, &rec->u.srclines);
 		return 0;
 	case LP_REC_FOOTER:
 		in->footer = rec->u.footer;
@@ -242,70 +236,50 @@ static void print_lua_sources(const struct info *in)
 	printf("\n");
 }
 
-static uint64_t debug_bytes(const struct info_obj *ob)
+/* An object's embedded source lines, and whether a bound cut them. */
+static void print_lines(const struct info_obj *ob)
 {
-	uint64_t n = 0;
-
-	for (int i = 0; i < LP_DEBUG_NSECT; i++)
-		n += ob->debug[i];
-	return n;
+	if (ob->chains || ob->line_bytes)
+		printf("    lines: %" PRIu64 " addresses, %" PRIu64 " bytes\n", ob->chains,
+		       ob->line_bytes);
+	if (ob->lines_skipped)
+		printf("    lines: addresses hit past a bound not embedded: %s\n",
+		       ob->lines_skipped & LP_SRCLINES_SKIPPED_SIZE ?
+		       "over the recorder's bound for one object" :
+		       "the recording's bound for lines was spent");
 }
 
-/* An object's embedded DWARF, by section, or why it was left out. */
-static void print_debug(const struct info_obj *ob)
-{
-	uint64_t n = debug_bytes(ob);
-
-	if (n) {
-		printf("    DWARF: %" PRIu64 " bytes (", n);
-		for (int i = 0, first = 1; i < LP_DEBUG_NSECT; i++) {
-			if (!ob->debug[i])
-				continue;
-			printf("%s%s %" PRIu64, first ? "" : ", ",
-			       lp_debug_section_names[i], ob->debug[i]);
-			first = 0;
-		}
-		printf(")\n");
-	}
-	if (ob->debug_skipped)
-		printf("    DWARF: %s, %" PRIu64 " bytes%s\n",
-		       n ? "units hit past a bound not embedded, of" : "not embedded",
-		       ob->debug_skipped,
-		       ob->debug_why & LP_DEBUG_SKIPPED_SIZE ?
-		       ": over the recorder's bound for one object" :
-		       ": the recording's DWARF budget was spent");
-}
-
-/* The objects whose symbols the trace embeds, by build-id, with their
- * DWARF, then a count of those it only names (record --no-embed, or not
- * hit). */
+/* The objects whose symbols or lines the trace embeds, by build-id, with
+ * what they cost, after a count of every object it names (record
+ * --no-embed, or not hit, only names them). */
 static void print_objects(const struct info *in)
 {
-	uint64_t emb = 0, bytes = 0, dobj = 0, dbytes = 0, dskip = 0;
+	uint64_t emb = 0, bytes = 0, lobj = 0, lbytes = 0, chains = 0, lskip = 0;
 
 	for (size_t i = 0; i < in->nobjs; i++) {
 		emb += !!in->objs[i].bytes;
 		bytes += in->objs[i].bytes;
-		dobj += !!debug_bytes(&in->objs[i]);
-		dbytes += debug_bytes(&in->objs[i]);
-		dskip += !!in->objs[i].debug_skipped;
+		lobj += !!in->objs[i].chains;
+		lbytes += in->objs[i].line_bytes;
+		chains += in->objs[i].chains;
+		lskip += !!in->objs[i].lines_skipped;
 	}
 	printf("objects: %zu mapped, symbols of %" PRIu64 " embedded (%" PRIu64
-	       " bytes), DWARF of %" PRIu64 " (%" PRIu64 " bytes)", in->nobjs, emb,
-	       bytes, dobj, dbytes);
-	if (dskip)
-		printf(", DWARF of %" PRIu64 " left out (too large)", dskip);
+	       " bytes), lines from DWARF of %" PRIu64 " (%" PRIu64 " bytes) for %"
+	       PRIu64 " addresses", in->nobjs, emb, bytes, lobj, lbytes, chains);
+	if (lskip)
+		printf(", lines of %" PRIu64 " left out in part (over a bound)", lskip);
 	printf("\n");
 	for (size_t i = 0; i < in->nobjs; i++) {
 		const struct info_obj *ob = &in->objs[i];
 
-		if (!ob->bytes && !debug_bytes(ob) && !ob->debug_skipped)
+		if (!ob->bytes && !ob->line_bytes)
 			continue;
 		printf("  %s %s %s: file %" PRIu64 " bytes, %" PRIu64 " symbols, %"
 		       PRIu64 " bytes embedded\n",
 		       ob->kind == LP_OBJID_BUILD_ID ? "build-id" : "content-hash",
 		       ob->ident, ob->path, ob->size, ob->nsym, ob->bytes);
-		print_debug(ob);
+		print_lines(ob);
 	}
 }
 
@@ -463,6 +437,10 @@ static void print_info(const char *path, const struct info *in,
 	printf("chunks: %" PRIu64 " good, %" PRIu64 " bad, %" PRIu64
 	       " skipped (unknown type)\n",
 	       st->chunks, st->bad_chunks, st->skipped_chunks);
+	if (st->retired_records)
+		printf("retired records: %" PRIu64 " (DWARF as an older luaprof embedded "
+		       "it, no longer read: native frames get no source lines from it)\n",
+		       st->retired_records);
 	if (st->bad_records || st->unknown_records || st->garbage_bytes)
 		printf("damage: %" PRIu64 " records undecodable, %" PRIu64
 		       " of unknown type, %" PRIu64 " bytes skipped\n",
@@ -528,8 +506,8 @@ int cmd_info(int argc, char **argv)
 			fputs(usage_line, stdout);
 			fputs("\nPrints what a luaprof trace holds: format, recording "
 			      "metadata, processes,\nsamples and losses, the symbols and "
-			      "DWARF embedded per object (and\nDWARF left out as too "
-			      "large), and whether the file is complete or damaged.\n\n"
+			      "source lines embedded per object (and\nlines left out over "
+			      "a bound), and whether the file is complete or damaged.\n\n"
 			      "  -h, --help  print this help and exit\n",
 			      stdout);
 			return 0;

@@ -10,11 +10,13 @@
  * the frames, silently.  Each object is resolved once, and what went
  * wrong is said once per object.
  *
- * Source lines and inlined frames follow the same rule: an object's DWARF
- * comes from the trace's DEBUG records when it has any, from the local
- * file it trusts (or that file's debug file) only when the trace embeds
- * nothing of the object, and it is opened on the first frame that needs
- * it (debuginfo.c, srcline.c).
+ * Source lines and inlined frames follow the same rule: an object's come
+ * from the chains the recorder resolved and embedded (SRCLINES records,
+ * linetab.c) when the trace has any for it, and from the DWARF of the
+ * local file it trusts (or that file's debug file) only when the trace
+ * embeds nothing of the object; that DWARF is opened on the first frame
+ * that needs it, and read as the recorder reads it (format/dwarf_image.c,
+ * format/srcline.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,10 +27,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "report/debuginfo.h"
+#include "format/debuginfo.h"
+#include "format/dwarf_image.h"
+#include "format/srcline.h"
 #include "report/htab.h"
+#include "report/linetab.h"
 #include "report/objects.h"
-#include "report/srcline.h"
 
 enum { UNRESOLVED, EMBEDDED, LOCAL, FAILED };
 
@@ -40,8 +44,8 @@ struct object {
 	char key[32]; /* the symbolizer's key: the embedded table, or... */
 	char *file;   /* ...the local file that matched */
 	int state;
-	struct dbg_pieces pieces; /* DEBUG records */
-	struct dbg_image dwarf;
+	struct linetab embedded; /* SRCLINES records */
+	struct lp_dwarf_image dwarf; /* the local file's, when none */
 	struct srcline *lines;
 	int dwarf_state; /* 0 not opened yet, 1 open, -1 none */
 };
@@ -52,6 +56,7 @@ struct objects {
 	struct object *v;
 	size_t len, cap;
 	struct htab h; /* id -> v[] index */
+	struct strtab names; /* of the embedded chains' frames */
 };
 
 int objects_new(struct objects **out, struct symbolizer *sym,
@@ -74,11 +79,12 @@ void objects_free(struct objects *o)
 		free(o->v[i].path);
 		free(o->v[i].file);
 		srcline_free(o->v[i].lines);
-		dbg_image_close(&o->v[i].dwarf);
-		dbg_pieces_free(&o->v[i].pieces);
+		lp_dwarf_image_close(&o->v[i].dwarf);
+		linetab_free(&o->v[i].embedded);
 	}
 	free(o->v);
 	htab_free(&o->h);
+	strtab_free(&o->names);
 	free(o);
 }
 
@@ -138,11 +144,11 @@ int objects_add_symtab(struct objects *o, const struct lp_symtab *rec)
 	return err;
 }
 
-int objects_add_debug(struct objects *o, const struct lp_debug *rec)
+int objects_add_srclines(struct objects *o, const struct lp_srclines *rec)
 {
 	struct object *ob = find(o, rec->object);
 
-	return ob ? dbg_pieces_add(&ob->pieces, rec) : 0;
+	return ob ? linetab_add(&ob->embedded, &o->names, rec) : 0;
 }
 
 int objects_preload(struct objects *o, const char *path)
@@ -160,8 +166,8 @@ int objects_preload(struct objects *o, const char *path)
 			err = objects_add(o, &rec.u.object);
 		else if (rec.type == LP_REC_SYMTAB)
 			err = objects_add_symtab(o, &rec.u.symtab);
-		else if (rec.type == LP_REC_DEBUG)
-			err = objects_add_debug(o, &rec.u.debug);
+		else if (rec.type == LP_REC_SRCLINES)
+			err = objects_add_srclines(o, &rec.u.srclines);
 		else
 			continue;
 		if (err)
@@ -259,22 +265,35 @@ int objects_lookup(struct objects *o, uint64_t id, const char *path,
 	return 0;
 }
 
-/* Opens an object's DWARF on first use: embedded pieces, or the trusted
- * local file when the trace embeds nothing of the object. */
+/* The DWARF of the local file an object without embedded lines trusts
+ * (already checked to be the recorded object), as the recorder would
+ * have read it: 0, 1 when it has none, -ENOMEM. */
+static int open_local_dwarf(struct objects *o, struct object *ob)
+{
+	struct lp_debug_file f;
+	int err;
+
+	if (lp_debug_file_open(&f, ob->file))
+		return 1;
+	err = lp_dwarf_image_open(&ob->dwarf, f.elf, ob->path, o->symfs);
+	lp_debug_file_close(&f);
+	return err;
+}
+
+/* Opens the DWARF of an object without embedded lines on first use: the
+ * trusted local file's, if any. */
 static int open_dwarf(struct objects *o, struct object *ob)
 {
 	int err = 1;
 
 	ob->dwarf_state = -1;
-	if (ob->pieces.n)
-		err = dbg_image_from_pieces(&ob->dwarf, &ob->pieces);
-	else if (ob->state == LOCAL)
-		err = dbg_image_from_file(&ob->dwarf, ob->file, ob->path, o->symfs);
+	if (ob->state == LOCAL)
+		err = open_local_dwarf(o, ob);
 	if (err)
 		return err < 0 ? err : 0;
 	err = srcline_new(&ob->lines, ob->dwarf.dwarf);
 	if (err) {
-		dbg_image_close(&ob->dwarf);
+		lp_dwarf_image_close(&ob->dwarf);
 		return err;
 	}
 	ob->dwarf_state = 1;
@@ -290,6 +309,9 @@ int objects_srcline(struct objects *o, uint64_t id, uint64_t vaddr,
 	c->n = 0;
 	if (!ob || ob->state == UNRESOLVED)
 		return 0;
+	/* The recorder's answers, and only them, when the trace has any. */
+	if (ob->embedded.embedded)
+		return linetab_lookup(&ob->embedded, vaddr, c);
 	if (!ob->dwarf_state) {
 		err = open_dwarf(o, ob);
 		if (err)

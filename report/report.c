@@ -135,12 +135,13 @@ static void help(void)
 	      "[missing stack] for a stack the trace lost; [no stack] for a\n"
 	      "sample without one.\n"
 	      "\n"
-	      "Where an object's DWARF is known (embedded by record, or for\n"
-	      "--no-embed traces the file's own or its debug file), a function\n"
-	      "inlined into another is a frame of its own, NAME [inlined], on the\n"
-	      "leaf side of the function it was inlined into, and --lines adds\n"
-	      "(FILE:LINE) to native frames: the line running in the innermost\n"
-	      "frame, the call site in the others, FILE without its directory.\n"
+	      "Where an object has DWARF (resolved by record and embedded as\n"
+	      "source lines, or for --no-embed traces read from the file's own\n"
+	      "or its debug file), a function inlined into another is a frame\n"
+	      "of its own, NAME [inlined], on the leaf side of the function it\n"
+	      "was inlined into, and --lines adds (FILE:LINE) to native frames:\n"
+	      "the line running in the innermost frame, the call site in the\n"
+	      "others, FILE without its directory.\n"
 	      "\n"
 	      "Warnings about the trace (cut short, damaged, lost samples) go to\n"
 	      "standard error.  Exit status: 0 ok, 1 unreadable trace or I/O error,\n"
@@ -451,6 +452,10 @@ static void warn_health(struct run *r, const struct trace_reader_stats *st)
 		fprintf(stderr,
 			PROG ": warning: %" PRIu64 " records did not decode and were skipped\n",
 			st->bad_records);
+	if (st->retired_records)
+		fprintf(stderr,
+			PROG ": warning: the trace embeds DWARF as an older luaprof did, "
+			"which is no longer read: native frames have no source lines\n");
 	if (r->prof.lost)
 		fprintf(stderr,
 			PROG ": warning: %" PRIu64 " samples were lost while recording (%.2f%% of %"

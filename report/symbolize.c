@@ -26,10 +26,6 @@
 #include "format/elfsyms.h"
 #include "report/symbolize.h"
 
-struct seg {
-	uint64_t off, filesz, vaddr;
-};
-
 struct sym {
 	uint64_t addr, size;
 	const char *name;
@@ -38,7 +34,7 @@ struct sym {
 struct sym_file {
 	char *path;
 	int elf;                /* read as ELF */
-	struct seg *segs;
+	struct lp_objseg *segs;
 	size_t nsegs;
 	struct sym *syms;       /* sorted by addr, one per address */
 	size_t nsyms;
@@ -93,10 +89,8 @@ static int read_segments(Elf *elf, struct sym_file *f)
 			continue;
 		if (GROW(f->segs, cap, f->nsegs + 1))
 			return -ENOMEM;
-		f->segs[f->nsegs].off = ph.p_offset;
-		f->segs[f->nsegs].filesz = ph.p_filesz;
-		f->segs[f->nsegs].vaddr = ph.p_vaddr;
-		f->nsegs++;
+		f->segs[f->nsegs++] = (struct lp_objseg){ ph.p_offset, ph.p_filesz,
+							  ph.p_vaddr };
 	}
 	return 0;
 }
@@ -251,11 +245,7 @@ int symbolizer_add_table(struct symbolizer *s, const char *key,
 		f->segs = calloc(rec->nseg, sizeof(*f->segs));
 		if (!f->segs)
 			return -ENOMEM;
-		for (uint32_t k = 0; k < rec->nseg; k++) {
-			f->segs[k].off = rec->segs[k].offset;
-			f->segs[k].filesz = rec->segs[k].filesz;
-			f->segs[k].vaddr = rec->segs[k].vaddr;
-		}
+		memcpy(f->segs, rec->segs, rec->nseg * sizeof(*f->segs));
 		f->nsegs = rec->nseg;
 	}
 	if (!rec->nsym)
@@ -295,20 +285,6 @@ int symbolizer_add_table(struct symbolizer *s, const char *key,
 	return err;
 }
 
-/* The segment holding the offset; failing that, the segment whose first
- * page holds it (mappings start on a page boundary, segments need not). */
-static const struct seg *find_seg(const struct sym_file *f, uint64_t off)
-{
-	for (size_t i = 0; i < f->nsegs; i++)
-		if (off >= f->segs[i].off &&
-		    off - f->segs[i].off < f->segs[i].filesz)
-			return &f->segs[i];
-	for (size_t i = 0; i < f->nsegs; i++)
-		if (off < f->segs[i].off && off >= (f->segs[i].off & ~0xfffull))
-			return &f->segs[i];
-	return NULL;
-}
-
 static const char *find_sym(const struct sym_file *f, uint64_t addr)
 {
 	size_t lo = 0, hi = f->nsyms;
@@ -338,8 +314,8 @@ static const char *find_sym(const struct sym_file *f, uint64_t addr)
 int symbolizer_lookup(struct symbolizer *s, const char *path, uint64_t off,
 		      struct sym_result *res)
 {
-	const struct seg *seg;
 	struct sym_file *f;
+	uint64_t vaddr;
 	int err;
 
 	res->func = NULL;
@@ -350,11 +326,11 @@ int symbolizer_lookup(struct symbolizer *s, const char *path, uint64_t off,
 		return err;
 	if (!f->elf)
 		return 0;
-	seg = find_seg(f, off);
-	if (!seg)
+	/* The rule the recorder uses for the lines it embeds. */
+	if (elf_seg_vaddr(f->segs, f->nsegs, off, &vaddr))
 		return 0;
 	res->elf = 1;
-	res->addr = off - seg->off + seg->vaddr;
+	res->addr = vaddr;
 	res->func = find_sym(f, res->addr);
 	return 0;
 }

@@ -8,12 +8,13 @@
 # The Lua script's source is embedded too: `report --annotate` and
 # `--by line` show its lines with samples, the same without the file; a
 # Lua file changed after the process started is not embedded, and says so.
-# A program built -O2 -g (samples/inline) gets its DWARF embedded too: its
+# A program built -O2 -g (samples/inline) gets the source lines of the
+# addresses samples hit embedded, resolved from its DWARF by record: its
 # native frames show file:line with --lines and its inlined function as a
 # frame of its own, the same before and after the deletion.  libc's
-# DWARF (libc6-dbg, 8.6 MiB) goes in only by the units samples hit: a dd
-# that spends its time in read and write embeds a small part of it, and
-# its libc frames still get file:line.
+# lines come from its debug file (libc6-dbg, 8.6 MiB of DWARF), of which
+# a dd that spends its time in read and write embeds a few hundred
+# bytes, and its libc frames get file:line.
 . tests/lib.sh
 
 tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
@@ -34,7 +35,8 @@ check "record -- luajit -joff abc.lua exits 0" test $? -eq 0
 check "record --no-embed exits 0" test $? -eq 0
 (cd $APP && $LUAPROF record -F 999 -o $TMP/inl.lp -- ./inline 2 2>$TMP/inl.err)
 check "record -- inline (-O2 -g) exits 0" test $? -eq 0
-check "record says it embedded DWARF" grep -qE "DWARF of [1-9][0-9]* objects embedded" $TMP/inl.err
+check "record says it embedded source lines" \
+	grep -qE "source lines of [1-9][0-9]* objects embedded \([1-9][0-9]* addresses" $TMP/inl.err
 (cd $APP && $LUAPROF record -q -F 999 --no-embed -o $TMP/inl-ne.lp -- ./inline 2 2>/dev/null)
 check "record --no-embed -- inline exits 0" test $? -eq 0
 
@@ -86,27 +88,30 @@ check "info: --no-embed embeds no symbols" grep -qE "^objects: [0-9]+ mapped, sy
 emb=$(stat -c %s $TMP/hot.lp)
 echo "  hot: trace $emb bytes; $(grep '^objects:' $TMP/info.txt)"
 $LUAPROF info $TMP/inl.lp >$TMP/inl-info.txt
-check "info lists inline's embedded DWARF by section" \
-	grep -A1 -E "build-id [0-9a-f]{40} $APP/inline: " $TMP/inl-info.txt | grep -qE "^    DWARF: [0-9]+ bytes \(.debug_info [0-9]+, .debug_abbrev [0-9]+, .debug_line [0-9]+"
-check "info counts the objects with DWARF" grep -qE "^objects: .*, DWARF of [1-9][0-9]* \([0-9]+ bytes\)" $TMP/inl-info.txt
+check "info lists inline's embedded lines, addresses and bytes" \
+	grep -A1 -E "build-id [0-9a-f]{40} $APP/inline: " $TMP/inl-info.txt | grep -qE "^    lines: [1-9][0-9]* addresses, [1-9][0-9]* bytes$"
+check "info counts the objects with lines" \
+	grep -qE "^objects: .*, lines from DWARF of [1-9][0-9]* \([1-9][0-9]* bytes\) for [1-9][0-9]* addresses" $TMP/inl-info.txt
 $LUAPROF info $TMP/inl-ne.lp >$TMP/inl-ne-info.txt
-check "info: --no-embed embeds no DWARF" grep -qE "^objects: .*, DWARF of 0 \(0 bytes\)" $TMP/inl-ne-info.txt
+check "info: --no-embed embeds no lines" \
+	grep -qE "^objects: .*, lines from DWARF of 0 \(0 bytes\) for 0 addresses" $TMP/inl-ne-info.txt
 echo "  inline: trace $(stat -c %s $TMP/inl.lp) bytes, $(stat -c %s $TMP/inl-ne.lp) with --no-embed (2 s each); $(grep '^objects:' $TMP/inl-info.txt)"
 
-# libc, partially: its DWARF far below its 8.6 MiB, and libc frames
-# with lines (read.c, write.c and the like).
+# libc: the lines of the addresses hit, a few hundred bytes where its
+# DWARF is 8.6 MiB, and libc frames with lines (read.c, write.c and the
+# like).
 $LUAPROF record -F 999 -o $TMP/dd.lp -- dd if=/dev/zero of=/dev/null bs=64k count=400000 \
 	2>$TMP/dd.err
 check "record -- dd exits 0" test $? -eq 0
 $LUAPROF info $TMP/dd.lp >$TMP/dd-info.txt
-libc_dwarf=$(grep -A1 -E "/libc\.so\.6: " $TMP/dd-info.txt | awk '/^    DWARF: [0-9]+ bytes/ { print $2 }')
-check "dd: libc's DWARF is embedded" test -n "$libc_dwarf"
-check_num "dd: libc's DWARF embedded, bytes (of 8.6 MB)" "${libc_dwarf:-0}" "<" 1500000
-check "dd: libc's DWARF is not refused" bash -c "! grep -A2 -E '/libc\.so\.6: ' $TMP/dd-info.txt | grep -q 'not embedded'"
+libc_lines=$(grep -A1 -E "/libc\.so\.6: " $TMP/dd-info.txt | awk '/^    lines: [0-9]+ addresses, [0-9]+ bytes$/ { print $4 }')
+check "dd: libc's lines are embedded" test -n "$libc_lines"
+check_num "dd: libc's lines embedded, bytes (of 8.6 MB of DWARF)" "${libc_lines:-0}" "<" 20000
+check "dd: libc's lines are not cut by a bound" bash -c "! grep -A2 -E '/libc\.so\.6: ' $TMP/dd-info.txt | grep -q 'not embedded'"
 $LUAPROF report --format folded --lines -o $TMP/dd.folded $TMP/dd.lp 2>/dev/null
-check "dd --lines: a libc frame has file.c:N from the embedded units" \
+check "dd --lines: a libc frame has file.c:N from the embedded lines" \
 	grep -qE "(^|;)(__libc_)?(read|write|__GI___libc_read|__GI___libc_write) \([a-z_]+\.c:[0-9]+\)" $TMP/dd.folded
-echo "  dd: trace $(stat -c %s $TMP/dd.lp) bytes, libc DWARF ${libc_dwarf:-0} bytes; $(grep -o 'DWARF of.*' $TMP/dd.err)"
+echo "  dd: trace $(stat -c %s $TMP/dd.lp) bytes, libc lines ${libc_lines:-0} bytes; $(grep -o 'source lines of.*' $TMP/dd.err)"
 
 rm -rf "$APP"
 check "the binaries are gone" test ! -e "$APP/hot"

@@ -90,6 +90,23 @@ static int proto_equal(const struct lp_proto *a, const struct lp_proto *b)
 	return !a->varinfo_len || !memcmp(a->varinfo, b->varinfo, a->varinfo_len);
 }
 
+static int srclines_equal(const struct lp_srclines *a, const struct lp_srclines *b)
+{
+	if (a->object != b->object || a->flags != b->flags || a->nstr != b->nstr ||
+	    a->nchain != b->nchain)
+		return 0;
+	for (uint32_t i = 0; i < a->nstr; i++)
+		if (!str_eq(a->strs[i], b->strs[i]))
+			return 0;
+	for (uint32_t i = 0; i < a->nchain; i++)
+		if (a->chains[i].vaddr != b->chains[i].vaddr ||
+		    a->chains[i].nframe != b->chains[i].nframe ||
+		    memcmp(a->chains[i].frames, b->chains[i].frames,
+			   a->chains[i].nframe * sizeof(*a->chains[i].frames)))
+			return 0;
+	return 1;
+}
+
 int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 {
 	uint32_t i;
@@ -175,18 +192,8 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 		return 1;
 	case LP_REC_TRACE:
 		return !memcmp(&a->u.trace, &b->u.trace, sizeof(a->u.trace));
-	case LP_REC_DEBUG:
-		return a->u.debug.object == b->u.debug.object &&
-		       a->u.debug.flags == b->u.debug.flags &&
-		       a->u.debug.eclass == b->u.debug.eclass &&
-		       a->u.debug.edata == b->u.debug.edata &&
-		       a->u.debug.emachine == b->u.debug.emachine &&
-		       str_eq(a->u.debug.name, b->u.debug.name) &&
-		       a->u.debug.size == b->u.debug.size &&
-		       a->u.debug.offset == b->u.debug.offset &&
-		       a->u.debug.len == b->u.debug.len &&
-		       (!a->u.debug.len ||
-			!memcmp(a->u.debug.data, b->u.debug.data, a->u.debug.len));
+	case LP_REC_SRCLINES:
+		return srclines_equal(&a->u.srclines, &b->u.srclines);
 	case LP_REC_LUA_SOURCE:
 		return a->u.lua_source.id == b->u.lua_source.id &&
 		       str_eq(a->u.lua_source.chunkname, b->u.lua_source.chunkname) &&
@@ -212,6 +219,8 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 				return 0;
 		}
 		return 1;
+	case LP_REC_DEBUG_RETIRED:
+		break; /* never written, never returned */
 	}
 	return 0;
 }

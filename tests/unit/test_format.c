@@ -129,6 +129,7 @@ TEST(codecs_and_names)
 	CHECK(!strcmp(lp_codec_name((enum lp_codec)7), "unknown"));
 	CHECK(!strcmp(lp_record_name(LP_REC_MAPS), "maps"));
 	CHECK(!strcmp(lp_record_name(LP_REC_FOOTER), "footer"));
+	CHECK(!strcmp(lp_record_name(LP_REC_SRCLINES), "srclines"));
 	CHECK(!strcmp(lp_record_name((enum lp_record_type)0), "unknown"));
 	CHECK(!strcmp(lp_record_name((enum lp_record_type)99), "unknown"));
 }
@@ -185,7 +186,16 @@ static void make_arrays(void)
 /* Objects and their embedded symbol tables: a build-id holding NUL
  * bytes, an object without segments or symbols, and symbol addresses up
  * to the top of the address space with aliases' neighbours. */
-static uint8_t debug_bytes[300];
+static const char *const src_strs[] = { "mix", "../sysdeps/x86_64/read.c", "", "step" };
+static const struct lp_srcframe src_frames[LP_SRCLINES_MAX_FRAMES] = {
+	{ 1, 2, 41 }, { 4, 2, UINT32_MAX }, { 0, 0, 0 }, { 3, 3, 1 },
+};
+static const struct lp_srcchain src_chains[] = {
+	{ 0, 1, src_frames },
+	{ 0x401000, 2, src_frames },
+	{ 0x401001, LP_SRCLINES_MAX_FRAMES, src_frames },
+	{ UINT64_MAX, 1, src_frames + 3 },
+};
 
 static size_t make_object_records(struct lp_record *r)
 {
@@ -204,8 +214,6 @@ static size_t make_object_records(struct lp_record *r)
 					      names[i] };
 	}
 	syms[299].addr = UINT64_MAX;
-	for (size_t i = 0; i < sizeof(debug_bytes); i++)
-		debug_bytes[i] = (uint8_t)(i * 7);
 	r[n].type = LP_REC_OBJECT;
 	r[n++].u.object = (struct lp_object){ 1, "/usr/lib/x86_64-linux-gnu/libc.so.6",
 					      LP_OBJID_BUILD_ID, sizeof(bid), bid, 1926232 };
@@ -219,21 +227,15 @@ static size_t make_object_records(struct lp_record *r)
 					      ARRAY_SIZE(syms), syms };
 	r[n].type = LP_REC_SYMTAB;
 	r[n++].u.symtab = (struct lp_symtab){ .object = UINT64_MAX };
-	/* DWARF: a section in two pieces, the second ending at its size, data
-	 * holding NULs; an empty section; a note that an object was left out. */
-	r[n].type = LP_REC_DEBUG;
-	r[n++].u.debug = (struct lp_debug){ 1, 0, 2, 1, 62, ".debug_info", 300, 0,
-					    200, debug_bytes };
-	r[n].type = LP_REC_DEBUG;
-	r[n++].u.debug = (struct lp_debug){ 1, 0, 2, 1, 62, ".debug_info", 300, 200,
-					    100, debug_bytes + 200 };
-	r[n].type = LP_REC_DEBUG;
-	r[n++].u.debug = (struct lp_debug){ 1, 0, 2, 1, 62, ".debug_line_str", 0, 0,
-					    0, NULL };
-	r[n].type = LP_REC_DEBUG;
-	r[n++].u.debug = (struct lp_debug){ .object = UINT64_MAX,
-					    .flags = LP_DEBUG_SKIPPED_SIZE, .name = "",
-					    .size = LP_DEBUG_MAX_OBJECT };
+	/* Source lines: chains of one to the deepest, strings shared, empty
+	 * or absent (0), addresses up to the top of the address space; a
+	 * note with no chains. */
+	r[n].type = LP_REC_SRCLINES;
+	r[n++].u.srclines = (struct lp_srclines){ 1, 0, ARRAY_SIZE(src_strs), src_strs,
+						  ARRAY_SIZE(src_chains), src_chains };
+	r[n].type = LP_REC_SRCLINES;
+	r[n++].u.srclines = (struct lp_srclines){ .object = UINT64_MAX,
+						  .flags = LP_SRCLINES_SKIPPED_BUDGET };
 	return n;
 }
 
@@ -434,19 +436,34 @@ TEST(writer_refuses_bad_records)
 	CHECK(trace_write(w, &rec) == -EINVAL);
 	rec = (struct lp_record){ .type = (enum lp_record_type)42 };
 	CHECK(trace_write(w, &rec) == -EINVAL);
-	/* DEBUG: object 0, a piece past its section's end, a section over
-	 * the bound a reader accepts. */
-	rec = (struct lp_record){ .type = LP_REC_DEBUG,
-				  .u.debug = { .name = ".debug_info", .size = 4 } };
-	CHECK(trace_write(w, &rec) == -EINVAL);
-	rec.u.debug.object = 1;
-	rec.u.debug.offset = 2;
-	rec.u.debug.len = 3;
-	rec.u.debug.data = (const uint8_t *)"abc";
-	CHECK(trace_write(w, &rec) == -EINVAL);
-	rec.u.debug.offset = 0;
-	rec.u.debug.size = LP_DEBUG_MAX_OBJECT + 1ull;
-	CHECK(trace_write(w, &rec) == -EINVAL);
+	rec = (struct lp_record){ .type = LP_REC_DEBUG_RETIRED };
+	CHECK(trace_write(w, &rec) == -EINVAL); /* retired: never written */
+	/* SRCLINES: object 0; a string index past the table; a chain of no
+	 * frames, and one deeper than allowed; addresses not ascending. */
+	{
+		struct lp_srcframe fr[LP_SRCLINES_MAX_FRAMES + 1] = { { 1, 1, 7 } };
+		struct lp_srcchain ch[2] = { { 0x20, 1, fr }, { 0x10, 1, fr } };
+		const char *strs[] = { "f" };
+		struct lp_srclines *sl = &rec.u.srclines;
+
+		rec = (struct lp_record){ .type = LP_REC_SRCLINES,
+					  .u.srclines = { 0, 0, 1, strs, 1, ch } };
+		CHECK(trace_write(w, &rec) == -EINVAL && lp_srclines_size(sl) == 0);
+		sl->object = 1;
+		CHECK(lp_srclines_size(sl) == 11);
+		fr[0].file = 2;
+		CHECK(trace_write(w, &rec) == -EINVAL && lp_srclines_size(sl) == 0);
+		fr[0].file = 1;
+		ch[0].nframe = 0;
+		CHECK(trace_write(w, &rec) == -EINVAL);
+		ch[0].nframe = LP_SRCLINES_MAX_FRAMES + 1;
+		CHECK(trace_write(w, &rec) == -EINVAL);
+		ch[0].nframe = 1;
+		sl->nchain = 2;
+		CHECK(trace_write(w, &rec) == -EINVAL);
+		ch[1].vaddr = 0x20;
+		CHECK(trace_write(w, &rec) == -EINVAL);
+	}
 	/* A record that cannot fit in any chunk is refused; one that fits
 	 * only in an empty chunk gets a chunk of its own. */
 	memset(huge, 'p', LP_CHUNK_MAX_RAW);

@@ -437,7 +437,8 @@ TEST(resync_after_damaged_size_and_inserted_garbage)
 
 /* A maps body of a trace written before object ids reads as mappings of
  * no object; one holding some but not all of the ids is a bad record;
- * object and symtab records with id 0 or an overlong ident are bad. */
+ * object and symtab records with id 0 or an overlong ident are bad; the
+ * retired DEBUG records are skipped, whatever they hold, and counted. */
 TEST(maps_object_ids_and_bad_objects)
 {
 	struct lp_buf b = { 0 }, p = { 0 }, body = { 0 };
@@ -500,43 +501,26 @@ TEST(maps_object_ids_and_bad_objects)
 	lp_put_uv(&body, 0);
 	lp_put_uv(&body, 1000);
 	put_record(&p, LP_REC_SYMTAB, &body);
-	/* DEBUG records a reader must refuse: object 0; a section over
-	 * LP_DEBUG_MAX_OBJECT; a piece running past its section's size; a
-	 * piece whose offset is past it; data longer than the body; a flags
-	 * value beyond 32 bits.  Then one that is fine. */
-	{
-		static const struct { uint64_t object, flags, size, offset, len; } bad[] = {
-			{ 0, 0, 4, 0, 4 },
-			{ 1, 0, LP_DEBUG_MAX_OBJECT + 1ull, 0, 4 },
-			{ 1, 0, 4, 1, 4 },
-			{ 1, 0, 4, 5, 0 },
-			{ 1, 0, 100, 0, 100 },
-			{ 1, 1ull << 32, 4, 0, 4 },
-			{ 1, 0, 4, 0, 4 },
-		};
-
-		for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-			body.len = 0;
-			lp_put_uv(&body, bad[i].object);
-			lp_put_uv(&body, bad[i].flags);
-			lp_put_uv(&body, 2);
-			lp_put_uv(&body, 1);
-			lp_put_uv(&body, 62);
-			lp_put_str(&body, ".debug_line");
-			lp_put_uv(&body, bad[i].size);
-			lp_put_uv(&body, bad[i].offset);
-			lp_put_uv(&body, bad[i].len);
-			lp_put_bytes(&body, "dwarf", bad[i].len < 5 ? bad[i].len : 5);
-			put_record(&p, LP_REC_DEBUG, &body);
-		}
+	/* DEBUG records, retired: one as older recorders wrote them, and one
+	 * they would not have, are both skipped and counted as retired. */
+	for (int i = 0; i < 2; i++) {
+		body.len = 0;
+		lp_put_uv(&body, i ? 0 : 1);	/* object, flags, identity */
+		lp_put_uv(&body, 0);
+		lp_put_uv(&body, 2);
+		lp_put_uv(&body, 1);
+		lp_put_uv(&body, 62);
+		lp_put_str(&body, ".debug_line");
+		lp_put_uv(&body, i ? 1ull << 40 : 4);
+		lp_put_uv(&body, 0);
+		lp_put_str(&body, "dwar");
+		put_record(&p, LP_REC_DEBUG_RETIRED, &body);
 	}
 	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_NONE, p.data, p.len);
 	CHECK(fmt_write_file(path, b.data, b.len) == 0);
 	CHECK(trace_reader_open(&r, path, msg, sizeof(msg)) == 0);
 	while (trace_reader_next(r, &rec) == 1) {
-		if (rec.type == LP_REC_DEBUG)
-			ndebug += rec.u.debug.len == 4 &&
-				  !memcmp(rec.u.debug.data, "dwar", 4);
+		ndebug += rec.type == LP_REC_DEBUG_RETIRED;
 		if (rec.type == LP_REC_MAPS && nmaps < 2) {
 			objects[2 * nmaps] = rec.u.maps.mappings[0].object;
 			objects[2 * nmaps + 1] = rec.u.maps.mappings[1].object;
@@ -548,8 +532,8 @@ TEST(maps_object_ids_and_bad_objects)
 	CHECK(nmaps == 2);
 	CHECK(objects[0] == 0 && objects[1] == 0);
 	CHECK(objects[2] == 300 && objects[3] == 301);
-	CHECK(ndebug == 1);
-	CHECK(st.bad_records == 5 + 6 && !st.unknown_records);
+	CHECK(ndebug == 0 && st.retired_records == 2);
+	CHECK(st.bad_records == 5 && !st.unknown_records);
 	lp_buf_free(&b);
 	lp_buf_free(&p);
 	lp_buf_free(&body);
@@ -609,6 +593,150 @@ TEST(lua_source_and_older_protos)
 	CHECK(proto_source == 0);
 	CHECK(nsrc == 1 && text_len == 4);
 	CHECK(st.bad_records == 2 && !st.unknown_records);
+	lp_buf_free(&b);
+	lp_buf_free(&p);
+	lp_buf_free(&body);
+}
+
+/* One SRCLINES body, from its parts: object, flags, strings, then the
+ * chains as (delta, nframe, then nframe (func, file, line) triplets). */
+static void put_srclines_body(struct lp_buf *body, uint64_t object, uint64_t nstr,
+			      const uint64_t *chains, size_t nvals)
+{
+	body->len = 0;
+	lp_put_uv(body, object);
+	lp_put_uv(body, 0);
+	lp_put_uv(body, nstr);
+	for (uint64_t i = 0; i < nstr && i < 2; i++)
+		lp_put_str(body, i ? "a.c" : "f");
+	for (size_t i = 0; i < nvals; i++)
+		lp_put_uv(body, chains[i]);
+}
+
+/* A SRCLINES record decodes with its strings and chains, its size as the
+ * writer counts it; damaged ones are bad records, and the reader goes on:
+ * object 0, more strings or chains than bytes, a string index past the
+ * table, chains of no frames or too many, addresses not ascending or
+ * past 2^64, a line beyond 32 bits, a body cut short.  Bytes after the
+ * chains are a later version's fields. */
+TEST(srclines_records_good_and_bad)
+{
+	static const uint64_t good[] = { 2, 0x1000, 2, 1, 2, 10, 0, 0, 0, 0x10, 1, 1, 2, 12 };
+	static const struct { uint64_t object, nstr; uint64_t v[8]; size_t n; } bad[] = {
+		{ 0, 2, { 1, 0x1000, 1, 1, 2, 10 }, 6 },
+		{ 1, 1ull << 40, { 0 }, 0 },
+		{ 1, 2, { 1000, 0x1000, 1, 1, 2, 10 }, 6 },
+		{ 1, 2, { 1, 0x1000, 1, 3, 2, 10 }, 6 },
+		{ 1, 2, { 1, 0x1000, 1, 1, 3, 10 }, 6 },
+		{ 1, 2, { 1, 0x1000, 0 }, 3 },
+		{ 1, 2, { 1, 0x1000, LP_SRCLINES_MAX_FRAMES + 1, 1, 2, 10 }, 6 },
+		{ 1, 2, { 2, 0x1000, 1, 1, 2, 10, 0, 1 }, 8 },
+		{ 1, 2, { 2, UINT64_MAX, 1, 1, 2, 10, 1, 1 }, 8 },
+		{ 1, 2, { 1, 0x1000, 1, 1, 2, 1ull << 32 }, 6 },
+		{ 1, 2, { 1, 0x1000, 2, 1, 2, 10 }, 6 },
+	};
+	struct lp_buf b = { 0 }, p = { 0 }, body = { 0 };
+	const char *path = fmt_tmp_path("srclines.lp");
+	struct trace_reader_stats st;
+	struct trace_reader *r;
+	struct lp_record rec;
+	size_t ngood = 0, good_len;
+	char msg[64];
+	int ret;
+
+	put_header(&b, 1, 0, 0);
+	put_exit(&p, 1);
+	put_srclines_body(&body, 7, 2, good, ARRAY_SIZE(good));
+	good_len = body.len;
+	put_record(&p, LP_REC_SRCLINES, &body);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		put_srclines_body(&body, bad[i].object, bad[i].nstr, bad[i].v, bad[i].n);
+		put_record(&p, LP_REC_SRCLINES, &body);
+	}
+	put_srclines_body(&body, 7, 2, good, ARRAY_SIZE(good));
+	lp_put_str(&body, "a later field");
+	put_record(&p, LP_REC_SRCLINES, &body);
+	put_exit(&p, 2);
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_ZLIB, p.data, p.len);
+	CHECK(fmt_write_file(path, b.data, b.len) == 0);
+	CHECK(!strcmp(read_exits(path, &st, &ret), "12") && ret == 0);
+	CHECK(st.bad_records == ARRAY_SIZE(bad) && !st.unknown_records);
+	CHECK(trace_reader_open(&r, path, msg, sizeof(msg)) == 0);
+	while (trace_reader_next(r, &rec) == 1) {
+		const struct lp_srclines *sl = &rec.u.srclines;
+
+		if (rec.type != LP_REC_SRCLINES)
+			continue;
+		CHECK(sl->object == 7 && !sl->flags && sl->nstr == 2 && sl->nchain == 2);
+		CHECK(!strcmp(sl->strs[0], "f") && !strcmp(sl->strs[1], "a.c"));
+		CHECK(sl->chains[0].vaddr == 0x1000 && sl->chains[0].nframe == 2);
+		CHECK(sl->chains[0].frames[0].func == 1 && sl->chains[0].frames[0].file == 2 &&
+		      sl->chains[0].frames[0].line == 10 && !sl->chains[0].frames[1].func);
+		CHECK(sl->chains[1].vaddr == 0x1010 && sl->chains[1].nframe == 1 &&
+		      sl->chains[1].frames[0].line == 12);
+		CHECK(lp_srclines_size(sl) == good_len);
+		ngood++;
+	}
+	trace_reader_close(r);
+	CHECK(ngood == 2);
+	lp_buf_free(&b);
+	lp_buf_free(&p);
+	lp_buf_free(&body);
+}
+
+/* Every byte of a good SRCLINES body overwritten, in turn, with values
+ * that end or continue a varint, or point far: each record decodes or
+ * is bad, the reader reads on, and what decodes holds together (string
+ * indexes within the table, addresses ascending, 1 to 16 frames). */
+TEST(srclines_every_byte_overwritten)
+{
+	static const uint64_t good[] = { 3, 0x1000, 2, 1, 2, 10, 0, 0, 0, 0x10, 1, 1, 2, 12,
+					 0x7fff, 3, 2, 1, 5, 1, 0, 6, 0, 2, 7 };
+	static const uint8_t vals[] = { 0x00, 0x01, 0x10, 0x7f, 0x80, 0xff };
+	struct lp_buf b = { 0 }, p = { 0 }, body = { 0 };
+	const char *path = fmt_tmp_path("srclines-bytes.lp");
+	struct trace_reader_stats st;
+	struct trace_reader *r;
+	struct lp_record rec;
+	size_t nrec = 0, nexit = 0, total;
+	char msg[64];
+
+	put_srclines_body(&body, 7, 2, good, ARRAY_SIZE(good));
+	put_header(&b, 1, 0, 0);
+	for (size_t at = 0; at < body.len; at++) {
+		for (size_t v = 0; v < ARRAY_SIZE(vals); v++) {
+			uint8_t keep = body.data[at];
+
+			body.data[at] = vals[v];
+			put_record(&p, LP_REC_SRCLINES, &body);
+			body.data[at] = keep;
+		}
+	}
+	put_exit(&p, 1);
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_NONE, p.data, p.len);
+	CHECK(fmt_write_file(path, b.data, b.len) == 0);
+	CHECK(trace_reader_open(&r, path, msg, sizeof(msg)) == 0);
+	while (trace_reader_next(r, &rec) == 1) {
+		const struct lp_srclines *sl = &rec.u.srclines;
+
+		nexit += rec.type == LP_REC_EXIT;
+		if (rec.type != LP_REC_SRCLINES)
+			continue;
+		nrec++;
+		CHECK(sl->object && lp_srclines_size(sl) > 0);
+		for (uint32_t i = 0; i < sl->nchain; i++) {
+			const struct lp_srcchain *c = &sl->chains[i];
+
+			CHECK(c->nframe >= 1 && c->nframe <= LP_SRCLINES_MAX_FRAMES);
+			CHECK(!i || c->vaddr > sl->chains[i - 1].vaddr);
+			for (uint32_t k = 0; k < c->nframe; k++)
+				CHECK(c->frames[k].func <= sl->nstr && c->frames[k].file <= sl->nstr);
+		}
+	}
+	trace_reader_get_stats(r, &st);
+	trace_reader_close(r);
+	total = body.len * ARRAY_SIZE(vals);
+	CHECK(nexit == 1 && nrec + st.bad_records == total && nrec > 0 && st.bad_records > 0);
 	lp_buf_free(&b);
 	lp_buf_free(&p);
 	lp_buf_free(&body);

@@ -12,15 +12,23 @@
  * the line of the frame inside it (the address's own line for the
  * innermost), then the real function at the call site of the outermost
  * inlined one.
+ *
+ * The recorder resolves the addresses samples hit into chains and embeds
+ * them (record/srclines.c); the report resolves them from a local file
+ * for traces that embed none (--no-embed, --symfs).  Both use this code,
+ * so a trace reports the same lines with and without what it embeds.
  */
-#ifndef LUAPROF_REPORT_SRCLINE_H
-#define LUAPROF_REPORT_SRCLINE_H
+#ifndef LUAPROF_FORMAT_SRCLINE_H
+#define LUAPROF_FORMAT_SRCLINE_H
 
 #include <elfutils/libdw.h>
 #include <stdint.h>
 
-/* Inline nesting deeper than this keeps its outermost frames. */
-#define SRCLINE_MAX_FRAMES 16
+#include "format/trace.h"
+
+/* Inline nesting deeper than this keeps its outermost frames: as many as
+ * a trace's SRCLINES chain may hold. */
+#define SRCLINE_MAX_FRAMES LP_SRCLINES_MAX_FRAMES
 
 struct src_frame {
 	const char *func; /* NULL when DWARF names none */
