@@ -63,7 +63,7 @@ $(RECORD_OBJ): $(BUILD)/sampler.skel.h
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -MMD -c $< -o $@
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/luaprof: $(BUILD)/luaprof.o $(RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
