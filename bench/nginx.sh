@@ -11,8 +11,8 @@
 # req/s is about a point: more ROUNDS and longer runs narrow it.
 # Then long recordings at 99 Hz (LONG_SECONDS, default 60), by luaprof as
 # is and with --no-embed, and by perf: bytes/sample of the whole trace,
-# symbols and DWARF embedded once included (issue 5), and of the sample
-# stream alone (issue 4's budget).
+# with the symbols and source lines it embeds (issue 5), and of the
+# sample stream alone.
 # Needs root, perf (linux-perf) and tests/deps.sh's packages.
 set -u # not -e: the nginx helpers poll with commands that fail until ready
 cd "$(dirname "$0")/.."
@@ -105,8 +105,8 @@ echo "as a share of one CPU over the run."
 # The long run: bytes/sample once the one-time embedded symbols are spread.
 echo
 echo "long run, ${LONG_SECONDS} s at 99 Hz:"
-# Twice: as a user records (symbols and DWARF embedded once per trace),
-# and with --no-embed, the stream of samples alone.
+# Twice: as a user records (symbols and source lines embedded), and with
+# --no-embed, the stream of samples alone.
 for v in long noembed; do
 	flags=
 	[ $v = noembed ] && flags=--no-embed
@@ -126,16 +126,16 @@ ls=$($LUAPROF info $TMP/long.lp | awk '/^samples/ { print $2; exit }')
 lb=$(stat -c %s $TMP/long.lp)
 objs=$($LUAPROF info $TMP/long.lp | grep '^objects:')
 emb=$(sed -nE 's/.*symbols of [0-9]+ embedded \(([0-9]+) bytes\).*/\1/p' <<<"$objs")
-dwarf=$(sed -nE 's/.*DWARF of [0-9]+ \(([0-9]+) bytes\).*/\1/p' <<<"$objs")
+lines=$(sed -nE 's/.*lines from DWARF of [0-9]+ \(([0-9]+) bytes\).*/\1/p' <<<"$objs")
 ns=$($LUAPROF info $TMP/noembed.lp | awk '/^samples/ { print $2; exit }')
 nb=$(stat -c %s $TMP/noembed.lp)
 ps=$(perf script -i $TMP/long.data -F pid 2>/dev/null | wc -l)
 pb=$(stat -c %s $TMP/long.data)
-awk -v lb=$lb -v ls=${ls:-0} -v emb=${emb:-0} -v dw=${dwarf:-0} -v pb=$pb -v ps=$ps \
+awk -v lb=$lb -v ls=${ls:-0} -v emb=${emb:-0} -v dw=${lines:-0} -v pb=$pb -v ps=$ps \
 	-v nb=$nb -v ns=${ns:-0} 'BEGIN {
 	l = ls ? lb / ls : 0; p = ps ? pb / ps : 0; n = ns ? nb / ns : 0
 	printf "  luaprof: %d bytes, %d samples, %.1f bytes/sample\n", lb, ls, l
-	printf "    embedded before compression: symbols %d bytes, DWARF %d bytes\n", emb, dw
+	printf "    embedded before compression: symbols %d bytes, source lines %d bytes\n", emb, dw
 	printf "  luaprof --no-embed: %d bytes, %d samples, %.1f bytes/sample\n", nb, ns, n
 	printf "  ratio luaprof --no-embed/perf: %.2f\n", p ? n / p : 0
 	printf "  perf -g: %d bytes, %d samples, %.1f bytes/sample\n", pb, ps, p
