@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/grow.h"
 #include "format/srcline.h"
 
 /* Units and ranges one object may have, and ranges of top-level entries
@@ -59,26 +60,6 @@ struct srcline {
 	size_t nranges, capranges;
 	size_t entry_ranges;  /* of every unit indexed so far */
 };
-
-/* Makes room for `need` elements of `size` bytes in *v: 0 or -ENOMEM. */
-static int grow(void **v, size_t *cap, size_t need, size_t size)
-{
-	size_t ncap = *cap ? *cap : 16;
-	void *nv;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	nv = realloc(*v, ncap * size);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
-}
-
-#define GROW(v, cap, need) grow((void **)&(v), &(cap), (need), sizeof(*(v)))
 
 static int range_cmp(const void *a, const void *b)
 {

@@ -26,6 +26,7 @@
 
 #include "format/dwarf_image.h"
 #include "format/elfsyms.h"
+#include "format/grow.h"
 #include "format/srcline.h"
 #include "record/recorder.h"
 
@@ -71,25 +72,6 @@ static size_t uv_size(uint64_t v)
 	}
 	return n;
 }
-
-static int grow(void **v, size_t *cap, size_t need, size_t size)
-{
-	size_t ncap = *cap ? *cap : 64;
-	void *nv;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	nv = realloc(*v, ncap * size);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
-}
-
-#define GROW(v, cap, need) grow((void **)&(v), &(cap), (need), sizeof(*(v)))
 
 static uint64_t hash_str(const char *s)
 {

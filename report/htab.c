@@ -85,28 +85,6 @@ void htab_free(struct htab *h)
 	memset(h, 0, sizeof(*h));
 }
 
-int grow_array(void **v, size_t *cap, size_t need, size_t size)
-{
-	size_t ncap = *cap ? *cap : 16;
-	void *nv;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	if (ncap > SIZE_MAX / size)
-		return -ENOMEM;
-	nv = realloc(*v, ncap * size);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = ncap;
-	return 0;
-}
-
 /* FNV-1a, 64 bit, finished with a mixer: keys here are short (names, a
  * few dozen ids), so simplicity beats throughput. */
 uint64_t hash_bytes(const void *p, size_t n)

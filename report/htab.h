@@ -1,6 +1,6 @@
 /*
- * htab.h - the one hash table and the one growable-array helper that every
- * table of report/ is built from.
+ * htab.h - the one hash table that every table of report/ is built from
+ * (their arrays grow with format/grow.h's GROW).
  *
  * The table stores only (hash, index) pairs: the entries themselves live in
  * the caller's own array, so each table keeps its entries dense, typed and
@@ -14,6 +14,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "format/grow.h"
 
 struct htab_slot {
 	uint64_t hash;
@@ -40,11 +42,6 @@ int64_t htab_probe_next(const struct htab *h, struct htab_probe *p);
 int htab_insert(struct htab *h, uint64_t hash, uint32_t idx);
 void htab_free(struct htab *h);
 
-/* Makes room for `need` elements of `size` bytes in *v (capacity in *cap,
- * in elements); 0 or -ENOMEM, with *v untouched on failure. */
-int grow_array(void **v, size_t *cap, size_t need, size_t size);
-
-#define GROW(v, cap, need) grow_array((void **)&(v), &(cap), (need), sizeof(*(v)))
 
 /* splitmix64's finalizer: cheap and mixes every input bit. */
 static inline uint64_t hash_u64(uint64_t x)

@@ -1,0 +1,19 @@
+/*
+ * grow.h - growable arrays, one rule for the three parts that build
+ * tables of unknown size from untrusted input (the recorder's line chains,
+ * the DWARF index, the report's tables): capacity doubles, every size
+ * computation is checked for overflow, and a failure leaves the array as
+ * it was.
+ */
+#ifndef LUAPROF_FORMAT_GROW_H
+#define LUAPROF_FORMAT_GROW_H
+
+#include <stddef.h>
+
+/* Makes room for `need` elements of `size` bytes in *v (capacity in *cap,
+ * in elements); 0 or -ENOMEM, with *v untouched on failure. */
+int lp_grow_array(void **v, size_t *cap, size_t need, size_t size);
+
+#define GROW(v, cap, need) lp_grow_array((void **)&(v), &(cap), (need), sizeof(*(v)))
+
+#endif
