@@ -492,7 +492,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 	struct lj_proc *p;
 	__u32 zero = 0;
 	__u32 tgid, tid;
-	__u64 G, L = 0, base, cframe, pc = 0, *cached, ip;
+	__u64 G, L = 0, base, pc = 0, *cached, ip;
 	const struct lj_layout *lo;
 	struct lj_state st;
 	__s32 vmstate;
@@ -539,19 +539,16 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 		return 0;
 	e->vmstate = vmstate;
 
-	cframe = st.cframe;
-	base = cframe;
-	/* Machine code of traces (and their exit stubs, and a trace's first
-	 * instructions before it sets vmstate) runs on the innermost VM
-	 * entry's C frame, lowered by the trace's spadjust: the native
-	 * walk resumes at that frame's CFA when it meets such code. */
-	if (cframe)
-		e->lua_vm_cfa = (cframe & ~3ull) + lo->cf_size;
-	if (!base) {
+	if (!st.cframe) {
 		/* No C frame: this coroutine is not running; neither is Lua. */
 		e->lua_state = LP_WALK_IDLE;
 		return 0;
 	}
+	/* Machine code of traces (and their exit stubs, and a trace's first
+	 * instructions before it sets vmstate) runs on the innermost VM
+	 * entry's C frame, lowered by the trace's spadjust: the native
+	 * walk resumes at that frame's CFA when it meets such code. */
+	e->lua_vm_cfa = (st.cframe & ~3ull) + lo->cf_size;
 	base = st.base;
 	if (vmstate >= 0) {
 		__u64 jb = 0;
