@@ -78,6 +78,13 @@ int addr_set_add(struct addr_set *a, uint64_t key)
 	return 1;
 }
 
+int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 void addr_set_free(struct addr_set *a)
 {
 	free(a->slot);

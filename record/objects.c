@@ -320,13 +320,6 @@ cleanup:
 	return err;
 }
 
-static int key_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Writes the source lines of the addresses hit since the last flush,
  * object by object (the keys sort by object), then closes the DWARF of
  * the objects past MAX_OPEN_DWARF. */
@@ -338,7 +331,7 @@ static int write_lines(struct object_set *s, struct trace_writer *w)
 	int err = 0;
 
 	if (n)
-		qsort(keys, n, sizeof(*keys), key_cmp);
+		qsort(keys, n, sizeof(*keys), u64_cmp);
 	for (size_t i = 0, j; i < n && !err; i = j) {
 		uint64_t id = keys[i] >> ADDR_OFF_BITS;
 		struct object *o = id && id <= s->n ? &s->v[id - 1] : NULL;

@@ -150,6 +150,9 @@ struct addr_set {
  * -ENOMEM, or -ENOSPC past ADDR_SET_MAX keys (counted in dropped). */
 int addr_set_add(struct addr_set *a, uint64_t key);
 void addr_set_free(struct addr_set *a);
+/* qsort's comparison of uint64_t, ascending: for the keys drained from
+ * fresh (objects.c) and the addresses they become (srclines.c). */
+int u64_cmp(const void *a, const void *b);
 
 /* ---- perf.c: one cpu-clock perf_event per CPU --------------------------- */
 struct perf_sampling {

@@ -244,13 +244,6 @@ void srclines_free(struct srclines_object *o)
 	free(o);
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int srclines_write(struct srclines_object *o, uint64_t *offs, size_t n,
 		   struct srclines_count *cnt, uint64_t *left, struct trace_writer *w)
 {
