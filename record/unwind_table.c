@@ -883,7 +883,8 @@ static int finish_rows(struct builder *b)
 
 	if (b->err)
 		return b->err;
-	qsort(b->v, b->n, sizeof(*b->v), build_row_cmp);
+	if (b->n) /* qsort(NULL, 0, ...) is undefined behaviour */
+		qsort(b->v, b->n, sizeof(*b->v), build_row_cmp);
 	t->rows = malloc((b->n ? b->n : 1) * sizeof(*t->rows));
 	if (!t->rows)
 		return -ENOMEM;
@@ -1034,7 +1035,8 @@ static int build_elf(Elf *elf, struct unwind_table *t)
 	if (dbg.data && !b.err) {
 		size_t before = b.n;
 
-		qsort(b.ranges, b.nranges, sizeof(*b.ranges), range_cmp);
+		if (b.nranges)
+			qsort(b.ranges, b.nranges, sizeof(*b.ranges), range_cmp);
 		b.fill_in = 1;
 		parse_section(&b, &dbg);
 		if (b.n > before)

@@ -165,7 +165,9 @@ TEST(report_annotate_lists_functions_with_their_source)
 	CHECK(rt_run(cmd_report, &out, &err, "report", "--by", "lines", path, NULL) == 2);
 	CHECK(strstr(err, "unknown --by 'lines'"));
 	free(err);
+	free(out); /* each run gives a buffer of its own */
 	err = NULL;
+	out = NULL;
 	CHECK(rt_run(cmd_report, &out, &err, "report", "--annotate", "--vmstate", path,
 		     NULL) == 2);
 	free(err);
