@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "format/codec.h"
@@ -540,8 +541,19 @@ int trace_writer_open(struct trace_writer **out, const char *path,
 	if (!w)
 		return -ENOMEM;
 	w->codec = codec;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/*
+	 * A trace holds command lines, memory maps and sources: private.  A
+	 * new file only (O_EXCL), so never through a symbolic link, dangling
+	 * or not, and never into a file someone else made and may hold open;
+	 * the caller moves an old trace out of the way first.  fchmod()
+	 * because the umask may have taken bits from 0600.
+	 */
+	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (fchmod(w->fd, 0600) < 0) {
 		err = -errno;
 		goto cleanup;
 	}

@@ -16,6 +16,7 @@
  * the scan.  A launched command waits on a pipe until sampling runs.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -130,6 +131,47 @@ static void emit(struct session *s, const struct lp_record *rec)
 	err = trace_write(s->w, rec);
 	if (err)
 		write_failed(s, err);
+}
+
+/*
+ * Makes way for a new trace at path: a symbolic link there is refused,
+ * never followed; an existing trace is kept as PATH.old, as perf keeps
+ * perf.data.old, so a recording never destroys the last one.  (The writer
+ * then creates the file with O_EXCL: anything that appears meanwhile is
+ * refused too.)  *old is set to the PATH.old name when a file was moved.
+ * Returns 0 or 1 after saying why not.
+ */
+static int make_way(const char *path, char *old, size_t oldlen)
+{
+	struct stat st;
+
+	old[0] = '\0';
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		fprintf(stderr, "luaprof record: cannot create %s: %s\n", path,
+			strerror(errno));
+		return 1;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		fprintf(stderr, "luaprof record: %s is a symbolic link; refusing to "
+			"write a trace through it (remove it, or give another -o)\n",
+			path);
+		return 1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "luaprof record: %s exists and is not a regular file; "
+			"give another -o\n", path);
+		return 1;
+	}
+	if ((size_t)snprintf(old, oldlen, "%s.old", path) >= oldlen ||
+	    rename(path, old) < 0) {
+		fprintf(stderr, "luaprof record: cannot keep the existing %s as %s.old: "
+			"%s\n", path, path, strerror(errno ? errno : ENAMETOOLONG));
+		old[0] = '\0';
+		return 1;
+	}
+	return 0;
 }
 
 static struct target *find_target(struct session *s, pid_t pid)
@@ -985,6 +1027,7 @@ int record_session_run(const struct record_opts *o)
 {
 	struct session s = { .o = o, .launched = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
 	struct sigaction sa;
+	char old[PATH_MAX + 8] = "";
 	int err, ret = 1, recording = 0;
 
 	for (int i = 0; i < o->npids; i++) {
@@ -1010,6 +1053,8 @@ int record_session_run(const struct record_opts *o)
 		fprintf(stderr, "luaprof record: out of memory\n");
 		goto cleanup;
 	}
+	if (make_way(o->output, old, sizeof(old)))
+		goto cleanup;
 	err = trace_writer_open(&s.w, o->output, o->codec);
 	if (err) {
 		fprintf(stderr, "luaprof record: cannot create %s: %s\n", o->output,
@@ -1068,6 +1113,9 @@ int record_session_run(const struct record_opts *o)
 		}
 	}
 	recording = 1;
+	if (!o->quiet && old[0])
+		fprintf(stderr, "luaprof record: the existing %s is kept as %s\n",
+			o->output, old);
 	if (!o->quiet)
 		fprintf(stderr, "luaprof record: recording %d process%s at %u Hz into %s "
 			"(Ctrl-C to stop)\n", s.nalive, s.nalive == 1 ? "" : "es",
@@ -1088,8 +1136,13 @@ cleanup:
 	sampler__destroy(s.skel);
 	if (s.w) {
 		trace_writer_close(s.w, NULL);
-		if (!recording)
-			unlink(o->output); /* nothing was recorded: leave nothing */
+		if (!recording) {
+			/* Nothing was recorded: leave nothing, and the old
+			 * trace where it was. */
+			unlink(o->output);
+			if (old[0])
+				rename(old, o->output);
+		}
 	}
 	stack_table_free(s.stacks);
 	ksym_set_free(s.ksyms);

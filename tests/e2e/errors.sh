@@ -38,6 +38,29 @@ expect_fail "not root" 1 "needs root" \
 	setpriv --reuid=65534 --regid=65534 --clear-groups \
 	$LUAPROF record -o $TMP/nobody/x.lp -- true
 
+# A trace is private and never written through a symbolic link; a new
+# recording keeps the old trace of the same name as NAME.old.
+echo keep >$TMP/victim
+ln -s $TMP/victim $TMP/link.lp
+expect_fail "record refuses a symbolic link at -o" 1 "symbolic link" \
+	$LUAPROF record -o $TMP/link.lp -- true
+check "the link's target is untouched" grep -qx keep $TMP/victim
+ln -s $TMP/nowhere $TMP/dangling.lp
+expect_fail "record refuses a dangling symbolic link at -o" 1 "symbolic link" \
+	$LUAPROF record -o $TMP/dangling.lp -- true
+check "nothing is created where a dangling link points" test ! -e $TMP/nowhere
+(umask 022; $LUAPROF record -q -F 199 -o $TMP/priv.lp -- $SAMPLES/hot 0.3 >/dev/null)
+check "a trace is created 0600 under umask 022" test "$(stat -c %a $TMP/priv.lp)" = 600
+cp $TMP/priv.lp $TMP/first.copy
+$LUAPROF record -F 199 -o $TMP/priv.lp -- $SAMPLES/hot 0.3 >/dev/null 2>$TMP/again.err
+check "a second recording keeps the first trace as NAME.old" cmp -s $TMP/priv.lp.old $TMP/first.copy
+check "and says so" grep -q "kept as $TMP/priv.lp.old" $TMP/again.err
+check "the new trace is private too" test "$(stat -c %a $TMP/priv.lp)" = 600
+cp $TMP/priv.lp $TMP/second.copy
+$LUAPROF record -q -o $TMP/priv.lp -- /nonexistent/cmd 2>/dev/null
+check "a recording that never starts leaves the last trace where it was" \
+	cmp -s $TMP/priv.lp $TMP/second.copy
+
 # A disk that fills: recording stops with the reason, exits 1, and the
 # chunks written before the disk filled still report.
 mkdir $TMP/small

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tests/unit/format_util.h"
 #include "tests/unit/unit.h"
@@ -245,6 +246,7 @@ int fmt_write_trace(const char *path, enum lp_codec codec,
 	size_t i;
 	int err;
 
+	unlink(path); /* the writer creates a new file only */
 	err = trace_writer_open(&w, path, codec);
 	if (err)
 		return err;

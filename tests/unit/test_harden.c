@@ -16,6 +16,17 @@
 
 #include "tests/unit/report_test.h"
 
+/* A file of six bytes that a trace must never overwrite. */
+static int fmt_victim(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fputs("victim", f);
+	return fclose(f);
+}
+
 /* Every report mode and info on a trace that holds no sample at all. */
 TEST(harden_every_mode_on_a_trace_without_samples)
 {
@@ -41,4 +52,42 @@ TEST(harden_every_mode_on_a_trace_without_samples)
 	CHECK(rt_run(cmd_info, &out, NULL, "info", path, NULL) == 0);
 	CHECK(strstr(out, "samples: 0"));
 	free(out);
+}
+
+/* A trace holds command lines, memory maps and sources of production
+ * processes: it is created 0600 whatever the umask, and never through a
+ * symbolic link, dangling or not, nor over an existing file. */
+TEST(harden_trace_is_private_and_never_follows_a_link)
+{
+	const char *path = rt_path("private.lp"), *victim = rt_path("victim");
+	const char *link = rt_path("link.lp"), *dangling = rt_path("dangling.lp");
+	const char *gone = rt_path("gone");
+	struct trace_writer *w = NULL;
+	struct stat st;
+	mode_t old = umask(022);
+	int err;
+
+	unlink(path);
+	err = trace_writer_open(&w, path, LP_CODEC_NONE);
+	umask(old);
+	CHECK(err == 0 && trace_writer_close(w, NULL) == 0);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600);
+	unlink(path);
+	old = umask(0277); /* even a umask that takes the owner's write bit */
+	err = trace_writer_open(&w, path, LP_CODEC_NONE);
+	umask(old);
+	CHECK(err == 0 && trace_writer_close(w, NULL) == 0);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600);
+
+	CHECK(fmt_victim(victim) == 0);
+	CHECK(symlink(victim, link) == 0);
+	CHECK(trace_writer_open(&w, link, LP_CODEC_NONE) == -EEXIST && !w);
+	CHECK(stat(victim, &st) == 0 && st.st_size == 6); /* untouched */
+	CHECK(symlink(gone, dangling) == 0);
+	CHECK(trace_writer_open(&w, dangling, LP_CODEC_NONE) == -EEXIST && !w);
+	CHECK(stat(gone, &st) < 0 && errno == ENOENT); /* nothing created */
+	/* An existing trace is the caller's to move away (record keeps it as
+	 * NAME.old): the writer never truncates one. */
+	CHECK(trace_writer_open(&w, path, LP_CODEC_NONE) == -EEXIST && !w);
+	CHECK(stat(path, &st) == 0 && st.st_size > 0);
 }
