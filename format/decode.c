@@ -571,6 +571,8 @@ static int decode_body(struct trace_reader *r, uint64_t type,
 		return decode_lua_source(r, c, &rec->u.lua_source);
 	case LP_REC_SRCLINES:
 		return decode_srclines(r, c, &rec->u.srclines);
+	case LP_REC_CHUNK:
+		return -EBADMSG; /* framing: only at a chunk's start (reader.c) */
 	}
 	return -ENOENT;
 }
@@ -614,7 +616,11 @@ int lp_decode_record(struct trace_reader *r, struct lp_record *rec)
 		r->stats.bad_records++;
 		return 0;
 	}
-	if (type == LP_REC_FOOTER)
+	if (type == LP_REC_FOOTER && !r->stats.footer_seen) {
 		r->stats.footer_seen = 1;
+		r->stats.footer = rec->u.footer;
+	}
+	if (type == LP_REC_SAMPLE)
+		r->stats.samples++;
 	return 1;
 }

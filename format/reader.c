@@ -163,6 +163,47 @@ static void parse_chunk_header(const uint8_t *p, struct chunk_header *h)
 	lp_get_u32(&c, &h->crc);
 }
 
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/*
+ * The chunk record that starts a records chunk of a CHUNK_SEQ trace:
+ * moves *records past it.  Returns 1 to read the chunk, 0 to skip it
+ * (counted), -EBADMSG for a chunk without one.  Chunks are read only in
+ * rising order: a number above the one expected means chunks are missing
+ * (counted, and the chunk is read); a number below it, a chunk that came
+ * again or out of its place, which is skipped, so that no sample ever
+ * counts twice and stream order (stacks before the samples that name
+ * them, maps before their addresses) holds.
+ */
+static int take_seq(struct trace_reader *r, const uint8_t **records,
+		    const uint8_t *end)
+{
+	struct lp_cursor c = { *records, end }, body;
+	uint64_t type, len, seq;
+
+	if (lp_get_uv(&c, &type) || type != LP_REC_CHUNK || lp_get_uv(&c, &len) ||
+	    len > lp_cursor_left(&c))
+		return -EBADMSG;
+	body.p = c.p;
+	body.end = c.p + len;
+	if (lp_get_uv(&body, &seq))
+		return -EBADMSG;
+	if (r->seq_seen && seq <= r->last_seq) {
+		r->stats.disordered_chunks++;
+		return 0;
+	}
+	/* No overflow: seq is above last_seq, or the first one met. */
+	r->stats.missing_chunks = sat_add(r->stats.missing_chunks,
+					  r->seq_seen ? seq - r->last_seq - 1 : seq);
+	r->last_seq = seq;
+	r->seq_seen = 1;
+	*records = c.p + len; /* later fields of the record are skipped */
+	return 1;
+}
+
 /*
  * Sets up the records of a chunk whose CRC checked out.  Returns 1 if it
  * holds records to read, 0 if it was skipped, -ENOMEM.
@@ -199,11 +240,18 @@ static int open_chunk(struct trace_reader *r, const struct chunk_header *h,
 	default:
 		goto bad;
 	}
+	if (r->stats.compat & LP_COMPAT_CHUNK_SEQ) {
+		err = take_seq(r, &records, records + h->raw_size);
+		if (err < 0)
+			goto bad;
+		if (!err)
+			return 0;
+	}
 	r->stats.chunks++;
 	r->stats.raw_bytes += h->raw_size;
 	r->stats.stored_bytes += h->stored_size;
 	r->rec = records;
-	r->rec_end = records + h->raw_size;
+	r->rec_end = (h->codec == LP_CODEC_NONE ? payload : r->raw.data) + h->raw_size;
 	r->prev_sample_time = 0;
 	return 1;
 

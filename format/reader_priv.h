@@ -29,6 +29,10 @@ struct trace_reader {
 	uint64_t prev_sample_time;
 	struct lp_buf raw;
 
+	/* The number of the last records chunk read (CHUNK_SEQ), if any. */
+	uint64_t last_seq;
+	int seq_seen;
+
 	/* A damaged region being skipped (see reader.c). */
 	int resyncing;
 	uint64_t resync_start, trunc_at;

@@ -15,7 +15,9 @@
  *                 version:u16le         (= 1)
  *                 header_size:u16le     (= 24; bytes from magic to crc)
  *                 incompat:u32le        (feature bits a reader must know)
- *                 compat:u32le          (feature bits a reader may ignore)
+ *                 compat:u32le          (feature bits a reader may ignore:
+ *                                        0x1 CHUNK_SEQ, every records chunk
+ *                                        starts with a chunk record)
  *                 crc:u32le             (CRC-32 of the 20 bytes before it)
  *   chunk      := magic[4] "LPCK"
  *                 type:u8               (1 = records; others are skipped)
@@ -26,7 +28,8 @@
  *                 crc:u32le             (CRC-32 of type..stored_size and
  *                                        the stored payload)
  *                 payload[stored_size]
- *   payload    := record*               (after decompression)
+ *   payload    := chunk_rec? record*    (after decompression; chunk_rec
+ *                                        when the header has CHUNK_SEQ)
  *   record     := type:uv length:uv body[length]
  *
  *   uv = unsigned LEB128 varint (at most 10 bytes), sv = zigzag then uv,
@@ -80,6 +83,8 @@
  *                 (ascending vaddr, previous = 0 first; leaf first)
  *   srcframe   := func:uv file:uv line:uv   (func, file: 1 + an index
  *                                            into str, 0 none)
+ *   chunk_rec  := type 19, body seq:uv (the chunk's number in the trace,
+ *                 from 0; consumed by the reader, never returned)
  *
  * A sample's time is dtime added to the time of the previous sample in the
  * same chunk (0 at a chunk's start), so each chunk decodes on its own.
@@ -101,10 +106,13 @@
 #define LP_CHUNK_MAGIC "LPCK"
 #define LP_CHUNK_HEADER_SIZE 20
 
-/* Feature bits.  v1 defines none; a reader refuses a trace with an
- * incompat bit it does not know, and ignores unknown compat bits. */
+/* Feature bits.  A reader refuses a trace with an incompat bit it does
+ * not know, and ignores unknown compat bits. */
 #define LP_INCOMPAT_KNOWN 0u
-#define LP_COMPAT_KNOWN 0u
+/* Every records chunk starts with a chunk record numbering it, so that a
+ * reader tells a missing, repeated or reordered chunk (format.md §2.3). */
+#define LP_COMPAT_CHUNK_SEQ 0x1u
+#define LP_COMPAT_KNOWN LP_COMPAT_CHUNK_SEQ
 
 /* Sizes a reader accepts: anything larger is corruption, not data. */
 #define LP_CHUNK_MAX_RAW (16u << 20)
@@ -134,6 +142,7 @@ enum lp_record_type {
 	LP_REC_DEBUG_RETIRED = 16, /* DWARF pieces; superseded by SRCLINES */
 	LP_REC_LUA_SOURCE = 17,
 	LP_REC_SRCLINES = 18,
+	LP_REC_CHUNK = 19, /* a chunk's number: framing, never returned */
 };
 
 /* meta.flags */
@@ -482,7 +491,8 @@ size_t lp_srclines_size(const struct lp_srclines *sl);
  * version.  After that, damage never stops it: a chunk whose CRC or codec
  * does not check out is counted and skipped, and the reader scans forward
  * for the next chunk magic; a record that does not decode is counted and
- * skipped on its own.  trace_reader_next() returns 1 with a
+ * skipped on its own.  A chunk whose number is not above the last one
+ * read is counted and skipped, so a repeated chunk never counts twice.  trace_reader_next() returns 1 with a
  * record, 0 at the end of the file, -errno on an I/O error. */
 struct trace_reader;
 
@@ -498,8 +508,15 @@ struct trace_reader_stats {
 	uint64_t raw_bytes;       /* decompressed payload bytes */
 	uint64_t stored_bytes;    /* payload bytes in the file */
 	uint64_t garbage_bytes;   /* bytes skipped while resynchronizing */
+	/* Chunk numbers (compat CHUNK_SEQ): chunks the sequence skipped
+	 * over, and chunks whose number was not above the last one read,
+	 * skipped (a repeat, or one out of its place). */
+	uint64_t missing_chunks;
+	uint64_t disordered_chunks;
+	uint64_t samples;         /* sample records returned */
 	int truncated;            /* the file ends inside a chunk */
 	int footer_seen;          /* a footer record was read */
+	struct lp_footer footer;  /* the first footer read, if footer_seen */
 };
 
 int trace_reader_open(struct trace_reader **out, const char *path,

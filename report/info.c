@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "format/trace.h"
+#include "report/health.h"
 #include "report/procs.h"
 #include "report/report.h"
 
@@ -435,8 +436,14 @@ static void print_info(const char *path, const struct info *in,
 	print_objects(in);
 	print_lua_sources(in);
 	printf("chunks: %" PRIu64 " good, %" PRIu64 " bad, %" PRIu64
-	       " skipped (unknown type)\n",
-	       st->chunks, st->bad_chunks, st->skipped_chunks);
+	       " skipped (unknown type)", st->chunks, st->bad_chunks, st->skipped_chunks);
+	if (st->compat & LP_COMPAT_CHUNK_SEQ)
+		printf(", %" PRIu64 " missing from the sequence, %" PRIu64
+		       " repeated or out of order (skipped)", st->missing_chunks,
+		       st->disordered_chunks);
+	else
+		printf(" (not numbered: an older trace)");
+	printf("\n");
 	if (st->retired_records)
 		printf("retired records: %" PRIu64 " (DWARF as an older luaprof embedded "
 		       "it, no longer read: native frames get no source lines from it)\n",
@@ -459,15 +466,13 @@ static void print_info(const char *path, const struct info *in,
 		       st->truncated ? ", the file ends inside a chunk" : "",
 		       in->samples, st->chunks);
 	} else {
-		printf("status: complete (footer: %" PRIu64 " samples, %" PRIu64
-		       " lost, %" PRIu64 " chunks; read %" PRIu64 " samples",
-		       in->footer.samples, in->footer.lost, in->footer.chunks,
-		       in->samples);
-		if (in->footer.samples != in->samples)
-			printf(": %" PRIu64 " samples missing",
-			       in->footer.samples > in->samples ?
-			       in->footer.samples - in->samples : 0);
-		printf(")\n");
+		/* The reader's footer is the first one: a repeated chunk may
+		 * hold another. */
+		printf("status: %s (footer: %" PRIu64 " samples, %" PRIu64
+		       " lost, %" PRIu64 " chunks; read %" PRIu64 " samples in %"
+		       PRIu64 " chunks)\n", health_whole(st) ? "complete" : "damaged",
+		       st->footer.samples, st->footer.lost, st->footer.chunks,
+		       st->samples, st->chunks);
 	}
 }
 
@@ -540,6 +545,7 @@ int cmd_info(int argc, char **argv)
 	}
 	trace_reader_get_stats(reader, &st);
 	print_info(path, &in, &st);
+	health_warn(PROG, &st);
 	ret = fflush(stdout) || ferror(stdout) ? 1 : 0;
 	if (ret)
 		fprintf(stderr, PROG ": standard output: write error\n");

@@ -21,6 +21,7 @@
 #include "format/trace.h"
 #include "report/annotate.h"
 #include "report/frames.h"
+#include "report/health.h"
 #include "report/maps.h"
 #include "report/objects.h"
 #include "report/profile.h"
@@ -438,24 +439,7 @@ static void warn_health(struct run *r, const struct trace_reader_stats *st)
 {
 	uint64_t taken = r->prof.samples + r->prof.lost;
 
-	if (!st->footer_seen)
-		fprintf(stderr,
-			PROG ": warning: trace was cut short: %" PRIu64
-			" samples recovered from %" PRIu64 " chunks\n",
-			r->prof.samples, st->chunks);
-	if (st->bad_chunks)
-		fprintf(stderr,
-			PROG ": warning: %" PRIu64 " damaged chunks skipped (%"
-			PRIu64 " bytes); their samples are missing\n",
-			st->bad_chunks, st->garbage_bytes);
-	if (st->bad_records)
-		fprintf(stderr,
-			PROG ": warning: %" PRIu64 " records did not decode and were skipped\n",
-			st->bad_records);
-	if (st->retired_records)
-		fprintf(stderr,
-			PROG ": warning: the trace embeds DWARF as an older luaprof did, "
-			"which is no longer read: native frames have no source lines\n");
+	health_warn(PROG, st);
 	if (r->prof.lost)
 		fprintf(stderr,
 			PROG ": warning: %" PRIu64 " samples were lost while recording (%.2f%% of %"

@@ -91,6 +91,34 @@ $LUAPROF report --format folded -o $TMP/cut.folded $TMP/cut.lp 2>$TMP/cut.err
 check "report on a truncated trace exits 0" test $? -eq 0
 check "report on a truncated trace says it was cut short" grep -qi "cut short" $TMP/cut.err
 
+# A chunk deleted or repeated is said, with the figures, and a repeated
+# one is not counted twice (format.md §2.3).
+python3 - "$TMP/good.lp" "$TMP/gap.lp" "$TMP/twice.lp" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+chunks, at = [], 24
+while at < len(data):
+    size = 20 + struct.unpack_from("<I", data, at + 12)[0]
+    chunks.append(data[at:at + size])
+    at += size
+assert len(chunks) >= 3, len(chunks)
+open(sys.argv[2], "wb").write(data[:24] + b"".join(chunks[:1] + chunks[2:]))
+open(sys.argv[3], "wb").write(data[:24] + b"".join(chunks[:2] + chunks[1:]))
+PY
+$LUAPROF report --format folded -o $TMP/good.folded $TMP/good.lp 2>$TMP/good.err
+for t in gap twice; do
+	$LUAPROF report --format folded -o $TMP/$t.folded $TMP/$t.lp 2>$TMP/$t.err
+	$LUAPROF info $TMP/$t.lp >/dev/null 2>$TMP/$t.ierr
+done
+check "an intact trace gets no warning" test ! -s $TMP/good.err
+check "report says a chunk is missing" grep -q "1 chunk missing from the trace's sequence" $TMP/gap.err
+check "info says a chunk is missing" grep -q "1 chunk missing from the trace's sequence" $TMP/gap.ierr
+check "and the footer's figures" grep -q "the footer counts [0-9]* samples in [0-9]* chunks, but" $TMP/gap.err
+check "report says a chunk came twice" grep -q "1 chunk repeated or out of order, skipped" $TMP/twice.err
+check "info says a chunk came twice" grep -q "1 chunk repeated or out of order, skipped" $TMP/twice.ierr
+check "a repeated chunk is not counted twice" \
+	test "$(folded_total $TMP/twice.folded)" = "$(folded_total $TMP/good.folded)"
+
 # A newer version: patch the version field and recompute the header CRC.
 python3 - "$TMP/good.lp" "$TMP/newer.lp" <<'PY'
 import struct, sys, zlib

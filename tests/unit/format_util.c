@@ -221,7 +221,8 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 		}
 		return 1;
 	case LP_REC_DEBUG_RETIRED:
-		break; /* never written, never returned */
+	case LP_REC_CHUNK:
+		break; /* never written by callers, never returned */
 	}
 	return 0;
 }

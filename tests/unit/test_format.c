@@ -472,11 +472,12 @@ TEST(writer_refuses_bad_records)
 	CHECK(trace_write(w, &ok[0]) == 0);
 	CHECK(trace_write(w, &ok[1]) == -E2BIG);
 	/* This maps record takes 20 bytes besides its path (its mapping's
-	 * object id included): one byte more than LP_CHUNK_MAX_RAW is
+	 * object id included), and the chunk it starts 3 more, its chunk
+	 * record (chunk 1): one byte more than LP_CHUNK_MAX_RAW in all is
 	 * refused, exactly that much is not. */
-	huge[LP_CHUNK_MAX_RAW - 19] = '\0';
+	huge[LP_CHUNK_MAX_RAW - 22] = '\0';
 	CHECK(trace_write(w, &ok[1]) == -E2BIG);
-	huge[LP_CHUNK_MAX_RAW - 20] = '\0';
+	huge[LP_CHUNK_MAX_RAW - 23] = '\0';
 	CHECK(trace_write(w, &ok[1]) == 0);
 	CHECK(trace_write(w, &ok[2]) == 0);
 	/* None of the refusals is sticky. */

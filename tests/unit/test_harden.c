@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "format/codec.h"
 #include "tests/unit/report_test.h"
 
 /* A file of six bytes that a trace must never overwrite. */
@@ -90,4 +91,216 @@ TEST(harden_trace_is_private_and_never_follows_a_link)
 	 * NAME.old): the writer never truncates one. */
 	CHECK(trace_writer_open(&w, path, LP_CODEC_NONE) == -EEXIST && !w);
 	CHECK(stat(path, &st) == 0 && st.st_size > 0);
+}
+
+/* ---- chunks missing, repeated, reordered or retyped ------------------ */
+
+/* A trace of 7 uncompressed chunks: meta, a stack and 10 samples; five
+ * more of 10 samples; kernel symbols and the footer. */
+static int write_chunky(const char *path)
+{
+	static const char *const names[] = { "main", "work" };
+	static const int s[] = { 0, 1 };
+	struct trace_writer *w = NULL;
+	uint64_t t = 1000;
+	int err;
+
+	unlink(path);
+	err = trace_writer_open(&w, path, LP_CODEC_NONE);
+	if (err)
+		return err;
+	err = rt_meta(w, 1, 2) ?: rt_kstack(w, 1, s, 2);
+	for (int c = 0; c < 6 && !err; c++)
+		err = rt_samples(w, &t, 7, 7, 1, 0, 10) ?: trace_writer_flush(w);
+	err = err ?: rt_kfuncs(w, names, 2);
+	return trace_writer_close(w, NULL) ?: err;
+}
+
+struct chunks {
+	uint8_t *data;
+	size_t len;
+	size_t off[16], size[16]; /* off[0] is the end of the header */
+	size_t n;
+};
+
+static int split_chunks(const char *path, struct chunks *c)
+{
+	size_t at = LP_HEADER_SIZE;
+
+	c->data = (uint8_t *)rt_slurp(path);
+	if (!c->data)
+		return -1;
+	c->len = 0;
+	{
+		struct stat st;
+
+		if (stat(path, &st))
+			return -1;
+		c->len = (size_t)st.st_size;
+	}
+	for (c->n = 0; at + LP_CHUNK_HEADER_SIZE <= c->len && c->n < 16; c->n++) {
+		const uint8_t *h = c->data + at;
+		size_t stored = h[12] | h[13] << 8 | h[14] << 16 | (size_t)h[15] << 24;
+
+		c->off[c->n] = at;
+		c->size[c->n] = LP_CHUNK_HEADER_SIZE + stored;
+		at += c->size[c->n];
+	}
+	return at == c->len ? 0 : -1;
+}
+
+/* Writes the header and the chunks listed in order (-1 ends the list). */
+static int join_chunks(const char *path, const struct chunks *c, const int *order)
+{
+	FILE *f;
+
+	unlink(path);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fwrite(c->data, 1, LP_HEADER_SIZE, f);
+	for (; *order >= 0; order++)
+		fwrite(c->data + c->off[*order], 1, c->size[*order], f);
+	return fclose(f);
+}
+
+/* Runs report --format folded and info on path; *samples is the sum of
+ * the folded counts, *err both commands' standard error. */
+static int report_both(const char *path, long *samples, char **err)
+{
+	char *out = NULL, *e1 = NULL, *e2 = NULL, *p;
+	int rc;
+
+	rc = rt_run(cmd_report, &out, &e1, "report", "--format", "folded", path, NULL) |
+	     rt_run(cmd_info, NULL, &e2, "info", path, NULL);
+	*samples = 0;
+	for (p = out; p && (p = strchr(p, ' ')); p++)
+		*samples += strtol(p + 1, NULL, 10);
+	*err = malloc(strlen(e1 ? e1 : "") + strlen(e2 ? e2 : "") + 1);
+	if (*err)
+		strcat(strcpy(*err, e1 ? e1 : ""), e2 ? e2 : "");
+	free(out);
+	free(e1);
+	free(e2);
+	return rc;
+}
+
+TEST(harden_chunk_sequence_gaps_repeats_and_reorders)
+{
+	const char *path = rt_path("chunky.lp"), *edit = rt_path("chunky-edit.lp");
+	struct chunks c = { 0 };
+	char *err = NULL;
+	long n;
+
+	CHECK(write_chunky(path) == 0 && split_chunks(path, &c) == 0 && c.n == 7);
+	CHECK(report_both(path, &n, &err) == 0 && n == 60);
+	CHECK(!strstr(err, "warning"));
+	free(err);
+
+	/* Chunk 2 deleted: 10 samples short, and said, in both commands. */
+	CHECK(join_chunks(edit, &c, (int[]){ 0, 1, 3, 4, 5, 6, -1 }) == 0);
+	CHECK(report_both(edit, &n, &err) == 0 && n == 50);
+	CHECK(rt_count(err, "1 chunk missing from the trace's sequence") == 2);
+	CHECK(rt_count(err, "footer counts 60 samples in 7 chunks, but 50 samples "
+			    "in 6 chunks were read") == 2);
+	free(err);
+
+	/* Chunk 2 twice: counted once. */
+	CHECK(join_chunks(edit, &c, (int[]){ 0, 1, 2, 2, 3, 4, 5, 6, -1 }) == 0);
+	CHECK(report_both(edit, &n, &err) == 0 && n == 60);
+	CHECK(rt_count(err, "1 chunk repeated or out of order, skipped") == 2);
+	CHECK(!strstr(err, "footer counts"));
+	free(err);
+	/* ... even when the copy comes after the footer. */
+	CHECK(join_chunks(edit, &c, (int[]){ 0, 1, 2, 3, 4, 5, 6, 2, -1 }) == 0);
+	CHECK(report_both(edit, &n, &err) == 0 && n == 60);
+	CHECK(rt_count(err, "1 chunk repeated or out of order, skipped") == 2);
+	free(err);
+
+	/* Chunks 2 and 3 swapped: 3 is read in place of 2, 2 comes late. */
+	CHECK(join_chunks(edit, &c, (int[]){ 0, 1, 3, 2, 4, 5, 6, -1 }) == 0);
+	CHECK(report_both(edit, &n, &err) == 0 && n == 50);
+	CHECK(rt_count(err, "1 chunk missing from the trace's sequence") == 2);
+	CHECK(rt_count(err, "1 chunk repeated or out of order, skipped") == 2);
+	free(err);
+
+	/* Chunk 2 retyped to a type no luaprof knows (its CRC made good). */
+	c.data[c.off[2] + 4] = 9;
+	{
+		uint8_t *h = c.data + c.off[2];
+		uint32_t crc = lp_crc32(lp_crc32(0, h + 4, 12), h + LP_CHUNK_HEADER_SIZE,
+					c.size[2] - LP_CHUNK_HEADER_SIZE);
+
+		for (int i = 0; i < 4; i++)
+			h[16 + i] = (uint8_t)(crc >> (8 * i));
+	}
+	CHECK(join_chunks(edit, &c, (int[]){ 0, 1, 2, 3, 4, 5, 6, -1 }) == 0);
+	CHECK(report_both(edit, &n, &err) == 0 && n == 50);
+	CHECK(rt_count(err, "1 chunk of an unknown type skipped") == 2);
+	free(err);
+	free(c.data);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Makes c what a luaprof from before chunk numbers wrote: no compat bit,
+ * no chunk record at the start of each (uncompressed) chunk. */
+static void unnumber(struct chunks *c)
+{
+	uint8_t *out = malloc(c->len), *h;
+	size_t at = LP_HEADER_SIZE;
+
+	memcpy(out, c->data, LP_HEADER_SIZE);
+	put32(out + 16, 0);
+	put32(out + 20, lp_crc32(0, out, 20));
+	for (size_t i = 0; i < c->n; i++) {
+		const uint8_t *src = c->data + c->off[i], *pay = src + LP_CHUNK_HEADER_SIZE;
+		size_t skip = 2 + pay[1], size = c->size[i] - LP_CHUNK_HEADER_SIZE - skip;
+
+		h = out + at;
+		memcpy(h, src, 8);
+		put32(h + 8, (uint32_t)size);
+		put32(h + 12, (uint32_t)size);
+		memcpy(h + LP_CHUNK_HEADER_SIZE, pay + skip, size);
+		put32(h + 16, lp_crc32(lp_crc32(0, h + 4, 12), h + LP_CHUNK_HEADER_SIZE, size));
+		c->off[i] = at;
+		c->size[i] = LP_CHUNK_HEADER_SIZE + size;
+		at += c->size[i];
+	}
+	free(c->data);
+	c->data = out;
+	c->len = at;
+}
+
+/* Older traces still read, and their footer's counts are checked. */
+TEST(harden_old_trace_footer_counts_checked)
+{
+	const char *path = rt_path("old.lp"), *edit = rt_path("old-edit.lp");
+	struct chunks c = { 0 };
+	char *err = NULL;
+	long n;
+
+	CHECK(write_chunky(path) == 0 && split_chunks(path, &c) == 0 && c.n == 7);
+	CHECK(c.data[c.off[0] + LP_CHUNK_HEADER_SIZE] == LP_REC_CHUNK);
+	unnumber(&c);
+	CHECK(join_chunks(edit, &c, (int[]){ 0, 1, 2, 3, 4, 5, 6, -1 }) == 0);
+	CHECK(report_both(edit, &n, &err) == 0 && n == 60);
+	CHECK(!strstr(err, "warning"));
+	free(err);
+	CHECK(join_chunks(edit, &c, (int[]){ 0, 1, 3, 4, 5, 6, -1 }) == 0);
+	CHECK(report_both(edit, &n, &err) == 0 && n == 50);
+	CHECK(rt_count(err, "footer counts 60 samples in 7 chunks, but 50 samples "
+			    "in 6 chunks were read") == 2);
+	free(err);
+	/* Without chunk numbers a repeat cannot be told: it is said. */
+	CHECK(join_chunks(edit, &c, (int[]){ 0, 1, 2, 2, 3, 4, 5, 6, -1 }) == 0);
+	CHECK(report_both(edit, &n, &err) == 0 && n == 70);
+	CHECK(rt_count(err, "footer counts 60 samples in 7 chunks, but 70 samples "
+			    "in 8 chunks were read") == 2);
+	free(err);
+	free(c.data);
 }
