@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "format/trace.h"
+#include "report/escape.h"
 #include "report/health.h"
 #include "report/procs.h"
 #include "report/report.h"
@@ -76,7 +77,7 @@ static int on_object(struct info *in, const struct lp_object *o)
 		return -ENOMEM;
 	ob = &in->objs[in->nobjs];
 	memset(ob, 0, sizeof(*ob));
-	ob->path = strdup(o->path ? o->path : "");
+	ob->path = esc_dup(o->path); /* shown only */
 	if (!ob->path)
 		return -ENOMEM;
 	ob->id = o->id;
@@ -131,7 +132,7 @@ static void on_srclines(struct info *in, const struct lp_srclines *sl)
 static int keep(char **dst, const char *src)
 {
 	free(*dst);
-	*dst = strdup(src ? src : "");
+	*dst = esc_dup(src); /* for the terminal */
 	return *dst ? 0 : -ENOMEM;
 }
 

@@ -30,6 +30,7 @@
 #include "format/debuginfo.h"
 #include "format/dwarf_image.h"
 #include "format/srcline.h"
+#include "report/escape.h"
 #include "report/htab.h"
 #include "report/linetab.h"
 #include "report/objects.h"
@@ -222,13 +223,14 @@ static int resolve(struct objects *o, struct object *ob)
 			err = r;
 	}
 	ob->state = FAILED;
+	fprintf(stderr, "%s: ", o->who);
+	esc_fputs(ob->path, stderr); /* from the trace */
 	if (differs)
-		fprintf(stderr, "%s: %s: build-id differs from the recorded one; "
-			"its frames print as module+offset\n", o->who, ob->path);
+		fprintf(stderr, ": build-id differs from the recorded one; "
+			"its frames print as module+offset\n");
 	else
-		fprintf(stderr, "%s: %s: not embedded in the trace and not found "
-			"here (%s); its frames print as module+offset\n", o->who,
-			ob->path, strerror(-err));
+		fprintf(stderr, ": not embedded in the trace and not found "
+			"here (%s); its frames print as module+offset\n", strerror(-err));
 	return 0;
 }
 

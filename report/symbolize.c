@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "report/escape.h"
 #include "report/htab.h"
 #include "format/elfsyms.h"
 #include "report/symbolize.h"
@@ -198,10 +199,12 @@ static int get_file(struct symbolizer *s, const char *path,
 		free(f->names);
 		return err;
 	}
-	if (!f->elf)
-		fprintf(stderr,
-			"%s: cannot read %s: %s; its frames print as module+offset\n",
-			s->who, path, reason ? reason : "unknown error");
+	if (!f->elf) {
+		fprintf(stderr, "%s: cannot read ", s->who);
+		esc_fputs(path, stderr); /* may come from the trace */
+		fprintf(stderr, ": %s; its frames print as module+offset\n",
+			reason ? reason : "unknown error");
+	}
 	s->len++;
 	*out = f;
 	return 0;

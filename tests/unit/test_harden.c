@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "format/codec.h"
+#include "report/lua_bc.h"
 #include "tests/unit/report_test.h"
 
 /* A file of six bytes that a trace must never overwrite. */
@@ -303,4 +304,119 @@ TEST(harden_old_trace_footer_counts_checked)
 			    "in 8 chunks were read") == 2);
 	free(err);
 	free(c.data);
+}
+
+/* ---- strings from a trace never reach a terminal raw ----------------- */
+
+/* Whether s holds a byte a terminal would act on: a C0 control but
+ * newline and tab, DEL, or a C1 control (U+0080..U+009F in UTF-8). */
+static int has_raw_control(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+		if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f)
+			return 1;
+		if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+			return 1;
+	}
+	return 0;
+}
+
+#define EVIL "\x1b[31mred\x07\x1b]0;title\x07\xc2\x9b" "2J\x7f" "end"
+
+/* One of everything that carries a string, each with EVIL in it. */
+static int write_evil(const char *path)
+{
+	static const uint32_t bc[] = { 0x00000459, 0x0000024c };
+	static const uint32_t lines[] = { 1, 2 };
+	/* The caller: GGET 0 "k..."; CALL 0 1 1; RET0, so that LuaJIT's
+	 * naming gives the leaf the string constant's name. */
+	static const uint32_t cbc[] = { LBC_FUNCF | 3 << 8, LBC_GGET, LBC_CALL | 1 << 16 | 1 << 24,
+					LBC_RET0 | 1 << 16 };
+	static const uint32_t clines[] = { 5, 6, 6, 7 };
+	static const struct lp_lframe lf[] = { { LP_LFRAME_LUA, 0, 2, 1 },
+					       { LP_LFRAME_LUA, 2, 8, 3 } };
+	static const char *const ff[] = { "Lua", "C", "ff" EVIL };
+	static const struct lp_proto_kstr kstr[] = { { 0, "k" EVIL } };
+	static const char text[] = "local x = '" EVIL "'\nreturn x\n";
+	static const uint8_t bid[] = { 1, 2, 3, 4 };
+	static const char *const kn[] = { "kfn" EVIL };
+	struct lp_mapping m = { 0x400000, 0x401000, 0, LP_PROT_READ | LP_PROT_EXEC, 5,
+				"/nonexistent/" EVIL ".so", 1 };
+	struct trace_writer *w = rt_open(path);
+	uint64_t ua = 0x400100, ka = RT_K(0) + 8, t = 10;
+	struct lp_record r = { .type = LP_REC_META };
+	int err;
+
+	if (!w)
+		return -1;
+	r.u.meta = (struct lp_meta){ "v" EVIL, "cmd" EVIL, "target" EVIL, "host" EVIL,
+				     "kernel" EVIL, "clock" EVIL, 99, 1, 2, 0 };
+	err = trace_write(w, &r);
+	err = err ?: rt_process(w, 7, 1, LP_PROC_EXISTING, "x" EVIL, "/bin/" EVIL, 5);
+	r = (struct lp_record){ .type = LP_REC_OBJECT,
+				.u.object = { 1, m.path, LP_OBJID_BUILD_ID, 4, bid, 9 } };
+	err = err ?: trace_write(w, &r) ?: rt_maps(w, 7, LP_MAPS_REPLACE, &m, 1);
+	r = (struct lp_record){ .type = LP_REC_LUAJIT, .u.luajit = {
+		.pid = 7, .vm_start = 0x500000, .vm_end = 0x501000, .name = "lj" EVIL,
+		.source = "src" EVIL, .nff = 3, .ffnames = ff } };
+	err = err ?: trace_write(w, &r);
+	r = (struct lp_record){ .type = LP_REC_LUA_SOURCE, .u.lua_source = {
+		.id = 3, .chunkname = "@" EVIL ".lua", .path = "/srv/" EVIL ".lua",
+		.status = LP_LUASRC_WHOLE, .size = sizeof(text) - 1,
+		.text_len = sizeof(text) - 1, .text = text } };
+	err = err ?: trace_write(w, &r);
+	r = (struct lp_record){ .type = LP_REC_PROTO, .u.proto = {
+		.id = 2, .chunkname = "@" EVIL ".lua", .firstline = 1, .numline = 1,
+		.nbc = 2, .bc = bc, .lines = lines, .source = 3 } };
+	err = err ?: trace_write(w, &r);
+	r = (struct lp_record){ .type = LP_REC_PROTO, .u.proto = {
+		.id = 8, .chunkname = "@" EVIL ".lua", .firstline = 5, .numline = 2,
+		.nbc = 4, .bc = cbc, .lines = clines, .nkstr = 1, .kstr = kstr, .source = 3 } };
+	err = err ?: trace_write(w, &r);
+	r = (struct lp_record){ .type = LP_REC_LUA_STACK, .u.lua_stack = { 4, 2, lf } };
+	err = err ?: trace_write(w, &r);
+	err = err ?: rt_stack(w, 5, LP_STACK_USER, &ua, 1) ?:
+	      rt_stack(w, 6, LP_STACK_KERNEL, &ka, 1);
+	r = (struct lp_record){ .type = LP_REC_SAMPLE, .u.sample = {
+		.time_ns = t, .pid = 7, .tid = 7, .kstack = 6, .ustack = 5, .lstack = 4,
+		.vmstate = ~0, .lua_state = LP_LUA_WALKED } };
+	err = err ?: trace_write(w, &r);
+	err = err ?: rt_kfuncs(w, kn, 1);
+	return trace_writer_close(w, NULL) ?: err;
+}
+
+TEST(harden_strings_from_a_trace_are_escaped)
+{
+	static const char *const modes[][3] = {
+		{ "--format", "top", NULL }, { "--format", "folded", NULL },
+		{ "--format", "callgraph", NULL }, { "--vmstate", NULL, NULL },
+		{ "--annotate", NULL, NULL }, { "--by", "line", NULL },
+		{ "--comm", "--lines", NULL },
+	};
+	const char *path = rt_path("evil.lp");
+	char *out = NULL, *err = NULL;
+
+	CHECK(write_evil(path) == 0);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		CHECK(rt_run(cmd_report, &out, &err, "report", modes[i][0],
+			     modes[i][1] ? modes[i][1] : path,
+			     modes[i][1] ? path : NULL, NULL) == 0);
+		if (has_raw_control(out) || has_raw_control(err))
+			printf("  report %s %s:\n%s%s", modes[i][0], modes[i][1] ? modes[i][1] : "",
+			       out, err);
+		CHECK(!has_raw_control(out) && !has_raw_control(err));
+		CHECK(strstr(out, "red") || strstr(err, "red")); /* shown, escaped */
+		if (i >= 4) /* --annotate, --by line: named from the constant */
+			CHECK(strstr(out, "k?[31mred??]0;title?"));
+		free(out);
+		free(err);
+		out = err = NULL;
+	}
+	CHECK(rt_run(cmd_info, &out, &err, "info", path, NULL) == 0);
+	if (has_raw_control(out) || has_raw_control(err))
+		printf("  info:\n%s%s", out, err);
+	CHECK(!has_raw_control(out) && !has_raw_control(err));
+	CHECK(strstr(out, "cmd?[31mred??]0;title?") && strstr(out, "x?[31mred"));
+	free(out);
+	free(err);
 }
