@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "format/trace.h"
+#include "report/count.h"
 #include "report/escape.h"
 #include "report/health.h"
 #include "report/procs.h"
@@ -190,10 +191,12 @@ static int on_record(struct info *in, const struct lp_record *rec)
 		if (!err)
 			p->samples++;
 		return err;
-	case LP_REC_LOST:
-		in->lost[rec->u.lost.reason <= 2 ? rec->u.lost.reason : 0] +=
-			rec->u.lost.count;
+	case LP_REC_LOST: {
+		uint64_t *l = &in->lost[rec->u.lost.reason <= 2 ? rec->u.lost.reason : 0];
+
+		*l = count_add(*l, rec->u.lost.count);
 		return 0;
+	}
 	case LP_REC_KSYMS:
 		in->ksyms += rec->u.ksyms.count;
 		return 0;
@@ -384,9 +387,10 @@ static void print_procs(const struct info *in)
 static void print_info(const char *path, const struct info *in,
 		       const struct trace_reader_stats *st)
 {
-	uint64_t codecs[4] = { 0 }, walked, lost;
+	uint64_t codecs[4] = { 0 }, walked, lost, taken;
 
-	lost = in->lost[0] + in->lost[1] + in->lost[2];
+	lost = count_add(count_add(in->lost[0], in->lost[1]), in->lost[2]);
+	taken = count_add(lost, in->samples);
 	printf("trace: %s\n", path);
 	printf("format: version %" PRIu32 ", incompat features 0x%" PRIx32
 	       ", compat features 0x%" PRIx32 "\n",
@@ -424,7 +428,7 @@ static void print_info(const char *path, const struct info *in,
 	if (lost)
 		printf(" (%.2f%% of %" PRIu64 "; ring buffer full %" PRIu64
 		       ", recorder could not keep %" PRIu64 ", other %" PRIu64 ")",
-		       100.0 * lost / (lost + in->samples), lost + in->samples,
+		       100.0 * lost / taken, taken,
 		       in->lost[LP_LOST_RINGBUF], in->lost[LP_LOST_WRITE],
 		       in->lost[0]);
 	printf("\nstacks defined: %" PRIu64 " (kernel %" PRIu64 ", user %"

@@ -20,6 +20,7 @@
 
 #include "format/trace.h"
 #include "report/annotate.h"
+#include "report/count.h"
 #include "report/frames.h"
 #include "report/health.h"
 #include "report/maps.h"
@@ -419,7 +420,7 @@ static int on_record(struct run *r, const struct lp_record *rec)
 	case LP_REC_SAMPLE:
 		return on_sample(r, &rec->u.sample);
 	case LP_REC_LOST:
-		r->lost += rec->u.lost.count;
+		r->lost = count_add(r->lost, rec->u.lost.count);
 		return 0;
 	case LP_REC_KSYMS:
 		return frames_add_ksyms(r->fr, &rec->u.ksyms);
@@ -437,7 +438,7 @@ static int on_record(struct run *r, const struct lp_record *rec)
 
 static void warn_health(struct run *r, const struct trace_reader_stats *st)
 {
-	uint64_t taken = r->prof.samples + r->prof.lost;
+	uint64_t taken = count_add(r->prof.samples, r->prof.lost);
 
 	health_warn(PROG, st);
 	if (r->prof.lost)
@@ -590,7 +591,7 @@ cleanup:
 void profile_header(FILE *out, const struct profile *p, const char *title)
 {
 	const struct procs *t = p->procs;
-	uint64_t taken = p->samples + p->lost;
+	uint64_t taken = count_add(p->samples, p->lost);
 	size_t listed = 0;
 
 	fprintf(out, "# luaprof report: %s\n", title);

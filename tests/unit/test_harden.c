@@ -420,3 +420,33 @@ TEST(harden_strings_from_a_trace_are_escaped)
 	free(out);
 	free(err);
 }
+
+/* ---- counts that would wrap ------------------------------------------ */
+
+/* lost counts near 2^64, in LOST records and the footer: saturated, never
+ * wrapped into small numbers or shares above 100%. */
+TEST(harden_lost_counts_saturate)
+{
+	static const int s[] = { 0 };
+	const char *path = rt_path("lost.lp");
+	struct trace_writer *w = rt_open(path);
+	struct lp_footer f = { .samples = 3, .lost = UINT64_MAX };
+	char *out = NULL, *err = NULL;
+	uint64_t t = 0;
+
+	CHECK(w && rt_kstack(w, 1, s, 1) == 0 && rt_samples(w, &t, 1, 1, 1, 0, 3) == 0);
+	CHECK(rt_lost(w, 1ull << 63, LP_LOST_RINGBUF) == 0);
+	CHECK(rt_lost(w, 1ull << 63, LP_LOST_RINGBUF) == 0);
+	CHECK(rt_lost(w, 5, LP_LOST_WRITE) == 0);
+	CHECK(trace_writer_close(w, &f) == 0);
+	CHECK(rt_run(cmd_report, &out, &err, "report", path, NULL) == 0);
+	CHECK(strstr(out, "lost: 18446744073709551615 (100.00%)"));
+	CHECK(strstr(err, "18446744073709551615 samples were lost while recording (100.00% of "
+		      "18446744073709551615)"));
+	free(out);
+	free(err);
+	CHECK(rt_run(cmd_info, &out, NULL, "info", path, NULL) == 0);
+	CHECK(strstr(out, "lost: 18446744073709551615 (100.00% of 18446744073709551615; "
+		      "ring buffer full 18446744073709551615, recorder could not keep 5"));
+	free(out);
+}
