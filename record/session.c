@@ -97,7 +97,9 @@ struct session {
 	int ntargets, captargets, nalive;
 	struct launched launched;
 	int launched_running;
-	uint64_t start_ns, samples, lost_written;
+	uint64_t start_ns, lost_written;
+	uint64_t samples;     /* taken: every sample the ring buffer gave */
+	uint64_t written;     /* of those, in the file (set by finish()) */
 	int write_err; /* first trace write error, negative errno */
 	int status_shown;
 };
@@ -915,6 +917,7 @@ static void print_summary(struct session *s, uint64_t end_ns)
 {
 	const struct lp_bpf_counters *c = &s->skel->bss->counters;
 	double secs = (end_ns - s->start_ns) / 1e9;
+	uint64_t unwritten = s->samples - s->written;
 	struct stat st;
 	unsigned long long bytes = 0;
 
@@ -923,12 +926,19 @@ static void print_summary(struct session *s, uint64_t end_ns)
 		bytes = st.st_size;
 	if (s->status_shown)
 		fprintf(stderr, "\r\033[K");
+	/* Samples are what the file holds: those taken but not written
+	 * after a write error are lost, and said to be. */
 	fprintf(stderr, "luaprof record: %llu samples, %llu lost, %.2f s, %d process%s\n",
-		(unsigned long long)s->samples, (unsigned long long)c->lost_ringbuf,
+		(unsigned long long)s->written,
+		(unsigned long long)(c->lost_ringbuf + unwritten),
 		secs, s->ntargets, s->ntargets == 1 ? "" : "es");
+	if (s->write_err)
+		fprintf(stderr, "luaprof record: after the write error, %llu of the %llu "
+			"samples taken were not written: they are lost\n",
+			(unsigned long long)unwritten, (unsigned long long)s->samples);
 	fprintf(stderr, "luaprof record: wrote %s: %llu bytes, %.1f bytes/sample, "
 		"%llu stacks\n", s->o->output, bytes,
-		s->samples ? (double)bytes / s->samples : 0.0,
+		s->written ? (double)bytes / s->written : 0.0,
 		(unsigned long long)stack_table_count(s->stacks));
 	{
 		uint64_t nobj, nemb, nsym;
@@ -990,6 +1000,7 @@ static void print_summary(struct session *s, uint64_t end_ns)
 
 static int finish(struct session *s)
 {
+	struct trace_writer_stats ws;
 	struct lp_footer footer;
 	uint64_t end_ns = mono_ns();
 	int err;
@@ -1001,7 +1012,11 @@ static int finish(struct session *s)
 	err = write_ksyms(s) ?: trace_writer_flush(s->w) ?: write_objects(s);
 	if (err)
 		write_failed(s, err);
-	footer.samples = s->samples;
+	/* Every sample is flushed by now, or lost with a write error: what
+	 * the file holds is final.  (What follows is symbol tables.) */
+	trace_writer_get_stats(s->w, &ws);
+	s->written = ws.samples;
+	footer.samples = s->written;
 	footer.lost = s->skel->bss->counters.lost_ringbuf;
 	footer.chunks = 0; /* the writer fills in its own count */
 	footer.end_mono_ns = end_ns;
@@ -1042,6 +1057,9 @@ int record_session_run(const struct record_opts *o)
 	sa.sa_handler = on_stop_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* Past a file size limit (ulimit -f), write() fails with EFBIG and
+	 * the recording stops as on a full disk, rather than being killed. */
+	signal(SIGXFSZ, SIG_IGN);
 
 	s.stacks = stack_table_new();
 	s.ksyms = ksym_set_new();

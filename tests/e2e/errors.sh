@@ -71,6 +71,16 @@ if mount -t tmpfs -o size=16k tmpfs $TMP/small; then
 	check "the filled trace still reports" test $? -eq 0
 	check_num "samples written before the disk filled are kept" \
 		"$(folded_total $TMP/full.folded)" ">" 100
+	# The summary counts what the file holds; what was taken but not
+	# written is counted lost, and said.
+	said=$(sed -n 's/^luaprof record: \([0-9]*\) samples, .*/\1/p' $TMP/err)
+	check "the summary counts the samples the file holds" \
+		test "$said" = "$(folded_total $TMP/full.folded)"
+	read -r dropped taken < <(sed -n 's/.*after the write error, \([0-9]*\) of the \([0-9]*\) samples taken were not written.*/\1 \2/p' $TMP/err)
+	check "samples not written after the error are said to be lost" \
+		test -n "$taken" -a "$((${dropped:-0} + ${said:-0}))" = "${taken:-x}"
+	lost=$(sed -n 's/^luaprof record: [0-9]* samples, \([0-9]*\) lost.*/\1/p' $TMP/err)
+	check_num "and counted in the summary's lost" "${lost:-0}" ">=" "${dropped:-999999999}"
 	umount $TMP/small
 else
 	fail "a disk that fills" "cannot mount a tmpfs"

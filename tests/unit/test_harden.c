@@ -450,3 +450,41 @@ TEST(harden_lost_counts_saturate)
 		      "ring buffer full 18446744073709551615, recorder could not keep 5"));
 	free(out);
 }
+
+/* ---- a disk that fills ------------------------------------------------ */
+
+/* The writer counts the samples that reached the file, so a recorder that
+ * met a write error can say how many it kept and how many it lost. */
+TEST(harden_writer_counts_the_samples_written)
+{
+	struct lp_record s = { .type = LP_REC_SAMPLE, .u.sample = { .time_ns = 5, .tid = 9 } };
+	const char *path = rt_path("enospc.lp");
+	struct trace_writer_stats ws;
+	struct trace_writer *w = rt_open(path);
+	char fdpath[64], target[512];
+	ssize_t n;
+	int fd = -1, full;
+
+	CHECK(w);
+	for (int i = 0; i < 3; i++)
+		CHECK(trace_write(w, &s) == 0);
+	CHECK(trace_writer_flush(w) == 0);
+	trace_writer_get_stats(w, &ws);
+	CHECK(ws.samples == 3);
+	/* The disk fills: the writer's descriptor now writes to /dev/full. */
+	for (int i = 3; i < 1024 && fd < 0; i++) {
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", i);
+		n = readlink(fdpath, target, sizeof(target) - 1);
+		if (n > 0 && (target[n] = '\0', !strcmp(target, path)))
+			fd = i;
+	}
+	full = open("/dev/full", O_WRONLY);
+	CHECK(fd >= 0 && full >= 0 && dup2(full, fd) == fd);
+	close(full);
+	CHECK(trace_write(w, &s) == 0 && trace_write(w, &s) == 0); /* buffered */
+	CHECK(trace_writer_flush(w) == -ENOSPC);
+	CHECK(trace_write(w, &s) == -ENOSPC);
+	trace_writer_get_stats(w, &ws);
+	CHECK(ws.samples == 3); /* the two in the failed chunk are not */
+	CHECK(trace_writer_close(w, NULL) == -ENOSPC);
+}
