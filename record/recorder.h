@@ -44,6 +44,8 @@ uint64_t proc_start_real_ns(pid_t pid);
 /* All descendants of the given roots, alive now (roots excluded). */
 int proc_descendants(const pid_t *roots, int nroots, pid_t **out, int *count);
 int proc_exists(pid_t pid);
+/* Whether pid is a kernel thread (PF_KTHREAD): no user stack to sample. */
+int proc_is_kthread(pid_t pid);
 
 /* ---- stacks.c: stacks interned by content, ids from 1 ------------------ */
 struct stack_table;

@@ -738,37 +738,84 @@ static int load_sampler(struct session *s)
 	return sampler__attach(s->skel);
 }
 
-/* Puts the initial targets in the BPF map and the trace. */
+/* Kernel threads among the targets have no user stack: said once, with
+ * the first one named. */
+static void warn_kthreads(struct session *s)
+{
+	int n = 0, first = -1;
+
+	for (int i = 0; i < s->ntargets; i++) {
+		if (proc_is_kthread(s->targets[i].pid)) {
+			if (!n++)
+				first = i;
+		}
+	}
+	if (!n || s->o->quiet)
+		return;
+	{
+		struct proc_info info;
+
+		if (proc_read_info(s->targets[first].pid, &info))
+			snprintf(info.comm, sizeof(info.comm), "?");
+		for (char *c = info.comm; *c; c++) /* a name from the kernel */
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+		if (n == 1)
+			fprintf(stderr, "luaprof record: pid %d (%s) is a kernel thread: it has "
+				"no user stack; only its kernel stacks are recorded\n",
+				(int)s->targets[first].pid, info.comm);
+		else
+			fprintf(stderr, "luaprof record: %d targets are kernel threads (pid %d "
+				"(%s) and %d more): they have no user stack; only their "
+				"kernel stacks are recorded\n", n, (int)s->targets[first].pid,
+				info.comm, n - 1);
+	}
+}
+
+/* Puts the initial targets in the BPF map and the trace.  The recorder
+ * never profiles itself: `-p 1` makes it a descendant of a target. */
 static int add_initial_targets(struct session *s)
 {
 	int fd = bpf_map__fd(s->skel->maps.targets);
 	pid_t *roots = s->o->command ? &s->launched.pid : s->o->pids;
 	int nroots = s->o->command ? 1 : s->o->npids;
-	pid_t *desc = NULL;
-	int ndesc = 0, err;
+	pid_t *desc = NULL, self = getpid();
+	int ndesc = 0, err, skipped_self = 0;
 	uint32_t zero = 0;
 
 	for (int i = 0; i < nroots; i++) {
 		uint32_t key = roots[i];
 
+		if (roots[i] == self) {
+			skipped_self = 1;
+			continue;
+		}
 		if (bpf_map_update_elem(fd, &key, &zero, BPF_ANY))
 			return -errno;
 		add_target(s, roots[i], 0, s->start_ns,
 			   s->o->command ? LP_PROC_LAUNCHED : LP_PROC_EXISTING, NULL);
 	}
-	if (!s->o->follow_children)
-		return 0;
-	err = proc_descendants(roots, nroots, &desc, &ndesc);
-	if (err)
-		return err;
+	if (s->o->follow_children) {
+		err = proc_descendants(roots, nroots, &desc, &ndesc);
+		if (err)
+			return err;
+	}
 	for (int i = 0; i < ndesc; i++) {
 		uint32_t key = desc[i];
 
+		if (desc[i] == self) {
+			skipped_self = 1;
+			continue;
+		}
 		if (bpf_map_update_elem(fd, &key, &zero, BPF_ANY))
 			continue; /* exited meanwhile */
 		add_target(s, desc[i], 0, s->start_ns, LP_PROC_EXISTING, NULL);
 	}
 	free(desc);
+	if (skipped_self && !s->o->quiet)
+		fprintf(stderr, "luaprof record: not recording pid %d, this recorder "
+			"itself\n", (int)self);
+	warn_kthreads(s);
 	return 0;
 }
 
@@ -1049,6 +1096,14 @@ int record_session_run(const struct record_opts *o)
 		if (!proc_exists(o->pids[i])) {
 			fprintf(stderr, "luaprof record: no process with pid %d\n",
 				(int)o->pids[i]);
+			return 1;
+		}
+	}
+	for (int i = 0, others = 0; i < o->npids && !others; i++) {
+		others = o->pids[i] != getpid();
+		if (!others && i == o->npids - 1) {
+			fprintf(stderr, "luaprof record: pid %d is this recorder itself: "
+				"nothing to record\n", (int)getpid());
 			return 1;
 		}
 	}
