@@ -22,6 +22,7 @@ struct trace_reader {
 	uint8_t *buf;
 	size_t cap, start, end;
 	uint64_t base;
+	uint64_t size_hint; /* the file's size at open, 0 unknown */
 
 	/* Records not yet returned from the current chunk, which is either
 	 * in the window (codec none) or in raw (decompressed). */

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# tests/fuzz/seeds.sh DIR - records the seed corpus of the trace fuzzer
+# (tests/fuzz/fuzz_trace.c) into DIR: small real traces, made on this
+# machine by this build's `luaprof record` (so it needs root), each
+# written as one input per command of the harness (a selector byte, 0 to
+# 7, then the trace).  Nothing here is committed: seeds are made fresh,
+# so they follow the format as it is.
+#
+#   native      build/samples/hot, --compress none --no-embed: samples,
+#               stacks, maps, objects, kernel symbols, the footer
+#   embedded    the same with symbol tables and source lines embedded
+#   lz4, zlib   the native trace compressed, for the decompressors
+#   lua         LuaJIT running samples/lua/abc.lua (protos, Lua stacks,
+#               luajit, lua_source, traces), --compress none
+#   old         the native trace as a luaprof before chunk numbers wrote
+#               it (compat 0, no chunk record): the reader's older path
+#
+# Each recording is a fraction of a second at a high rate, so the traces
+# stay a few KB to a few tens of KB: libFuzzer mutates small inputs best.
+set -eu
+cd "$(dirname "$0")/../.."
+
+dir=${1:?usage: tests/fuzz/seeds.sh DIR}
+LUAPROF=${LUAPROF:-$PWD/build/luaprof}
+raw=$(mktemp -d /tmp/luaprof-seeds.XXXXXX)
+trap 'rm -rf "$raw"' EXIT
+[ "$(id -u)" -eq 0 ] || { echo "tests/fuzz/seeds.sh: recording seeds needs root" >&2; exit 1; }
+
+rec() { # NAME OPTIONS... -- COMMAND...
+	local name=$1
+	shift
+	$LUAPROF record -q -F 997 -o "$raw/$name.lp" "$@" >/dev/null 2>"$raw/$name.err" ||
+		{ cat "$raw/$name.err" >&2; echo "tests/fuzz/seeds.sh: recording $name failed" >&2; exit 1; }
+}
+
+rec native --compress none --no-embed -- build/samples/hot 0.15
+rec embedded --compress none -- build/samples/hot 0.15
+rec lz4 --compress lz4 --no-embed -- build/samples/hot 0.1
+rec zlib --compress zlib --no-embed -- build/samples/hot 0.1
+if [ -x /usr/bin/luajit ]; then
+	rec lua --compress none --no-embed -- /usr/bin/luajit samples/lua/abc.lua 0.3
+else
+	echo "tests/fuzz/seeds.sh: no /usr/bin/luajit (tests/deps.sh installs it): no Lua seed" >&2
+fi
+
+# The native trace without chunk numbers (docs/format.md §2.3): each
+# uncompressed chunk loses its leading chunk record, the header its bit.
+python3 - "$raw/native.lp" "$raw/old.lp" <<'PY'
+import struct, sys, zlib
+data = open(sys.argv[1], "rb").read()
+head = bytearray(data[:24])
+head[16:20] = struct.pack("<I", 0)
+head[20:24] = struct.pack("<I", zlib.crc32(bytes(head[:20])))
+out, at = [bytes(head)], 24
+while at + 20 <= len(data):
+    stored = struct.unpack_from("<I", data, at + 12)[0]
+    pay = data[at + 20:at + 20 + stored]
+    assert pay[0] == 19, "a chunk record first"
+    pay = pay[2 + pay[1]:]
+    h = bytearray(data[at:at + 20])
+    h[8:16] = struct.pack("<II", len(pay), len(pay))
+    h[16:20] = struct.pack("<I", zlib.crc32(bytes(h[4:16]) + pay))
+    out += [bytes(h), pay]
+    at += 20 + stored
+open(sys.argv[2], "wb").write(b"".join(out))
+PY
+
+mkdir -p "$dir"
+for f in "$raw"/*.lp; do
+	name=$(basename "$f" .lp)
+	for mode in 0 1 2 3 4 5 6 7; do
+		{ printf "\\$(printf %03o $mode)"; cat "$f"; } >"$dir/$name-$mode"
+	done
+done
+echo "tests/fuzz/seeds.sh: $(ls "$dir" | wc -l) seeds in $dir ($(du -sh "$dir" | cut -f1))"
