@@ -109,12 +109,13 @@ unit: $(BUILD)/unit_tests
 # The unit tests built again with AddressSanitizer (leaks included) and
 # UndefinedBehaviorSanitizer, in a build directory of their own, through
 # the user's CFLAGS as anyone would: tests/run runs them and any report
-# fails the run.  `make sanitize` builds and runs them alone.
+# fails the run.  `make sanitize` builds and runs them alone.  clang, as
+# for the fuzzer: its UBSan also catches arithmetic on a NULL pointer.
 SAN_BUILD  := $(BUILD)/san
 SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	      -fno-sanitize-recover=all
 sanitize-build:
-	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CFLAGS='$(SAN_CFLAGS)' \
+	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC=$(CLANG) CFLAGS='$(SAN_CFLAGS)' \
 		$(SAN_BUILD)/unit_tests
 
 sanitize: sanitize-build

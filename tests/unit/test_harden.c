@@ -488,3 +488,21 @@ TEST(harden_writer_counts_the_samples_written)
 	CHECK(ws.samples == 3); /* the two in the failed chunk are not */
 	CHECK(trace_writer_close(w, NULL) == -ENOSPC);
 }
+
+/* ---- found by the fuzzer ---------------------------------------------- */
+
+/* An empty user stack, the only one defined: no addresses at all yet
+ * (s->addrs + 0 on a NULL array was undefined behaviour). */
+TEST(harden_fuzz_empty_stack_first)
+{
+	const char *path = rt_path("emptystack.lp");
+	struct trace_writer *w = rt_open(path);
+	char *out = NULL;
+	uint64_t t = 0;
+
+	CHECK(w && rt_stack(w, 1, LP_STACK_USER, NULL, 0) == 0 &&
+	      rt_samples(w, &t, 5, 5, 0, 1, 2) == 0 && trace_writer_close(w, NULL) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(out && strstr(out, " 2\n"));
+	free(out);
+}
