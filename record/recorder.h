@@ -15,6 +15,33 @@
 struct bpf_program;
 struct bpf_link;
 
+/* ---- sidekick.c: the unwinder kept current during a flush --------------- *
+ * Between sidekick_begin() and sidekick_end() a thread consumes the ring
+ * buffer: it publishes the mappings of processes that exec'd or whose
+ * walks stopped outside known code, and queues every event; sidekick_end()
+ * stops it and hands the queued events, in order, to handle.  It returns
+ * how many events found no memory (lost). */
+struct sidekick;
+struct unwinder;
+struct sidekick_stats {
+	uint64_t published; /* process mappings published during flushes */
+	uint64_t queued;    /* events read during flushes */
+};
+
+int sidekick_new(struct sidekick **out, int events_fd, struct unwinder *unw);
+void sidekick_begin(struct sidekick *k);
+uint64_t sidekick_end(struct sidekick *k, int (*handle)(void *ctx, void *data, size_t size),
+		      void *ctx);
+void sidekick_stats(const struct sidekick *k, struct sidekick_stats *st);
+/* While sidekick_end() hands events over: the mappings (taken: the caller
+ * frees them) and the /proc facts of pid as the sidekick last read them,
+ * for a process gone since.  0, or -ENOENT. */
+struct maps_table;
+struct proc_info;
+int sidekick_take_maps(struct sidekick *k, pid_t pid, struct maps_table *out);
+int sidekick_info(struct sidekick *k, pid_t pid, struct proc_info *out);
+void sidekick_free(struct sidekick *k);
+
 /* ---- procmaps.c: executable mappings of a process ---------------------- */
 struct maps_table {
 	struct lp_mapping *v; /* sorted by start; paths owned (strdup) */

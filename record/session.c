@@ -43,6 +43,7 @@
 #define FLUSH_NS 500000000ull
 #define STATUS_NS 500000000ull
 #define ALIVE_CHECK_NS 1000000000ull
+#define CUT_WALKS 12
 
 _Static_assert((int)LP_WALK_WALKED == (int)LP_LUA_WALKED &&
 		       (int)LP_WALK_NO_VM == (int)LP_LUA_NO_VM &&
@@ -88,6 +89,7 @@ struct session {
 	struct ksym_set *ksyms;
 	struct object_set *objs; /* ELF objects hit, embedded (objects.c) */
 	struct unwinder *unw; /* native unwinder; NULL: frame pointers only */
+	struct sidekick *side; /* keeps unw current during flushes */
 	struct proto_table *protos;
 	struct trace_table *traces;
 	struct source_table *sources; /* Lua source files embedded */
@@ -98,6 +100,10 @@ struct session {
 	struct launched launched;
 	int launched_running;
 	uint64_t start_ns, lost_written;
+	uint64_t lost_dropped; /* events the flush sidekick could not keep */
+	/* record -v: the first native walks cut short, said at the end. */
+	char cut_walks[CUT_WALKS][160];
+	int ncut_walks;
 	uint64_t samples;     /* taken: every sample the ring buffer gave */
 	uint64_t written;     /* of those, in the file (set by finish()) */
 	int write_err; /* first trace write error, negative errno */
@@ -194,8 +200,12 @@ static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
 	uint32_t n;
 
 	t->maps_read_ns = mono_ns();
-	if (procmaps_read(t->pid, &now))
-		return; /* gone already: its samples print as [unmapped] */
+	/* Gone already (a zombie has no mappings): as the flush sidekick
+	 * saw it, if it did; else its samples print as [unmapped]. */
+	if (!procmaps_read(t->pid, &now) && !now.n)
+		maps_table_free(&now);
+	if (!now.n && sidekick_take_maps(s->side, t->pid, &now))
+		return;
 	if (!s->write_err)
 		object_set_assign(s->objs, t->pid, &now, s->w);
 	added = calloc(now.n ? now.n : 1, sizeof(*added));
@@ -252,8 +262,12 @@ static void emit_process(struct session *s, pid_t pid, pid_t ppid,
 {
 	struct proc_info info;
 	struct lp_record rec;
+	int err = proc_read_info(pid, &info);
 
-	if (proc_read_info(pid, &info)) {
+	/* Gone, or a zombie without its exe: as the flush sidekick saw it. */
+	if ((err || !info.exe[0]) && !sidekick_info(s->side, pid, &info))
+		err = 0;
+	if (err) {
 		info.ppid = ppid;
 		info.exe[0] = '\0';
 		snprintf(info.comm, sizeof(info.comm), "%s", comm ? comm : "");
@@ -550,6 +564,40 @@ static void check_mappings(struct session *s, struct target *t,
 		emit_maps(s, t, e->h.time_ns, 0);
 }
 
+/* record -v: when, where and why a native walk stopped short of the
+ * stack's outermost frame, for the first few, so that a stack that does
+ * not reach main explains itself (tests/e2e/native_unwind.sh prints them
+ * when a share falls short). */
+static void note_cut_walk(struct session *s, const struct target *t,
+			  const struct lp_event_sample *e)
+{
+	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
+	const struct lp_mapping *m;
+	uint64_t pc;
+	char where[96] = "no frame";
+
+	if (s->ncut_walks >= CUT_WALKS || e->ustack_stop == LP_USTOP_END ||
+	    e->ustack_stop == LP_USTOP_DEPTH)
+		return;
+	if (n > LP_MAX_USTACK)
+		n = LP_MAX_USTACK;
+	if (n) {
+		pc = e->ustack[n - 1];
+		m = t ? maps_table_find(&t->maps, pc) : NULL;
+		if (m)
+			snprintf(where, sizeof(where), "at %s+0x%llx",
+				 strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path,
+				 (unsigned long long)(pc - m->start + m->pgoff));
+		else
+			snprintf(where, sizeof(where), "at 0x%llx, in no mapping known",
+				 (unsigned long long)pc);
+	}
+	snprintf(s->cut_walks[s->ncut_walks++], sizeof(s->cut_walks[0]),
+		 "%+.3f s, pid %d: %s after %d frame%s, %s",
+		 ((double)e->h.time_ns - (double)s->start_ns) / 1e9, (int)e->h.pid,
+		 unwind_stop_name(e->ustack_stop), n, n == 1 ? "" : "s", where);
+}
+
 static void handle_sample(struct session *s, const struct lp_event_sample *e,
 			  size_t size)
 {
@@ -558,6 +606,8 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 
 	if (!t || !t->alive) /* a sample racing its fork event */
 		t = add_target(s, e->h.pid, 0, e->h.time_ns, LP_PROC_FORKED, NULL);
+	if (s->o->verbose)
+		note_cut_walk(s, t, e);
 	if (t)
 		check_mappings(s, t, e);
 	if (t && e->ustack_bytes > 0)
@@ -672,6 +722,22 @@ static void emit_lost(struct session *s)
 	rec.u.lost.reason = LP_LOST_RINGBUF;
 	emit(s, &rec);
 	s->lost_written = lost;
+}
+
+/* Events the flush sidekick read but had no memory to keep. */
+static void emit_dropped(struct session *s, uint64_t n)
+{
+	struct lp_record rec;
+
+	if (!n)
+		return;
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_LOST;
+	rec.u.lost.time_ns = mono_ns();
+	rec.u.lost.count = n;
+	rec.u.lost.reason = LP_LOST_WRITE;
+	emit(s, &rec);
+	s->lost_dropped += n;
 }
 
 static void emit_meta(struct session *s)
@@ -873,8 +939,14 @@ static void record_loop(struct session *s)
 			/* Samples first, symbol tables in chunks of their
 			 * own: a disk that fills on a big table keeps the
 			 * samples before it. */
-			int err = write_ksyms(s) ?: trace_writer_flush(s->w) ?:
-				  write_objects(s) ?: trace_writer_flush(s->w);
+			int err;
+
+			/* Embedding may read DWARF for seconds: the sidekick
+			 * keeps walks whole meanwhile (sidekick.c). */
+			sidekick_begin(s->side);
+			err = write_ksyms(s) ?: trace_writer_flush(s->w) ?:
+			      write_objects(s) ?: trace_writer_flush(s->w);
+			emit_dropped(s, sidekick_end(s->side, handle_event, s));
 
 			if (err)
 				write_failed(s, err);
@@ -977,7 +1049,7 @@ static void print_summary(struct session *s, uint64_t end_ns)
 	 * after a write error are lost, and said to be. */
 	fprintf(stderr, "luaprof record: %llu samples, %llu lost, %.2f s, %d process%s\n",
 		(unsigned long long)s->written,
-		(unsigned long long)(c->lost_ringbuf + unwritten),
+		(unsigned long long)(c->lost_ringbuf + s->lost_dropped + unwritten),
 		secs, s->ntargets, s->ntargets == 1 ? "" : "es");
 	if (s->write_err)
 		fprintf(stderr, "luaprof record: after the write error, %llu of the %llu "
@@ -1040,8 +1112,17 @@ static void print_summary(struct session *s, uint64_t end_ns)
 				t->lj->object, t->lj->source);
 	}
 	if (s->o->verbose) {
+		struct sidekick_stats ks;
+
 		print_bpf_stats(s);
 		unwind_print_stats(s->unw, stderr); /* native unwinder */
+		for (int i = 0; i < s->ncut_walks; i++)
+			fprintf(stderr, "luaprof record: native unwind: walk cut short at %s\n",
+				s->cut_walks[i]);
+		sidekick_stats(s->side, &ks);
+		fprintf(stderr, "luaprof record: during flushes: %llu events read, %llu "
+			"process mappings published for the unwinder\n",
+			(unsigned long long)ks.queued, (unsigned long long)ks.published);
 	}
 }
 
@@ -1064,7 +1145,7 @@ static int finish(struct session *s)
 	trace_writer_get_stats(s->w, &ws);
 	s->written = ws.samples;
 	footer.samples = s->written;
-	footer.lost = s->skel->bss->counters.lost_ringbuf;
+	footer.lost = s->skel->bss->counters.lost_ringbuf + s->lost_dropped;
 	footer.chunks = 0; /* the writer fills in its own count */
 	footer.end_mono_ns = end_ns;
 	err = trace_writer_close(s->w, &footer);
@@ -1169,6 +1250,10 @@ int record_session_run(const struct record_opts *o)
 		fprintf(stderr, "luaprof record: ring buffer: %s\n", strerror(errno));
 		goto cleanup;
 	}
+	err = sidekick_new(&s.side, bpf_map__fd(s.skel->maps.events), s.unw);
+	if (err && !o->quiet)
+		fprintf(stderr, "luaprof record: no flush sidekick (%s): walks of processes "
+			"started during a flush may be cut short\n", strerror(-err));
 	err = perf_sampling_attach(&s.perf, s.skel->progs.on_sample, o->freq_hz);
 	if (err) {
 		fprintf(stderr, "luaprof record: cannot open cpu-clock perf events: %s\n",
@@ -1204,6 +1289,7 @@ cleanup:
 	if (s.launched.err_fd >= 0)
 		close(s.launched.err_fd);
 	perf_sampling_detach(&s.perf);
+	sidekick_free(s.side);
 	ring_buffer__free(s.rb);
 	unwind_free(s.unw); /* native unwinder */
 	sampler__destroy(s.skel);

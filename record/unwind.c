@@ -379,7 +379,7 @@ void unwind_stats(const struct unwinder *u, struct unwind_stats *st)
 	st->frames = u->skel->bss->unwind_frames;
 }
 
-void unwind_print_stats(const struct unwinder *u, FILE *f)
+const char *unwind_stop_name(uint32_t stop)
 {
 	static const char *const names[LP_USTOP_MAX] = {
 		[LP_USTOP_FALLBACK] = "fp-fallback", [LP_USTOP_END] = "complete",
@@ -388,6 +388,12 @@ void unwind_print_stats(const struct unwinder *u, FILE *f)
 		[LP_USTOP_UNSUPPORTED] = "unsupported", [LP_USTOP_READ] = "read",
 		[LP_USTOP_BAD_FRAME] = "bad-frame", [LP_USTOP_NO_REGS] = "no-regs",
 	};
+
+	return stop < LP_USTOP_MAX && names[stop] ? names[stop] : "unknown";
+}
+
+void unwind_print_stats(const struct unwinder *u, FILE *f)
+{
 	struct unwind_stats st;
 	uint64_t walks = 0;
 
@@ -408,7 +414,7 @@ void unwind_print_stats(const struct unwinder *u, FILE *f)
 		(unsigned long long)walks, walks ? (double)st.frames / walks : 0.0);
 	for (int i = 1; i < LP_USTOP_MAX; i++)
 		if (st.stops[i])
-			fprintf(f, " %s %llu", names[i], (unsigned long long)st.stops[i]);
+			fprintf(f, " %s %llu", unwind_stop_name(i), (unsigned long long)st.stops[i]);
 	fprintf(f, "\n");
 }
 

@@ -45,6 +45,8 @@ int unwind_update_process(struct unwinder *u, pid_t pid,
 			  const struct maps_table *maps);
 void unwind_remove_process(struct unwinder *u, pid_t pid);
 void unwind_stats(const struct unwinder *u, struct unwind_stats *st);
+/* How a walk stopped (enum lp_ustop), as record -v names it. */
+const char *unwind_stop_name(uint32_t stop);
 /* Two or three lines for `record -v`. */
 void unwind_print_stats(const struct unwinder *u, FILE *f);
 void unwind_free(struct unwinder *u);

@@ -8,15 +8,17 @@
 #
 #   native      build/samples/hot, --compress none --no-embed: samples,
 #               stacks, maps, objects, kernel symbols, the footer
-#   embedded    the same with symbol tables and source lines embedded
 #   lz4, zlib   the native trace compressed, for the decompressors
 #   lua         LuaJIT running samples/lua/abc.lua (protos, Lua stacks,
 #               luajit, lua_source, traces), --compress none
 #   old         the native trace as a luaprof before chunk numbers wrote
 #               it (compat 0, no chunk record): the reader's older path
+#   kitchen     tests/fuzz/seedgen.c's trace: every record type a report
+#               uses, symbol tables and source lines included, in 1 KB
+#               (a recording embeds libc's whole table: 40 KB)
 #
 # Each recording is a fraction of a second at a high rate, so the traces
-# stay a few KB to a few tens of KB: libFuzzer mutates small inputs best.
+# stay a few KB to 15 KB: libFuzzer mutates small inputs best.
 set -eu
 cd "$(dirname "$0")/../.."
 
@@ -34,7 +36,6 @@ rec() { # NAME OPTIONS... -- COMMAND...
 }
 
 rec native --compress none --no-embed -- build/samples/hot 0.15
-rec embedded --compress none -- build/samples/hot 0.15
 rec lz4 --compress lz4 --no-embed -- build/samples/hot 0.1
 rec zlib --compress zlib --no-embed -- build/samples/hot 0.1
 if [ -x /usr/bin/luajit ]; then
@@ -64,6 +65,10 @@ while at + 20 <= len(data):
     at += 20 + stored
 open(sys.argv[2], "wb").write(b"".join(out))
 PY
+
+cc -std=gnu11 -D_GNU_SOURCE -I. -Ibuild -o "$raw/seedgen" tests/fuzz/seedgen.c \
+	build/format/*.o -llz4 -lz -ldw -lelf
+"$raw/seedgen" "$raw/kitchen.lp"
 
 mkdir -p "$dir"
 for f in "$raw"/*.lp; do
