@@ -7,11 +7,14 @@
  * 0600 and never through a symbolic link.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "format/codec.h"
@@ -505,4 +508,176 @@ TEST(harden_fuzz_empty_stack_first)
 	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
 	CHECK(out && strstr(out, " 2\n"));
 	free(out);
+}
+
+/* ---- a compression bomb ------------------------------------------------ */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+/* A trace of `chunks` zlib chunks of 16 MiB each once inflated, nearly all
+ * of it one 12-byte sample record over and over: 1.4 M samples per chunk
+ * in 16 KB of file.  Returns the samples written, or 0. */
+static uint64_t write_bomb(const char *path, int chunks)
+{
+	static const uint8_t sample[] = { LP_REC_SAMPLE, 10, 0, 7, 7, 0, 1, 0, 0, 0, 0, 0 };
+	static const uint64_t ka = RT_K(0) + 8;
+	struct lp_buf raw = { 0 }, hdr = { 0 }, out = { 0 };
+	uint64_t n = 0;
+	FILE *f;
+
+	unlink(path);
+	f = fopen(path, "w");
+	if (!f)
+		return 0;
+	lp_put_bytes(&hdr, LP_MAGIC, LP_MAGIC_SIZE);
+	lp_put_u16(&hdr, LP_VERSION);
+	lp_put_u16(&hdr, LP_HEADER_SIZE);
+	lp_put_u32(&hdr, 0);
+	lp_put_u32(&hdr, LP_COMPAT_CHUNK_SEQ);
+	lp_put_u32(&hdr, lp_crc32(0, hdr.data, hdr.len));
+	fwrite(hdr.data, 1, hdr.len, f);
+	for (int c = 0; c < chunks; c++) {
+		size_t bound, stored = 0;
+		uint32_t crc;
+
+		raw.len = 0;
+		lp_put_uv(&raw, LP_REC_CHUNK);
+		lp_put_uv(&raw, 1);
+		lp_put_uv(&raw, (uint64_t)c);
+		if (!c) { /* the stack the samples name: one kernel frame */
+			struct lp_buf body = { 0 };
+
+			lp_put_uv(&body, 1);
+			lp_put_uv(&body, LP_STACK_KERNEL);
+			lp_put_uv(&body, 1);
+			lp_put_uv(&body, ka);
+			lp_put_uv(&raw, LP_REC_STACK);
+			lp_put_uv(&raw, body.len);
+			lp_put_bytes(&raw, body.data, body.len);
+			lp_buf_free(&body);
+		}
+		while (raw.len + sizeof(sample) <= LP_CHUNK_MAX_RAW) {
+			lp_put_bytes(&raw, sample, sizeof(sample));
+			n++;
+		}
+		bound = lp_compress_bound(LP_CODEC_ZLIB, raw.len);
+		out.len = 0;
+		if (lp_buf_reserve(&out, LP_CHUNK_HEADER_SIZE + bound) ||
+		    lp_compress(LP_CODEC_ZLIB, raw.data, raw.len,
+				out.data + LP_CHUNK_HEADER_SIZE, bound, &stored))
+			n = 0;
+		memcpy(out.data, LP_CHUNK_MAGIC, 4);
+		out.data[4] = LP_CHUNK_RECORDS;
+		out.data[5] = LP_CODEC_ZLIB;
+		out.data[6] = out.data[7] = 0;
+		put32(out.data + 8, (uint32_t)raw.len);
+		put32(out.data + 12, (uint32_t)stored);
+		crc = lp_crc32(lp_crc32(0, out.data + 4, 12), out.data + LP_CHUNK_HEADER_SIZE, stored);
+		put32(out.data + 16, crc);
+		fwrite(out.data, 1, LP_CHUNK_HEADER_SIZE + stored, f);
+	}
+	lp_buf_free(&raw);
+	lp_buf_free(&hdr);
+	lp_buf_free(&out);
+	return fclose(f) ? 0 : n;
+}
+
+/* A line of /proc/self/status ("VmRSS:", "VmHWM:"), in KiB. */
+static long status_kib(const char *key)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			v = strtol(line + strlen(key), NULL, 10);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Runs `report --format folded` on path in a child: its CPU time in ms,
+ * and how much its resident set grew, in KiB; the summed counts. */
+static int bomb_run(const char *path, long *cpu_ms, long *grew_kib, uint64_t *samples)
+{
+	char out[300];
+	struct rusage ru;
+	int pipefd[2], status;
+	pid_t pid;
+	FILE *f;
+
+	snprintf(out, sizeof(out), "%s.folded", path);
+	if (pipe(pipefd))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { "report", "--format", "folded", "-o", out, (char *)path, NULL };
+		int rc, fd = open("/dev/null", O_WRONLY), clear = open("/proc/self/clear_refs", O_WRONLY);
+		long before, peak;
+
+		/* Free memory of the test process given back first, so that
+		 * what the report needs shows; then "5" resets the peak
+		 * resident set (VmHWM) to what it is now. */
+		malloc_trim(0);
+		if (clear < 0 || write(clear, "5", 1) != 1)
+			_exit(3);
+		before = status_kib("VmRSS:");
+		dup2(fd, 2);
+		rc = cmd_report(6, argv);
+		peak = status_kib("VmHWM:") - before;
+		if (write(pipefd[1], &peak, sizeof(peak)) != sizeof(peak))
+			rc = 1;
+		_exit(rc);
+	}
+	close(pipefd[1]);
+	if (pid < 0 || read(pipefd[0], grew_kib, sizeof(*grew_kib)) != sizeof(*grew_kib) ||
+	    wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		close(pipefd[0]);
+		return -1;
+	}
+	close(pipefd[0]);
+	*cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+		  (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+	*samples = 0;
+	f = fopen(out, "r");
+	if (f) {
+		unsigned long long c;
+
+		while (fscanf(f, "%*s %llu", &c) == 1)
+			*samples += c;
+		fclose(f);
+	}
+	return 0;
+}
+
+/* A trace that inflates a thousandfold reports in memory bounded by one
+ * chunk, and in time that grows with the samples, not faster. */
+TEST(harden_compression_bomb_bounded_and_linear)
+{
+	const char *one = rt_path("bomb1.lp"), *two = rt_path("bomb2.lp");
+	uint64_t n1 = write_bomb(one, 1), n2 = write_bomb(two, 2), got;
+	long cpu1, cpu2, rss1, rss2;
+	struct stat st;
+
+	CHECK(n1 > 1000000 && n2 >= 2 * n1 && n2 <= 2 * n1 + 2); /* + where the stack was */
+	CHECK(stat(two, &st) == 0 && st.st_size < 100000); /* 30 MiB of records */
+	CHECK(bomb_run(one, &cpu1, &rss1, &got) == 0 && got == n1);
+	CHECK(bomb_run(two, &cpu2, &rss2, &got) == 0 && got == n2);
+	printf("  compression bomb: %llu samples in %lld bytes: %ld ms, +%ld KiB; "
+	       "twice as many: %ld ms, +%ld KiB\n", (unsigned long long)n2 / 2,
+	       (long long)st.st_size / 2, cpu1, rss1, cpu2, rss2);
+	/* Linear: twice the samples, about twice the time (4 if quadratic). */
+	CHECK(cpu2 < 3 * cpu1 + 200);
+#ifndef UNDER_ASAN
+	/* One 16 MiB chunk inflated at a time, plus small tables; no more
+	 * for twice the chunks.  (ASan keeps freed memory aside.) */
+	CHECK(rss1 < 40 * 1024 && rss2 < rss1 + 8 * 1024);
+#endif
 }
