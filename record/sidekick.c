@@ -16,7 +16,7 @@
  *
  * So for the length of a flush a second thread takes over the ring
  * buffer: it publishes the mappings of a process that exec'd, or whose
- * walk stopped outside the code it knows (or had no tables at all), and
+ * walk stopped outside the code it knows, and
  * queues every event for the main thread, which handles them after the
  * flush, in order, exactly as if it had read them itself.  The unwinder
  * is the sidekick's alone while it runs: a flush does not touch it.
@@ -37,9 +37,12 @@
 /* Past this much queued, the sidekick stops reading: the ring buffer
  * holds the rest, as it would without it. */
 #define QUEUE_MAX_BYTES (64u << 20)
-/* A process whose walks keep stopping is re-read at most this often. */
+/* A process whose walks keep stopping is re-read at most this often, and
+ * a flush re-reads at most PUBLISH_MAX times (a pc in no mapping may be
+ * garbage, not new code). */
 #define REPUBLISH_NS 2000000ull
-#define RECENT 16
+#define PUBLISH_MAX 1000
+#define RECENT 64
 
 struct queued {
 	struct queued *next;
@@ -69,6 +72,7 @@ struct sidekick {
 	struct snapshot *snaps;
 	struct { pid_t pid; uint64_t ns; } recent[RECENT];
 	unsigned next_recent;
+	unsigned flush_published; /* re-reads in this flush */
 	struct sidekick_stats st;
 };
 
@@ -142,6 +146,8 @@ static void publish(struct sidekick *k, pid_t pid, int always)
 	uint64_t now = mono_ns();
 	unsigned i;
 
+	if (k->flush_published >= PUBLISH_MAX)
+		return;
 	for (i = 0; i < RECENT; i++)
 		if (k->recent[i].pid == pid)
 			break;
@@ -157,6 +163,7 @@ static void publish(struct sidekick *k, pid_t pid, int always)
 		maps_table_free(&m);
 		return;
 	}
+	k->flush_published++;
 	if (!unwind_add_process(k->unw, pid, &m))
 		k->st.published++;
 	keep(k, pid, &m);
@@ -175,8 +182,10 @@ static int on_event(void *ctx, void *data, size_t size)
 		} else if (h->type == LP_EVENT_SAMPLE && size >= lp_event_sample_size(0)) {
 			const struct lp_event_sample *e = data;
 
-			if (e->ustack_stop == LP_USTOP_UNMAPPED ||
-			    e->ustack_stop == LP_USTOP_FALLBACK)
+			/* (A walk without tables at all is a process
+			 * between its exec and the EXEC event: that event
+			 * publishes it.) */
+			if (e->ustack_stop == LP_USTOP_UNMAPPED)
 				publish(k, (pid_t)h->pid, 0);
 		}
 	}
@@ -239,6 +248,7 @@ void sidekick_begin(struct sidekick *k)
 	if (!k || k->running)
 		return;
 	atomic_store(&k->stop, 0);
+	k->flush_published = 0;
 	/* Without a thread the flush just runs as before. */
 	k->running = !pthread_create(&k->thread, NULL, run, k);
 }
