@@ -841,7 +841,7 @@ static void parse_section(struct builder *b, const struct cfi_sec *s)
 {
 	size_t off = 0;
 	struct entry e;
-	int r;
+	int r = 0; /* stays 0 if b->err ends the loop before a read */
 
 	/* CIEs are cached by offset, which means nothing in another section. */
 	b->ncies = 0;
