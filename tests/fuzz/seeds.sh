@@ -47,7 +47,8 @@ fi
 # The native trace without chunk numbers (docs/format.md §2.3): each
 # uncompressed chunk loses its leading chunk record, the header its bit.
 python3 - "$raw/native.lp" "$raw/old.lp" <<'PY'
-import struct, sys, zlib
+import re, struct, sys, zlib
+chunk_rec = int(re.search(r"LP_REC_CHUNK = (\d+)", open("format/trace.h").read()).group(1))
 data = open(sys.argv[1], "rb").read()
 head = bytearray(data[:24])
 head[16:20] = struct.pack("<I", 0)
@@ -56,7 +57,7 @@ out, at = [bytes(head)], 24
 while at + 20 <= len(data):
     stored = struct.unpack_from("<I", data, at + 12)[0]
     pay = data[at + 20:at + 20 + stored]
-    assert pay[0] == 19, "a chunk record first"
+    assert pay[0] == chunk_rec, "a chunk record first"
     pay = pay[2 + pay[1]:]
     h = bytearray(data[at:at + 20])
     h[8:16] = struct.pack("<II", len(pay), len(pay))
