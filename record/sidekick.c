@@ -88,6 +88,7 @@ static struct snapshot *find_snap(struct sidekick *k, pid_t pid)
 static void keep(struct sidekick *k, pid_t pid, struct maps_table *m)
 {
 	struct snapshot *p = find_snap(k, pid);
+	struct proc_info info;
 
 	if (!p) {
 		p = calloc(1, sizeof(*p));
@@ -102,9 +103,12 @@ static void keep(struct sidekick *k, pid_t pid, struct maps_table *m)
 		maps_table_free(&p->maps);
 	p->maps = *m;
 	p->have_maps = 1;
-	if (!proc_read_info(pid, &p->info))
-		p->have_info = 1;
 	p->info.pid = pid;
+	/* A zombie has no exe left: keep what was read before it died. */
+	if (!proc_read_info(pid, &info) && (info.exe[0] || !p->have_info)) {
+		p->info = info;
+		p->have_info = 1;
+	}
 }
 
 static void drop_snaps(struct sidekick *k)
