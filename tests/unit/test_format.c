@@ -209,7 +209,10 @@ static size_t make_object_records(struct lp_record *r)
 	size_t n = 0;
 
 	for (size_t i = 0; i < ARRAY_SIZE(syms); i++) {
-		snprintf(names[i], sizeof(names[i]), i % 7 ? "fn_%zu" : "", i);
+		if (i % 7) /* else an empty name */
+			snprintf(names[i], sizeof(names[i]), "fn_%zu", i);
+		else
+			names[i][0] = '\0';
 		syms[i] = (struct lp_objsym){ 0x401000 + i * 0x10 + i % 5, i % 3 ? i : 0,
 					      names[i] };
 	}
