@@ -35,7 +35,7 @@ explain() {
 	echo "  $1: the commonest stacks without $2:"
 	awk -v f="$2" '{ st = $0; sub(/ [0-9]+$/, "", st); n = split(st, fr, ";");
 		for (i = 1; i <= n; i++) if (fr[i] == f) next; print }' $TMP/$1.folded |
-		sort -t' ' -k2 -nr | head -8 | cut -c1-300 | sed 's/^/    /'
+		awk '{ print $NF "\t" $0 }' | sort -nr | cut -f2- | head -8 | cut -c1-300 | sed 's/^/    /'
 }
 
 # check_reach NAME FRAME MIN : at least a share MIN of NAME's samples hold
