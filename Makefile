@@ -98,6 +98,10 @@ $(BUILD)/samples/inline: samples/inline.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -o $@ $<
 
+# bench/views.sh's synthetic traces, written with the format library.
+$(BUILD)/bench/synth: $(BUILD)/bench/synth.o $(FORMAT_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests
 
