@@ -1,13 +1,48 @@
 /*
- * report.h - the two commands that read a trace: `luaprof report` prints
- * where the time went (top, folded, callgraph), `luaprof info` what the
- * trace holds and how healthy it is.  luaprof.c dispatches to them; each
- * returns the process exit code: 0 ok, 1 failure, 2 misuse.
+ * report.h - the commands that read traces: `luaprof report` prints
+ * where the time went (top, folded, callgraph, flame graph, pprof,
+ * speedscope), `luaprof diff` how two profiles differ, `luaprof info`
+ * what a trace holds and how healthy it is.  luaprof.c dispatches to
+ * them; each returns the process exit code: 0 ok, 1 failure, 2 misuse.
  */
 #ifndef LUAPROF_REPORT_REPORT_H
 #define LUAPROF_REPORT_REPORT_H
 
+#include <stddef.h>
+#include <stdint.h>
+
+#include "report/procs.h"
+#include "report/profile.h"
+
 int cmd_report(int argc, char **argv); /* argv[0] = "report" */
+int cmd_diff(int argc, char **argv);   /* argv[0] = "diff" */
 int cmd_info(int argc, char **argv);   /* argv[0] = "info" */
+
+/* How traces are read into a profile: filters and what to keep; the
+ * same for `report` and `diff`. */
+struct load_opts {
+	const char *who;          /* prefixes messages: "luaprof report" */
+	uint32_t *pids, *tids;    /* sorted; none: every process, thread */
+	size_t npids, ntids, cappids, captids;
+	int64_t from_ns, to_ns;   /* the window, from each trace's first
+				   * sample; -1: open on that side */
+	int comm;                 /* the process name as each stack's root */
+	int lines;                /* frames split by the line they run */
+	int infos;                /* describe frames (frameinfo.h) */
+	int keep_samples;         /* fill p->samples_v */
+	const char *symfs;
+};
+
+/* Reads traces[0..n) into p, merged, and their processes into procs,
+ * warning on standard error about their health.  0, or 1 after a
+ * message (an unreadable trace, no memory). */
+int report_load(const struct load_opts *lo, char *const *traces, size_t n,
+		struct profile *p, struct procs *procs);
+
+/* Option parsing shared with diff: a comma-separated id list appended
+ * to a sorted one; seconds >= 0 as nanoseconds.  0 or -EINVAL (or
+ * -ENOMEM). */
+int report_parse_ids(const char *arg, uint32_t **v, size_t *n, size_t *cap);
+int report_parse_seconds(const char *arg, int64_t *ns);
 
 #endif
