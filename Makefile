@@ -65,6 +65,13 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# The flame graph's script, a C string for report/out_flamegraph.c: the
+# SVG carries it, so it is kept as JavaScript in report/flamegraph.js.
+$(BUILD)/report/flamegraph_js.h: report/flamegraph.js
+	@mkdir -p $(@D)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/report/out_flamegraph.o: $(BUILD)/report/flamegraph_js.h
+
 $(BUILD)/luaprof: $(BUILD)/luaprof.o $(RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
