@@ -56,6 +56,7 @@ struct out_opts {
 	/* flamegraph of a diff: colour the profile by its growth over this
 	 * one; NULL for a plain flame graph. */
 	const struct profile *base;
+	int per_second;     /* ...by samples per second, not shares */
 	const char *title;  /* flamegraph: the title line, or NULL */
 };
 

@@ -228,15 +228,20 @@ static uint32_t name_hash(const char *s)
 	return h;
 }
 
+/* A diff's measure of node i of tree t: its share of t's samples, or
+ * with --per-second its samples per second of t's profile. */
+static double measure(const struct draw *d, const struct ftree *t, uint32_t i)
+{
+	if (i == NONE)
+		return 0;
+	if (d->o->per_second)
+		return t->p->span_ns ? t->v[i].total * 1e9 / t->p->span_ns : 0;
+	return t->v[0].total ? 100.0 * t->v[i].total / t->v[0].total : 0;
+}
+
 static double share_change(const struct draw *d, uint32_t i)
 {
-	const struct fnode *n = &d->t->v[i];
-	double now = d->t->v[0].total ? (double)n->total / d->t->v[0].total : 0;
-	double was = 0;
-
-	if (n->base != NONE && d->b->v[0].total)
-		was = (double)d->b->v[n->base].total / d->b->v[0].total;
-	return now - was;
+	return measure(d, d->t, i) - measure(d, d->b, d->t->v[i].base);
 }
 
 /* The fill of node i, or of a block of merged frames above it. */
@@ -337,8 +342,9 @@ static void frame(struct draw *d, uint32_t i, uint64_t x, uint64_t width,
 		xml_escape(d->out, name);
 	fprintf(d->out, " (%" PRIu64 " samples, %.2f%%", width, share);
 	if (d->b && !nmerged)
-		fprintf(d->out, "; base %.2f%%, change %+.2f%%",
-			100.0 * (share / 100.0 - share_change(d, i)), 100.0 * share_change(d, i));
+		fprintf(d->out, "; base %.2f%s, change %+.2f%s",
+			measure(d, d->b, d->t->v[i].base), d->o->per_second ? "/s" : "%",
+			share_change(d, i), d->o->per_second ? "/s" : "%");
 	fprintf(d->out, ")</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
 		"fill=\"%s\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%d\">",
 		px, y, pw, FRAME_H - 1, fill, px + 3, y + FRAME_H - 4);

@@ -782,9 +782,7 @@ int report_load(const struct load_opts *lo, char *const *traces, size_t n,
 	return ret;
 }
 
-/* Opens -o FILE: never through a symlink, private like a trace (a
- * profile says as much about the program as the trace). */
-static FILE *open_output(const char *path)
+FILE *report_open_output(const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	FILE *f;
@@ -805,7 +803,7 @@ static int write_output(const struct opts *o, struct run *r)
 	int err;
 
 	if (o->output) {
-		out = open_output(o->output);
+		out = report_open_output(o->output);
 		if (!out) {
 			fprintf(stderr, PROG ": %s: %s\n", o->output, strerror(errno));
 			return 1;
@@ -819,17 +817,21 @@ static int write_output(const struct opts *o, struct run *r)
 		err = out_by_line(out, r->prof, ps->ann, o->rows);
 	else
 		err = o->format->write(out, r->prof, &oo);
+	return report_close_output(out, o->output, PROG, err);
+}
+
+int report_close_output(FILE *out, const char *path, const char *who, int err)
+{
 	if (err)
-		fprintf(stderr, PROG ": %s\n", strerror(-err));
+		fprintf(stderr, "%s: %s\n", who, strerror(-err));
 	/* A full disk shows only here; a report silently cut is a lie. */
 	if ((fflush(out) || ferror(out)) && !err) {
-		fprintf(stderr, PROG ": %s: write error: %s\n",
-			o->output ? o->output : "standard output", strerror(errno));
+		fprintf(stderr, "%s: %s: write error: %s\n", who,
+			path ? path : "standard output", strerror(errno));
 		err = -EIO;
 	}
 	if (out != stdout && fclose(out) && !err) {
-		fprintf(stderr, PROG ": %s: write error: %s\n", o->output,
-			strerror(errno));
+		fprintf(stderr, "%s: %s: write error: %s\n", who, path, strerror(errno));
 		err = -EIO;
 	}
 	return err ? 1 : 0;

@@ -39,6 +39,14 @@ struct load_opts {
 int report_load(const struct load_opts *lo, char *const *traces, size_t n,
 		struct profile *p, struct procs *procs);
 
+/* -o FILE, opened for writing: created private (0600, as a profile says
+ * as much about a program as its trace), never through a symlink.  NULL
+ * with errno set. */
+FILE *report_open_output(const char *path);
+/* Flushes and closes out (unless stdout) after a writer returned err,
+ * saying what went wrong once; the exit code, 0 or 1. */
+int report_close_output(FILE *out, const char *path, const char *who, int err);
+
 /* Option parsing shared with diff: a comma-separated id list appended
  * to a sorted one; seconds >= 0 as nanoseconds.  0 or -EINVAL (or
  * -ENOMEM). */
