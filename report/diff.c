@@ -213,11 +213,12 @@ static int add_side(struct fns *f, const struct profile *p, int side, double uni
 	}
 	for (size_t i = 0; i < p->names.len && !err; i++) {
 		const char *s = strtab_get(&p->names, i);
+		size_t before = f->names.len;
 
 		err = strtab_intern(&f->names, s, strlen(s), &fid[i]);
 		if (!err)
 			err = GROW(f->v, f->cap, f->names.len);
-		if (!err && fid[i] + 1 == f->names.len)
+		if (!err && f->names.len > before)
 			f->v[fid[i]] = (struct fn){ .name = strtab_get(&f->names, fid[i]) };
 	}
 	for (size_t s = 0; s < p->stacks.len && !err; s++) {

@@ -62,6 +62,8 @@ struct pp {
 	struct pbuf b;
 	struct strtab strs;   /* the string table: id = index */
 	uint32_t *fn_of_name; /* name id -> function id, 0 none yet */
+	uint32_t *fn_frame;   /* name id -> the frame that made it a function:
+			       * its file and start line are the function's */
 	uint32_t *loc_of_name; /* name id -> location id, 0 none yet */
 	uint32_t nfn, nloc;
 	uint32_t kernel_map;   /* mapping id of [kernel.kallsyms], 0 none */
@@ -128,8 +130,10 @@ static uint32_t location(struct pp *x, uint32_t name)
 		struct frame_info fi = frameinfo_get(&x->p->infos, name);
 
 		x->loc_of_name[name] = ++x->nloc;
-		if (!x->fn_of_name[fi.func])
+		if (!x->fn_of_name[fi.func]) {
 			x->fn_of_name[fi.func] = ++x->nfn;
+			x->fn_frame[fi.func] = name;
+		}
 		if (fi.kind == FRAME_KERNEL && !x->kernel_map)
 			x->kernel_map = x->p->infos.nmaps + 1;
 	}
@@ -232,7 +236,7 @@ static void write_functions(struct pp *x)
 
 		if (!x->fn_of_name[name])
 			continue;
-		fi = frameinfo_get(&x->p->infos, name);
+		fi = frameinfo_get(&x->p->infos, x->fn_frame[name]);
 		s = name_str(x, name);
 		m = pb_begin(&x->b, 5);
 		pb_uint(&x->b, 1, x->fn_of_name[name]);
@@ -332,7 +336,8 @@ int out_pprof(FILE *out, const struct profile *p, const struct out_opts *o)
 	(void)o;
 	x.fn_of_name = calloc(nn, sizeof(*x.fn_of_name));
 	x.loc_of_name = calloc(nn, sizeof(*x.loc_of_name));
-	if (!x.fn_of_name || !x.loc_of_name) {
+	x.fn_frame = calloc(nn, sizeof(*x.fn_frame));
+	if (!x.fn_of_name || !x.loc_of_name || !x.fn_frame) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -349,6 +354,7 @@ cleanup:
 	strtab_free(&x.strs);
 	free(x.fn_of_name);
 	free(x.loc_of_name);
+	free(x.fn_frame);
 	free(x.keys);
 	htab_free(&x.keys_h);
 	free(x.clean);

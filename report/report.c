@@ -126,7 +126,7 @@ static void help(void)
 	      "are merged into one report.\n"
 	      "\n", stdout);
 	for (size_t i = 0; i < NFORMATS; i++)
-		printf("  --format %-10s%s\n", formats[i].name, formats[i].help);
+		printf("  --format %-11s%s\n", formats[i].name, formats[i].help);
 	fputs("  -o, --output FILE   write to FILE instead of standard output\n"
 	      "  --pid PID[,PID...]  only samples of these processes (repeatable)\n"
 	      "  --tid TID[,TID...]  only samples of these threads (repeatable)\n"
