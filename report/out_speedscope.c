@@ -68,6 +68,22 @@ static int order_cmp(const void *x, const void *y)
 	return i < j ? -1 : i > j; /* stream order among equal times */
 }
 
+/* A number, with a separator before it unless it is the first: the
+ * file is mostly numbers, and printf is most of its cost. */
+static void put_uint(FILE *out, int comma, uint64_t x)
+{
+	char buf[24];
+	int n = sizeof(buf);
+
+	do {
+		buf[--n] = '0' + x % 10;
+		x /= 10;
+	} while (x);
+	if (comma)
+		buf[--n] = ',';
+	fwrite_unlocked(buf + n, 1, sizeof(buf) - n, out);
+}
+
 static void write_stack(struct ss *s, uint32_t stack)
 {
 	const uint32_t *v;
@@ -80,7 +96,7 @@ static void write_stack(struct ss *s, uint32_t stack)
 			s->frames[s->nframes] = v[i];
 			s->frame_of[v[i]] = ++s->nframes;
 		}
-		fprintf(s->out, "%s%" PRIu32, i ? "," : "", s->frame_of[v[i]] - 1);
+		put_uint(s->out, i != 0, s->frame_of[v[i]] - 1);
 	}
 	putc_unlocked(']', s->out);
 }
@@ -147,7 +163,7 @@ static void write_thread(struct ss *s, size_t from, size_t to, int first, struct
 	}
 	fputs("],\"weights\":[", s->out);
 	for (size_t i = 0; i < n; i++) {
-		fprintf(s->out, "%s%" PRIu64, i ? "," : "", r[i].weight);
+		put_uint(s->out, i != 0, r[i].weight);
 		total += r[i].weight;
 	}
 	fprintf(s->out, "],\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64 "}",
