@@ -124,6 +124,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run.sh
 	@bench/nginx.sh
+	@bench/views.sh
 
 clean:
 	rm -rf $(BUILD) demo.lp demo.folded
