@@ -79,6 +79,11 @@ void frames_set_infos(struct frames *f, struct frame_infos *infos)
 	f->infos = infos;
 }
 
+int frames_describing(const struct frames *f)
+{
+	return f->infos != NULL;
+}
+
 int frames_name_as(struct frames *f, const char *name, const struct frame_info *fi,
 		   uint32_t *id)
 {

@@ -60,6 +60,8 @@ int frames_name(struct frames *f, const char *name, uint32_t *id);
 /* Describes the frames named from now on into `infos` (frameinfo.h), for
  * the formats that tell kinds, files and mappings apart. */
 void frames_set_infos(struct frames *f, struct frame_infos *infos);
+/* Whether frames are being described (a format asked). */
+int frames_describing(const struct frames *f);
 /* frames_name(), and describes the name as fi says when asked to. */
 int frames_name_as(struct frames *f, const char *name, const struct frame_info *fi,
 		   uint32_t *id);

@@ -343,7 +343,7 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 				 .file = FRAMEINFO_NONE, .mapping = FRAMEINFO_NONE };
 	const char *chunk;
 	char name[256], text[768];
-	int err;
+	int err = 0;
 
 	if (!pt)
 		return frames_name_as(l->fr, "[unknown Lua function]", &fi, id);
@@ -355,14 +355,18 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 	func_name(l, vm, pt, f, caller, name, sizeof(name));
 	chunk = lua_chunk_label(pt->chunkname);
 	fi.start_line = pt->firstline;
-	fi.line = frame_line(pt, f, trace);
-	/* The frame without --lines is the function's, whatever line runs. */
+	if (l->current_lines || frames_describing(l->fr))
+		fi.line = frame_line(pt, f, trace);
 	snprintf(text, sizeof(text), "%s (%s:%u)", name, chunk, pt->firstline);
-	err = frames_name(l->fr, chunk, &fi.file);
-	if (!err && l->current_lines && fi.line) {
-		err = frames_name(l->fr, text, &fi.func);
-		snprintf(text, sizeof(text), "%s (%s:%u)", name, chunk, fi.line);
+	if (frames_describing(l->fr)) {
+		err = frames_name(l->fr, chunk, &fi.file);
+		/* The frame without --lines is the function's, whatever
+		 * line runs. */
+		if (!err && l->current_lines && fi.line)
+			err = frames_name(l->fr, text, &fi.func);
 	}
+	if (l->current_lines && fi.line)
+		snprintf(text, sizeof(text), "%s (%s:%u)", name, chunk, fi.line);
 	return err ?: frames_name_as(l->fr, text, &fi, id);
 }
 
