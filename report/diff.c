@@ -22,7 +22,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,22 +77,9 @@ static void help(void)
 	      stdout);
 }
 
-__attribute__((format(printf, 1, 2)))
-static int misuse(const char *fmt, ...)
-{
-	va_list ap;
+#define misuse(...) report_misuse(PROG, usage_line, __VA_ARGS__)
 
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	usage_line(stderr);
-	return 2;
-}
-
-enum { OPT_FORMAT = 256, OPT_PID, OPT_TID, OPT_FROM, OPT_TO, OPT_LINES, OPT_SYMFS,
-       OPT_PER_SECOND };
+enum { OPT_FORMAT = 256, OPT_PER_SECOND };
 
 /* 0 to run, 2 on misuse, -1 after --help, -ENOMEM. */
 static int parse_opts(int argc, char **argv, struct dopts *o)
@@ -103,17 +89,13 @@ static int parse_opts(int argc, char **argv, struct dopts *o)
 		{ "output", required_argument, NULL, 'o' },
 		{ "rows", required_argument, NULL, 'n' },
 		{ "per-second", no_argument, NULL, OPT_PER_SECOND },
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ "tid", required_argument, NULL, OPT_TID },
-		{ "from", required_argument, NULL, OPT_FROM },
-		{ "to", required_argument, NULL, OPT_TO },
-		{ "lines", no_argument, NULL, OPT_LINES },
-		{ "symfs", required_argument, NULL, OPT_SYMFS },
+		LOAD_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct load_opts *lo = &o->load;
 	unsigned long long rows;
+	const char *why;
 	char *end;
 	int c, err;
 
@@ -147,26 +129,12 @@ static int parse_opts(int argc, char **argv, struct dopts *o)
 		case OPT_PER_SECOND:
 			o->per_second = 1;
 			break;
-		case OPT_PID:
-		case OPT_TID:
-			err = c == OPT_PID ?
-				report_parse_ids(optarg, &lo->pids, &lo->npids, &lo->cappids) :
-				report_parse_ids(optarg, &lo->tids, &lo->ntids, &lo->captids);
+		case LOAD_OPT_PID ... LOAD_OPT_SYMFS:
+			err = report_load_opt(lo, c, optarg, &why);
 			if (err == -EINVAL)
-				return misuse("bad id list '%s'", optarg);
+				return misuse("%s '%s'", why, optarg);
 			if (err)
 				return err;
-			break;
-		case OPT_FROM:
-		case OPT_TO:
-			if (report_parse_seconds(optarg, c == OPT_FROM ? &lo->from_ns : &lo->to_ns))
-				return misuse("bad number of seconds '%s'", optarg);
-			break;
-		case OPT_LINES:
-			lo->lines = 1;
-			break;
-		case OPT_SYMFS:
-			lo->symfs = optarg;
 			break;
 		case 'h':
 			help();
@@ -177,8 +145,8 @@ static int parse_opts(int argc, char **argv, struct dopts *o)
 			return misuse("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (lo->from_ns >= 0 && lo->to_ns >= 0 && lo->to_ns <= lo->from_ns)
-		return misuse("--to must be later than --from");
+	if (report_load_check(lo, &why))
+		return misuse("%s", why);
 	if (argc - optind != 2)
 		return misuse("expected two traces, BASE and NEW, got %d", argc - optind);
 	lo->infos = o->format == DIFF_FLAMEGRAPH;

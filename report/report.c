@@ -194,19 +194,20 @@ static void help(void)
 	      stdout);
 }
 
-__attribute__((format(printf, 1, 2)))
-static int misuse(const char *fmt, ...)
+int report_misuse(const char *who, void (*usage)(FILE *), const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, PROG ": ");
+	fprintf(stderr, "%s: ", who);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	usage_line(stderr);
+	usage(stderr);
 	return 2;
 }
+
+#define misuse(...) report_misuse(PROG, usage_line, __VA_ARGS__)
 
 static int id_cmp(const void *a, const void *b)
 {
@@ -215,7 +216,9 @@ static int id_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int report_parse_ids(const char *arg, uint32_t **v, size_t *n, size_t *cap)
+/* Appends a comma-separated list of ids to a sorted one; 0, -EINVAL or
+ * -ENOMEM. */
+static int parse_ids(const char *arg, uint32_t **v, size_t *n, size_t *cap)
 {
 	const char *p = arg;
 
@@ -242,7 +245,8 @@ int report_parse_ids(const char *arg, uint32_t **v, size_t *n, size_t *cap)
 	return 0;
 }
 
-int report_parse_seconds(const char *arg, int64_t *ns)
+/* Seconds >= 0 as nanoseconds; 0 or -EINVAL. */
+static int parse_seconds(const char *arg, int64_t *ns)
 {
 	char *end;
 	double x;
@@ -255,13 +259,46 @@ int report_parse_seconds(const char *arg, int64_t *ns)
 	return 0;
 }
 
+int report_load_opt(struct load_opts *lo, int c, const char *arg, const char **why)
+{
+	int err = 0;
+
+	*why = "bad id list";
+	switch (c) {
+	case LOAD_OPT_PID:
+		return parse_ids(arg, &lo->pids, &lo->npids, &lo->cappids);
+	case LOAD_OPT_TID:
+		return parse_ids(arg, &lo->tids, &lo->ntids, &lo->captids);
+	case LOAD_OPT_FROM:
+	case LOAD_OPT_TO:
+		*why = "bad number of seconds";
+		return parse_seconds(arg, c == LOAD_OPT_FROM ? &lo->from_ns : &lo->to_ns);
+	case LOAD_OPT_LINES:
+		lo->lines = 1;
+		break;
+	case LOAD_OPT_SYMFS:
+		lo->symfs = arg;
+		break;
+	default:
+		*why = "unknown option";
+		err = -EINVAL;
+	}
+	return err;
+}
+
+int report_load_check(const struct load_opts *lo, const char **why)
+{
+	*why = "--to must be later than --from";
+	return lo->from_ns >= 0 && lo->to_ns >= 0 && lo->to_ns <= lo->from_ns ? -EINVAL : 0;
+}
+
 static int has_id(const uint32_t *v, size_t n, uint32_t id)
 {
 	return bsearch(&id, v, n, sizeof(id), id_cmp) != NULL;
 }
 
-enum { OPT_FORMAT = 256, OPT_PID, OPT_TID, OPT_LIMIT, OPT_COMM, OPT_LINES, OPT_VMSTATE,
-       OPT_SYMFS, OPT_ANNOTATE, OPT_BY, OPT_FROM, OPT_TO, OPT_INVERTED };
+enum { OPT_FORMAT = 256, OPT_LIMIT, OPT_COMM, OPT_VMSTATE, OPT_ANNOTATE, OPT_BY,
+       OPT_INVERTED };
 
 static const struct format *find_format(const char *name)
 {
@@ -277,24 +314,20 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "output", required_argument, NULL, 'o' },
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ "tid", required_argument, NULL, OPT_TID },
-		{ "from", required_argument, NULL, OPT_FROM },
-		{ "to", required_argument, NULL, OPT_TO },
+		LOAD_OPTIONS,
 		{ "rows", required_argument, NULL, 'n' },
 		{ "percent-limit", required_argument, NULL, OPT_LIMIT },
 		{ "inverted", no_argument, NULL, OPT_INVERTED },
 		{ "comm", no_argument, NULL, OPT_COMM },
-		{ "lines", no_argument, NULL, OPT_LINES },
 		{ "vmstate", no_argument, NULL, OPT_VMSTATE },
 		{ "annotate", no_argument, NULL, OPT_ANNOTATE },
 		{ "by", required_argument, NULL, OPT_BY },
-		{ "symfs", required_argument, NULL, OPT_SYMFS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct load_opts *lo = &o->load;
 	unsigned long long rows;
+	const char *why;
 	char *end;
 	int c, err;
 
@@ -316,20 +349,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'o':
 			o->output = optarg;
 			break;
-		case OPT_PID:
-		case OPT_TID:
-			err = c == OPT_PID ?
-				report_parse_ids(optarg, &lo->pids, &lo->npids, &lo->cappids) :
-				report_parse_ids(optarg, &lo->tids, &lo->ntids, &lo->captids);
+		case LOAD_OPT_PID ... LOAD_OPT_SYMFS:
+			err = report_load_opt(lo, c, optarg, &why);
 			if (err == -EINVAL)
-				return misuse("bad id list '%s'", optarg);
+				return misuse("%s '%s'", why, optarg);
 			if (err)
 				return err;
-			break;
-		case OPT_FROM:
-		case OPT_TO:
-			if (report_parse_seconds(optarg, c == OPT_FROM ? &lo->from_ns : &lo->to_ns))
-				return misuse("bad number of seconds '%s'", optarg);
 			break;
 		case 'n':
 			errno = 0;
@@ -356,9 +381,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case OPT_VMSTATE:
 			o->vmstate = 1;
 			break;
-		case OPT_LINES:
-			lo->lines = 1;
-			break;
 		case OPT_ANNOTATE:
 			o->annotate = 1;
 			break;
@@ -366,9 +388,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (strcmp(optarg, "line"))
 				return misuse("unknown --by '%s' (only 'line')", optarg);
 			o->by_line = 1;
-			break;
-		case OPT_SYMFS:
-			lo->symfs = optarg;
 			break;
 		case 'h':
 			help();
@@ -387,8 +406,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		return misuse("--format does not apply to --vmstate, --annotate or --by line");
 	if (o->annotate && !o->rows_set)
 		o->rows = 10;
-	if (lo->from_ns >= 0 && lo->to_ns >= 0 && lo->to_ns <= lo->from_ns)
-		return misuse("--to must be later than --from");
+	if (report_load_check(lo, &why))
+		return misuse("%s", why);
 	if (argc - optind < 1)
 		return misuse("no TRACE given");
 	if (argc - optind > 1 && (o->vmstate || o->annotate || o->by_line))

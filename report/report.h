@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "report/procs.h"
 #include "report/profile.h"
@@ -47,10 +48,27 @@ FILE *report_open_output(const char *path);
  * saying what went wrong once; the exit code, 0 or 1. */
 int report_close_output(FILE *out, const char *path, const char *who, int err);
 
-/* Option parsing shared with diff: a comma-separated id list appended
- * to a sorted one; seconds >= 0 as nanoseconds.  0 or -EINVAL (or
- * -ENOMEM). */
-int report_parse_ids(const char *arg, uint32_t **v, size_t *n, size_t *cap);
-int report_parse_seconds(const char *arg, int64_t *ns);
+/* Says "WHO: MESSAGE" and the usage line on standard error; returns 2,
+ * the exit code of misuse. */
+__attribute__((format(printf, 3, 4)))
+int report_misuse(const char *who, void (*usage)(FILE *), const char *fmt, ...);
+
+/* The options that fill struct load_opts, the same in `report` and
+ * `diff`: rows for getopt_long's table, and their handler. */
+enum { LOAD_OPT_PID = 400, LOAD_OPT_TID, LOAD_OPT_FROM, LOAD_OPT_TO, LOAD_OPT_LINES,
+       LOAD_OPT_SYMFS };
+#define LOAD_OPTIONS                                                   \
+	{ "pid", required_argument, NULL, LOAD_OPT_PID },              \
+	{ "tid", required_argument, NULL, LOAD_OPT_TID },              \
+	{ "from", required_argument, NULL, LOAD_OPT_FROM },            \
+	{ "to", required_argument, NULL, LOAD_OPT_TO },                \
+	{ "lines", no_argument, NULL, LOAD_OPT_LINES },                \
+	{ "symfs", required_argument, NULL, LOAD_OPT_SYMFS }
+
+/* Applies option c (a LOAD_OPT_*) with its argument: 0, -ENOMEM, or
+ * -EINVAL with *why saying what is wrong with arg ("bad id list"). */
+int report_load_opt(struct load_opts *lo, int c, const char *arg, const char **why);
+/* After every option: -EINVAL with *why when they contradict. */
+int report_load_check(const struct load_opts *lo, const char **why);
 
 #endif
