@@ -3,7 +3,7 @@
  * for bench/views.sh: the report's formats are timed on a trace far longer
  * than a test records, shaped like a busy OpenResty worker pool.
  *
- *   build/bench/synth [-n SAMPLES] [-s SEED] OUT.lp
+ *   build/bench/synth [-n SAMPLES] [-s SEED] [-k DIVISOR] OUT.lp
  *
  * Shape: one process ("synthd", pid 1000) of four threads at 999 Hz each,
  * so 1M samples span about 250 s.  Its executable is an embedded object
@@ -15,7 +15,9 @@
  * the same two of 150 host stacks), 20%
  * native code only (2000 stacks), 10% add a kernel stack.  Stacks are
  * picked with a skew (u^3), so a few are hot and most are rare, as in
- * real profiles.  The same seed writes the same trace.
+ * real profiles.  The same seed writes the same trace.  -k divides the
+ * numbers of distinct stacks of each kind (a narrower program: -k 10
+ * gives some 12,000 distinct stacks instead of 120,000).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -40,10 +42,11 @@
 #define NPROTO 400
 #define NCHUNK 24
 #define NCALLEE 4       /* call sites per Lua function */
-#define NLSTACK 3000
-#define NHOST 150       /* native stacks that enter the VM */
-#define NNATIVE 2000
-#define NKSTACK 300
+/* Distinct stacks of each kind, divided by -k. */
+static uint32_t NLSTACK = 3000;
+static uint32_t NHOST = 150;    /* native stacks that enter the VM */
+static uint32_t NNATIVE = 2000;
+static uint32_t NKSTACK = 300;
 #define NKSYM 400
 #define KBASE 0xffffffff81000000ull
 #define NFF 8
@@ -322,16 +325,26 @@ static int write_ksyms(struct trace_writer *w)
 int main(int argc, char **argv)
 {
 	unsigned long long n = 1000000;
+	unsigned long k;
 	struct trace_writer *w = NULL;
 	int c, err;
 
-	while ((c = getopt(argc, argv, "n:s:")) != -1) {
+	while ((c = getopt(argc, argv, "n:s:k:")) != -1) {
 		switch (c) {
 		case 'n':
 			n = strtoull(optarg, NULL, 10);
 			break;
 		case 's':
 			rng = strtoull(optarg, NULL, 10) * 2654435761ull + 1;
+			break;
+		case 'k':
+			k = strtoul(optarg, NULL, 10);
+			if (k < 1 || k > 100)
+				goto usage;
+			NLSTACK /= k;
+			NHOST = NHOST / k > 12 ? NHOST / k : 12;
+			NNATIVE /= k;
+			NKSTACK /= k;
 			break;
 		default:
 			goto usage;
@@ -353,6 +366,6 @@ int main(int argc, char **argv)
 	}
 	return 0;
 usage:
-	fprintf(stderr, "usage: synth [-n SAMPLES] [-s SEED] OUT.lp\n");
+	fprintf(stderr, "usage: synth [-n SAMPLES] [-s SEED] [-k DIVISOR] OUT.lp\n");
 	return 2;
 }
