@@ -58,7 +58,6 @@ static const struct format {
 
 struct opts {
 	const struct format *format;
-	int format_set;
 	const char *output;
 	struct load_opts load;
 	unsigned rows;
@@ -345,7 +344,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->format = find_format(optarg);
 			if (!o->format)
 				return misuse("unknown format '%s'", optarg);
-			o->format_set = 1;
 			break;
 		case 'o':
 			o->output = optarg;
@@ -403,7 +401,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	if (o->vmstate + o->annotate + o->by_line > 1)
 		return misuse("--vmstate, --annotate and --by line are different reports: "
 			      "choose one");
-	if ((o->vmstate || o->annotate || o->by_line) && o->format_set)
+	if ((o->vmstate || o->annotate || o->by_line) && o->format != &formats[0])
 		return misuse("--format does not apply to --vmstate, --annotate or --by line");
 	if (o->annotate && !o->rows_set)
 		o->rows = 10;
