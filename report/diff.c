@@ -372,8 +372,8 @@ int cmd_diff(int argc, char **argv)
 		ret = ret == -1 ? 0 : ret == 2 ? 2 : 1;
 		goto cleanup;
 	}
-	ret = report_load(&o.load, &o.base, 1, &b, &bp) ?:
-	      report_load(&o.load, &o.new, 1, &n, &np);
+	ret = report_load(&o.load, &o.base, 1, &b, &bp, NULL) ?:
+	      report_load(&o.load, &o.new, 1, &n, &np, NULL);
 	if (!ret)
 		ret = write_diff(&o, &b, &n);
 cleanup:

@@ -441,14 +441,18 @@ static void write_title(FILE *out, const struct profile *p, const struct out_opt
 	fputs("</text>\n", out);
 }
 
+struct swatch {
+	const char *name, *fill;
+};
+
 static void write_legend(FILE *out, const struct out_opts *o)
 {
-	static const struct { const char *name, *fill; } kinds[] = {
+	static const struct swatch kinds[] = {
 		{ "Lua", "rgb(90,205,80)" },   { "builtin", "rgb(95,215,215)" },
 		{ "native", "rgb(220,205,60)" }, { "kernel", "rgb(242,145,35)" },
 		{ "VM", "rgb(170,130,237)" },
 	}, diff[] = { { "grew", "rgb(255,55,55)" }, { "shrank", "rgb(55,55,255)" } };
-	const __typeof__(kinds[0]) *v = o->base ? diff : kinds;
+	const struct swatch *v = o->base ? diff : kinds;
 	size_t n = o->base ? 2 : 5;
 	int x = WIDTH - XPAD - 90 * (int)n;
 

@@ -1,8 +1,9 @@
 /*
- * report.c - `luaprof report`: its options, the streaming pass over each
- * trace (report_load(), which `diff` shares), the warnings about the
- * traces' health, the format dispatch, and the header block the text
- * formats open with.
+ * report.c - reading traces into a profile: the streaming pass over each
+ * trace (report_load(), for `report` and `diff`), the options that steer
+ * it, the warnings about the traces' health, and the header block the
+ * text formats open with.  cmd_report.c is `luaprof report`'s command
+ * line.
  *
  * A pass replays a trace in stream order because that is the only order
  * in which it is true: a sample's user addresses mean what the mappings
@@ -17,7 +18,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -28,7 +28,6 @@
 
 #include "format/trace.h"
 #include "report/annotate.h"
-#include "report/formats.h"
 #include "report/frames.h"
 #include "report/maps.h"
 #include "report/objects.h"
@@ -40,37 +39,6 @@
 #include "report/symbolize.h"
 #include "report/vmstate.h"
 
-#define PROG "luaprof report"
-
-/* The formats, from formats.h's list. */
-static const struct format {
-	const char *name;
-	out_writer *write;
-	unsigned flags;
-	const char *help;
-} formats[] = {
-#define FORMAT_ROW(name, writer, flags, help) { #name, writer, flags, help },
-	REPORT_FORMATS(FORMAT_ROW)
-#undef FORMAT_ROW
-};
-
-#define NFORMATS (sizeof(formats) / sizeof(formats[0]))
-
-struct opts {
-	const struct format *format;
-	const char *output;
-	struct load_opts load;
-	unsigned rows;
-	int rows_set; /* -n given: --annotate's default is smaller */
-	double limit;
-	int inverted;
-	int vmstate;
-	int annotate; /* --annotate */
-	int by_line;  /* --by line */
-	char **traces;
-	size_t ntraces;
-};
-
 /* What reading all the traces builds. */
 struct run {
 	const struct load_opts *o;
@@ -79,13 +47,12 @@ struct run {
 	uint32_t *roots; /* --comm root name per procs entry */
 	size_t nroots, caproots;
 	/* --vmstate, --annotate, --by line: counted over the (single)
-	 * trace's pass; see cmd_report. */
-	int vmstate, annotate;
-	struct pass *keep;
+	 * trace's pass, which is kept for them. */
+	struct report_pass *keep;
 };
 
 /* One trace's replay: its records mean something only inside it. */
-struct pass {
+struct report_pass {
 	const char *path;
 	uint32_t index; /* in prof->traces */
 	struct maps *maps;
@@ -106,94 +73,6 @@ struct pass {
 	int footer_seen;
 };
 
-static void usage_line(FILE *f)
-{
-	fputs("usage: luaprof report [--format ", f);
-	for (size_t i = 0; i < NFORMATS; i++)
-		fprintf(f, "%s%s", i ? "|" : "", formats[i].name);
-	fputs("] [-o FILE] [--pid PID[,PID...]] [--tid TID[,TID...]] "
-	      "[--from S] [--to S] [-n N] [--percent-limit P] [--inverted] [--comm] "
-	      "[--lines] [--vmstate | --annotate | --by line] [--symfs DIR] "
-	      "TRACE...\n", f);
-}
-
-static void help(void)
-{
-	usage_line(stdout);
-	fputs("\n"
-	      "Prints where the samples of luaprof traces went; several traces\n"
-	      "are merged into one report.\n"
-	      "\n", stdout);
-	for (size_t i = 0; i < NFORMATS; i++)
-		printf("  --format %-11s%s\n", formats[i].name, formats[i].help);
-	fputs("  -o, --output FILE   write to FILE instead of standard output\n"
-	      "  --pid PID[,PID...]  only samples of these processes (repeatable)\n"
-	      "  --tid TID[,TID...]  only samples of these threads (repeatable)\n"
-	      "  --from S, --to S    only samples from S seconds after each trace's\n"
-	      "                      first sample, and before S seconds after it\n"
-	      "  -n, --rows N        top: rows per table (default 20, 0 = all)\n"
-	      "  --percent-limit P   callgraph: hide nodes under P% of the samples\n"
-	      "                      (default 0.5)\n"
-	      "  --inverted          flamegraph: an icicle graph, roots on top\n"
-	      "  --comm              every format but top: put the process name\n"
-	      "                      above each stack as its root frame\n"
-	      "  --vmstate           instead of stacks: the share of samples in each\n"
-	      "                      LuaJIT VM state (N compiled, I interpreted, C code,\n"
-	      "                      G garbage collector, J JIT compiler), overall and\n"
-	      "                      per innermost Lua function (-n rows)\n"
-	      "  --annotate          instead of stacks: the hottest Lua functions'\n"
-	      "                      source, as the trace holds it, with samples per\n"
-	      "                      line, self (the line running in the innermost Lua\n"
-	      "                      function) and total (running anywhere on the Lua\n"
-	      "                      stack); -n functions (default 10, 0 = all)\n"
-	      "  --by line           instead of stacks: Lua source lines ranked by\n"
-	      "                      self samples, with total, function and source\n"
-	      "                      text (-n rows)\n"
-	      "                      (--vmstate, --annotate, --by line: one TRACE)\n"
-	      "  --lines             Lua frames show the line being run (in compiled\n"
-	      "                      code, where its trace starts), not the line\n"
-	      "                      where the function is defined; native frames\n"
-	      "                      with DWARF show NAME (FILE:LINE) likewise\n"
-	      "  --symfs DIR         for objects whose symbols the trace does not\n"
-	      "                      embed (record --no-embed): look for each file\n"
-	      "                      as DIR/its/recorded/path before its own path,\n"
-	      "                      and for its debug file under DIR first; a file\n"
-	      "                      is used only if its build-id matches\n"
-	      "  -h, --help          print this help and exit\n"
-	      "\n"
-	      "Frames read root to leaf: user frames, then kernel frames.  Lua\n"
-	      "frames stand where the LuaJIT VM ran them, between the native\n"
-	      "frames that called into the VM and those it called, as\n"
-	      "NAME (CHUNK:LINE): NAME as LuaJIT derives it from the call site,\n"
-	      "main for a chunk, ? when none; CHUNK without its @; LINE where the\n"
-	      "function is defined.  Builtins print by name (string.format),\n"
-	      "[trace N] a compiled trace, [truncated] where a Lua stack could not\n"
-	      "be read further.  Time the VM spent outside Lua code ends a stack\n"
-	      "with [GC], [trace exit] or [JIT compiler].  A native frame\n"
-	      "is a function name; MODULE+0xADDR where the file has no symbol for\n"
-	      "it (ADDR as addr2line -e takes it, or a file offset if the file\n"
-	      "cannot be read here); [anon]+0xOFF or [vdso]+0xOFF inside such\n"
-	      "mappings; [unmapped] outside every mapping; NAME_[k] in the kernel;\n"
-	      "[missing stack] for a stack the trace lost; [no stack] for a\n"
-	      "sample without one.\n"
-	      "\n"
-	      "Where an object has DWARF (resolved by record and embedded as\n"
-	      "source lines, or for --no-embed traces read from the file's own\n"
-	      "or its debug file), a function inlined into another is a frame\n"
-	      "of its own, NAME [inlined], on the leaf side of the function it\n"
-	      "was inlined into, and --lines adds (FILE:LINE) to native frames:\n"
-	      "the line running in the innermost frame, the call site in the\n"
-	      "others, FILE without its directory.\n"
-	      "\n"
-	      "pprof always splits Lua frames by the line they run (locations),\n"
-	      "each a line of its function as named without --lines.\n"
-	      "\n"
-	      "Warnings about the trace (cut short, damaged, lost samples) go to\n"
-	      "standard error.  Exit status: 0 ok, 1 unreadable trace or I/O error,\n"
-	      "2 bad usage.\n",
-	      stdout);
-}
-
 int report_misuse(const char *who, void (*usage)(FILE *), const char *fmt, ...)
 {
 	va_list ap;
@@ -206,8 +85,6 @@ int report_misuse(const char *who, void (*usage)(FILE *), const char *fmt, ...)
 	usage(stderr);
 	return 2;
 }
-
-#define misuse(...) report_misuse(PROG, usage_line, __VA_ARGS__)
 
 static int id_cmp(const void *a, const void *b)
 {
@@ -297,133 +174,8 @@ static int has_id(const uint32_t *v, size_t n, uint32_t id)
 	return bsearch(&id, v, n, sizeof(id), id_cmp) != NULL;
 }
 
-enum { OPT_FORMAT = 256, OPT_LIMIT, OPT_COMM, OPT_VMSTATE, OPT_ANNOTATE, OPT_BY,
-       OPT_INVERTED };
-
-static const struct format *find_format(const char *name)
-{
-	for (size_t i = 0; i < NFORMATS; i++)
-		if (!strcmp(name, formats[i].name))
-			return &formats[i];
-	return NULL;
-}
-
-/* 0 to run, 2 on misuse, -1 when --help was printed, -ENOMEM. */
-static int parse_opts(int argc, char **argv, struct opts *o)
-{
-	static const struct option longopts[] = {
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "output", required_argument, NULL, 'o' },
-		LOAD_OPTIONS,
-		{ "rows", required_argument, NULL, 'n' },
-		{ "percent-limit", required_argument, NULL, OPT_LIMIT },
-		{ "inverted", no_argument, NULL, OPT_INVERTED },
-		{ "comm", no_argument, NULL, OPT_COMM },
-		{ "vmstate", no_argument, NULL, OPT_VMSTATE },
-		{ "annotate", no_argument, NULL, OPT_ANNOTATE },
-		{ "by", required_argument, NULL, OPT_BY },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct load_opts *lo = &o->load;
-	unsigned long long rows;
-	const char *why;
-	char *end;
-	int c, err;
-
-	o->format = &formats[0];
-	o->rows = 20;
-	o->limit = 0.5;
-	lo->who = PROG;
-	lo->from_ns = lo->to_ns = -1;
-	optind = 0; /* glibc: start over, as a command may run twice */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:n:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_FORMAT:
-			o->format = find_format(optarg);
-			if (!o->format)
-				return misuse("unknown format '%s'", optarg);
-			break;
-		case 'o':
-			o->output = optarg;
-			break;
-		case LOAD_OPT_PID ... LOAD_OPT_SYMFS:
-			err = report_load_opt(lo, c, optarg, &why);
-			if (err == -EINVAL)
-				return misuse("%s '%s'", why, optarg);
-			if (err)
-				return err;
-			break;
-		case 'n':
-			errno = 0;
-			rows = strtoull(optarg, &end, 10);
-			if (errno || *end || !*optarg || optarg[0] == '-' ||
-			    rows > 1000000000)
-				return misuse("bad row count '%s'", optarg);
-			o->rows = rows;
-			o->rows_set = 1;
-			break;
-		case OPT_LIMIT:
-			errno = 0;
-			o->limit = strtod(optarg, &end);
-			if (errno || *end || !*optarg || isnan(o->limit) ||
-			    o->limit < 0 || o->limit > 100)
-				return misuse("bad percent limit '%s'", optarg);
-			break;
-		case OPT_INVERTED:
-			o->inverted = 1;
-			break;
-		case OPT_COMM:
-			lo->comm = 1;
-			break;
-		case OPT_VMSTATE:
-			o->vmstate = 1;
-			break;
-		case OPT_ANNOTATE:
-			o->annotate = 1;
-			break;
-		case OPT_BY:
-			if (strcmp(optarg, "line"))
-				return misuse("unknown --by '%s' (only 'line')", optarg);
-			o->by_line = 1;
-			break;
-		case 'h':
-			help();
-			return -1;
-		case ':':
-			return misuse("option '%s' needs an argument",
-				      argv[optind - 1]);
-		default:
-			return misuse("unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (o->vmstate + o->annotate + o->by_line > 1)
-		return misuse("--vmstate, --annotate and --by line are different reports: "
-			      "choose one");
-	if ((o->vmstate || o->annotate || o->by_line) && o->format != &formats[0])
-		return misuse("--format does not apply to --vmstate, --annotate or --by line");
-	if (o->annotate && !o->rows_set)
-		o->rows = 10;
-	if (report_load_check(lo, &why))
-		return misuse("%s", why);
-	if (argc - optind < 1)
-		return misuse("no TRACE given");
-	if (argc - optind > 1 && (o->vmstate || o->annotate || o->by_line))
-		return misuse("--vmstate, --annotate and --by line read one TRACE");
-	if ((o->format->flags & OUT_BINARY) && !o->output && isatty(STDOUT_FILENO))
-		return misuse("--format %s is binary: give -o FILE", o->format->name);
-	lo->infos = !!(o->format->flags & (OUT_INFOS | OUT_LINES));
-	lo->keep_samples = !!(o->format->flags & OUT_SAMPLES);
-	if (o->format->flags & OUT_LINES)
-		lo->lines = 1;
-	o->traces = argv + optind;
-	o->ntraces = argc - optind;
-	return 0;
-}
-
 /* The --comm root frame of a process entry, interned once. */
-static int comm_root(struct run *r, struct pass *ps, const struct proc *p, uint32_t *id)
+static int comm_root(struct run *r, struct report_pass *ps, const struct proc *p, uint32_t *id)
 {
 	size_t idx = p - r->procs->v;
 	char buf[64];
@@ -452,7 +204,7 @@ static int comm_root(struct run *r, struct pass *ps, const struct proc *p, uint3
 /* Whether a sample is in the --from/--to window, which starts at the
  * trace's first sample in stream order (one read later but timed earlier,
  * as per-CPU buffers may interleave, counts as at 0). */
-static int in_window(const struct load_opts *o, struct pass *ps, uint64_t t)
+static int in_window(const struct load_opts *o, struct report_pass *ps, uint64_t t)
 {
 	uint64_t rel;
 
@@ -469,7 +221,7 @@ static int in_window(const struct load_opts *o, struct pass *ps, uint64_t t)
 	return 1;
 }
 
-static int keep_sample(struct run *r, struct pass *ps, const struct lp_sample *smp,
+static int keep_sample(struct run *r, struct report_pass *ps, const struct lp_sample *smp,
 		       const struct proc *p)
 {
 	struct profile *prof = r->prof;
@@ -489,7 +241,7 @@ static int keep_sample(struct run *r, struct pass *ps, const struct lp_sample *s
 	return 0;
 }
 
-static int on_sample(struct run *r, struct pass *ps, const struct lp_sample *smp)
+static int on_sample(struct run *r, struct report_pass *ps, const struct lp_sample *smp)
 {
 	const struct load_opts *o = r->o;
 	struct profile *prof = r->prof;
@@ -528,7 +280,7 @@ static int on_sample(struct run *r, struct pass *ps, const struct lp_sample *smp
 	return err;
 }
 
-static int on_meta(struct run *r, struct pass *ps, const struct lp_meta *m)
+static int on_meta(struct run *r, struct report_pass *ps, const struct lp_meta *m)
 {
 	struct profile_trace *t = &r->prof->traces[ps->index];
 
@@ -542,7 +294,7 @@ static int on_meta(struct run *r, struct pass *ps, const struct lp_meta *m)
 	return 0;
 }
 
-static int on_record(struct run *r, struct pass *ps, const struct lp_record *rec)
+static int on_record(struct run *r, struct report_pass *ps, const struct lp_record *rec)
 {
 	struct proc *p;
 	int err;
@@ -599,7 +351,7 @@ static int on_record(struct run *r, struct pass *ps, const struct lp_record *rec
 }
 
 /* `luaprof report: ` or, with several traces, `luaprof report: PATH: `. */
-static void warn_prefix(const struct run *r, const struct pass *ps)
+static void warn_prefix(const struct run *r, const struct report_pass *ps)
 {
 	if (r->prof->ntraces > 1)
 		fprintf(stderr, "%s: %s: ", r->o->who, ps->path);
@@ -607,7 +359,7 @@ static void warn_prefix(const struct run *r, const struct pass *ps)
 		fprintf(stderr, "%s: ", r->o->who);
 }
 
-static void warn_health(struct run *r, struct pass *ps, const struct trace_reader_stats *st)
+static void warn_health(struct run *r, struct report_pass *ps, const struct trace_reader_stats *st)
 {
 	uint64_t lost = ps->lost, taken;
 
@@ -651,7 +403,7 @@ static void warn_health(struct run *r, struct pass *ps, const struct trace_reade
 	}
 }
 
-static void pass_free(struct pass *ps)
+void report_pass_free(struct report_pass *ps)
 {
 	if (!ps)
 		return;
@@ -667,10 +419,10 @@ static void pass_free(struct pass *ps)
 	free(ps);
 }
 
-static int pass_new(struct run *r, const char *path, uint32_t index, struct pass **out)
+static int pass_new(struct run *r, const char *path, uint32_t index, struct report_pass **out)
 {
 	const struct load_opts *o = r->o;
-	struct pass *ps = calloc(1, sizeof(*ps));
+	struct report_pass *ps = calloc(1, sizeof(*ps));
 	int err;
 
 	*out = ps;
@@ -697,9 +449,9 @@ static int pass_new(struct run *r, const char *path, uint32_t index, struct pass
 	}
 	if (!err)
 		err = lua_new(&ps->lua, ps->fr, o->lines);
-	if (!err && r->vmstate)
+	if (!err && o->vmstate)
 		err = vmstate_new(&ps->vms, ps->lua);
-	if (!err && r->annotate)
+	if (!err && o->annotate)
 		err = luasrc_new(&ps->src) ?: annotate_new(&ps->ann, ps->lua, ps->src);
 	if (!err)
 		err = stacks_new(&ps->st, ps->fr, ps->maps, ps->lua);
@@ -713,7 +465,7 @@ static int load_one(struct run *r, const char *path, uint32_t index)
 	struct trace_reader *reader = NULL;
 	struct profile *prof = r->prof;
 	struct lp_record rec;
-	struct pass *ps = NULL;
+	struct report_pass *ps = NULL;
 	char errbuf[256] = "";
 	int err;
 
@@ -751,18 +503,18 @@ static int load_one(struct run *r, const char *path, uint32_t index)
 	}
 	warn_health(r, ps, &st);
 	if (r->keep) {
-		pass_free(r->keep);
+		report_pass_free(r->keep);
 		r->keep = NULL;
 	}
-	if (r->vmstate || r->annotate)
+	if (r->o->vmstate || r->o->annotate)
 		r->keep = ps;
 	else
-		pass_free(ps);
+		report_pass_free(ps);
 	return 0;
 fail:
 	if (reader)
 		trace_reader_close(reader);
-	pass_free(ps);
+	report_pass_free(ps);
 	return 1;
 }
 
@@ -791,13 +543,27 @@ static int load_all(struct run *r, char *const *traces, size_t n)
 }
 
 int report_load(const struct load_opts *lo, char *const *traces, size_t n,
-		struct profile *p, struct procs *procs)
+		struct profile *p, struct procs *procs, struct report_pass **keep)
 {
 	struct run r = { .o = lo, .prof = p, .procs = procs };
 	int ret = load_all(&r, traces, n);
 
 	free(r.roots);
+	if (keep)
+		*keep = r.keep;
+	else
+		report_pass_free(r.keep);
 	return ret;
+}
+
+struct vmstate *report_pass_vmstate(const struct report_pass *ps)
+{
+	return ps ? ps->vms : NULL;
+}
+
+struct annotate *report_pass_annotate(const struct report_pass *ps)
+{
+	return ps ? ps->ann : NULL;
 }
 
 FILE *report_open_output(const char *path)
@@ -811,31 +577,6 @@ FILE *report_open_output(const char *path)
 	if (!f)
 		close(fd);
 	return f;
-}
-
-static int write_output(const struct opts *o, struct run *r)
-{
-	struct out_opts oo = { .rows = o->rows, .limit = o->limit, .inverted = o->inverted };
-	struct pass *ps = r->keep;
-	FILE *out = stdout;
-	int err;
-
-	if (o->output) {
-		out = report_open_output(o->output);
-		if (!out) {
-			fprintf(stderr, PROG ": %s: %s\n", o->output, strerror(errno));
-			return 1;
-		}
-	}
-	if (o->vmstate)
-		err = out_vmstate(out, r->prof, ps->vms, o->rows);
-	else if (o->annotate)
-		err = out_annotate(out, r->prof, ps->ann, o->rows);
-	else if (o->by_line)
-		err = out_by_line(out, r->prof, ps->ann, o->rows);
-	else
-		err = o->format->write(out, r->prof, &oo);
-	return report_close_output(out, o->output, PROG, err);
 }
 
 int report_close_output(FILE *out, const char *path, const char *who, int err)
@@ -853,39 +594,6 @@ int report_close_output(FILE *out, const char *path, const char *who, int err)
 		err = -EIO;
 	}
 	return err ? 1 : 0;
-}
-
-int cmd_report(int argc, char **argv)
-{
-	struct opts o = { 0 };
-	struct profile prof = { 0 };
-	struct procs procs = { 0 };
-	struct run r = { .o = &o.load, .prof = &prof, .procs = &procs };
-	int ret;
-
-	ret = parse_opts(argc, argv, &o);
-	if (ret) {
-		if (ret == -ENOMEM)
-			fprintf(stderr, PROG ": %s\n", strerror(ENOMEM));
-		ret = ret == -1 ? 0 : ret == 2 ? 2 : 1;
-		goto cleanup;
-	}
-	/* top counts functions: a process-name root would be one more. */
-	if (o.format->write == out_top && !o.vmstate && !o.annotate && !o.by_line)
-		o.load.comm = 0;
-	r.vmstate = o.vmstate;
-	r.annotate = o.annotate || o.by_line;
-	ret = load_all(&r, o.traces, o.ntraces);
-	if (!ret)
-		ret = write_output(&o, &r);
-cleanup:
-	pass_free(r.keep);
-	profile_free(&prof);
-	procs_free(&procs);
-	free(r.roots);
-	free(o.load.pids);
-	free(o.load.tids);
-	return ret;
 }
 
 void profile_free(struct profile *p)
