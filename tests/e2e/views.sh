@@ -93,8 +93,8 @@ check "pprof -top: $name's share is report's ($rp, $pp)" \
 go tool pprof -list 'compute_checksum' $TMP/ng.pb.gz >$TMP/pp.list 2>&1
 check "pprof -list: a ROUTINE for compute_checksum in app.lua" \
 	grep -qE "^ROUTINE =+ compute_checksum \(.*app\.lua:[0-9]+\) in .*app\.lua" $TMP/pp.list
-check "pprof -list: app.lua's loop line has samples" \
-	grep -qE "^ +[0-9.]+m?s +[0-9.]+m?s +[0-9]+:[[:space:]]+b = \(b \+ a\) % 65521" $TMP/pp.list
+check "pprof -list: app.lua's loop lines have samples" \
+	grep -qE "^ +[0-9.]+m?s +[0-9.]+m?s +[0-9]+:[[:space:]]+(a = \(a \+ byte\(s, i\)\)|b = \(b \+ a\)) % 65521" $TMP/pp.list
 go tool pprof -traces $TMP/ng.pb.gz >$TMP/pp.traces 2>&1
 check "pprof -traces: process label" grep -qE "^ +process: +nginx$" $TMP/pp.traces
 check "pprof -traces: vmstate label" grep -qE "^ +vmstate: +(Interpreted|C code|Garbage Collector|Host code)" $TMP/pp.traces
