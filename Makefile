@@ -65,6 +65,13 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# The flame graph's script, a C string for report/out_flamegraph.c: the
+# SVG carries it, so it is kept as JavaScript in report/flamegraph.js.
+$(BUILD)/report/flamegraph_js.h: report/flamegraph.js
+	@mkdir -p $(@D)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/report/out_flamegraph.o: $(BUILD)/report/flamegraph_js.h
+
 $(BUILD)/luaprof: $(BUILD)/luaprof.o $(RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -98,6 +105,10 @@ $(BUILD)/samples/inline: samples/inline.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -o $@ $<
 
+# bench/views.sh's synthetic traces, written with the format library.
+$(BUILD)/bench/synth: $(BUILD)/bench/synth.o $(FORMAT_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests
 
@@ -113,6 +124,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run.sh
 	@bench/nginx.sh
+	@bench/views.sh
 
 clean:
 	rm -rf $(BUILD) demo.lp demo.folded

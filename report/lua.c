@@ -339,21 +339,35 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 			  const struct trace_ent *trace, uint32_t *id)
 {
 	const struct lp_proto *pt = find_proto(l, f->value);
+	struct frame_info fi = { .kind = FRAME_LUA, .func = FRAMEINFO_NONE,
+				 .file = FRAMEINFO_NONE, .mapping = FRAMEINFO_NONE };
+	const char *chunk;
 	char name[256], text[768];
-	uint32_t line;
+	int err = 0;
 
 	if (!pt)
-		return frames_name(l->fr, "[unknown Lua function]", id);
+		return frames_name_as(l->fr, "[unknown Lua function]", &fi, id);
 	if (pt->firstline == UINT32_MAX) { /* a bytecode builtin */
+		fi.kind = FRAME_BUILTIN;
 		snprintf(text, sizeof(text), "[builtin:%s]", pt->chunkname);
-		return frames_name(l->fr, text, id);
+		return frames_name_as(l->fr, text, &fi, id);
 	}
 	func_name(l, vm, pt, f, caller, name, sizeof(name));
-	line = pt->firstline;
-	if (l->current_lines && frame_line(pt, f, trace))
-		line = frame_line(pt, f, trace);
-	snprintf(text, sizeof(text), "%s (%s:%u)", name, lua_chunk_label(pt->chunkname), line);
-	return frames_name(l->fr, text, id);
+	chunk = lua_chunk_label(pt->chunkname);
+	fi.start_line = pt->firstline;
+	if (l->current_lines || frames_describing(l->fr))
+		fi.line = frame_line(pt, f, trace);
+	snprintf(text, sizeof(text), "%s (%s:%u)", name, chunk, pt->firstline);
+	if (frames_describing(l->fr)) {
+		err = frames_name(l->fr, chunk, &fi.file);
+		/* The frame without --lines is the function's, whatever
+		 * line runs. */
+		if (!err && l->current_lines && fi.line)
+			err = frames_name(l->fr, text, &fi.func);
+	}
+	if (l->current_lines && fi.line)
+		snprintf(text, sizeof(text), "%s (%s:%u)", name, chunk, fi.line);
+	return err ?: frames_name_as(l->fr, text, &fi, id);
 }
 
 uint32_t lua_stack_lines(struct lua *l, uint32_t pid, uint32_t idx,
@@ -405,6 +419,11 @@ int lua_leaf_function(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *id)
 	return 0;
 }
 
+static const struct frame_info builtin_info = {
+	.kind = FRAME_BUILTIN, .func = FRAMEINFO_NONE, .file = FRAMEINFO_NONE,
+	.mapping = FRAMEINFO_NONE,
+};
+
 int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 		    uint32_t *n)
 {
@@ -435,13 +454,14 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 			/* Ids 0 and 1 are Lua and C functions, never builtins:
 			 * 0 marks a builtin whose frame was being rewritten. */
 			if (f->value < 2) {
-				err = frames_name(l->fr, "[builtin]", id);
+				err = frames_name_as(l->fr, "[builtin]", &builtin_info, id);
 			} else if (vm && f->value < vm->nff && vm->ffnames[f->value][0]) {
-				err = frames_name(l->fr, vm->ffnames[f->value], id);
+				err = frames_name_as(l->fr, vm->ffnames[f->value],
+						     &builtin_info, id);
 			} else {
 				snprintf(text, sizeof(text), "[builtin#%llu]",
 					 (unsigned long long)f->value);
-				err = frames_name(l->fr, text, id);
+				err = frames_name_as(l->fr, text, &builtin_info, id);
 			}
 			break;
 		case LP_LFRAME_ENTRY:

@@ -55,6 +55,9 @@ struct stacks {
 
 	uint32_t *buf; /* scratch for one stack's name ids */
 	size_t capbuf;
+
+	uint32_t last;   /* the count entry of the last sample */
+	uint32_t *final; /* count entry -> profile stack id, once finished */
 };
 
 int stacks_new(struct stacks **out, struct frames *fr, struct maps *maps,
@@ -84,6 +87,7 @@ void stacks_free(struct stacks *s)
 	free(s->cnt);
 	htab_free(&s->cnt_h);
 	free(s->buf);
+	free(s->final);
 	free(s);
 }
 
@@ -253,6 +257,11 @@ static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
 	return 0;
 }
 
+static const struct frame_info vm_info = {
+	.kind = FRAME_VM, .func = FRAMEINFO_NONE, .file = FRAMEINFO_NONE,
+	.mapping = FRAMEINFO_NONE,
+};
+
 /* The leaf pseudo-frame for time the LuaJIT VM spent outside Lua code
  * (docs: [GC], [trace exit], [JIT compiler]), or NONE. */
 static int vm_pseudo_frame(struct stacks *s, const struct lp_sample *smp,
@@ -276,7 +285,7 @@ static int vm_pseudo_frame(struct stacks *s, const struct lp_sample *smp,
 		name = "[JIT compiler]";
 		break;
 	}
-	return name ? frames_name(s->fr, name, id) : 0;
+	return name ? frames_name_as(s->fr, name, &vm_info, id) : 0;
 }
 
 int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
@@ -308,6 +317,7 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		if (c->root == root && c->useq == useq && c->kstack == kstack &&
 		    c->vm == vm) {
 			c->count++;
+			s->last = i;
 			return 0;
 		}
 	}
@@ -316,6 +326,7 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		err = htab_insert(&s->cnt_h, hash, s->ncnt);
 	if (err)
 		return err;
+	s->last = s->ncnt;
 	c = &s->cnt[s->ncnt++];
 	c->root = root;
 	c->useq = useq;
@@ -380,6 +391,9 @@ int stacks_finish(struct stacks *s, struct profile *p)
 	uint32_t n, id;
 	int created, err;
 
+	s->final = calloc(s->ncnt ? s->ncnt : 1, sizeof(*s->final));
+	if (!s->final)
+		return -ENOMEM;
 	for (size_t i = 0; i < s->ncnt; i++) {
 		err = flatten(s, &s->cnt[i], &n);
 		if (!err)
@@ -390,8 +404,19 @@ int stacks_finish(struct stacks *s, struct profile *p)
 			return err;
 		if (created)
 			p->counts[id] = 0;
+		s->final[i] = id;
 		p->counts[id] += s->cnt[i].count;
 		p->shown += s->cnt[i].count;
 	}
 	return 0;
+}
+
+uint32_t stacks_last_entry(const struct stacks *s)
+{
+	return s->last;
+}
+
+uint32_t stacks_entry_stack(const struct stacks *s, uint32_t entry)
+{
+	return s->final && entry < s->ncnt ? s->final[entry] : UINT32_MAX;
 }

@@ -45,4 +45,10 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
  * given to stacks_new() intern into). */
 int stacks_finish(struct stacks *s, struct profile *p);
 
+/* For formats that keep every sample (time order, labels): the entry
+ * the last sample added was counted in, and, once finished, the stack
+ * id in p->stacks of an entry (UINT32_MAX before). */
+uint32_t stacks_last_entry(const struct stacks *s);
+uint32_t stacks_entry_stack(const struct stacks *s, uint32_t entry);
+
 #endif
