@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # tests/deps.sh - installs what the end-to-end tests need beyond the build
 # (`make deps`): the Debian packages for the Lua and nginx scenarios (and
-# libc6-dbg, libc's DWARF, which self_contained.sh embeds in part), and
+# libc6-dbg, libc's DWARF, which self_contained.sh embeds in part), the
+# real applications of tests/e2e/app_*.sh (sysbench, knot-resolver with
+# kdig, neovim, tarantool, python3-lupa; redis-server, haproxy and the PUC
+# Lua interpreters, which luaprof must say it does not walk), and
 # upstream LuaJIT unpacked into build/luajit-upstream/ (it cannot be
 # installed beside luajit2: the packages conflict).  Quick and silent when
 # everything is present; apt's chatter goes to /tmp/luaprof-test-deps.log
@@ -18,7 +21,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg"
+PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg
+	sysbench knot-resolver knot-dnsutils neovim tarantool python3-lupa
+	redis-server haproxy lua5.1 lua5.3"
 UPSTREAM_PKGS="luajit libluajit-5.1-2 libluajit-5.1-common"
 UPSTREAM=build/luajit-upstream
 LOG=/tmp/luaprof-test-deps.log
@@ -36,7 +41,8 @@ need_root() {
 apt_updated=
 apt_update() {
 	[ -n "$apt_updated" ] && return 0
-	apt-get update -qq >>"$LOG" 2>&1 || die "apt-get update failed"
+	apt-get -o DPkg::Lock::Timeout=600 update -qq >>"$LOG" 2>&1 ||
+		die "apt-get update failed"
 	apt_updated=1
 }
 
@@ -52,8 +58,10 @@ if [ -n "$missing" ]; then
 	need_root "install$missing"
 	echo "tests/deps.sh: installing$missing"
 	apt_update
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		$missing >>"$LOG" 2>&1 || die "apt-get install$missing failed"
+	# The lock timeout: two test runs installing at once wait, not fail.
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
+		install -y -qq --no-install-recommends $missing >>"$LOG" 2>&1 ||
+		die "apt-get install$missing failed"
 fi
 
 # Upstream LuaJIT, unpacked (never installed).
