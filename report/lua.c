@@ -294,13 +294,30 @@ int lua_vm_range(const struct lua *l, uint32_t pid, uint64_t *start, uint64_t *e
 	return 0;
 }
 
-const char *lua_chunk_label(const char *chunkname)
+/* LuaJIT's LUA_IDSIZE: what its tracebacks give a chunk's name. */
+#define LJ_IDSIZE 60
+
+const char *lua_chunk_label(const char *chunkname, char *buf, size_t len)
 {
+	size_t n;
+
 	if (chunkname[0] == '@')
 		return chunkname + 1;
 	if (chunkname[0] == '=')
 		return chunkname;
-	return "[string]";
+	/* The text up to its first control character, at most 47 bytes;
+	 * longer, or followed by more lines, it is cut to 45 and "...". */
+	for (n = 0; n < LJ_IDSIZE - 12; n++)
+		if ((unsigned char)chunkname[n] < ' ')
+			break;
+	if (chunkname[n] != '\0') {
+		if (n > LJ_IDSIZE - 15)
+			n = LJ_IDSIZE - 15;
+		snprintf(buf, len, "[string \"%.*s...\"]", (int)n, chunkname);
+	} else {
+		snprintf(buf, len, "[string \"%.*s\"]", (int)n, chunkname);
+	}
+	return buf;
 }
 
 /* The name of a Lua function frame as LuaJIT's tracebacks give it: main
@@ -339,7 +356,7 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 			  const struct trace_ent *trace, uint32_t *id)
 {
 	const struct lp_proto *pt = find_proto(l, f->value);
-	char name[256], text[768];
+	char name[256], text[768], chunk[LUA_CHUNK_LABEL_MAX];
 	uint32_t line;
 
 	if (!pt)
@@ -352,7 +369,8 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 	line = pt->firstline;
 	if (l->current_lines && frame_line(pt, f, trace))
 		line = frame_line(pt, f, trace);
-	snprintf(text, sizeof(text), "%s (%s:%u)", name, lua_chunk_label(pt->chunkname), line);
+	snprintf(text, sizeof(text), "%s (%s:%u)", name,
+		 lua_chunk_label(pt->chunkname, chunk, sizeof(chunk)), line);
 	return frames_name(l->fr, text, id);
 }
 
