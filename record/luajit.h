@@ -31,8 +31,15 @@ struct lj_target {
 	struct lj_layout layout;           /* what the walker uses */
 	char object[PATH_MAX];             /* the ELF file holding LuaJIT */
 	char source[320];                  /* how the layout was chosen */
+	const char *build_used; /* a built-in row's name, "dwarf" or "file" */
 	int64_t bias;       /* runtime address = ELF vaddr + bias */
 	uint64_t G, vm_start, vm_end;
+};
+
+/* A PUC Lua VM seen in a process: luaprof does not walk it, and says so. */
+struct lua_puc {
+	char version[32];      /* "Lua 5.3.6"; "" when none was seen */
+	char object[PATH_MAX]; /* the ELF file exporting its API */
 };
 
 /* ---- luajit_detect.c ---------------------------------------------------
@@ -42,9 +49,12 @@ struct lj_target {
  * layout from offsets_file (NULL: none), else from the object's DWARF
  * (its own or a separate debug file), else from the built-in table.
  * Returns 0 with *out allocated, -ENOENT if there is no LuaJIT, or another
- * -errno with a reason in msg. */
+ * -errno with a reason in msg.  puc (may be NULL) gets the first PUC Lua
+ * (5.1 to 5.4: lua_newstate without luaJIT_setmode, the version from
+ * lua_ident or which API it exports) of the objects looked at before
+ * LuaJIT was found. */
 int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file,
-	      struct lj_target **out, char *msg, size_t msglen);
+	      struct lj_target **out, struct lua_puc *puc, char *msg, size_t msglen);
 /* Reads a layout from a file of "field = value" lines (luajit.h names). */
 int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 			size_t msglen);

@@ -45,6 +45,11 @@ struct elf_exports {
 	uint8_t gettop_code[16];
 	size_t gettop_len;
 	int64_t bias_off; /* p_vaddr - p_offset of the segment of gettop */
+	/* PUC Lua: lua_newstate (LuaJIT has it too), its version string,
+	 * and an export each of 5.4, 5.3, 5.2 and 5.1 has and the later
+	 * ones have not (or not any more). */
+	uint64_t newstate, ident, newuserdatauv, rotate, callk, setfenv;
+	char version[32]; /* "Lua 5.3.6" from lua_ident, or "" */
 };
 
 static int file_offset(Elf *elf, uint64_t vaddr, uint64_t *off, int64_t *delta)
@@ -65,6 +70,36 @@ static int file_offset(Elf *elf, uint64_t vaddr, uint64_t *off, int64_t *delta)
 		}
 	}
 	return -ENOENT;
+}
+
+/*
+ * PUC Lua's lua_ident is its version string, "$LuaVersion: Lua 5.3.6
+ * Copyright ..." (5.1: "$Lua: Lua 5.1.5 ..."): the "Lua 5.x[.y]" in it,
+ * read from the file, into ex->version; left empty if it is not there.
+ */
+static void puc_version(int fd, Elf *elf, struct elf_exports *ex)
+{
+	char buf[96];
+	const char *v;
+	uint64_t off;
+	int64_t delta;
+	ssize_t n;
+	size_t len;
+
+	if (file_offset(elf, ex->ident, &off, &delta))
+		return;
+	n = pread(fd, buf, sizeof(buf) - 1, (off_t)off);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	v = strstr(buf, "Lua 5.");
+	if (!v || v[6] < '1' || v[6] > '4')
+		return;
+	len = 7 + strspn(v + 7, "0123456789.");
+	if (len >= sizeof(ex->version))
+		return;
+	memcpy(ex->version, v, len);
+	ex->version[len] = '\0';
 }
 
 static int read_exports(int fd, struct elf_exports *ex)
@@ -100,7 +135,27 @@ static int read_exports(int fd, struct elf_exports *ex)
 				ex->setexdata = sym.st_value;
 			else if (!strcmp(name, "lua_gettop"))
 				ex->gettop = sym.st_value;
+			else if (!strcmp(name, "lua_newstate"))
+				ex->newstate = sym.st_value;
+			else if (!strcmp(name, "lua_ident"))
+				ex->ident = sym.st_value;
+			else if (!strcmp(name, "lua_newuserdatauv"))
+				ex->newuserdatauv = sym.st_value;
+			else if (!strcmp(name, "lua_rotate"))
+				ex->rotate = sym.st_value;
+			else if (!strcmp(name, "lua_callk"))
+				ex->callk = sym.st_value;
+			else if (!strcmp(name, "lua_setfenv"))
+				ex->setfenv = sym.st_value;
 		}
+	}
+	if (!ex->setmode && ex->newstate && ex->ident)
+		puc_version(fd, elf, ex);
+	if (!ex->setmode && ex->newstate && !ex->version[0]) {
+		const char *v = ex->newuserdatauv ? "Lua 5.4" : ex->rotate ? "Lua 5.3" :
+				ex->callk ? "Lua 5.2" : ex->setfenv ? "Lua 5.1" : "";
+
+		snprintf(ex->version, sizeof(ex->version), "%s", v);
 	}
 	if (ex->setmode && ex->gettop) {
 		uint64_t off;
@@ -269,6 +324,7 @@ static int choose_layout(struct lj_target *t, const struct lp_mapping *m,
 		if (err)
 			return err;
 		set_source(t, "offsets from %s", offsets_file);
+		t->build_used = "file";
 		return 0;
 	}
 	err = dwarf_object_path(t->pid, m, path, sizeof(path));
@@ -279,6 +335,7 @@ static int choose_layout(struct lj_target *t, const struct lp_mapping *m,
 		if (lj_known_build(dl.flags))
 			t->build = lj_known_build(dl.flags);
 		t->layout = dl;
+		t->build_used = "dwarf";
 		if (table) {
 			layout_diff(&dl, &table->layout, diff, sizeof(diff));
 			set_source(t, "offsets from DWARF (%s), %s built-in '%s'",
@@ -306,6 +363,7 @@ static int choose_layout(struct lj_target *t, const struct lp_mapping *m,
 		return -ENOTSUP;
 	}
 	t->layout = table->layout;
+	t->build_used = table->name;
 	set_source(t, "built-in layout '%s' (%s lua_setexdata; lua_gettop: %s)%s%s",
 		   table->name, ex->setexdata ? "exports" : "no",
 		   gc64 ? "GC64" : "32-bit refs", dmsg[0] ? "; DWARF unusable: " : "",
@@ -314,12 +372,14 @@ static int choose_layout(struct lj_target *t, const struct lp_mapping *m,
 }
 
 int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file,
-	      struct lj_target **out, char *msg, size_t msglen)
+	      struct lj_target **out, struct lua_puc *puc, char *msg, size_t msglen)
 {
 	const char *seen = NULL;
 
 	*out = NULL;
 	msg[0] = '\0';
+	if (puc)
+		memset(puc, 0, sizeof(*puc));
 	elf_version(EV_CURRENT);
 	for (uint32_t i = 0; i < maps->n; i++) {
 		const struct lp_mapping *m = &maps->v[i];
@@ -337,8 +397,14 @@ int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file
 			continue;
 		err = read_exports(fd, &ex);
 		close(fd);
-		if (err)
+		if (err) {
+			/* Not LuaJIT.  PUC Lua exports lua_newstate too. */
+			if (puc && !puc->version[0] && !ex.setmode && ex.version[0]) {
+				snprintf(puc->version, sizeof(puc->version), "%s", ex.version);
+				snprintf(puc->object, sizeof(puc->object), "%s", m->path);
+			}
 			continue;
+		}
 
 		gc64 = lj_gc64_from_gettop(ex.gettop_code, ex.gettop_len);
 		if (ex.setexdata)
