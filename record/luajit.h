@@ -67,9 +67,16 @@ struct lj_target *lj_target_fork(const struct lj_target *t, pid_t child);
  * the path of the file that held the DWARF in msg; -ENOENT if there is no
  * debug info for LuaJIT; -EINVAL with the missing type or member in msg.
  * The C frame's slots are not in DWARF: they come from the built-in row
- * with the same reference width. */
-int lj_layout_from_dwarf(const char *object, struct lj_layout *lo, char *msg,
-			 size_t msglen);
+ * with the same reference width.  ff (may be NULL) gets the names of the
+ * build's fast functions by id from lj_ff.h's enum (n = 0 without it);
+ * free them with lj_ffnames_free(). */
+struct lj_ffnames {
+	char **names; /* "string.format" by fast function id; "" unnamed */
+	uint32_t n;
+};
+int lj_layout_from_dwarf(const char *object, struct lj_layout *lo,
+			 struct lj_ffnames *ff, char *msg, size_t msglen);
+void lj_ffnames_free(struct lj_ffnames *ff);
 
 /* ---- luajit_vm.c ---------------------------------------------------------
  * Given a G that the BPF walker validated (G->mainthref and cur_L->glref),

@@ -304,51 +304,145 @@ static int dwarf_object_path(pid_t pid, const struct lp_mapping *m, char *buf,
 }
 
 /*
- * Fills t->layout, t->source and t->build for the LuaJIT in t->object:
- * from offsets_file if given, else from DWARF if there is debug info for
- * LuaJIT, else from the built-in row t->build that the exports and
- * lua_gettop chose (gc64: lj_gc64_from_gettop()).  0, or -errno with the
+ * A layout read from an object's DWARF, with the names of its builtins
+ * from lj_ff.h's enum: one per object file (the same tarantool in 200
+ * processes is read once), kept for the recorder's life since targets
+ * point to its build description.  A file with no usable DWARF is kept
+ * too, with its error, so that it is not read again.
+ */
+struct dwarf_build {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int err;
+	char msg[PATH_MAX + 128];
+	struct lj_build_desc desc; /* name "dwarf", the layout, names */
+	struct lj_ffnames ff;
+	struct dwarf_build *next;
+};
+
+static struct dwarf_build *dwarf_builds;
+
+static const struct dwarf_build *dwarf_build(const char *path)
+{
+	struct dwarf_build *d;
+	struct stat st;
+
+	if (stat(path, &st))
+		return NULL;
+	for (d = dwarf_builds; d; d = d->next)
+		if (d->dev == st.st_dev && d->ino == st.st_ino && d->size == st.st_size &&
+		    d->mtime.tv_sec == st.st_mtim.tv_sec &&
+		    d->mtime.tv_nsec == st.st_mtim.tv_nsec)
+			return d;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->dev = st.st_dev;
+	d->ino = st.st_ino;
+	d->size = st.st_size;
+	d->mtime = st.st_mtim;
+	d->err = lj_layout_from_dwarf(path, &d->desc.layout, &d->ff, d->msg,
+				      sizeof(d->msg));
+	if (!d->err) {
+		const struct lj_build_desc *known = lj_known_build(d->desc.layout.flags);
+
+		d->desc.name = "dwarf";
+		d->desc.flags = d->desc.layout.flags;
+		/* Without the enum, the names of the variant's first row. */
+		d->desc.ffnames = d->ff.n ? (const char *const *)d->ff.names :
+				  known ? known->ffnames : NULL;
+		d->desc.nffnames = d->ff.n ? d->ff.n : known ? known->nffnames : 0;
+	}
+	d->next = dwarf_builds;
+	dwarf_builds = d;
+	return d;
+}
+
+/* What the code of the interpreter says about the build: the distance
+ * from G to the dispatch table it uses (lj_g2disp_from_vm), read from
+ * the file between the ELF vaddrs start and end.  0 or -errno. */
+static int vm_g2disp(pid_t pid, const struct lp_mapping *m, uint64_t start,
+		     uint64_t end, int gc64, int32_t *g2disp)
+{
+	uint8_t *code = NULL;
+	uint64_t off;
+	int64_t delta;
+	Elf *elf = NULL;
+	int fd, err = -ENOENT;
+
+	if (end <= start || end - start > (4u << 20))
+		return -ENOENT;
+	fd = open_mapping(pid, m);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	code = malloc(end - start);
+	if (elf && code && !file_offset(elf, start, &off, &delta) &&
+	    pread(fd, code, end - start, (off_t)off) == (ssize_t)(end - start))
+		err = lj_g2disp_from_vm(code, end - start, gc64, g2disp);
+	free(code);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+/*
+ * Fills t->layout, t->source, t->build and t->build_used for the LuaJIT
+ * in t->object: from offsets_file if given, else from DWARF if there is
+ * debug info for LuaJIT, else from the built-in row of the variant that
+ * the exports (flags) and lua_gettop (gc64: lj_gc64_from_gettop()) chose,
+ * among several of one variant the one whose g2disp the interpreter's
+ * code shows (vm_g2disp, NULL when unknown).  0, or -errno with the
  * reason in msg.
  */
 static int choose_layout(struct lj_target *t, const struct lp_mapping *m,
-			 const struct elf_exports *ex, int gc64,
-			 const char *offsets_file, char *msg, size_t msglen)
+			 const struct elf_exports *ex, int gc64, uint32_t flags,
+			 const int32_t *vm_g2disp, const char *offsets_file,
+			 char *msg, size_t msglen)
 {
-	const struct lj_build_desc *table = gc64 < 0 ? NULL : t->build;
-	char dmsg[PATH_MAX + 128], diff[96], path[PATH_MAX];
-	struct lj_layout dl;
+	const struct lj_build_desc *table = NULL;
+	const struct dwarf_build *d = NULL;
+	char diff[96], path[PATH_MAX], code[96] = "";
+	size_t nflags = 0;
 	int err;
 
+	if (gc64 >= 0)
+		table = lj_known_build_for(flags, vm_g2disp, &nflags);
 	if (offsets_file) {
 		err = lj_layout_from_file(offsets_file, &t->layout, msg, msglen);
 		if (err)
 			return err;
+		t->build = lj_known_build(t->layout.flags);
 		set_source(t, "offsets from %s", offsets_file);
 		t->build_used = "file";
 		return 0;
 	}
 	err = dwarf_object_path(t->pid, m, path, sizeof(path));
-	if (!err)
-		err = lj_layout_from_dwarf(path, &dl, dmsg, sizeof(dmsg));
 	if (!err) {
-		/* The names of the builtins follow the variant DWARF shows. */
-		if (lj_known_build(dl.flags))
-			t->build = lj_known_build(dl.flags);
-		t->layout = dl;
+		d = dwarf_build(path);
+		err = d ? d->err : -ENOMEM;
+	}
+	if (!err) {
+		t->layout = d->desc.layout;
+		t->build = &d->desc;
 		t->build_used = "dwarf";
+		if (!table && gc64 >= 0)
+			table = lj_known_build(flags);
 		if (table) {
-			layout_diff(&dl, &table->layout, diff, sizeof(diff));
+			layout_diff(&d->desc.layout, &table->layout, diff, sizeof(diff));
 			set_source(t, "offsets from DWARF (%s), %s built-in '%s'",
-				   dmsg, diff, table->name);
+				   d->msg, diff, table->name);
 		} else {
-			set_source(t, "offsets from DWARF (%s)", dmsg);
+			set_source(t, "offsets from DWARF (%s)", d->msg);
 		}
 		return 0;
 	}
 	/* -ENOENT: no debug info for LuaJIT, the common case.  Anything else
 	 * is debug info that could not be used, which is worth a word. */
-	if (err == -ENOENT)
-		dmsg[0] = '\0';
+	const char *dmsg = err != -ENOENT && d ? d->msg : "";
 	if (gc64 < 0) {
 		snprintf(msg, msglen, "%s: LuaJIT, but lua_gettop's code is not "
 			 "a pattern luaprof knows, so GC64 or not is unknown%s%s; "
@@ -356,20 +450,36 @@ static int choose_layout(struct lj_target *t, const struct lp_mapping *m,
 			 dmsg[0] ? ", and DWARF did not help: " : "", dmsg);
 		return -ENOTSUP;
 	}
+	if (vm_g2disp)
+		snprintf(code, sizeof(code), "; the interpreter finds its dispatch "
+			 "table at G%+d", *vm_g2disp);
 	if (!table) {
-		snprintf(msg, msglen, "%s: LuaJIT build with no known layout%s%s; "
-			 "describe it with --luajit-offsets", t->object,
-			 dmsg[0] ? ", and DWARF did not help: " : "", dmsg);
+		snprintf(msg, msglen, "%s: LuaJIT build with no known layout (%s "
+			 "lua_setexdata; lua_gettop: %s%s%s)%s%s; describe it with "
+			 "--luajit-offsets", t->object, ex->setexdata ? "exports" : "no",
+			 gc64 ? "GC64" : "32-bit refs", code,
+			 nflags ? ", which no built-in layout of this variant does" : "",
+			 dmsg[0] ? "; DWARF did not help: " : "", dmsg);
 		return -ENOTSUP;
 	}
 	t->layout = table->layout;
+	t->build = table;
 	t->build_used = table->name;
-	set_source(t, "built-in layout '%s' (%s lua_setexdata; lua_gettop: %s)%s%s",
+	if (nflags > 1)
+		snprintf(diff, sizeof(diff), ", the one of %zu built-in layouts of "
+			 "this variant that fits", nflags);
+	else
+		diff[0] = '\0';
+	set_source(t, "built-in layout '%s' (%s lua_setexdata; lua_gettop: %s%s%s)%s%s",
 		   table->name, ex->setexdata ? "exports" : "no",
-		   gc64 ? "GC64" : "32-bit refs", dmsg[0] ? "; DWARF unusable: " : "",
-		   dmsg);
+		   gc64 ? "GC64" : "32-bit refs", code, diff,
+		   dmsg[0] ? "; DWARF unusable: " : "", dmsg);
 	return 0;
 }
+
+/* Every LuaJIT 2.1 build's VM entry frame (CFRAME_SIZE) is 80 bytes
+ * (96 with LUAJIT_NO_UNWIND, which only an offsets file can say). */
+#define LJ_CFRAME_SIZE 80
 
 int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file,
 	      struct lj_target **out, struct lua_puc *puc, char *msg, size_t msglen)
@@ -385,8 +495,10 @@ int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file
 		const struct lp_mapping *m = &maps->v[i];
 		struct elf_exports ex;
 		struct lj_target *t;
+		uint64_t vs = 0, ve = 0;
 		uint32_t flags = 0;
-		int fd, gc64, err;
+		int32_t g2disp;
+		int fd, gc64, err, have_vm, have_g2disp = 0;
 
 		/* One look per file: a file maps several segments. */
 		if (m->path[0] != '/' || (seen && !strcmp(seen, m->path)))
@@ -419,16 +531,20 @@ int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file
 		snprintf(t->object, sizeof(t->object), "%s", m->path);
 		/* The mapping's start corresponds to file offset pgoff. */
 		t->bias = (int64_t)(m->start - m->pgoff) - ex.bias_off;
-		t->build = lj_known_build(flags);
-		err = choose_layout(t, m, &ex, gc64, offsets_file, msg, msglen);
+		have_vm = !lj_vm_from_cfi(t->object, LJ_CFRAME_SIZE, &vs, &ve);
+		if (have_vm && gc64 >= 0)
+			have_g2disp = !vm_g2disp(pid, m, vs, ve, gc64, &g2disp);
+		err = choose_layout(t, m, &ex, gc64, flags, have_g2disp ? &g2disp : NULL,
+				    offsets_file, msg, msglen);
 		if (err) {
 			free(t);
 			return err;
 		}
-		if (lj_vm_from_cfi(t->object, t->layout.cf_size, &t->vm_start,
-				   &t->vm_end) == 0) {
-			t->vm_start += t->bias;
-			t->vm_end += t->bias;
+		if (t->layout.cf_size != LJ_CFRAME_SIZE)
+			have_vm = !lj_vm_from_cfi(t->object, t->layout.cf_size, &vs, &ve);
+		if (have_vm) {
+			t->vm_start = vs + t->bias;
+			t->vm_end = ve + t->bias;
 		}
 		*out = t;
 		return 0;
