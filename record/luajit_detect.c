@@ -19,7 +19,15 @@
  * of the build actually running, and wins over the table when they
  * differ; the source string says which was used and whether the table
  * disagreed.  Only without either does the table decide, and a build it
- * cannot place is refused with what failed.
+ * cannot place is refused with what failed.  The table may know several
+ * builds of one variant (upstream's 32-bit-reference build and
+ * tarantool's fork look alike by their exports): the interpreter's code,
+ * found from its CFI, says how far from G its dispatch table lies, and
+ * that picks the row.
+ *
+ * PUC Lua exports lua_newstate as LuaJIT does, but not luaJIT_setmode:
+ * such an object is noted (version from lua_ident) so that the recorder
+ * can say that a Lua VM it does not walk was seen.
  *
  * Whatever the source, the layout is only a candidate: the BPF walker
  * validates G with it at every sample and luajit_vm.c checks the dispatch
