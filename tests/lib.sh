@@ -91,7 +91,8 @@ cpu_seconds() {
 # (before the kernel's "_[k]" frames) its leaf.
 #
 # Rooted: the root is where a thread of the program really starts: _start
-# (the main thread), __clone3 or clone (other threads: start_thread
+# (the main thread; in a stripped executable, EXE+0x... calling
+# __libc_start_main), __clone3 or clone (other threads: start_thread
 # follows), or a root the application adds (a fiber's first frame).
 #
 # Garbage: a frame that is not a frame of the program but data read as
@@ -105,9 +106,10 @@ cpu_seconds() {
 #     no code;
 #   - "[unknown Lua function]": a Lua frame whose function could not be
 #     read, i.e. not a function;
-#   - a root frame (above) anywhere but first: nothing calls _start, a
-#     thread's or a fiber's first function, so what stands above it was
-#     read from beyond the stack's end.
+#   - a root frame (above) anywhere but first, or __libc_start_main
+#     anywhere but second: nothing calls _start, a thread's or a fiber's
+#     first function, so what stands above it was read from beyond the
+#     stack's end.
 # A stack the walker could not follow to its end ends in "[truncated]":
 # not garbage, but counted (its own bar).
 #
@@ -137,13 +139,14 @@ stack_bars() {
 		if (f ~ /^\[(stack|heap|vvar)[^]]*\]$/) return "an address in a mapping of data"
 		if (f == "[unknown Lua function]") return "a Lua frame that is no function"
 		if (i > 1 && (f in isroot)) return "frames above a root (" f ")"
+		if (i > 2 && f == "__libc_start_main") return "frames above a root (" f ")"
 		return ""
 	}
 	{
 		c = $NF; st = $0; sub(/ [0-9]+$/, "", st)
 		n = split(st, fr, ";")
 		total += c
-		if (fr[1] in isroot) rooted += c
+		if ((fr[1] in isroot) || fr[2] == "__libc_start_main") rooted += c
 		else print c " root " fr[1] ": " st >>(out ".unrooted")
 		why = ""; lua = 0; entry = 0; trunc = 0
 		for (i = 1; i <= n; i++) {
