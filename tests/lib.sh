@@ -1,6 +1,8 @@
 # tests/lib.sh - shared by the end-to-end scripts in tests/e2e/: paths, a
-# scratch directory removed at exit, and the check helpers.  Each check
-# prints "ok NAME" or "FAIL NAME: why" for tests/run to count.
+# scratch directory removed at exit (kept, and named, with
+# LUAPROF_E2E_KEEP=1: traces and folded files to look at), and the check
+# helpers.  Each check prints "ok NAME" or "FAIL NAME: why" for tests/run
+# to count.
 
 LUAPROF=${LUAPROF:-$PWD/build/luaprof}
 SAMPLES=$PWD/build/samples
@@ -12,7 +14,11 @@ cleanup() {
 	for p in "${CLEANUP_PIDS[@]}"; do
 		kill "$p" 2>/dev/null
 	done
-	rm -rf "$TMP"
+	if [ -n "${LUAPROF_E2E_KEEP:-}" ]; then
+		echo "# $TEST: kept $TMP"
+	else
+		rm -rf "$TMP"
+	fi
 }
 trap cleanup EXIT
 
@@ -91,9 +97,11 @@ cpu_seconds() {
 # (before the kernel's "_[k]" frames) its leaf.
 #
 # Rooted: the root is where a thread of the program really starts: _start
-# (the main thread; in a stripped executable, EXE+0x... calling
-# __libc_start_main), __clone3 or clone (other threads: start_thread
-# follows), or a root the application adds (a fiber's first frame).
+# (the main thread), __clone3 or clone (other threads: start_thread
+# follows), or a root the application adds (a fiber's first frame); or,
+# stripped and printed as MODULE+0x..., the executable's _start calling
+# __libc_start_main, or the dynamic loader's _start calling _dl_start or
+# _dl_init (before main, when the process starts).
 #
 # Garbage: a frame that is not a frame of the program but data read as
 # one.  A stack holds garbage when one of its frames is
@@ -106,10 +114,10 @@ cpu_seconds() {
 #     no code;
 #   - "[unknown Lua function]": a Lua frame whose function could not be
 #     read, i.e. not a function;
-#   - a root frame (above) anywhere but first, or __libc_start_main
-#     anywhere but second: nothing calls _start, a thread's or a fiber's
-#     first function, so what stands above it was read from beyond the
-#     stack's end.
+#   - a root frame (above) anywhere but first, or __libc_start_main or
+#     _dl_start anywhere but second: nothing calls _start, a thread's or
+#     a fiber's first function, so what stands above it was read from
+#     beyond the stack's end.
 # A stack the walker could not follow to its end ends in "[truncated]":
 # not garbage, but counted (its own bar).
 #
@@ -139,14 +147,17 @@ stack_bars() {
 		if (f ~ /^\[(stack|heap|vvar)[^]]*\]$/) return "an address in a mapping of data"
 		if (f == "[unknown Lua function]") return "a Lua frame that is no function"
 		if (i > 1 && (f in isroot)) return "frames above a root (" f ")"
-		if (i > 2 && f == "__libc_start_main") return "frames above a root (" f ")"
+		if (i > 2 && (f == "__libc_start_main" || f == "_dl_start"))
+			return "frames above a root (" f ")"
 		return ""
 	}
 	{
 		c = $NF; st = $0; sub(/ [0-9]+$/, "", st)
 		n = split(st, fr, ";")
 		total += c
-		if ((fr[1] in isroot) || fr[2] == "__libc_start_main") rooted += c
+		if ((fr[1] in isroot) || (fr[1] !~ /^\[/ && (fr[2] == "__libc_start_main" ||
+		    fr[2] == "_dl_start" || fr[2] == "_dl_init")))
+			rooted += c
 		else print c " root " fr[1] ": " st >>(out ".unrooted")
 		why = ""; lua = 0; entry = 0; trunc = 0
 		for (i = 1; i <= n; i++) {
