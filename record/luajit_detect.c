@@ -110,6 +110,21 @@ static void puc_version(int fd, Elf *elf, struct elf_exports *ex)
 	ex->version[len] = '\0';
 }
 
+/* The exports read_exports() looks for, and where it keeps them. */
+#define EXPORT(sym, field) { sym, offsetof(struct elf_exports, field) }
+static const struct {
+	const char *name;
+	size_t off; /* of a uint64_t vaddr in struct elf_exports */
+} exports[] = {
+	EXPORT("luaJIT_setmode", setmode),	 EXPORT("lua_setexdata", setexdata),
+	EXPORT("lua_gettop", gettop),		 EXPORT("lua_newstate", newstate),
+	EXPORT("lua_ident", ident),		 EXPORT("lua_newuserdatauv", newuserdatauv),
+	EXPORT("lua_rotate", rotate),		 EXPORT("lua_callk", callk),
+	EXPORT("lua_setfenv", setfenv),
+};
+#undef EXPORT
+#define NEXPORTS (sizeof(exports) / sizeof(exports[0]))
+
 static int read_exports(int fd, struct elf_exports *ex)
 {
 	Elf *elf;
@@ -137,24 +152,10 @@ static int read_exports(int fd, struct elf_exports *ex)
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (!name || strncmp(name, "lua", 3))
 				continue;
-			if (!strcmp(name, "luaJIT_setmode"))
-				ex->setmode = sym.st_value;
-			else if (!strcmp(name, "lua_setexdata"))
-				ex->setexdata = sym.st_value;
-			else if (!strcmp(name, "lua_gettop"))
-				ex->gettop = sym.st_value;
-			else if (!strcmp(name, "lua_newstate"))
-				ex->newstate = sym.st_value;
-			else if (!strcmp(name, "lua_ident"))
-				ex->ident = sym.st_value;
-			else if (!strcmp(name, "lua_newuserdatauv"))
-				ex->newuserdatauv = sym.st_value;
-			else if (!strcmp(name, "lua_rotate"))
-				ex->rotate = sym.st_value;
-			else if (!strcmp(name, "lua_callk"))
-				ex->callk = sym.st_value;
-			else if (!strcmp(name, "lua_setfenv"))
-				ex->setfenv = sym.st_value;
+			for (size_t k = 0; k < NEXPORTS; k++)
+				if (!strcmp(name, exports[k].name))
+					memcpy((char *)ex + exports[k].off, &sym.st_value,
+					       sizeof(uint64_t));
 		}
 	}
 	if (!ex->setmode && ex->newstate && ex->ident)

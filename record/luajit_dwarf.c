@@ -94,13 +94,15 @@ struct lj_types {
 	uint32_t nff;           /* 0: the enum was not found */
 };
 
-/* The lj_layout fields that are a member's offset in one of the types. */
-#define MF(t, m, f) { t, m, offsetof(struct lj_layout, f) }
-static const struct {
+/* An lj_layout field that is a member's offset in one of the types. */
+struct member_field {
 	enum lj_dwarf_type type;
 	const char *member;
 	size_t field; /* a __u16 of struct lj_layout */
-} member_fields[] = {
+};
+
+#define MF(t, m, f) { t, m, offsetof(struct lj_layout, f) }
+static const struct member_field member_fields[] = {
 	MF(T_G, "vmstate", g_vmstate),
 	MF(T_G, "mainthref", g_mainthref),
 	MF(T_G, "cur_L", g_cur_L),
@@ -136,11 +138,7 @@ static const struct {
 };
 
 /* The same for compiled traces: all of them, or none (g2j = 0). */
-static const struct {
-	enum lj_dwarf_type type;
-	const char *member;
-	size_t field;
-} trace_fields[] = {
+static const struct member_field trace_fields[] = {
 	MF(T_JIT, "trace", j_trace),
 	MF(T_JIT, "sizetrace", j_sizetrace),
 	MF(T_TRACE, "startpt", tr_startpt),

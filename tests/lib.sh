@@ -203,3 +203,20 @@ check_app_stacks() {
 	check_num "$label: share of the samples in Lua with Lua frames" \
 		"$(share $withlua $inlua)" ">=" 0.97 || show_stacks $f.nolua
 }
+
+# app_lua_functions : two local Lua functions the application tests run:
+# fib(n), deep recursion, and strs(n), strings built with builtins, which
+# allocates (the GC runs).
+app_lua_functions() {
+	cat <<'LUA'
+local function fib(n)
+  if n < 2 then return n end
+  return fib(n - 1) + fib(n - 2)
+end
+local function strs(n)
+  local t = {}
+  for i = 1, n do t[#t + 1] = ('x'):rep(i % 50) .. tostring(i) end
+  return #table.concat(t)
+end
+LUA
+}

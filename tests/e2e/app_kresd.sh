@@ -27,16 +27,7 @@ policy.add(policy.all(policy.ANSWER({ [kres.type.A] = { rdata = kres.str2ip('192
 policy.add(policy.all(policy.FORWARD('127.0.0.1@9')))
 LUA
 W=$D/work.lua
-cat >$W <<'LUA'
-local function fib(n)
-  if n < 2 then return n end
-  return fib(n - 1) + fib(n - 2)
-end
-local function strs(n)
-  local t = {}
-  for i = 1, n do t[#t + 1] = ('x'):rep(i % 50) .. tostring(i) end
-  return #table.concat(t)
-end
+{ app_lua_functions; cat <<'LUA'; } >$W
 burned = 0
 -- Every 10 ms, 3 to 7 ms of the process's CPU time in Lua.
 local function burn()

@@ -8,16 +8,7 @@
 tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
 
 W=$TMP/work.lua
-cat >$W <<'LUA'
-local function fib(n)
-  if n < 2 then return n end
-  return fib(n - 1) + fib(n - 2)
-end
-local function strs(n)
-  local t = {}
-  for i = 1, n do t[#t + 1] = ("x"):rep(i % 50) .. tostring(i) end
-  return #table.concat(t)
-end
+{ app_lua_functions; cat <<'LUA'; } >$W
 -- CPU seconds, not wall clock: as long on a busy machine as on an idle one.
 local deadline = os.clock() + 3
 local acc = 0

@@ -15,18 +15,9 @@
 tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
 
 W=$TMP/fibers.lua
-cat >$W <<'LUA'
+{ app_lua_functions; cat <<'LUA'; } >$W
 local fiber = require('fiber')
 local ffi = require('ffi')
-local function fib(n)
-  if n < 2 then return n end
-  return fib(n - 1) + fib(n - 2)
-end
-local function strs(n)
-  local t = {}
-  for i = 1, n do t[#t + 1] = ('x'):rep(i % 50) .. tostring(i) end
-  return #table.concat(t)
-end
 local function sum(n)
   local s = 0
   for i = 1, n do s = s + i % 7 end

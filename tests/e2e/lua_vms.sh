@@ -60,6 +60,26 @@ for v in 5.1 5.3; do
 		$TMP/puc$v.folded
 done
 
+# record_server LABEL PID COMM VERSION OBJECT_RE LOAD... : records server
+# PID for 1 s while LOAD runs, stops it, and checks that record and info
+# say its PUC Lua VERSION, in the object matching OBJECT_RE.
+record_server() {
+	local label=$1 pid=$2 comm=$3 ver=$4 obj=$5 v rec
+	v=$(printf '%s' "$ver" | sed 's/\./\\./g') # as a regular expression
+	shift 5
+	$LUAPROF record -F 499 -d 1 -p $pid -o $TMP/$label.lp 2>$TMP/$label.err &
+	rec=$!
+	"$@" >/dev/null
+	wait $rec
+	check "$label: record exits 0" test $? -eq 0
+	kill $pid
+	wait $pid 2>/dev/null
+	check "$label: record says its PUC Lua $ver, in its object" \
+		grep -qE "pid $pid: PUC Lua $v\.[0-9]+ in $obj: not supported" $TMP/$label.err
+	$LUAPROF info $TMP/$label.lp >$TMP/$label.info
+	check "$label: info lists it" grep -qE "^  pid $pid \($comm\): PUC Lua $v" $TMP/$label.info
+}
+
 # redis-server: its Lua 5.1 is linked into the executable.
 PORT=$((20000 + RANDOM % 20000))
 redis-server --bind 127.0.0.1 --port $PORT --save '' --appendonly no \
@@ -69,17 +89,8 @@ CLEANUP_PIDS+=($REDIS)
 wait_for bash -c "redis-cli -h 127.0.0.1 -p $PORT ping 2>/dev/null | grep -q PONG"
 check "redis-server answers on 127.0.0.1:$PORT" \
 	bash -c "redis-cli -h 127.0.0.1 -p $PORT ping | grep -q PONG"
-$LUAPROF record -F 499 -d 1 -p $REDIS -o $TMP/redis.lp 2>$TMP/redis.err &
-REC=$!
-redis-cli -h 127.0.0.1 -p $PORT eval 'local n = 0 for i = 1, 3e7 do n = n + i end return n' 0 >/dev/null
-wait $REC
-check "redis: record exits 0" test $? -eq 0
-kill $REDIS
-wait $REDIS 2>/dev/null
-check "redis: record says its PUC Lua 5.1" \
-	grep -qE "pid $REDIS: PUC Lua 5\.1\.[0-9]+ in /usr/bin/redis-[a-z-]+: not supported" $TMP/redis.err
-$LUAPROF info $TMP/redis.lp >$TMP/redis.info
-check "redis: info lists it" grep -qE "^  pid $REDIS \(redis-server\): PUC Lua 5\.1" $TMP/redis.info
+record_server redis $REDIS redis-server 5.1 "/usr/bin/redis-[a-z-]+" \
+	redis-cli -h 127.0.0.1 -p $PORT eval 'local n = 0 for i = 1, 3e7 do n = n + i end return n' 0
 
 # haproxy: liblua5.3, with a Lua file loaded.
 PORT=$((20000 + RANDOM % 20000))
@@ -107,11 +118,4 @@ HAPROXY=$!
 CLEANUP_PIDS+=($HAPROXY)
 wait_for bash -c "curl -s http://127.0.0.1:$PORT/ | grep -q hello"
 check "haproxy answers on 127.0.0.1:$PORT" bash -c "curl -s http://127.0.0.1:$PORT/ | grep -q hello"
-$LUAPROF record -F 499 -d 1 -p $HAPROXY -o $TMP/haproxy.lp 2>$TMP/haproxy.err
-check "haproxy: record exits 0" test $? -eq 0
-kill $HAPROXY
-wait $HAPROXY 2>/dev/null
-check "haproxy: record says its PUC Lua 5.3, in liblua5.3" \
-	grep -qE "pid $HAPROXY: PUC Lua 5\.3\.[0-9]+ in /[^ ]*/liblua5\.3\.so[.0-9]*: not supported" $TMP/haproxy.err
-$LUAPROF info $TMP/haproxy.lp >$TMP/haproxy.info
-check "haproxy: info lists it" grep -qE "^  pid $HAPROXY \(haproxy\): PUC Lua 5\.3" $TMP/haproxy.info
+record_server haproxy $HAPROXY haproxy 5.3 "/[^ ]*/liblua5\.3\.so[.0-9]*" true
