@@ -188,7 +188,8 @@ TEST(report_annotate_lists_functions_with_their_source)
 	CHECK(rt_run(cmd_report, &out, &err, "report", "--by", "lines", path, NULL) == 2);
 	CHECK(strstr(err, "unknown --by 'lines'"));
 	free(err);
-	err = NULL;
+	free(out);
+	err = out = NULL;
 	CHECK(rt_run(cmd_report, &out, &err, "report", "--annotate", "--vmstate", path,
 		     NULL) == 2);
 	free(err);
