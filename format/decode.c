@@ -231,6 +231,10 @@ static int decode_luajit(struct trace_reader *r, struct lp_cursor *c,
 			return -EBADMSG;
 	lj->nff = (uint32_t)nff;
 	lj->ffnames = names;
+	/* Appended later: absent in older traces. */
+	lj->build = "";
+	if (lp_cursor_left(c) && get_str(r, c, &lj->build))
+		return -EBADMSG;
 	return 0;
 }
 
@@ -571,6 +575,10 @@ static int decode_body(struct trace_reader *r, uint64_t type,
 		return decode_lua_source(r, c, &rec->u.lua_source);
 	case LP_REC_SRCLINES:
 		return decode_srclines(r, c, &rec->u.srclines);
+	case LP_REC_PUC_LUA:
+		return lp_get_uv32(c, &rec->u.puc_lua.pid) ?:
+		       get_str(r, c, &rec->u.puc_lua.version) ?:
+		       get_str(r, c, &rec->u.puc_lua.object);
 	}
 	return -ENOENT;
 }

@@ -51,6 +51,9 @@
  *   footer     := samples:uv lost:uv chunks:uv end_mono_ns:uv
  *   luajit     := pid:uv G:uv vm_start:uv vm_end:uv flags:uv name:str
  *                 source:str nff:uv ffname:str[nff]
+ *                 build:str        (appended: the build whose offsets were
+ *                                   used; absent in older traces)
+ *   puc_lua    := pid:uv version:str object:str
  *   proto      := id:uv addr:uv chunkname:str firstline:uv numline:uv
  *                 numparams:uv flags:uv nbc:uv bc:u32le[nbc]
  *                 line:sv[nbc]     (first minus firstline, then deltas)
@@ -134,6 +137,7 @@ enum lp_record_type {
 	LP_REC_DEBUG_RETIRED = 16, /* DWARF pieces; superseded by SRCLINES */
 	LP_REC_LUA_SOURCE = 17,
 	LP_REC_SRCLINES = 18,
+	LP_REC_PUC_LUA = 19,
 };
 
 /* meta.flags */
@@ -288,6 +292,15 @@ struct lp_luajit {
 	const char *source; /* where the offsets came from */
 	uint32_t nff;
 	const char *const *ffnames; /* by fast function id */
+	const char *build;  /* e.g. "openresty-gc64", "dwarf"; "" unknown */
+};
+
+/* A PUC Lua VM (5.1 to 5.4) seen in a process: luaprof does not walk its
+ * frames, and says so. */
+struct lp_puc_lua {
+	uint32_t pid;
+	const char *version; /* e.g. "Lua 5.3.6" */
+	const char *object;  /* the ELF file holding it */
 };
 
 struct lp_proto_kstr {
@@ -429,6 +442,7 @@ struct lp_record {
 		struct lp_trace trace;
 		struct lp_lua_source lua_source;
 		struct lp_srclines srclines;
+		struct lp_puc_lua puc_lua;
 	} u;
 };
 

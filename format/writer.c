@@ -205,7 +205,8 @@ static int put_luajit(struct lp_buf *b, const struct lp_luajit *lj)
 	      lp_put_str(b, lj->source) ?: lp_put_uv(b, lj->nff);
 	for (i = 0; !err && i < lj->nff; i++)
 		err = lp_put_str(b, lj->ffnames[i]);
-	return err;
+	/* build was appended to the record later in v1's life (§3.10). */
+	return err ?: lp_put_str(b, lj->build);
 }
 
 static int put_proto(struct lp_buf *b, const struct lp_proto *pt)
@@ -440,6 +441,10 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 		       lp_put_uv(b, fo->chunks) ?: lp_put_uv(b, fo->end_mono_ns);
 	case LP_REC_LUAJIT:
 		return put_luajit(b, &rec->u.luajit);
+	case LP_REC_PUC_LUA:
+		return lp_put_uv(b, rec->u.puc_lua.pid) ?:
+		       lp_put_str(b, rec->u.puc_lua.version) ?:
+		       lp_put_str(b, rec->u.puc_lua.object);
 	case LP_REC_PROTO:
 		return put_proto(b, &rec->u.proto);
 	case LP_REC_LUA_STACK:

@@ -31,8 +31,15 @@ struct lj_target {
 	struct lj_layout layout;           /* what the walker uses */
 	char object[PATH_MAX];             /* the ELF file holding LuaJIT */
 	char source[320];                  /* how the layout was chosen */
+	const char *build_used; /* a built-in row's name, "dwarf" or "file" */
 	int64_t bias;       /* runtime address = ELF vaddr + bias */
 	uint64_t G, vm_start, vm_end;
+};
+
+/* A PUC Lua VM seen in a process: luaprof does not walk it, and says so. */
+struct lua_puc {
+	char version[32];      /* "Lua 5.3.6"; "" when none was seen */
+	char object[PATH_MAX]; /* the ELF file exporting its API */
 };
 
 /* ---- luajit_detect.c ---------------------------------------------------
@@ -42,9 +49,12 @@ struct lj_target {
  * layout from offsets_file (NULL: none), else from the object's DWARF
  * (its own or a separate debug file), else from the built-in table.
  * Returns 0 with *out allocated, -ENOENT if there is no LuaJIT, or another
- * -errno with a reason in msg. */
+ * -errno with a reason in msg.  puc (may be NULL) gets the first PUC Lua
+ * (5.1 to 5.4: lua_newstate without luaJIT_setmode, the version from
+ * lua_ident or which API it exports) of the objects looked at before
+ * LuaJIT was found. */
 int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file,
-	      struct lj_target **out, char *msg, size_t msglen);
+	      struct lj_target **out, struct lua_puc *puc, char *msg, size_t msglen);
 /* Reads a layout from a file of "field = value" lines (luajit.h names). */
 int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 			size_t msglen);
@@ -57,9 +67,16 @@ struct lj_target *lj_target_fork(const struct lj_target *t, pid_t child);
  * the path of the file that held the DWARF in msg; -ENOENT if there is no
  * debug info for LuaJIT; -EINVAL with the missing type or member in msg.
  * The C frame's slots are not in DWARF: they come from the built-in row
- * with the same reference width. */
-int lj_layout_from_dwarf(const char *object, struct lj_layout *lo, char *msg,
-			 size_t msglen);
+ * with the same reference width.  ff (may be NULL) gets the names of the
+ * build's fast functions by id from lj_ff.h's enum (n = 0 without it);
+ * free them with lj_ffnames_free(). */
+struct lj_ffnames {
+	char **names; /* "string.format" by fast function id; "" unnamed */
+	uint32_t n;
+};
+int lj_layout_from_dwarf(const char *object, struct lj_layout *lo,
+			 struct lj_ffnames *ff, char *msg, size_t msglen);
+void lj_ffnames_free(struct lj_ffnames *ff);
 
 /* ---- luajit_vm.c ---------------------------------------------------------
  * Given a G that the BPF walker validated (G->mainthref and cur_L->glref),

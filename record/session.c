@@ -63,6 +63,7 @@ struct target {
 	struct maps_table maps;
 	uint64_t maps_read_ns;
 	struct lj_target *lj; /* its LuaJIT VM, NULL if none */
+	int puc_noted;        /* a PUC Lua VM was said (until an exec) */
 	/* Samples in its interpreter while its layout had not validated,
 	 * for print_summary(). */
 	uint64_t lj_unvalidated;
@@ -91,7 +92,11 @@ struct session {
 	struct trace_table *traces;
 	struct source_table *sources; /* Lua source files embedded */
 	struct lua_stats lua;
-	int lj_announced;
+	/* The Lua VMs said on stderr, as hashes of object and layout source:
+	 * each process named on the command line is announced, the others
+	 * (children, their execs) only with a VM not announced yet. */
+	uint64_t vm_announced[64];
+	int nvm_announced;
 	struct target *targets;
 	int ntargets, captargets, nalive;
 	struct launched launched;
@@ -241,11 +246,53 @@ static void publish_luajit(struct session *s, struct target *t)
 	emit(s, &rec);
 }
 
+/* Whether a line about pid's VM is worth printing: always for a process
+ * the command line named (-p, or the launched command), once per
+ * distinct VM (what) for the processes that follow it, so that a script
+ * starting 200 luajit children says it once; every time with -v. */
+static int announce_vm(struct session *s, pid_t pid, const char *what)
+{
+	uint64_t h = 1469598103934665603ull;
+	int root = s->o->command ? pid == s->launched.pid : 0, seen = 0;
+
+	if (s->o->quiet)
+		return 0;
+	for (int i = 0; !s->o->command && i < s->o->npids; i++)
+		root |= s->o->pids[i] == pid;
+	for (const char *p = what; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	for (int i = 0; i < s->nvm_announced; i++)
+		seen |= s->vm_announced[i] == h;
+	if (!seen && s->nvm_announced < (int)(sizeof(s->vm_announced) /
+					       sizeof(s->vm_announced[0])))
+		s->vm_announced[s->nvm_announced++] = h;
+	return s->o->verbose || root || !seen;
+}
+
+/* A PUC Lua VM: its frames are not walked; said once per process, and
+ * written in the trace for info. */
+static void note_puc_lua(struct session *s, struct target *t, const struct lua_puc *puc)
+{
+	struct lp_record rec = { .type = LP_REC_PUC_LUA };
+	char what[PATH_MAX + 64];
+
+	snprintf(what, sizeof(what), "%s in %s", puc->version, puc->object);
+	if (announce_vm(s, t->pid, what))
+		fprintf(stderr, "luaprof record: pid %d: PUC %s: not supported (luaprof "
+			"walks LuaJIT 2.1 only); recording native frames only\n",
+			(int)t->pid, what);
+	rec.u.puc_lua = (struct lp_puc_lua){ .pid = (uint32_t)t->pid,
+					     .version = puc->version,
+					     .object = puc->object };
+	emit(s, &rec);
+}
+
 /* Finds the LuaJIT VM of a new target (or inherits its parent's, for a
  * forked child) and tells the BPF walker about it. */
 static void attach_luajit(struct session *s, struct target *t, struct target *parent)
 {
-	char msg[512];
+	char msg[512], what[PATH_MAX + 400];
+	struct lua_puc puc;
 	int err;
 
 	free(t->lj);
@@ -254,15 +301,20 @@ static void attach_luajit(struct session *s, struct target *t, struct target *pa
 		t->lj = lj_target_fork(parent->lj, t->pid);
 	} else {
 		err = lj_detect(t->pid, &t->maps, s->o->luajit_offsets, &t->lj,
-				msg, sizeof(msg));
+				&puc, msg, sizeof(msg));
 		if (err && err != -ENOENT)
 			fprintf(stderr, "luaprof record: pid %d: %s; recording native "
 				"frames only\n", (int)t->pid, msg);
+		if (!t->lj && puc.version[0] && !t->puc_noted) {
+			note_puc_lua(s, t, &puc);
+			t->puc_noted = 1;
+		}
 		if (!t->lj)
 			return;
-		if (!s->o->quiet && (s->o->verbose || !s->lj_announced++))
-			fprintf(stderr, "luaprof record: pid %d: LuaJIT in %s; %s\n",
-				(int)t->pid, t->lj->object, t->lj->source);
+		snprintf(what, sizeof(what), "%s; %s", t->lj->object, t->lj->source);
+		if (announce_vm(s, t->pid, what))
+			fprintf(stderr, "luaprof record: pid %d: LuaJIT in %s\n",
+				(int)t->pid, what);
 	}
 	if (t->lj)
 		publish_luajit(s, t);
@@ -316,6 +368,8 @@ static struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 		t->alive = 1;
 		s->nalive++;
 	}
+	if (flags & LP_PROC_EXEC)
+		t->puc_noted = 0; /* a new image */
 	emit_process(s, pid, ppid, time_ns, flags, comm);
 	emit_maps(s, t, time_ns, 1);
 	attach_luajit(s, t, flags & LP_PROC_FORKED ? find_target(s, ppid) : NULL);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,8 @@ struct info {
 	struct info_obj *objs; /* OBJECT records, with their SYMTAB totals */
 	uint64_t lua_src[6], lua_src_bytes; /* LUA_SOURCE records by status */
 	size_t nobjs, capobjs;
+	struct info_vm *vms; /* each process's Lua VM, as last described */
+	size_t nvms, capvms;
 	struct lp_footer footer;
 	int footer_seen;
 };
@@ -51,6 +54,13 @@ struct info_obj {
 	uint64_t nsym, bytes; /* embedded symbols, their encoded size */
 	uint64_t chains, line_bytes; /* SRCLINES records: addresses, bytes */
 	uint32_t lines_skipped;      /* their notes' LP_SRCLINES_SKIPPED_* */
+};
+
+/* A process's Lua VM, from its latest LUAJIT or PUC_LUA record, said in
+ * one line made safe for a terminal. */
+struct info_vm {
+	uint32_t pid;
+	char *text;
 };
 
 static size_t uv_len(uint64_t v)
@@ -125,6 +135,47 @@ static void on_srclines(struct info *in, const struct lp_srclines *sl)
 		ob->lines_skipped |= sl->flags;
 		return;
 	}
+}
+
+/* Replaces pid's VM line with a new one, control bytes as '?'. */
+static int set_vm(struct info *in, uint32_t pid, const char *fmt, ...)
+{
+	struct info_vm *vm = NULL;
+	va_list ap;
+	char *text;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	for (char *p = text; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	for (size_t i = 0; i < in->nvms && !vm; i++)
+		if (in->vms[i].pid == pid)
+			vm = &in->vms[i];
+	if (!vm) {
+		if (GROW(in->vms, in->capvms, in->nvms + 1)) {
+			free(text);
+			return -ENOMEM;
+		}
+		vm = &in->vms[in->nvms++];
+		vm->pid = pid;
+		vm->text = NULL;
+	}
+	free(vm->text);
+	vm->text = text;
+	return 0;
+}
+
+static int on_luajit(struct info *in, const struct lp_luajit *lj)
+{
+	if (lj->build && lj->build[0])
+		return set_vm(in, lj->pid, "%s; build %s, %s", lj->name, lj->build,
+			      lj->source);
+	return set_vm(in, lj->pid, "%s; %s", lj->name, lj->source);
 }
 
 static int keep(char **dst, const char *src)
@@ -208,6 +259,12 @@ static int on_record(struct info *in, const struct lp_record *rec)
 	case LP_REC_SRCLINES:
 		on_srclines(in, &rec->u.srclines);
 		return 0;
+	case LP_REC_LUAJIT:
+		return on_luajit(in, &rec->u.luajit);
+	case LP_REC_PUC_LUA:
+		return set_vm(in, rec->u.puc_lua.pid, "PUC %s in %s: not walked (luaprof "
+			      "walks LuaJIT 2.1 only): native frames only",
+			      rec->u.puc_lua.version, rec->u.puc_lua.object);
 	case LP_REC_FOOTER:
 		in->footer = rec->u.footer;
 		in->footer_seen = 1;
@@ -379,6 +436,23 @@ static void print_procs(const struct info *in)
 	}
 }
 
+/* Each process's Lua VM: which, and where its offsets came from. */
+static void print_vms(const struct info *in)
+{
+	if (!in->nvms)
+		return;
+	printf("Lua VMs: %zu\n", in->nvms);
+	for (size_t i = 0; i < in->nvms; i++) {
+		const struct proc *p = procs_find(&in->procs, in->vms[i].pid);
+		const char *comm = p && p->comm ? p->comm : "?";
+
+		printf("  pid %" PRIu32 " (", in->vms[i].pid);
+		for (; *comm; comm++)
+			putchar((unsigned char)*comm < 0x20 || *comm == 0x7f ? '?' : *comm);
+		printf("): %s\n", in->vms[i].text);
+	}
+}
+
 static void print_info(const char *path, const struct info *in,
 		       const struct trace_reader_stats *st)
 {
@@ -405,6 +479,7 @@ static void print_info(const char *path, const struct info *in,
 	printf("\n");
 	print_meta(in);
 	print_procs(in);
+	print_vms(in);
 	if (in->samples)
 		printf("time span: %+.3f .. %+.3f s from start (%.3f s)\n",
 		       rel_s(in, in->first_ns), rel_s(in, in->last_ns),
@@ -483,6 +558,9 @@ static void info_free(struct info *in)
 	for (size_t i = 0; i < in->nobjs; i++)
 		free(in->objs[i].path);
 	free(in->objs);
+	for (size_t i = 0; i < in->nvms; i++)
+		free(in->vms[i].text);
+	free(in->vms);
 }
 
 int cmd_info(int argc, char **argv)

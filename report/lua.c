@@ -294,13 +294,30 @@ int lua_vm_range(const struct lua *l, uint32_t pid, uint64_t *start, uint64_t *e
 	return 0;
 }
 
-const char *lua_chunk_label(const char *chunkname)
+/* LuaJIT's LUA_IDSIZE: what its tracebacks give a chunk's name. */
+#define LJ_IDSIZE 60
+
+const char *lua_chunk_label(const char *chunkname, char *buf, size_t len)
 {
+	size_t n;
+
 	if (chunkname[0] == '@')
 		return chunkname + 1;
 	if (chunkname[0] == '=')
 		return chunkname;
-	return "[string]";
+	/* The text up to its first control character, at most 47 bytes;
+	 * longer, or followed by more lines, it is cut to 45 and "...". */
+	for (n = 0; n < LJ_IDSIZE - 12; n++)
+		if ((unsigned char)chunkname[n] < ' ')
+			break;
+	if (chunkname[n] != '\0') {
+		if (n > LJ_IDSIZE - 15)
+			n = LJ_IDSIZE - 15;
+		snprintf(buf, len, "[string \"%.*s...\"]", (int)n, chunkname);
+	} else {
+		snprintf(buf, len, "[string \"%.*s\"]", (int)n, chunkname);
+	}
+	return buf;
 }
 
 /* The name of a Lua function frame as LuaJIT's tracebacks give it: main
@@ -341,8 +358,8 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 	const struct lp_proto *pt = find_proto(l, f->value);
 	struct frame_info fi = { .kind = FRAME_LUA, .func = FRAMEINFO_NONE,
 				 .file = FRAMEINFO_NONE, .mapping = FRAMEINFO_NONE };
+	char name[256], text[768], label[LUA_CHUNK_LABEL_MAX];
 	const char *chunk;
-	char name[256], text[768];
 	int err = 0;
 
 	if (!pt)
@@ -353,7 +370,7 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 		return frames_name_as(l->fr, text, &fi, id);
 	}
 	func_name(l, vm, pt, f, caller, name, sizeof(name));
-	chunk = lua_chunk_label(pt->chunkname);
+	chunk = lua_chunk_label(pt->chunkname, label, sizeof(label));
 	fi.start_line = pt->firstline;
 	if (l->current_lines || frames_describing(l->fr))
 		fi.line = frame_line(pt, f, trace);

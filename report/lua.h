@@ -46,9 +46,15 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
  * lua_stack_names() names it), or UINT32_MAX when it has none. */
 int lua_leaf_function(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *id);
 
-/* "abc.lua" for "@abc.lua", "=stdin" as given, "[string]" for source
- * text (LuaJIT's own convention for loadstring chunks). */
-const char *lua_chunk_label(const char *chunkname);
+/* How a chunk is named in frames, as LuaJIT's lj_debug_shortname names it
+ * in tracebacks: "abc.lua" for "@abc.lua" (the whole path: LuaJIT keeps
+ * its last 56 bytes), "=stdin" as given, and for a chunk loaded from a
+ * string, which LuaJIT names by its text, `[string "first line"]`, the
+ * text cut at the first control character and to 45 bytes, "..." when
+ * cut.  buf holds at least LUA_CHUNK_LABEL_MAX bytes; returns the label
+ * (buf, or a pointer into chunkname). */
+#define LUA_CHUNK_LABEL_MAX 64
+const char *lua_chunk_label(const char *chunkname, char *buf, size_t len);
 
 /* A Lua function frame of a Lua stack with the line it was running, for
  * line attribution (annotate.c).  Unknown functions and bytecode builtins

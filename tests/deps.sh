@@ -2,6 +2,9 @@
 # tests/deps.sh - installs what the end-to-end tests need beyond the build
 # (`make deps`): the Debian packages for the Lua and nginx scenarios (and
 # libc6-dbg, libc's DWARF, which self_contained.sh embeds in part), the
+# real applications of tests/e2e/app_*.sh (sysbench, knot-resolver with
+# kdig, neovim, tarantool, python3-lupa; redis-server, haproxy and the PUC
+# Lua interpreters, which luaprof must say it does not walk), the
 # consumers of the report's formats (golang-go for `go tool pprof`,
 # chromium, and node with the npm packages speedscope and playwright-core
 # in build/node_modules/, for views.sh), and upstream LuaJIT unpacked into
@@ -21,7 +24,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg golang-go chromium"
+PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg
+	sysbench knot-resolver knot-dnsutils neovim tarantool python3-lupa
+	redis-server haproxy lua5.1 lua5.3 golang-go chromium"
 # Node.js as the machine has it, else Debian's.
 command -v node >/dev/null && command -v npm >/dev/null || PKGS="$PKGS nodejs npm"
 # The browser checks' npm packages, pinned: the real speedscope app, and
@@ -44,7 +49,8 @@ need_root() {
 apt_updated=
 apt_update() {
 	[ -n "$apt_updated" ] && return 0
-	apt-get update -qq >>"$LOG" 2>&1 || die "apt-get update failed"
+	apt-get -o DPkg::Lock::Timeout=600 update -qq >>"$LOG" 2>&1 ||
+		die "apt-get update failed"
 	apt_updated=1
 }
 
@@ -60,8 +66,10 @@ if [ -n "$missing" ]; then
 	need_root "install$missing"
 	echo "tests/deps.sh: installing$missing"
 	apt_update
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		$missing >>"$LOG" 2>&1 || die "apt-get install$missing failed"
+	# The lock timeout: two test runs installing at once wait, not fail.
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
+		install -y -qq --no-install-recommends $missing >>"$LOG" 2>&1 ||
+		die "apt-get install$missing failed"
 fi
 
 # npm packages, into build/node_modules (never global).

@@ -63,7 +63,8 @@ static int luajit_equal(const struct lp_luajit *a, const struct lp_luajit *b)
 {
 	if (a->pid != b->pid || a->G != b->G || a->vm_start != b->vm_start ||
 	    a->vm_end != b->vm_end || a->flags != b->flags || a->nff != b->nff ||
-	    !str_eq(a->name, b->name) || !str_eq(a->source, b->source))
+	    !str_eq(a->name, b->name) || !str_eq(a->source, b->source) ||
+	    !str_eq(a->build, b->build))
 		return 0;
 	for (uint32_t i = 0; i < a->nff; i++)
 		if (!str_eq(a->ffnames[i], b->ffnames[i]))
@@ -168,6 +169,10 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 		return !memcmp(&a->u.footer, &b->u.footer, sizeof(a->u.footer));
 	case LP_REC_LUAJIT:
 		return luajit_equal(&a->u.luajit, &b->u.luajit);
+	case LP_REC_PUC_LUA:
+		return a->u.puc_lua.pid == b->u.puc_lua.pid &&
+		       str_eq(a->u.puc_lua.version, b->u.puc_lua.version) &&
+		       str_eq(a->u.puc_lua.object, b->u.puc_lua.object);
 	case LP_REC_PROTO:
 		return proto_equal(&a->u.proto, &b->u.proto);
 	case LP_REC_OBJECT:

@@ -130,6 +130,7 @@ TEST(codecs_and_names)
 	CHECK(!strcmp(lp_record_name(LP_REC_MAPS), "maps"));
 	CHECK(!strcmp(lp_record_name(LP_REC_FOOTER), "footer"));
 	CHECK(!strcmp(lp_record_name(LP_REC_SRCLINES), "srclines"));
+	CHECK(!strcmp(lp_record_name(LP_REC_PUC_LUA), "puc_lua"));
 	CHECK(!strcmp(lp_record_name((enum lp_record_type)0), "unknown"));
 	CHECK(!strcmp(lp_record_name((enum lp_record_type)99), "unknown"));
 }
@@ -311,7 +312,15 @@ static size_t make_records(struct lp_record *r)
 		.pid = 4242, .G = 0x7fffe0001000ull, .vm_start = 0x400000, .vm_end = 0x410000,
 		.flags = LP_LUAJIT_GC64 | LP_LUAJIT_OPENRESTY, .name = "LuaJIT 2.1",
 		.source = "built-in", .nff = ARRAY_SIZE(ffnames), .ffnames = ffnames,
+		.build = "openresty-gc64",
 	};
+	r[n].type = LP_REC_PUC_LUA;
+	r[n++].u.puc_lua = (struct lp_puc_lua){
+		.pid = 4243, .version = "Lua 5.3.6",
+		.object = "/usr/lib/x86_64-linux-gnu/liblua5.3.so.0.0.0",
+	};
+	r[n].type = LP_REC_PUC_LUA;
+	r[n++].u.puc_lua = (struct lp_puc_lua){ .pid = UINT32_MAX };
 	/* A source with a NUL byte and no final newline, and one refused. */
 	r[n].type = LP_REC_LUA_SOURCE;
 	r[n++].u.lua_source = (struct lp_lua_source){

@@ -741,3 +741,39 @@ TEST(srclines_every_byte_overwritten)
 	lp_buf_free(&p);
 	lp_buf_free(&body);
 }
+
+/* A luajit record as older recorders wrote it, without its build: read
+ * with build "". */
+TEST(older_luajit_without_build)
+{
+	struct lp_buf b = { 0 }, p = { 0 }, body = { 0 };
+	const char *path = fmt_tmp_path("ljbuild.lp");
+	struct trace_reader *r;
+	struct lp_record rec;
+	const char *build = NULL, *name = NULL;
+	char msg[64];
+
+	put_header(&b, 1, 0, 0);
+	lp_put_uv(&body, 7);		/* pid G vm_start vm_end flags */
+	for (int i = 0; i < 4; i++)
+		lp_put_uv(&body, 0);
+	lp_put_str(&body, "LuaJIT 2.1");
+	lp_put_str(&body, "built-in");
+	lp_put_uv(&body, 0);		/* nff */
+	put_record(&p, LP_REC_LUAJIT, &body);
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_NONE, p.data, p.len);
+	CHECK(fmt_write_file(path, b.data, b.len) == 0);
+	CHECK(trace_reader_open(&r, path, msg, sizeof(msg)) == 0);
+	while (trace_reader_next(r, &rec) == 1) {
+		if (rec.type == LP_REC_LUAJIT) {
+			build = rec.u.luajit.build;
+			name = rec.u.luajit.name;
+			CHECK(build && !strcmp(build, "") && !strcmp(name, "LuaJIT 2.1"));
+		}
+	}
+	trace_reader_close(r);
+	CHECK(build && name);
+	lp_buf_free(&b);
+	lp_buf_free(&p);
+	lp_buf_free(&body);
+}

@@ -107,20 +107,49 @@ typedef struct GCstr {
 	uint32_t len;
 } GCstr;
 
+typedef struct jit_State {
+	char pad0[72];
+	GCRef *trace;
+	uint32_t freetrace;
+	uint32_t sizetrace;
+	char pad1[300];
+} jit_State;
+
+typedef struct GCtrace {
+	GCRef nextgc;
+	uint8_t marked, gct;
+	uint16_t nins;
+	char pad0[28];
+	GCRef startpt;
+	MRef startpc;
+	uint32_t pad1;
+	uint32_t szmcode;
+	void *mcode;
+	uint16_t pad2;
+	uint16_t traceno;
+	uint16_t link;
+	uint16_t root;
+} GCtrace;
+
 typedef struct GG_State {
 	lua_State L;
 	char pad0[8];
 	global_State g;
-	char J[1000];
+	char pad1[24];
+	jit_State J;
 	void *dispatch[100];
 } GG_State;
 
+/* The names of lj_ff.h's enum, and one no known build has. */
 typedef enum {
 	FF_LUA_,
 	FF_C_,
 	FF_assert,
+	FF_io_method_close,
+	FF_misc_getmetrics,
 	FF_coroutine_resume = 7,
 	FF_coroutine_wrap_aux = 9,
+	FF__MAX
 } FastFunc;
 
 /* Definitions, so that the compiler emits the types. */
@@ -129,6 +158,7 @@ GCproto test_lj_proto;
 GCstr test_lj_str;
 GCfunc test_lj_func;
 FastFunc test_lj_ff;
+GCtrace test_lj_trace;
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -185,7 +215,7 @@ TEST(lj_dwarf_reads_own_types)
 	CHECK(!self_path(self, sizeof(self)));
 	if (!have_own_dwarf(self))
 		return; /* built without -g: nothing to read */
-	CHECK(lj_layout_from_dwarf(self, &lo, msg, sizeof(msg)) == 0);
+	CHECK(lj_layout_from_dwarf(self, &lo, NULL, msg, sizeof(msg)) == 0);
 	CHECK(!strcmp(msg, self));
 	CHECK(FIELD_IS(flags, LJ_LAYOUT_GC64 | LJ_LAYOUT_OPENRESTY));
 	CHECK(FIELD_IS(ref_size, 8));
@@ -231,6 +261,42 @@ TEST(lj_dwarf_reads_own_types)
 	CHECK(FIELD_IS(cf_size, gc64->layout.cf_size));
 	CHECK(FIELD_IS(ffid_coroutine_resume, FF_coroutine_resume));
 	CHECK(FIELD_IS(ffid_coroutine_wrap_aux, FF_coroutine_wrap_aux));
+	/* Compiled traces: from DWARF too, not from a built-in row. */
+	CHECK(FIELD_IS(g2j, offsetof(GG_State, J) - offsetof(GG_State, g)));
+	CHECK(FIELD_IS(j_trace, offsetof(jit_State, trace)));
+	CHECK(FIELD_IS(j_sizetrace, offsetof(jit_State, sizetrace)));
+	CHECK(FIELD_IS(tr_startpt, offsetof(GCtrace, startpt)));
+	CHECK(FIELD_IS(tr_startpc, offsetof(GCtrace, startpc)));
+	CHECK(FIELD_IS(tr_mcode, offsetof(GCtrace, mcode)));
+	CHECK(FIELD_IS(tr_szmcode, offsetof(GCtrace, szmcode)));
+	CHECK(FIELD_IS(tr_root, offsetof(GCtrace, root)));
+	CHECK(FIELD_IS(tr_traceno, offsetof(GCtrace, traceno)));
+}
+
+/* The fast functions' names come from the enum: a known build's spelling
+ * where one has the name, the library and function otherwise. */
+TEST(lj_dwarf_names_fast_functions)
+{
+	char self[PATH_MAX], msg[PATH_MAX + 128];
+	struct lj_ffnames ff;
+	struct lj_layout lo;
+
+	CHECK(!self_path(self, sizeof(self)));
+	if (!have_own_dwarf(self))
+		return;
+	CHECK(lj_layout_from_dwarf(self, &lo, &ff, msg, sizeof(msg)) == 0);
+	CHECK(ff.n == FF__MAX);
+	if (ff.n == FF__MAX) {
+		CHECK(!strcmp(ff.names[FF_LUA_], "Lua") && !strcmp(ff.names[FF_C_], "C"));
+		CHECK(!strcmp(ff.names[FF_assert], "assert"));
+		CHECK(!strcmp(ff.names[FF_io_method_close], "io.method.close"));
+		CHECK(!strcmp(ff.names[FF_misc_getmetrics], "misc.getmetrics"));
+		CHECK(!strcmp(ff.names[5], "") && !strcmp(ff.names[6], ""));
+		CHECK(!strcmp(ff.names[FF_coroutine_resume], "coroutine.resume"));
+		CHECK(!strcmp(ff.names[FF_coroutine_wrap_aux], "coroutine.wrap_aux"));
+	}
+	lj_ffnames_free(&ff);
+	CHECK(ff.n == 0 && !ff.names);
 }
 
 /* A missing type or member is named, and nothing is made up for it. */
@@ -278,13 +344,13 @@ TEST(lj_dwarf_no_debug_info)
 	CHECK(f);
 	fputs("\x7f" "ELF but not really\n", f);
 	fclose(f);
-	CHECK(lj_layout_from_dwarf(path, &lo, msg, sizeof(msg)) == -ENOENT);
-	CHECK(lj_layout_from_dwarf("/nonexistent/luajit", &lo, msg, sizeof(msg)) ==
+	CHECK(lj_layout_from_dwarf(path, &lo, NULL, msg, sizeof(msg)) == -ENOENT);
+	CHECK(lj_layout_from_dwarf("/nonexistent/luajit", &lo, NULL, msg, sizeof(msg)) ==
 	      -ENOENT);
 	/* A FIFO is refused, not waited on. */
 	snprintf(path, sizeof(path), "%s/fifo", unit_tmpdir());
 	CHECK(mkfifo(path, 0600) == 0);
-	CHECK(lj_layout_from_dwarf(path, &lo, msg, sizeof(msg)) == -ENOENT);
+	CHECK(lj_layout_from_dwarf(path, &lo, NULL, msg, sizeof(msg)) == -ENOENT);
 }
 
 /* A stripped copy finds its DWARF through .gnu_debuglink, in its own
@@ -298,19 +364,19 @@ TEST(lj_dwarf_debuglink)
 	CHECK(!self_path(self, sizeof(self)));
 	if (!have_own_dwarf(self) || !run("command -v objcopy >/dev/null 2>&1"))
 		return;
-	CHECK(lj_layout_from_dwarf(self, &own, msg, sizeof(msg)) == 0);
+	CHECK(lj_layout_from_dwarf(self, &own, NULL, msg, sizeof(msg)) == 0);
 	snprintf(obj, sizeof(obj), "%s/stripped", unit_tmpdir());
 	snprintf(dbg, sizeof(dbg), "%s/stripped.debug", unit_tmpdir());
 	snprintf(cmd, sizeof(cmd), "objcopy --only-keep-debug '%s' '%s' && "
 		 "objcopy --strip-debug --add-gnu-debuglink='%s' '%s' '%s'",
 		 self, dbg, dbg, self, obj);
 	CHECK(run(cmd));
-	CHECK(lj_layout_from_dwarf(obj, &lo, msg, sizeof(msg)) == 0);
+	CHECK(lj_layout_from_dwarf(obj, &lo, NULL, msg, sizeof(msg)) == 0);
 	CHECK(!strcmp(msg, dbg));
 	CHECK(!memcmp(&lo, &own, sizeof(lo)));
 	snprintf(cmd, sizeof(cmd), "printf x >> '%s'", dbg);
 	CHECK(run(cmd));
-	CHECK(lj_layout_from_dwarf(obj, &lo, msg, sizeof(msg)) == -ENOENT);
+	CHECK(lj_layout_from_dwarf(obj, &lo, NULL, msg, sizeof(msg)) == -ENOENT);
 }
 
 /* Where section name lies in the file at path: 0 or -1. */
@@ -364,7 +430,7 @@ TEST(lj_dwarf_damaged_files)
 	snprintf(path, sizeof(path), "%s/damaged", unit_tmpdir());
 	for (int i = 1; i <= 8; i++) {
 		CHECK(copy_file(self, path, (long)(st.st_size * i / 9)));
-		lj_layout_from_dwarf(path, &lo, msg, sizeof(msg));
+		lj_layout_from_dwarf(path, &lo, NULL, msg, sizeof(msg));
 	}
 	for (int i = 0; i < 30; i++) {
 		off_t off;
@@ -383,6 +449,6 @@ TEST(lj_dwarf_damaged_files)
 				break;
 		}
 		close(fd);
-		lj_layout_from_dwarf(path, &lo, msg, sizeof(msg));
+		lj_layout_from_dwarf(path, &lo, NULL, msg, sizeof(msg));
 	}
 }
