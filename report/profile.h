@@ -26,6 +26,8 @@ struct profile {
 	uint64_t first_ns, last_ns; /* first and last sample time */
 	const struct procs *procs;
 	int complete;             /* a footer was read */
+	uint64_t compiled;        /* shown samples taken in compiled traces */
+	uint64_t compiled_placed; /* ... placed in the functions they inlined */
 };
 
 /* The "# ..." block that opens top and callgraph output. */

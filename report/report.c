@@ -68,6 +68,7 @@ struct run {
 	uint32_t *roots; /* --comm root name per procs entry */
 	size_t nroots, caproots;
 	uint64_t lost, missing;
+	uint64_t place[LUA_PLACE_MAX]; /* compiled samples, by how placed */
 	struct lp_footer footer;
 	int footer_seen;
 };
@@ -109,9 +110,10 @@ static void help(void)
 	      "                      self samples, with total, function and source\n"
 	      "                      text (-n rows)\n"
 	      "  --lines             Lua frames show the line being run (in compiled\n"
-	      "                      code, where its trace starts), not the line\n"
-	      "                      where the function is defined; native frames\n"
-	      "                      with DWARF show NAME (FILE:LINE) likewise\n"
+	      "                      code, that of the trace's snapshot where the\n"
+	      "                      sample's address falls), not the line where\n"
+	      "                      the function is defined; native frames with\n"
+	      "                      DWARF show NAME (FILE:LINE) likewise\n"
 	      "  --symfs DIR         for objects whose symbols the trace does not\n"
 	      "                      embed (record --no-embed): look for each file\n"
 	      "                      as DIR/its/recorded/path before its own path,\n"
@@ -349,9 +351,9 @@ static int comm_root(struct run *r, const struct proc *p, uint32_t *id)
 static int on_sample(struct run *r, const struct lp_sample *smp)
 {
 	const struct opts *o = r->o;
-	uint32_t root = STACKS_NO_ROOT;
+	uint32_t root = STACKS_NO_ROOT, lidx;
 	struct proc *p;
-	int err, missing;
+	int err, missing = 0;
 
 	if (!r->prof.samples++ || smp->time_ns < r->prof.first_ns)
 		r->prof.first_ns = smp->time_ns;
@@ -369,14 +371,15 @@ static int on_sample(struct run *r, const struct lp_sample *smp)
 		if (err)
 			return err;
 	}
-	err = stacks_add_sample(r->st, smp, root, &missing);
+	err = stacks_lua_stack(r->st, smp, &lidx) ?:
+	      stacks_add_sample(r->st, smp, lidx, root, &missing);
 	r->missing += missing;
+	/* --vmstate names the function a trace runs in, not those inlined. */
 	if (!err && o->vmstate)
 		err = vmstate_add(r->vms, smp, smp->lstack ?
 				  lua_find_stack(r->lua, smp->lstack) : UINT32_MAX);
 	if (!err && r->ann)
-		err = annotate_add(r->ann, smp, smp->lstack ?
-				   lua_find_stack(r->lua, smp->lstack) : UINT32_MAX);
+		err = annotate_add(r->ann, smp, lidx);
 	return err;
 }
 
@@ -413,6 +416,8 @@ static int on_record(struct run *r, const struct lp_record *rec)
 		return lua_add_stack(r->lua, &rec->u.lua_stack);
 	case LP_REC_TRACE:
 		return lua_add_trace(r->lua, &rec->u.trace);
+	case LP_REC_TRACE_SNAPS:
+		return lua_add_trace_snaps(r->lua, &rec->u.trace_snaps);
 	case LP_REC_LUA_SOURCE:
 		return r->src ? luasrc_add(r->src, &rec->u.lua_source) : 0;
 	case LP_REC_SAMPLE:
@@ -432,6 +437,31 @@ static int on_record(struct run *r, const struct lp_record *rec)
 	default:
 		return 0; /* meta, and types a later version may add */
 	}
+}
+
+/* Samples in compiled code that keep the function their trace runs in,
+ * and not the ones it inlined, and why. */
+static void warn_unplaced(const struct run *r)
+{
+	const uint64_t *c = r->place;
+	uint64_t n = c[LUA_UNPLACED_OUTSIDE] + c[LUA_UNPLACED_SNAP] + c[LUA_UNPLACED_BASE];
+
+	if (c[LUA_UNPLACED_NO_SNAPS])
+		fprintf(stderr,
+			PROG ": note: %" PRIu64 " of %" PRIu64 " samples in compiled code are in "
+			"traces recorded without their snapshots (an older luaprof, a LuaJIT "
+			"whose layout has none, a trace gone before it was read): they show "
+			"the function the trace runs in, not those it inlined\n",
+			c[LUA_UNPLACED_NO_SNAPS], r->prof.compiled);
+	if (n)
+		fprintf(stderr,
+			PROG ": note: %" PRIu64 " of %" PRIu64 " samples in compiled code were "
+			"not placed by their trace's snapshots (%" PRIu64 " at no address in "
+			"the trace's code, %" PRIu64 " in a snapshot the recorder could not "
+			"read, %" PRIu64 " whose base frame disagrees): they show the function "
+			"the trace runs in\n",
+			n, r->prof.compiled, c[LUA_UNPLACED_OUTSIDE], c[LUA_UNPLACED_SNAP],
+			c[LUA_UNPLACED_BASE]);
 }
 
 static void warn_health(struct run *r, const struct trace_reader_stats *st)
@@ -466,6 +496,7 @@ static void warn_health(struct run *r, const struct trace_reader_stats *st)
 			PROG ": warning: %" PRIu64 " samples name a stack that was never defined; "
 			"their frames print as [missing stack]\n",
 			r->missing);
+	warn_unplaced(r);
 	if (!r->prof.shown)
 		fprintf(stderr, PROG ": warning: no samples to report%s\n",
 			r->prof.samples ? " (none matched --pid/--tid)" : "");
@@ -574,6 +605,10 @@ int cmd_report(int argc, char **argv)
 	if (r.footer_seen && r.footer.lost > r.prof.lost)
 		r.prof.lost = r.footer.lost;
 	r.prof.complete = st.footer_seen;
+	stacks_place_counts(r.st, r.place);
+	for (int i = LUA_PLACED; i < LUA_PLACE_MAX; i++)
+		r.prof.compiled += r.place[i];
+	r.prof.compiled_placed = r.place[LUA_PLACED];
 	err = stacks_finish(r.st, &r.prof);
 	if (err) {
 		fprintf(stderr, PROG ": %s\n", strerror(-err));
@@ -620,6 +655,10 @@ void profile_header(FILE *out, const struct profile *p, const char *title)
 		fprintf(out, " (%.2f%%)", 100.0 * p->lost / taken);
 	fprintf(out, "\n# duration: %.3f s (first to last sample)\n",
 		p->samples ? (p->last_ns - p->first_ns) / 1e9 : 0.0);
+	if (p->compiled)
+		fprintf(out, "# compiled code: %" PRIu64 " samples, %" PRIu64 " (%.1f%%) placed "
+			"in the functions their traces inlined\n", p->compiled,
+			p->compiled_placed, 100.0 * p->compiled_placed / p->compiled);
 	fprintf(out, "# processes: %zu", t->len);
 	for (size_t i = 0; i < t->len && listed < 8; i++, listed++)
 		fprintf(out, "%s%" PRIu32 " %s", i ? ", " : " (",
