@@ -515,6 +515,8 @@ void trace_writer_get_stats(const struct trace_writer *w,
  * (0 for one it would refuse), so that a writer can bound what it embeds
  * before it writes, and `info` count what a trace holds. */
 size_t lp_srclines_size(const struct lp_srclines *sl);
+/* Likewise for a TRACE_SNAPS record (0 for one the writer would refuse). */
+size_t lp_trace_snaps_size(const struct lp_trace_snaps *ts);
 
 /* ---- reader.c ----------------------------------------------------------
  * The reader treats the file as untrusted.  Opening fails with a message

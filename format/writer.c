@@ -442,6 +442,27 @@ static int put_trace_snaps(struct lp_buf *b, const struct lp_trace_snaps *ts)
 	return err;
 }
 
+size_t lp_trace_snaps_size(const struct lp_trace_snaps *ts)
+{
+	uint32_t prev_mcofs = 0;
+	size_t n;
+
+	if (!trace_snaps_valid(ts))
+		return 0;
+	n = uv_size(ts->trace) + uv_size(ts->bcofs) + uv_size(ts->bcbase) + uv_size(ts->nsnap);
+	for (uint32_t i = 0; i < ts->nsnap; i++) {
+		const struct lp_tsnap *s = &ts->snaps[i];
+		uint32_t keep = tsnap_keep(i ? &ts->snaps[i - 1] : NULL, s);
+
+		n += uv_size(s->mcofs - prev_mcofs) + uv_size(keep) + uv_size(s->nframe - keep);
+		for (uint32_t k = keep; k < s->nframe; k++)
+			n += uv_size(s->frames[k].kind) + uv_size(s->frames[k].value) +
+			     uv_size(s->frames[k].pc) + uv_size(s->frames[k].link);
+		prev_mcofs = s->mcofs;
+	}
+	return n;
+}
+
 /* Appends the body of rec to b; returns 0, -EINVAL or -E2BIG/-ENOMEM. */
 static int put_body(struct trace_writer *w, struct lp_buf *b,
 		    const struct lp_record *rec)

@@ -47,6 +47,9 @@ enum lua_place {
  * stack's index, *how what happened.  0 or -ENOMEM. */
 int lua_place(struct lua *l, uint32_t idx, const uint64_t *addrs, uint32_t naddrs,
 	      uint32_t *out, enum lua_place *how);
+/* The machine code of the trace Lua stack idx was taken in: 0, or
+ * -ENOENT if it was not, or the trace is unknown. */
+int lua_trace_code(const struct lua *l, uint32_t idx, uint64_t *start, uint64_t *end);
 
 /* Index of Lua stack id, or UINT32_MAX when it was never defined. */
 uint32_t lua_find_stack(const struct lua *l, uint64_t id);

@@ -192,6 +192,22 @@ static int placed_stack(struct lua *l, uint32_t idx, uint32_t ti, uint32_t si,
 	return 0;
 }
 
+int lua_trace_code(const struct lua *l, uint32_t idx, uint64_t *start, uint64_t *end)
+{
+	const struct lstack_ent *e;
+	int64_t ti;
+
+	if (!lua_stack_in_trace(l, idx))
+		return -ENOENT;
+	e = &l->stacks[idx];
+	ti = e->frames[0].pc ? lua_trace_index(l, e->frames[0].pc) : -1;
+	if (ti < 0 || !l->traces[ti].szmcode)
+		return -ENOENT;
+	*start = l->traces[ti].mcode;
+	*end = l->traces[ti].mcode + l->traces[ti].szmcode;
+	return 0;
+}
+
 int lua_place(struct lua *l, uint32_t idx, const uint64_t *addrs, uint32_t naddrs,
 	      uint32_t *out, enum lua_place *how)
 {

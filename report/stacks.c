@@ -158,7 +158,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	uint32_t leaf_n = 0;        /* frames of the leaf address */
 	size_t ld = lidx < MISSING ? lua_stack_depth(s->lua, lidx) : 0;
 	size_t room = (size_t)nd * FRAMES_MAX_CHAIN + ld + 2;
-	uint64_t vs = 0, ve = 0;
+	uint64_t vs = 0, ve = 0, ts = 0, te = 0;
 	int have_vm, trace, any_vm = 0, err;
 
 	/* A native address may be several frames (inlined functions). */
@@ -174,6 +174,8 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	}
 	have_vm = nl && lua_vm_range(s->lua, pid, &vs, &ve) == 0;
 	trace = lidx < MISSING && lua_stack_in_trace(s->lua, lidx);
+	if (trace)
+		lua_trace_code(s->lua, lidx, &ts, &te);
 	for (uint32_t i = 0, n; i < nd; i++) {
 		uint64_t at = i ? a[i] - 1 : a[i];
 		const struct map_ent *m;
@@ -181,10 +183,12 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 
 		/* Trace code (anonymous memory, before any VM frame) stands
 		 * for the innermost VM entry, as the interpreter's frame
-		 * would: it runs on that entry's C frame. */
+		 * would: it runs on that entry's C frame.  The sample's own
+		 * trace is known to be code even where the mappings lag
+		 * behind (LuaJIT remaps its code areas when it flushes). */
 		if (!vm && (trace || li == 0) && !any_vm) {
 			m = maps_find(s->maps, pid, at);
-			vm = m && !m->path[0];
+			vm = (m && !m->path[0]) || (trace && at >= ts && at < te);
 		}
 		if (have_vm && li < nl && vm) {
 			/* This VM entry's Lua frames; a C function's Lua-level
