@@ -115,6 +115,28 @@ typedef struct GG_State {
 	void *dispatch[100];
 } GG_State;
 
+/* A trace's snapshots: fields moved from where LuaJIT has them. */
+typedef struct SnapShot {
+	uint16_t ref;
+	uint16_t mcofs;
+	uint8_t nslots, nent, topslot, count;
+	uint32_t mapofs;
+	uint32_t pad;
+} SnapShot;
+
+typedef struct GCtrace {
+	GCRef nextgc;
+	uint8_t marked, gct;
+	uint16_t pad0;
+	uint32_t nins;
+	uint16_t nsnap;
+	char pad1[14];
+	SnapShot *snap;
+	uint32_t nsnapmap, nk;
+	uint32_t *snapmap;
+	void *ir;
+} GCtrace;
+
 typedef enum {
 	FF_LUA_,
 	FF_C_,
@@ -129,6 +151,7 @@ GCproto test_lj_proto;
 GCstr test_lj_str;
 GCfunc test_lj_func;
 FastFunc test_lj_ff;
+GCtrace test_lj_trace;
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -231,6 +254,53 @@ TEST(lj_dwarf_reads_own_types)
 	CHECK(FIELD_IS(cf_size, gc64->layout.cf_size));
 	CHECK(FIELD_IS(ffid_coroutine_resume, FF_coroutine_resume));
 	CHECK(FIELD_IS(ffid_coroutine_wrap_aux, FF_coroutine_wrap_aux));
+	/* Snapshots, from GCtrace and SnapShot. */
+	CHECK(FIELD_IS(tr_nsnap, offsetof(GCtrace, nsnap)));
+	CHECK(FIELD_IS(tr_nsnapmap, offsetof(GCtrace, nsnapmap)));
+	CHECK(FIELD_IS(tr_nk, offsetof(GCtrace, nk)));
+	CHECK(FIELD_IS(tr_snap, offsetof(GCtrace, snap)));
+	CHECK(FIELD_IS(tr_snapmap, offsetof(GCtrace, snapmap)));
+	CHECK(FIELD_IS(tr_ir, offsetof(GCtrace, ir)));
+	CHECK(FIELD_IS(sn_size, sizeof(SnapShot)));
+	CHECK(FIELD_IS(sn_mapofs, offsetof(SnapShot, mapofs)));
+	CHECK(FIELD_IS(sn_mcofs, offsetof(SnapShot, mcofs)));
+	CHECK(FIELD_IS(sn_nent, offsetof(SnapShot, nent)));
+}
+
+/* Snapshot offsets: without GCtrace and SnapShot in DWARF, the built-in
+ * row's; with a SnapShot of another shape (no mcofs: before 2020), none,
+ * so that traces are recorded without snapshots rather than misread. */
+TEST(lj_dwarf_snapshot_fields)
+{
+	const struct lj_build_desc *row = lj_known_build(LJ_LAYOUT_GC64 | LJ_LAYOUT_OPENRESTY);
+	char self[PATH_MAX], msg[512];
+	struct lp_debug_file f = { .fd = -1 };
+	struct lj_types ty, doctored;
+	struct lj_layout lo;
+	Dwarf *dbg;
+	int ok = 0;
+
+	CHECK(!self_path(self, sizeof(self)));
+	if (!have_own_dwarf(self))
+		return;
+	CHECK(row);
+	CHECK(!find_debug_info(self, &f));
+	dbg = dwarf_begin_elf(f.elf, DWARF_C_READ, NULL);
+	if (dbg && !find_types(dbg, &ty) && ty.have[T_TRACE] && ty.have[T_SNAP]) {
+		doctored = ty;
+		doctored.have[T_SNAP] = false;
+		ok = !fill_layout(&doctored, &lo, "x", msg, sizeof(msg)) &&
+		     lo.sn_size == row->layout.sn_size && lo.tr_snap == row->layout.tr_snap &&
+		     lo.sn_mcofs == row->layout.sn_mcofs;
+		doctored = ty;
+		doctored.die[T_SNAP] = ty.die[T_STR]; /* no mcofs */
+		ok = ok && !fill_layout(&doctored, &lo, "x", msg, sizeof(msg)) &&
+		     !lo.sn_size && !lo.tr_snap;
+	}
+	if (dbg)
+		dwarf_end(dbg);
+	lp_debug_file_close(&f);
+	CHECK(ok);
 }
 
 /* A missing type or member is named, and nothing is made up for it. */

@@ -266,6 +266,14 @@ TEST(lj_layout_invariants)
 		CHECK(l->pt_size == (gc64 ? 104 : 64));
 		/* GCstr: len is the last header field. */
 		CHECK(l->str_size == l->str_len + 4);
+		/* GCtrace: the IR, its constants' bound, the snapshots and
+		 * their map, then where the trace starts; a SnapShot is
+		 * { u32 mapofs; u16 ref, mcofs; u8 nslots, topslot, nent }. */
+		CHECK(l->tr_nsnap == r + 2 && l->tr_nk == l->tr_ir + 8);
+		CHECK(l->tr_nsnapmap == l->tr_nk + 4 && l->tr_snap == l->tr_nsnapmap + 4);
+		CHECK(l->tr_snapmap == l->tr_snap + 8 && l->tr_startpt == l->tr_snapmap + 8);
+		CHECK(l->sn_size == 12 && l->sn_mapofs == 0 && l->sn_mcofs == 6 &&
+		      l->sn_nent == 10);
 		/* The coroutine builtins are what the walker follows. */
 		CHECK(streq(lj_ffname(b, l->ffid_coroutine_resume),
 			    "coroutine.resume"));
