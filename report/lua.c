@@ -310,17 +310,26 @@ static void func_name(struct lua *l, const struct vm_ent *vm,
 	}
 }
 
-/* The line a frame runs: that of the instruction before its pc, or,
- * when a compiled trace runs it and no snapshot placed it (the walker
- * gives such a frame no pc), where the trace starts.  0 when unknown. */
+/* The line a frame runs: that of the instruction before its pc, or, in
+ * the function a compiled trace starts in, where the trace starts, when
+ * no snapshot placed the sample (the pc the walker finds for a trace's
+ * base frame is the interpreter's, from before the trace ran).  0 when
+ * unknown. */
 static uint32_t frame_line(const struct lp_proto *pt, const struct lp_lframe *f,
 			   const struct trace_ent *trace)
 {
-	if (f->pc > 0 && f->pc <= pt->nbc)
-		return pt->lines[f->pc - 1];
 	if (trace && trace->proto == f->value && trace->startpc < pt->nbc)
 		return pt->lines[trace->startpc];
+	if (f->pc > 0 && f->pc <= pt->nbc)
+		return pt->lines[f->pc - 1];
 	return 0;
+}
+
+/* The trace a Lua stack's TRACE frame f names, unless the stack was
+ * placed by the trace's snapshots (lua_place.c), whose frames have pcs. */
+static const struct trace_ent *unplaced_trace(const struct lua *l, const struct lp_lframe *f)
+{
+	return f->pc && f->link != LUA_PLACED_MARK ? find_trace(l, f->pc) : NULL;
 }
 
 /* trace: the compiled trace running in this (leaf) frame, or NULL. */
@@ -362,7 +371,7 @@ uint32_t lua_stack_lines(struct lua *l, uint32_t pid, uint32_t idx,
 		const struct lp_proto *pt;
 
 		if (f->kind == LP_LFRAME_TRACE)
-			trace = f->pc ? find_trace(l, f->pc) : NULL;
+			trace = unplaced_trace(l, f);
 		if (f->kind != LP_LFRAME_LUA)
 			continue;
 		pt = find_proto(l, f->value);
@@ -440,7 +449,7 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 		case LP_LFRAME_TRACE:
 			/* Compiled or not, it is the Lua function's time; the
 			 * trace's own code stands for the VM entry (stacks.c). */
-			trace = f->pc ? find_trace(l, f->pc) : NULL;
+			trace = unplaced_trace(l, f);
 			continue;
 		case LP_LFRAME_TRUNC:
 			err = frames_name(l->fr, "[truncated]", id);

@@ -169,7 +169,8 @@ static int placed_stack(struct lua *l, uint32_t idx, uint32_t ti, uint32_t si,
 	fr = calloc(depth, sizeof(*fr));
 	if (!fr)
 		return -ENOMEM;
-	fr[n++] = e->frames[0]; /* the trace */
+	fr[n] = e->frames[0]; /* the trace */
+	fr[n++].link = LUA_PLACED_MARK;
 	for (uint32_t k = sn->nframe; k-- > 1;)
 		fr[n++] = sn->frames[k];
 	fr[n] = e->frames[1];

@@ -40,6 +40,10 @@ struct lstack_ent {
 	struct lp_lframe *frames;
 };
 
+/* The link of the TRACE frame of a stack lua_place.c made (a TRACE frame
+ * read from a trace has link 0): its frames' pcs come from a snapshot. */
+#define LUA_PLACED_MARK 1u
+
 /* Which stack a (stack, trace, snapshot) placement made. */
 struct place_ent {
 	uint32_t idx, trace, snap, placed;

@@ -45,7 +45,8 @@ static int write_place_trace(const char *path, int snaps)
 	static const char *const ffnames[] = { "Lua", "C" };
 	static const struct lp_lframe lframes[] = {
 		{ LP_LFRAME_TRACE, 0, 3, 1 },   /* trace 3, record 1 */
-		{ LP_LFRAME_LUA, 0, 2, 0 },     /* f, as the walker finds it */
+		{ LP_LFRAME_LUA, 0, 2, 3 },     /* f, as the walker finds it: the
+						 * interpreter's stale pc */
 		{ LP_LFRAME_LUA, 3, 1, 3 },     /* main */
 		{ LP_LFRAME_ENTRY, 0, 0, 0 },
 	};
