@@ -24,6 +24,7 @@
 #include "record/luajit.h"
 
 #define REVALIDATE_NS 100000000ull
+#define LJ_GCT_TRACE 9 /* a GCtrace's gct byte: ~LJ_TTRACE */
 
 struct trace_key {
 	uint64_t addr, id;
@@ -38,6 +39,7 @@ struct trace_key {
 struct trace_table {
 	struct trace_key *slots; /* open addressing; id 0 = empty */
 	uint64_t nslots, count, next_id;
+	uint64_t gone; /* read when no longer there */
 	struct lp_trace rec;
 	struct snap_reader *snaps;
 };
@@ -145,9 +147,20 @@ static void note_shape(struct trace_key *k, const struct lj_layout *lo, const ui
 	k->checked_ns = now_ns();
 }
 
+/* Whether hdr is the header of a GCtrace numbered traceno: its gct
+ * byte (at the same offset as a function's) and its number. */
+static int is_trace(const struct lj_layout *lo, const uint8_t *hdr, uint32_t traceno)
+{
+	uint16_t no;
+
+	memcpy(&no, hdr + lo->tr_traceno, 2);
+	return lo->fn_ffid && hdr[lo->fn_ffid - 1] == LJ_GCT_TRACE && no == (uint16_t)traceno;
+}
+
 /* Whether the known trace k must be read again: it was last looked at a
  * while ago and its code or snapshots are not where they were.  A trace
- * that cannot be read now keeps its id: its samples were taken before. */
+ * that cannot be read now, or is no longer there, keeps its id: its
+ * samples were taken before. */
 static int changed(const struct trace_key *k, const struct lj_target *t)
 {
 	const struct lj_layout *lo = &t->layout;
@@ -156,7 +169,7 @@ static int changed(const struct trace_key *k, const struct lj_target *t)
 
 	if (now_ns() - k->checked_ns < REVALIDATE_NS)
 		return 0;
-	if (target_read(t->pid, k->addr, hdr, sizeof(hdr)))
+	if (target_read(t->pid, k->addr, hdr, sizeof(hdr)) || !is_trace(lo, hdr, k->traceno))
 		return 0;
 	note_shape(&now, lo, hdr);
 	return now.mcode != k->mcode || now.szmcode != k->szmcode || now.snap != k->snap ||
@@ -193,7 +206,8 @@ uint64_t trace_table_get(struct trace_table *tt, struct proto_table *pt,
 	tt->rec.traceno = traceno;
 	k.checked_ns = now_ns();
 	tt->rec.id = tt->next_id++;
-	if (!target_read(t->pid, addr, hdr, sizeof(hdr))) {
+	/* What is no longer this trace is written as a trace not read. */
+	if (!target_read(t->pid, addr, hdr, sizeof(hdr)) && is_trace(lo, hdr, traceno)) {
 		note_shape(&k, lo, hdr);
 		startpt = lj_get_ref(lo, hdr + lo->tr_startpt);
 		startpc = lj_get_ref(lo, hdr + lo->tr_startpc);
@@ -213,6 +227,8 @@ uint64_t trace_table_get(struct trace_table *tt, struct proto_table *pt,
 		tt->rec.szmcode = szmcode;
 		snap_reader_read(tt->snaps, pt, t, addr, traceno, hdr, tt->rec.id,
 				 emit_proto, ctx, snaps);
+	} else {
+		tt->gone++;
 	}
 	*slot = k;
 	slot->id = tt->rec.id;
@@ -230,4 +246,5 @@ uint64_t trace_table_count(const struct trace_table *tt)
 void trace_table_stats(const struct trace_table *tt, struct snap_stats *out)
 {
 	snap_reader_stats(tt->snaps, out);
+	out->stale += tt->gone;
 }
