@@ -940,11 +940,11 @@ static void print_summary(struct session *s, uint64_t end_ns)
 		struct snap_stats ts;
 
 		trace_table_stats(s->traces, &ts);
-		fprintf(stderr, "luaprof record: compiled traces: %llu, with snapshots "
-			"%llu (%llu snapshots, %llu not decoded); without: %llu gone "
-			"or changed when read, %llu unreadable (traces read again when "
-			"changed count once more)\n",
+		fprintf(stderr, "luaprof record: compiled traces: %llu met, read %llu "
+			"times: with their snapshots %llu (%llu snapshots, %llu not "
+			"decoded), gone or changed %llu, unreadable %llu\n",
 			(unsigned long long)trace_table_count(s->traces),
+			(unsigned long long)(ts.traces + ts.stale + ts.unreadable),
 			(unsigned long long)ts.traces, (unsigned long long)ts.snaps,
 			(unsigned long long)ts.unplaced, (unsigned long long)ts.stale,
 			(unsigned long long)ts.unreadable);

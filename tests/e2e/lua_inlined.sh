@@ -60,7 +60,7 @@ check_inlined() {
 	local label=$1 lj=$3 path=${4:-} out=$TMP/inl-$2 ov
 	$LUAPROF record -F 999 -o $out.lp -- $lj $S/inlined.lua 2 2>$out.err
 	check "$label: record exits 0" test $? -eq 0
-	check "$label: traces with their snapshots" grep -qE "compiled traces: [0-9]+, with snapshots [1-9]" $out.err
+	check "$label: traces with their snapshots" grep -qE "compiled traces: [0-9]+ met, read [0-9]+ times: with their snapshots [1-9]" $out.err
 	$LUAPROF report --format folded -o $out.folded $out.lp 2>/dev/null
 	env ${path:+LUA_PATH=$path} $lj -jp=frm0i1,$out.jp $S/inlined.lua 2
 	self_shares $out.folded inlined.lua >$out.ours
