@@ -193,7 +193,8 @@ static void snap(struct fake *f, uint16_t mcofs, const uint32_t *e, uint32_t n,
 	put(s + f->lo->sn_mapofs, f->nmap, 4);
 	put(s + f->lo->sn_mcofs, mcofs, 2);
 	s[f->lo->sn_nent] = (uint8_t)n;
-	memcpy(f->map + f->nmap, e, n * 4);
+	if (n)
+		memcpy(f->map + f->nmap, e, n * 4);
 	memcpy(f->map + f->nmap + n, t, nt * 4);
 	f->nmap += n + nt;
 	f->nsnap++;
