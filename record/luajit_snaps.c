@@ -331,8 +331,8 @@ static int snap_frames(struct snap_reader *sr, const struct lj_layout *lo, uint3
 			get_u32(sr->snap + (size_t)(i + 1) * lo->sn_size + lo->sn_mapofs) :
 			sr->nsnapmap;
 	const uint32_t *e = sr->map + mapofs, *base_e;
-	uint32_t k = 1, at;
-	uint64_t pc;
+	uint32_t k = 1, at, inner_fslot = 0;
+	uint64_t pc, word;
 
 	if (mapofs > next || next > sr->nsnapmap || nent > next - mapofs ||
 	    next - mapofs - nent < (sr->fr2 ? 2u : 1u))
@@ -356,6 +356,7 @@ static int snap_frames(struct snap_reader *sr, const struct lj_layout *lo, uint3
 			if (!fe || entry_knum(sr, &e[j], &fr[k].link))
 				return -1;
 			fr[k].fref = *fe & 0xffff;
+			inner_fslot = slot - 1;
 			if ((fr[k].link & 7) == LJ_FRAME_CONT &&
 			    entry_knum(sr, slot_entry(e, nent, slot - 2), &fr[k].contpc))
 				return -1;
@@ -366,7 +367,12 @@ static int snap_frames(struct snap_reader *sr, const struct lj_layout *lo, uint3
 	}
 	at = mapofs + nent;
 	if (sr->fr2) {
-		pc = (sr->map[at] | (uint64_t)sr->map[at + 1] << 32) >> 8;
+		/* The low byte is the innermost frame's base slot less 2: its
+		 * function's slot, which the frames found must agree with. */
+		word = sr->map[at] | (uint64_t)sr->map[at + 1] << 32;
+		pc = word >> 8;
+		if ((word & 0xff) != inner_fslot)
+			return -1;
 	} else {
 		pc = sr->map[at++];
 		/* The links, innermost first. */
@@ -393,9 +399,12 @@ static int snap_frames(struct snap_reader *sr, const struct lj_layout *lo, uint3
 			fr[j - 1].pc = fr[j].contpc;
 		} else if ((l & 7) == LJ_FRAME_VARG) {
 			fr[j - 1].pc = fr[j].pc;
-			fr[j - 1].skip = j > 1;
-			/* At the base, the base frame is that function. */
-			fr[j].skip = j == 1;
+			/* The walker skips the frame below; at the base, the
+			 * base frame is that function and stands for both. */
+			if (j > 1)
+				fr[j - 1].skip = 1;
+			else
+				fr[j].skip = 1;
 		} else if ((l & 7) == LJ_FRAME_PCALL || (l & 7) == LJ_FRAME_PCALLH) {
 			fr[j - 1].pc = 0;
 		} else {
