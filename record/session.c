@@ -449,6 +449,19 @@ static void emit_proto(struct session *s, pid_t pid, const struct lp_proto *pr)
 	emit(s, &rec);
 }
 
+struct proto_emit {
+	struct session *s;
+	pid_t pid;
+};
+
+/* emit_proto() for what luajit_traces.c reads. */
+static void emit_proto_cb(void *ctx, const struct lp_proto *pr)
+{
+	const struct proto_emit *pe = ctx;
+
+	emit_proto(pe->s, pe->pid, pr);
+}
+
 /* Interns the Lua frames of a sample (reading new protos on the way) and
  * returns the Lua stack id, 0 if none. */
 static uint64_t intern_lua_stack(struct session *s, struct target *t,
@@ -474,16 +487,24 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 
 		if (f->kind == LP_LUA_FRAME_TRACE) {
 			const struct lp_trace *tr;
-			const struct lp_proto *pr;
+
+			const struct lp_trace_snaps *snaps;
+			struct proto_emit pe = { s, t->pid };
 
 			/* value: the trace's number; pc: its record's id. */
 			pc = (uint32_t)trace_table_get(s->traces, s->protos, t->lj, f->addr,
-						       f->pc, f->fingerprint, &tr, &pr);
-			emit_proto(s, t->pid, pr);
+						       f->pc, f->fingerprint, &tr, &snaps,
+						       emit_proto_cb, &pe);
 			if (tr) {
 				memset(&rec, 0, sizeof(rec));
 				rec.type = LP_REC_TRACE;
 				rec.u.trace = *tr;
+				emit(s, &rec);
+			}
+			if (snaps) {
+				memset(&rec, 0, sizeof(rec));
+				rec.type = LP_REC_TRACE_SNAPS;
+				rec.u.trace_snaps = *snaps;
 				emit(s, &rec);
 			}
 			value = f->pc;
@@ -969,6 +990,19 @@ static void print_summary(struct session *s, uint64_t end_ns)
 			(unsigned long long)(s->lua.no_g + s->lua.bad_l + s->lua.no_vm),
 			(unsigned long long)proto_table_count(s->protos),
 			(unsigned long long)proto_table_failed(s->protos));
+	if (trace_table_count(s->traces)) {
+		struct snap_stats ts;
+
+		trace_table_stats(s->traces, &ts);
+		fprintf(stderr, "luaprof record: compiled traces: %llu met, read %llu "
+			"times: with their snapshots %llu (%llu snapshots, %llu not "
+			"decoded), gone or changed %llu, unreadable %llu\n",
+			(unsigned long long)trace_table_count(s->traces),
+			(unsigned long long)(ts.traces + ts.stale + ts.unreadable),
+			(unsigned long long)ts.traces, (unsigned long long)ts.snaps,
+			(unsigned long long)ts.unplaced, (unsigned long long)ts.stale,
+			(unsigned long long)ts.unreadable);
+	}
 	{
 		struct source_stats ss;
 

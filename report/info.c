@@ -36,6 +36,8 @@ struct info {
 	uint64_t maps_records, mappings, ksyms;
 	struct info_obj *objs; /* OBJECT records, with their SYMTAB totals */
 	uint64_t lua_src[6], lua_src_bytes; /* LUA_SOURCE records by status */
+	/* TRACE records, and the TRACE_SNAPS records of some of them */
+	uint64_t traces, traces_snapped, snaps, snaps_undecoded, snap_bytes;
 	size_t nobjs, capobjs;
 	struct info_vm *vms; /* each process's Lua VM, as last described */
 	size_t nvms, capvms;
@@ -265,6 +267,16 @@ static int on_record(struct info *in, const struct lp_record *rec)
 		return set_vm(in, rec->u.puc_lua.pid, "PUC %s in %s: not walked (luaprof "
 			      "walks LuaJIT 2.1 only): native frames only",
 			      rec->u.puc_lua.version, rec->u.puc_lua.object);
+	case LP_REC_TRACE:
+		in->traces++;
+		return 0;
+	case LP_REC_TRACE_SNAPS:
+		in->traces_snapped++;
+		in->snaps += rec->u.trace_snaps.nsnap;
+		for (uint32_t i = 0; i < rec->u.trace_snaps.nsnap; i++)
+			in->snaps_undecoded += !rec->u.trace_snaps.snaps[i].nframe;
+		in->snap_bytes += lp_trace_snaps_size(&rec->u.trace_snaps);
+		return 0;
 	case LP_REC_FOOTER:
 		in->footer = rec->u.footer;
 		in->footer_seen = 1;
@@ -509,6 +521,13 @@ static void print_info(const char *path, const struct info *in,
 	printf("kernel symbols: %" PRIu64 "\n", in->ksyms);
 	print_objects(in);
 	print_lua_sources(in);
+	if (in->traces)
+		printf("compiled traces: %" PRIu64 ", with snapshots %" PRIu64 " (%" PRIu64
+		       " snapshots, %" PRIu64 " not decoded, %" PRIu64 " bytes); without %"
+		       PRIu64 ": their samples show the function the trace runs in\n",
+		       in->traces, in->traces_snapped, in->snaps, in->snaps_undecoded,
+		       in->snap_bytes, in->traces > in->traces_snapped ?
+		       in->traces - in->traces_snapped : 0);
 	printf("chunks: %" PRIu64 " good, %" PRIu64 " bad, %" PRIu64
 	       " skipped (unknown type)\n",
 	       st->chunks, st->bad_chunks, st->skipped_chunks);

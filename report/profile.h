@@ -59,6 +59,8 @@ struct profile {
 	uint64_t span_ns;         /* the traces' spans, added up */
 	const struct procs *procs;
 	int complete;             /* every trace had a footer */
+	uint64_t compiled;        /* shown samples taken in compiled traces */
+	uint64_t compiled_placed; /* ... placed in the functions they inlined */
 };
 
 /* The "# ..." block that opens top and callgraph output. */

@@ -26,6 +26,12 @@ struct ures_ent {
 	uint32_t useq;
 };
 
+/* (user stack, Lua stack) -> the Lua stack as placed (lua_place()). */
+struct lplace_ent {
+	uint32_t stack, lstack, placed;
+	enum lua_place how;
+};
+
 /* What is counted: one entry per distinct (root, user frames, kernel
  * stack, VM-state pseudo-frame). */
 struct count_ent {
@@ -48,6 +54,11 @@ struct stacks {
 	size_t nures, capures;
 	struct htab ures_h;
 	struct seqtab useqs;
+
+	struct lplace_ent *lplace;
+	size_t nlplace, caplplace;
+	struct htab lplace_h;
+	uint64_t place[LUA_PLACE_MAX]; /* samples by how they were placed */
 
 	struct count_ent *cnt;
 	size_t ncnt, capcnt;
@@ -84,6 +95,8 @@ void stacks_free(struct stacks *s)
 	free(s->ures);
 	htab_free(&s->ures_h);
 	seqtab_free(&s->useqs);
+	free(s->lplace);
+	htab_free(&s->lplace_h);
 	free(s->cnt);
 	htab_free(&s->cnt_h);
 	free(s->buf);
@@ -149,7 +162,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	uint32_t leaf_n = 0;        /* frames of the leaf address */
 	size_t ld = lidx < MISSING ? lua_stack_depth(s->lua, lidx) : 0;
 	size_t room = (size_t)nd * FRAMES_MAX_CHAIN + ld + 2;
-	uint64_t vs = 0, ve = 0;
+	uint64_t vs = 0, ve = 0, ts = 0, te = 0;
 	int have_vm, trace, any_vm = 0, err;
 
 	/* A native address may be several frames (inlined functions). */
@@ -165,6 +178,8 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	}
 	have_vm = nl && lua_vm_range(s->lua, pid, &vs, &ve) == 0;
 	trace = lidx < MISSING && lua_stack_in_trace(s->lua, lidx);
+	if (trace)
+		lua_trace_code(s->lua, lidx, &ts, &te);
 	for (uint32_t i = 0, n; i < nd; i++) {
 		uint64_t at = i ? a[i] - 1 : a[i];
 		const struct map_ent *m;
@@ -172,10 +187,12 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 
 		/* Trace code (anonymous memory, before any VM frame) stands
 		 * for the innermost VM entry, as the interpreter's frame
-		 * would: it runs on that entry's C frame. */
+		 * would: it runs on that entry's C frame.  The sample's own
+		 * trace is known to be code even where the mappings lag
+		 * behind (LuaJIT remaps its code areas when it flushes). */
 		if (!vm && (trace || li == 0) && !any_vm) {
 			m = maps_find(s->maps, pid, at);
-			vm = m && !m->path[0];
+			vm = (m && !m->path[0]) || (trace && at >= ts && at < te);
 		}
 		if (have_vm && li < nl && vm) {
 			/* This VM entry's Lua frames; a C function's Lua-level
@@ -210,21 +227,21 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	return seqtab_intern(&s->useqs, s->buf, k, useq, NULL);
 }
 
+/* The user frames of a sample: user stack id (0: none), Lua stack id
+ * lid (0: none) as placed at lidx (UINT32_MAX: none or undefined). */
 static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
-		       uint64_t lid, uint32_t *useq)
+		       uint64_t lid, uint32_t lidx, uint32_t *useq)
 {
 	uint32_t idx = id ? find_stack(s, id) : NONE;
-	uint32_t lidx = NONE;
 	uint64_t gen, hash;
 	struct htab_probe p;
 	int64_t i;
 	int err;
 
-	if (lid) {
-		lidx = lua_find_stack(s->lua, lid);
-		if (lidx == UINT32_MAX)
-			lidx = MISSING;
-	}
+	if (lid && lidx == UINT32_MAX)
+		lidx = MISSING;
+	else if (!lid)
+		lidx = NONE;
 	if (idx == MISSING || lidx == MISSING) {
 		*useq = MISSING;
 		return 0;
@@ -261,6 +278,52 @@ static const struct frame_info vm_info = {
 	.kind = FRAME_VM, .func = FRAMEINFO_NONE, .file = FRAMEINFO_NONE,
 	.mapping = FRAMEINFO_NONE,
 };
+int stacks_lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t *lidx)
+{
+	uint32_t idx = smp->ustack ? find_stack(s, smp->ustack) : NONE;
+	uint32_t l = smp->lstack ? lua_find_stack(s->lua, smp->lstack) : UINT32_MAX;
+	uint64_t hash = hash_mix(hash_u64(idx), l);
+	const struct stack_ent *e;
+	struct lplace_ent *pe;
+	struct htab_probe p;
+	int64_t i;
+	int err;
+
+	*lidx = l;
+	if (l == UINT32_MAX || !lua_stack_in_trace(s->lua, l))
+		return 0;
+	htab_probe_start(&s->lplace_h, hash, &p);
+	while ((i = htab_probe_next(&s->lplace_h, &p)) >= 0) {
+		pe = &s->lplace[i];
+		if (pe->stack == idx && pe->lstack == l) {
+			s->place[pe->how]++;
+			*lidx = pe->placed;
+			return 0;
+		}
+	}
+	err = GROW(s->lplace, s->caplplace, s->nlplace + 1);
+	if (err)
+		return err;
+	pe = &s->lplace[s->nlplace];
+	pe->stack = idx;
+	pe->lstack = l;
+	e = idx < MISSING ? &s->st[idx] : NULL;
+	err = lua_place(s->lua, l, e ? s->addrs + e->off : NULL, e ? e->depth : 0,
+			&pe->placed, &pe->how);
+	if (!err)
+		err = htab_insert(&s->lplace_h, hash, s->nlplace);
+	if (err)
+		return err;
+	s->nlplace++;
+	s->place[pe->how]++;
+	*lidx = pe->placed;
+	return 0;
+}
+
+void stacks_place_counts(const struct stacks *s, uint64_t counts[LUA_PLACE_MAX])
+{
+	memcpy(counts, s->place, sizeof(s->place));
+}
 
 /* The leaf pseudo-frame for time the LuaJIT VM spent outside Lua code
  * (docs: [GC], [trace exit], [JIT compiler]), or NONE. */
@@ -289,7 +352,7 @@ static int vm_pseudo_frame(struct stacks *s, const struct lp_sample *smp,
 }
 
 int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
-		      uint32_t root, int *missing)
+		      uint32_t lidx, uint32_t root, int *missing)
 {
 	uint32_t useq = NONE, kstack = NONE, vm;
 	struct count_ent *c;
@@ -299,7 +362,7 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 	int err;
 
 	if (smp->ustack || smp->lstack) {
-		err = user_frames(s, smp->pid, smp->ustack, smp->lstack, &useq);
+		err = user_frames(s, smp->pid, smp->ustack, smp->lstack, lidx, &useq);
 		if (err)
 			return err;
 	}

@@ -82,4 +82,10 @@ done
 $LUAPROF report --format folded -o $TMP/ngj.folded $TMP/ngj.lp 2>/dev/null
 check "JIT on: compute_checksum runs under handle, on the nginx frames" \
 	grep -qE "ngx_http_lua_run_thread;main \(=content_by_lua\(nginx\.conf:[0-9]+\):0\);handle \($app_re:[0-9]+\);compute_checksum \($app_re:[0-9]+\)" $TMP/ngj.folded
+# The traces' snapshots place compiled time in the functions they inlined.
+check "JIT on: the traces' snapshots were read" \
+	grep -qE "compiled traces: [0-9]+ met, read [0-9]+ times: with their snapshots [1-9]" $TMP/ngj.err
+placed=$($LUAPROF report -n 1 $TMP/ngj.lp 2>/dev/null |
+	awk '/^# compiled code:/ { gsub(/[(%)]/, "", $7); print $7 / 100 }')
+check_num "JIT on: share of compiled samples placed by their trace's snapshots" "${placed:-0}" ">=" 0.9
 nginx_stop
