@@ -113,6 +113,9 @@ int unwind_init(struct unwinder **out, struct sampler *skel)
 		err = -errno;
 		goto cleanup;
 	}
+	/* From now on a process without a mapping list gets its leaf,
+	 * not a frame-pointer walk (bpf/unwind_native.bpf.h). */
+	skel->bss->unwind_tables_on = 1;
 	u->st.rows_max = u->rows_max;
 	u->st.map_bytes = u->rows_map_bytes + u->buckets_map_bytes +
 			  (uint64_t)u->objs_max * sizeof(struct lp_unwind_obj) +
@@ -387,6 +390,7 @@ void unwind_print_stats(const struct unwinder *u, FILE *f)
 		[LP_USTOP_JIT] = "jit", [LP_USTOP_NO_ROW] = "no-cfi",
 		[LP_USTOP_UNSUPPORTED] = "unsupported", [LP_USTOP_READ] = "read",
 		[LP_USTOP_BAD_FRAME] = "bad-frame", [LP_USTOP_NO_REGS] = "no-regs",
+		[LP_USTOP_NO_TABLE] = "no-table",
 	};
 	struct unwind_stats st;
 	uint64_t walks = 0;
