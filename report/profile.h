@@ -23,6 +23,7 @@ struct profile {
 	const char *trace;
 	uint64_t samples;         /* samples read, before filters */
 	uint64_t lost;            /* samples the recorder lost */
+	uint64_t cut;             /* shown samples whose native stack was cut */
 	uint64_t first_ns, last_ns; /* first and last sample time */
 	const struct procs *procs;
 	int complete;             /* a footer was read */

@@ -126,7 +126,9 @@ static void help(void)
 	      "main for a chunk, ? when none; CHUNK without its @; LINE where the\n"
 	      "function is defined.  Builtins print by name (string.format),\n"
 	      "[trace N] a compiled trace, [truncated] where a Lua stack could not\n"
-	      "be read further.  Time the VM spent outside Lua code ends a stack\n"
+	      "be read further and, as the root, where the native stack could not\n"
+	      "be followed to its outermost frame (counted in the header as\n"
+	      "\"native stack cut\").  Time the VM spent outside Lua code ends a stack\n"
 	      "with [GC], [trace exit] or [JIT compiler].  A native frame\n"
 	      "is a function name; MODULE+0xADDR where the file has no symbol for\n"
 	      "it (ADDR as addr2line -e takes it, or a file offset if the file\n"
@@ -371,6 +373,8 @@ static int on_sample(struct run *r, const struct lp_sample *smp)
 	}
 	err = stacks_add_sample(r->st, smp, root, &missing);
 	r->missing += missing;
+	if (smp->ustack && lp_ustop_cut(smp->ustop))
+		r->prof.cut++;
 	if (!err && o->vmstate)
 		err = vmstate_add(r->vms, smp, smp->lstack ?
 				  lua_find_stack(r->lua, smp->lstack) : UINT32_MAX);
@@ -618,6 +622,9 @@ void profile_header(FILE *out, const struct profile *p, const char *title)
 	fprintf(out, ", lost: %" PRIu64, p->lost);
 	if (p->lost)
 		fprintf(out, " (%.2f%%)", 100.0 * p->lost / taken);
+	if (p->cut)
+		fprintf(out, ", native stack cut: %" PRIu64 " (%.2f%%, [truncated])",
+			p->cut, p->shown ? 100.0 * p->cut / p->shown : 0.0);
 	fprintf(out, "\n# duration: %.3f s (first to last sample)\n",
 		p->samples ? (p->last_ns - p->first_ns) / 1e9 : 0.0);
 	fprintf(out, "# processes: %zu", t->len);
