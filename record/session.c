@@ -49,6 +49,19 @@ _Static_assert((int)LP_WALK_WALKED == (int)LP_LUA_WALKED &&
 		       (int)LP_WALK_NO_G == (int)LP_LUA_NO_G &&
 		       (int)LP_WALK_BAD_L == (int)LP_LUA_BAD_L,
 	       "BPF walk states and trace lua states agree");
+_Static_assert((int)LP_USTOP_FALLBACK == (int)LP_USTOP_R_UNKNOWN &&
+		       (int)LP_USTOP_END == (int)LP_USTOP_R_COMPLETE &&
+		       (int)LP_USTOP_DEPTH == (int)LP_USTOP_R_DEPTH &&
+		       (int)LP_USTOP_UNMAPPED == (int)LP_USTOP_R_UNMAPPED &&
+		       (int)LP_USTOP_JIT == (int)LP_USTOP_R_JIT &&
+		       (int)LP_USTOP_NO_ROW == (int)LP_USTOP_R_NO_CFI &&
+		       (int)LP_USTOP_UNSUPPORTED == (int)LP_USTOP_R_UNSUPPORTED &&
+		       (int)LP_USTOP_READ == (int)LP_USTOP_R_READ &&
+		       (int)LP_USTOP_BAD_FRAME == (int)LP_USTOP_R_BAD_FRAME &&
+		       (int)LP_USTOP_NO_REGS == (int)LP_USTOP_R_NO_REGS &&
+		       (int)LP_USTOP_NO_TABLE == (int)LP_USTOP_R_NO_TABLE &&
+		       (int)LP_USTOP_MAX == (int)LP_USTOP_R_MAX,
+	       "BPF walk stops and trace stop reasons agree");
 _Static_assert((int)LP_LUA_FRAME_LUA == (int)LP_LFRAME_LUA &&
 		       (int)LP_LUA_FRAME_C == (int)LP_LFRAME_C &&
 		       (int)LP_LUA_FRAME_FF == (int)LP_LFRAME_FF &&
@@ -140,8 +153,9 @@ static struct target *find_target(struct session *s, pid_t pid)
 	return NULL;
 }
 
-static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
-		      int replace)
+/* code[]: addresses the sampler saw code run at (see procmaps.c). */
+static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns,
+			   int replace, const uint64_t *code, uint32_t ncode)
 {
 	struct maps_table now;
 	const struct lp_mapping **added = NULL;
@@ -150,8 +164,14 @@ static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
 	uint32_t n;
 
 	t->maps_read_ns = mono_ns();
-	if (procmaps_read(t->pid, &now))
-		return; /* gone already: its samples print as [unmapped] */
+	if (procmaps_read_code(t->pid, replace ? NULL : &t->maps, code, ncode, &now)) {
+		/* Gone already: its samples print as [unmapped], but for code
+		 * the sampler saw run (below). */
+		if (!ncode || replace || maps_table_copy(&t->maps, &now))
+			return;
+	}
+	for (uint32_t i = 0; i < ncode; i++)
+		maps_table_add_code(&now, code[i]);
 	if (!s->write_err)
 		object_set_assign(s->objs, t->pid, &now, s->w);
 	added = calloc(now.n ? now.n : 1, sizeof(*added));
@@ -243,6 +263,12 @@ static void publish_luajit(struct session *s, struct target *t)
 
 /* Finds the LuaJIT VM of a new target (or inherits its parent's, for a
  * forked child) and tells the BPF walker about it. */
+static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
+		      int replace)
+{
+	emit_maps_code(s, t, time_ns, replace, NULL, 0);
+}
+
 static void attach_luajit(struct session *s, struct target *t, struct target *parent)
 {
 	char msg[512];
@@ -497,13 +523,45 @@ static void check_mappings(struct session *s, struct target *t,
 {
 	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
 	int unknown = e->ustack_stop == LP_USTOP_UNMAPPED;
+	uint64_t code[1];
+	uint32_t ncode = 0;
 
+	if (n > LP_MAX_USTACK)
+		n = LP_MAX_USTACK;
 	/* The native unwinder stops, frameless, at a pc in a mapping it does
-	 * not know yet: that too means new mappings. */
-	for (int i = 0; !unknown && i < n && i < LP_MAX_USTACK; i++)
-		unknown = !maps_table_find(&t->maps, e->ustack[i]);
-	if (unknown && mono_ns() - t->maps_read_ns >= MAPS_REREAD_NS)
-		emit_maps(s, t, e->h.time_ns, 0);
+	 * not know yet: that too means new mappings.  The frame it stepped
+	 * over as a trace's was code (bpf/unwind_native.bpf.h), whatever the
+	 * mappings say now, and the re-read keeps it. */
+	for (int i = 0; i < n; i++) {
+		if (maps_table_find(&t->maps, e->ustack[i]))
+			continue;
+		unknown = 1;
+		if ((uint32_t)i + 1 == e->ustack_jit)
+			code[ncode++] = e->ustack[i];
+	}
+	/* Code that ran is worth a read at once: the read keeps it (or a
+	 * page of it), so its next samples do not ask again.  The rest waits
+	 * its turn. */
+	if (ncode || (unknown && mono_ns() - t->maps_read_ns >= MAPS_REREAD_NS))
+		emit_maps_code(s, t, e->h.time_ns, 0, code, ncode);
+}
+
+/*
+ * The bytes of the user stack worth keeping.  A walk that stopped at a
+ * return address in no known code recorded it: new code (dlopen), which
+ * the re-read of the mappings found, or stack data taken for a return
+ * address, which it did not.  The latter is no frame: the stack ends
+ * before it, cut (the sample's ustop says so).  The leaf is never data.
+ */
+static int validated_ustack_bytes(const struct target *t,
+				  const struct lp_event_sample *e)
+{
+	int n = e->ustack_bytes / 8;
+
+	if (e->ustack_stop == LP_USTOP_UNMAPPED && t && n >= 2 && n <= LP_MAX_USTACK &&
+	    !maps_table_find(&t->maps, e->ustack[n - 1]))
+		return (n - 1) * 8;
+	return e->ustack_bytes;
 }
 
 static void handle_sample(struct session *s, const struct lp_event_sample *e,
@@ -537,7 +595,8 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	rec.u.sample.kstack = intern_stack(s, LP_STACK_KERNEL, (const uint64_t *)e->kstack,
 						 e->kstack_bytes);
 	rec.u.sample.ustack = intern_stack(s, LP_STACK_USER, (const uint64_t *)e->ustack,
-						 e->ustack_bytes);
+					   validated_ustack_bytes(t, e));
+	rec.u.sample.ustop = e->ustack_stop;
 	if (e->kstack_bytes < 0)
 		rec.u.sample.flags |= LP_SAMPLE_KSTACK_FAILED;
 	if (e->ustack_bytes < 0)
