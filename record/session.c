@@ -1094,6 +1094,8 @@ int record_session_run(const struct record_opts *o)
 			goto cleanup;
 		}
 		s.launched_running = 1;
+		/* native unwinder: its tables ready before it runs */
+		unwind_preload(s.unw, o->command[0]);
 	}
 	s.start_ns = mono_ns();
 	emit_meta(&s);

@@ -243,6 +243,25 @@ static struct uobj *get_obj(struct unwinder *u, const struct obj_key *key,
 	return o;
 }
 
+static void key_of_file(const struct stat *st, struct obj_key *key)
+{
+	key->dev = st->st_dev;
+	key->ino = st->st_ino;
+	key->size = st->st_size;
+	key->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+int unwind_preload_file(struct unwinder *u, int fd)
+{
+	struct obj_key key = { 0 };
+	struct stat st;
+
+	if (!u || fstat(fd, &st))
+		return u ? -errno : 0;
+	key_of_file(&st, &key);
+	return get_obj(u, &key, fd) ? 0 : -ENOMEM;
+}
+
 /* Opens the file behind a mapping: the mapped file itself through
  * map_files, else by its path as the process sees it. */
 static int open_mapped(pid_t pid, const struct lp_mapping *m)
@@ -293,10 +312,7 @@ static int resolve_mapping(struct unwinder *u, pid_t pid,
 			out->kind = LP_UMAP_FP;
 			return 0;
 		}
-		key.dev = st.st_dev;
-		key.ino = st.st_ino;
-		key.size = st.st_size;
-		key.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		key_of_file(&st, &key);
 	}
 	o = get_obj(u, &key, fd);
 	if (fd >= 0)

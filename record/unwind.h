@@ -44,6 +44,12 @@ int unwind_add_process(struct unwinder *u, pid_t pid,
 int unwind_update_process(struct unwinder *u, pid_t pid,
 			  const struct maps_table *maps);
 void unwind_remove_process(struct unwinder *u, pid_t pid);
+/* Builds and loads the tables of the open file fd, as a mapping of it
+ * would; 0 or -errno. */
+int unwind_preload_file(struct unwinder *u, int fd);
+/* The same for the command cmd (found as execvp() would) and the
+ * libraries it needs, before it runs: record/unwind_preload.c. */
+int unwind_preload(struct unwinder *u, const char *cmd);
 void unwind_stats(const struct unwinder *u, struct unwind_stats *st);
 /* Two or three lines for `record -v`. */
 void unwind_print_stats(const struct unwinder *u, FILE *f);

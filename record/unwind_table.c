@@ -990,6 +990,34 @@ static int finish_rows(struct builder *b)
 	return 0;
 }
 
+/*
+ * The entry point is the outermost frame of the process's first thread.
+ * An executable's _start says so in its CFI (return address undefined),
+ * but the dynamic loader's has no FDE at all, so a walk would stop there
+ * as in any code without CFI, cut.  An entry point that no FDE covers gets
+ * an LP_CFA_END row of its own, up to the next row.
+ */
+static int mark_entry(struct unwind_table *t, uint64_t entry)
+{
+	const struct lp_unwind_row *r = unwind_table_lookup(t, entry);
+	struct lp_unwind_row *v;
+	uint32_t i;
+
+	if (!entry || entry > UINT32_MAX || (r && r->cfa_type != LP_CFA_GAP) ||
+	    (r && r->pc == entry))
+		return 0;
+	i = r ? (uint32_t)(r - t->rows) + 1 : 0;
+	v = realloc(t->rows, (t->nrows + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	t->rows = v;
+	memmove(v + i + 1, v + i, (t->nrows - i) * sizeof(*v));
+	v[i] = (struct lp_unwind_row){ .pc = (uint32_t)entry, .cfa_type = LP_CFA_END };
+	t->nrows++;
+	t->end_rows++;
+	return 0;
+}
+
 /* ---- ELF ------------------------------------------------------------------ */
 
 /* Where vaddr's bytes are in the file image, and how many follow. */
@@ -1131,6 +1159,8 @@ static int build_elf(Elf *elf, struct unwind_table *t)
 			t->source |= UNWIND_SRC_DEBUG_FRAME;
 	}
 	err = finish_rows(&b);
+	if (!err && t->nrows)
+		err = mark_entry(t, ehdr.e_entry);
 	free(b.v);
 	free(b.ranges);
 	if (err)

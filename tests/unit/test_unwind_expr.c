@@ -44,6 +44,8 @@ static void align8(struct image *im)
 		im->b[im->n++] = 0; /* DW_CFA_nop */
 }
 
+static uint64_t entry_point; /* the image's e_entry */
+
 /* Builds the image around the FDE instructions ins[0..n). */
 static void build(struct image *im, const uint8_t *ins, size_t n)
 {
@@ -101,6 +103,7 @@ static void build(struct image *im, const uint8_t *ins, size_t n)
 	eh.e_type = ET_DYN;
 	eh.e_machine = EM_X86_64;
 	eh.e_version = EV_CURRENT;
+	eh.e_entry = entry_point;
 	eh.e_phoff = sizeof(eh);
 	eh.e_shoff = sh_off;
 	eh.e_ehsize = sizeof(eh);
@@ -229,4 +232,28 @@ TEST(unwind_expr_plt)
 	CHECK(row_for(ins, sizeof(ins), &r, &st) == 0);
 	CHECK(r.cfa_type == LP_CFA_PLT);
 	CHECK(r.cfa_off == 11);
+}
+
+TEST(unwind_expr_entry_without_cfi)
+{
+	/* The dynamic loader's _start has no FDE: its entry point ends the
+	 * stack (an END row up to the next row) instead of cutting it. */
+	static const uint8_t ins[] = { 0x0e, 16 };
+	static struct image im;
+	const struct lp_unwind_row *r;
+	struct unwind_table t;
+
+	for (int inside = 0; inside < 2; inside++) {
+		entry_point = inside ? FN + 8 : FN + 0x180;
+		build(&im, ins, sizeof(ins));
+		CHECK(unwind_table_build_mem(im.b, sizeof(im.b), &t) == 0);
+		r = unwind_table_lookup(&t, entry_point + 7);
+		CHECK(r);
+		if (inside)
+			CHECK(r->cfa_type == LP_CFA_RSP && r->cfa_off == 16);
+		else
+			CHECK(r->cfa_type == LP_CFA_END && r->pc == entry_point);
+		unwind_table_free(&t);
+	}
+	entry_point = 0;
 }
