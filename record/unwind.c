@@ -229,6 +229,9 @@ static struct uobj *get_obj(struct unwinder *u, const struct obj_key *key,
 	o->kind = LP_UMAP_FP;
 	t0 = mono_ns();
 	if (!(key->vdso ? build_vdso(&t) : unwind_table_build_fd(fd, &t))) {
+		u->st.rows_deref += t.deref_rows;
+		u->st.rows_unsupported += t.unsupported;
+		u->st.exprs_unsupported += t.unsupported_exprs;
 		load_rows(u, o, &t);
 		free(t.rows);
 		t.rows = NULL;
@@ -421,6 +424,13 @@ void unwind_print_stats(const struct unwinder *u, FILE *f)
 		st.objects, (unsigned long long)st.rows, st.rows * 8 / 1024.0,
 		st.build_ns / 1e6, st.objects_fp, st.objects_full ? " (tables full)" : "",
 		st.map_bytes / 1048576.0);
+	if (st.rows_deref || st.rows_unsupported)
+		fprintf(f, "luaprof record: native unwind: %llu rows of realigned frames "
+			"(DWARF expressions); %llu rows the walker cannot run (%llu "
+			"expressions of no known form)\n",
+			(unsigned long long)st.rows_deref,
+			(unsigned long long)st.rows_unsupported,
+			(unsigned long long)st.exprs_unsupported);
 	if (st.objects_unindexed)
 		fprintf(f, "luaprof record: native unwind: %u objects searched without "
 			"a bucket index (index full): slower walks\n", st.objects_unindexed);

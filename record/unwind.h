@@ -28,6 +28,9 @@ struct unwind_stats {
 	uint32_t processes;      /* mapping lists loaded now */
 	uint32_t maps_dropped;   /* mappings past LP_UNWIND_MAX_MAPS */
 	uint64_t rows, rows_max;
+	uint64_t rows_deref;     /* realigned frames' rows (DWARF expressions) */
+	uint64_t rows_unsupported; /* rows whose rule the walker cannot run */
+	uint64_t exprs_unsupported; /* expressions of no known form met */
 	uint64_t map_bytes;      /* BPF map memory, fixed at load */
 	uint64_t build_ns;       /* time spent computing tables */
 	uint64_t stops[LP_USTOP_MAX]; /* walks by how they stopped */
