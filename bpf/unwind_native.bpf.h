@@ -280,6 +280,17 @@ static __always_inline int unwind_read(const struct unwind_cursor *c, __u64 addr
 	return unwind_read_n(c, addr, v, 8);
 }
 
+/* Moves the cursor to the caller's registers; its rbp is known. */
+static __always_inline void unwind_move(struct unwind_cursor *c, __u64 pc, __u64 sp,
+					__u64 bp, __u32 pc_is_ra)
+{
+	c->pc = pc;
+	c->sp = sp;
+	c->bp = bp;
+	c->bp_known = 1;
+	c->pc_is_ra = pc_is_ra;
+}
+
 /*
  * Steps over a frame of LuaJIT's own code with the VM's C frame.  Every
  * entry into the VM from C (lua_pcall, lua_call, lua_resume, lj_vm_cpcall
@@ -309,11 +320,7 @@ static __always_inline int unwind_vm_step(struct unwind_cursor *c)
 		return LP_USTOP_READ;
 	unwind_read(c, cf + c->cf_prev, &prev);
 	c->cframe = prev & ~3ull;
-	c->pc = ra;
-	c->sp = cfa;
-	c->bp = bp;
-	c->bp_known = 1;
-	c->pc_is_ra = 1;
+	unwind_move(c, ra, cfa, bp, 1);
 	return 0;
 }
 
@@ -400,12 +407,8 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 			int ridx = unwind_map_index(proc, ra - 1);
 
 			if (ridx >= 0) {
-				c->pc = ra;
+				unwind_move(c, ra, c->sp0 + 8, c->bp0, 1);
 				c->rec_pc = ra;
-				c->sp = c->sp0 + 8;
-				c->bp = c->bp0;
-				c->bp_known = 1;
-				c->pc_is_ra = 1;
 				lookup = ra - 1;
 				idx = ridx;
 			}
@@ -488,11 +491,7 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 			return LP_USTOP_READ;
 		if (!ra)
 			return LP_USTOP_END;
-		c->pc = ra;
-		c->sp = sp;
-		c->bp = bp;
-		c->bp_known = 1;
-		c->pc_is_ra = 0;
+		unwind_move(c, ra, sp, bp, 0);
 		return 0;
 	}
 	case LP_CFA_END:
