@@ -4,8 +4,8 @@
 # (realigned frames too), stacks through libc (qsort calling back into the
 # program, dd's system calls, a signal handler's frame), and LuaJIT's
 # interpreter and compiled frames down to luajit's main; and that what it
-# cannot follow ends the stack as [truncated], never as a made-up frame.  "Reaches main" is counted per sample from the folded
-# report; the recorder's own count of how walks stopped (record -v) must
+# cannot follow ends the stack as [truncated], never as a made-up frame.
+# "Reaches main" is counted per sample from the folded report; the recorder's own count of how walks stopped (record -v) must
 # show the unwinder did the work rather than the frame-pointer fallback.
 . tests/lib.sh
 
