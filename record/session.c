@@ -318,6 +318,28 @@ static void locate_luajit(struct session *s, struct target *t, uint64_t G)
 
 /* Adds pid to the table (if new) and writes what the trace needs to know
  * about it: its PROCESS record and a full mappings snapshot. */
+/*
+ * A child just forked maps what its parent did at the fork: it takes the
+ * parent's mappings, as the report does (a forked process record) and as
+ * the BPF walker did in the kernel, rather than a read of /proc, which by
+ * now may show an image the child exec'd since: its exec event, and the
+ * samples it took before, come later, and the old image's addresses would
+ * print as [unmapped].  1 if it did; the first address outside them has
+ * the mappings read as for any process.
+ */
+static int inherit_maps(struct target *t, const struct target *parent)
+{
+	struct maps_table copy;
+
+	if (!parent || !parent->alive || !parent->maps.n ||
+	    maps_table_copy(&parent->maps, &copy))
+		return 0;
+	maps_table_free(&t->maps);
+	t->maps = copy;
+	t->maps_read_ns = 0;
+	return 1;
+}
+
 static struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 				 uint64_t time_ns, uint32_t flags,
 				 const char *comm)
@@ -343,7 +365,8 @@ static struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 		s->nalive++;
 	}
 	emit_process(s, pid, ppid, time_ns, flags, comm);
-	emit_maps(s, t, time_ns, 1);
+	if (!inherit_maps(t, flags == LP_PROC_FORKED ? find_target(s, ppid) : NULL))
+		emit_maps(s, t, time_ns, 1);
 	attach_luajit(s, t, flags & LP_PROC_FORKED ? find_target(s, ppid) : NULL);
 	return t;
 }

@@ -115,6 +115,13 @@ check "lies: info counts the cut stacks" \
 record execs $SAMPLES/nofp execs 30
 check "record -- nofp execs exits 0" test $? -eq 0
 check_num "execs: frames made of stack data" "$(user_garbage $TMP/execs.folded)" "==" 0
+# A shell forking children that exec at once: the recorder hears of each
+# fork after the child has exec'd, and must not take the new image's
+# mappings for the ones the child's first samples (in execve) ran in.
+record forkexec bash -c 'for i in $(seq 300); do /bin/true; done'
+check "record -- bash forking /bin/true exits 0" test $? -eq 0
+check_num "fork+exec: frames in no mapping (stack data, or the wrong image's)" \
+	"$(user_garbage $TMP/forkexec.folded)" "==" 0
 
 # --- CFI in .debug_frame only (-fno-asynchronous-unwind-tables -g) --------
 if cc -O2 -g -fomit-frame-pointer -fno-inline -fno-asynchronous-unwind-tables \
