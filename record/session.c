@@ -327,9 +327,10 @@ static void locate_luajit(struct session *s, struct target *t, uint64_t G)
  * print as [unmapped].  1 if it did; the first address outside them has
  * the mappings read as for any process.
  */
-static int inherit_maps(struct target *t, const struct target *parent)
+static int inherit_maps(struct session *s, struct target *t,
+			const struct target *parent)
 {
-	struct maps_table copy;
+	struct maps_table copy, now;
 
 	if (!parent || !parent->alive || !parent->maps.n ||
 	    maps_table_copy(&parent->maps, &copy))
@@ -337,6 +338,14 @@ static int inherit_maps(struct target *t, const struct target *parent)
 	maps_table_free(&t->maps);
 	t->maps = copy;
 	t->maps_read_ns = 0;
+	/* The walker got the parent's list at the fork, if the parent had
+	 * one yet.  Its own is what the child maps now: the parent's
+	 * layout would be wrong for an image exec'd since, whose samples
+	 * the walker takes before its exec event reaches us. */
+	if (!procmaps_read(t->pid, &now)) {
+		unwind_add_process(s->unw, t->pid, &now);
+		maps_table_free(&now);
+	}
 	return 1;
 }
 
@@ -365,7 +374,7 @@ static struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 		s->nalive++;
 	}
 	emit_process(s, pid, ppid, time_ns, flags, comm);
-	if (!inherit_maps(t, flags == LP_PROC_FORKED ? find_target(s, ppid) : NULL))
+	if (!inherit_maps(s, t, flags == LP_PROC_FORKED ? find_target(s, ppid) : NULL))
 		emit_maps(s, t, time_ns, 1);
 	attach_luajit(s, t, flags & LP_PROC_FORKED ? find_target(s, ppid) : NULL);
 	return t;
