@@ -434,7 +434,10 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		return unwind_jit_step(c);
 	if (m->kind != LP_UMAP_ROWS) {
 		/* No CFI: trust rbp for this frame, [rbp] = caller's rbp,
-		 * [rbp + 8] = return address. */
+		 * [rbp + 8] = return address.  A zero rbp ends the chain: the
+		 * ABI has _start and a thread's start clear it. */
+		if (c->bp_known && !c->bp)
+			return LP_USTOP_END;
 		if (!c->bp_known || c->bp < c->sp)
 			return LP_USTOP_BAD_FRAME;
 		cfa = c->bp + 16;

@@ -172,20 +172,22 @@ static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns
 	}
 	for (uint32_t i = 0; i < ncode; i++)
 		maps_table_add_code(&now, code[i]);
-	if (!s->write_err)
-		object_set_assign(s->objs, t->pid, &now, s->w);
 	added = calloc(now.n ? now.n : 1, sizeof(*added));
 	list = calloc(now.n ? now.n : 1, sizeof(*list));
 	if (!added || !list)
 		goto cleanup;
-	if (replace) {
-		for (n = 0; n < now.n; n++)
-			list[n] = now.v[n];
-	} else {
-		n = maps_table_added(&t->maps, &now, added, now.n);
-		for (uint32_t i = 0; i < n; i++)
-			list[i] = *added[i];
-	}
+	n = replace ? now.n : maps_table_added(&t->maps, &now, added, now.n);
+	/* native unwinder first: until it has the list, walks of the
+	 * process stop at their leaf (bpf/unwind_native.bpf.h). */
+	if (replace)
+		unwind_add_process(s->unw, t->pid, &now);
+	else if (n)
+		unwind_update_process(s->unw, t->pid, &now);
+	if (!s->write_err)
+		object_set_assign(s->objs, t->pid, &now, s->w);
+	/* After the assignment: the records name each mapping's object. */
+	for (uint32_t i = 0; i < n; i++)
+		list[i] = replace ? now.v[i] : *added[i];
 	if (replace || n) {
 		memset(&rec, 0, sizeof(rec));
 		rec.type = LP_REC_MAPS;
@@ -198,23 +200,17 @@ static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns
 	}
 	maps_table_free(&t->maps);
 	t->maps = now;
-	/* native unwinder: the mappings the BPF walker searches.  A full
-	 * read is often taken before the dynamic loader has mapped the
-	 * libraries (exec), and one that found new code may be followed by
-	 * more (dlopen): then the next address outside them re-reads at once
-	 * rather than after MAPS_REREAD_NS, since walks stop there.  Only a
-	 * read that found nothing new waits. */
+	/* A full read is often taken before the dynamic loader has mapped
+	 * the libraries (exec), and one that found new code may be followed
+	 * by more (dlopen): then the next address outside them re-reads at
+	 * once rather than after MAPS_REREAD_NS, since walks stop there.
+	 * Only a read that found nothing new waits. */
 	if (replace || n)
 		t->maps_read_ns = 0;
-	if (replace) {
-		unwind_add_process(s->unw, t->pid, &t->maps);
-	} else if (n) {
-		unwind_update_process(s->unw, t->pid, &t->maps);
-		/* A LuaJIT loaded with dlopen (a host program, a C module)
-		 * shows up as new mappings: look again. */
-		if (!t->lj)
-			attach_luajit(s, t, NULL);
-	}
+	/* A LuaJIT loaded with dlopen (a host program, a C module) shows up
+	 * as new mappings: look again. */
+	if (!replace && n && !t->lj)
+		attach_luajit(s, t, NULL);
 	now.v = NULL;
 	now.n = 0;
 cleanup:
