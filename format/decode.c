@@ -163,6 +163,7 @@ static int decode_sample(struct trace_reader *r, struct lp_cursor *c,
 	s->lstack = 0;
 	s->vmstate = 0;
 	s->lua_state = 0;
+	s->ustop = 0;
 	if (lp_cursor_left(c)) {
 		int64_t vmstate;
 
@@ -173,6 +174,12 @@ static int decode_sample(struct trace_reader *r, struct lp_cursor *c,
 		if (vmstate < INT32_MIN || vmstate > INT32_MAX)
 			return -EBADMSG;
 		s->vmstate = (int32_t)vmstate;
+	}
+	/* How the native walk ended came later still: absent, not said. */
+	if (lp_cursor_left(c)) {
+		err = lp_get_uv32(c, &s->ustop);
+		if (err)
+			return err;
 	}
 	/* Only a sample that decoded moves the time base, as in the writer. */
 	s->time_ns = r->prev_sample_time + (uint64_t)dtime;

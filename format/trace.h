@@ -166,6 +166,29 @@ enum lp_stack_kind { LP_STACK_KERNEL = 1, LP_STACK_USER = 2 };
 /* sample.flags */
 #define LP_SAMPLE_KSTACK_FAILED 0x1u /* kernel stack could not be read */
 #define LP_SAMPLE_USTACK_FAILED 0x2u /* user stack could not be read */
+/* sample.ustop: how the native walk of the user stack ended (as
+ * bpf/unwind.h's enum lp_ustop).  Only COMPLETE is a whole stack; UNKNOWN
+ * is a frame-pointer walk or an older trace, which did not say. */
+enum lp_ustop_reason {
+	LP_USTOP_R_UNKNOWN = 0,
+	LP_USTOP_R_COMPLETE = 1,   /* reached the outermost frame */
+	LP_USTOP_R_DEPTH = 2,      /* too many frames */
+	LP_USTOP_R_UNMAPPED = 3,   /* a return address in no known code */
+	LP_USTOP_R_JIT = 4,        /* compiled code it could not step over */
+	LP_USTOP_R_NO_CFI = 5,     /* code its object's CFI does not cover */
+	LP_USTOP_R_UNSUPPORTED = 6, /* a CFI rule the walker cannot run */
+	LP_USTOP_R_READ = 7,       /* the stack could not be read */
+	LP_USTOP_R_BAD_FRAME = 8,  /* a frame that did not make sense */
+	LP_USTOP_R_NO_REGS = 9,    /* no user registers */
+	LP_USTOP_R_NO_TABLE = 10,  /* the process's tables were not loaded yet */
+	LP_USTOP_R_MAX = 11,
+};
+/* A user stack that was cut: a report ends it with [truncated].  Without
+ * user registers there is no user stack to cut. */
+static inline int lp_ustop_cut(uint32_t ustop)
+{
+	return ustop >= LP_USTOP_R_DEPTH && ustop != LP_USTOP_R_NO_REGS;
+}
 /* sample.lua_state: as bpf/sampler.h's enum lp_lua_state */
 enum lp_lua_state {
 	LP_LUA_NONE = 0,   /* no LuaJIT VM known in the process */
@@ -278,6 +301,7 @@ struct lp_sample {
 	uint64_t lstack;  /* Lua stack id, 0 = none */
 	int32_t vmstate;  /* g->vmstate: ~LJ_VMST_* or a trace number */
 	uint32_t lua_state; /* enum lp_lua_state */
+	uint32_t ustop;   /* enum lp_ustop_reason */
 };
 
 struct lp_lost {

@@ -513,7 +513,7 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 		       lp_put_uv(b, sa->cpu) ?: lp_put_uv(b, sa->kstack) ?:
 		       lp_put_uv(b, sa->ustack) ?: lp_put_uv(b, sa->flags) ?:
 		       lp_put_uv(b, sa->lstack) ?: lp_put_sv(b, sa->vmstate) ?:
-		       lp_put_uv(b, sa->lua_state);
+		       lp_put_uv(b, sa->lua_state) ?: lp_put_uv(b, sa->ustop);
 	case LP_REC_LOST:
 		return lp_put_uv(b, rec->u.lost.time_ns) ?:
 		       lp_put_uv(b, rec->u.lost.count) ?:

@@ -271,6 +271,8 @@ static int on_sample(struct run *r, struct report_pass *ps, const struct lp_samp
 	err = stacks_lua_stack(ps->st, smp, &lidx) ?:
 	      stacks_add_sample(ps->st, smp, lidx, root, &missing);
 	ps->missing += missing;
+	if (smp->ustack && lp_ustop_cut(smp->ustop))
+		prof->cut++;
 	if (!err && o->keep_samples)
 		err = keep_sample(r, ps, smp, p);
 	/* --vmstate names the function a trace runs in, not those inlined. */
@@ -677,6 +679,9 @@ void profile_header(FILE *out, const struct profile *p, const char *title)
 	fprintf(out, ", lost: %" PRIu64, p->lost);
 	if (p->lost)
 		fprintf(out, " (%.2f%%)", 100.0 * p->lost / taken);
+	if (p->cut)
+		fprintf(out, ", native stack cut: %" PRIu64 " (%.2f%%, [truncated])",
+			p->cut, p->shown ? 100.0 * p->cut / p->shown : 0.0);
 	fprintf(out, "\n# duration: %.3f s (first to last sample%s)\n", p->span_ns / 1e9,
 		p->ntraces > 1 ? ", each trace's added up" : "");
 	if (p->compiled)

@@ -19,11 +19,13 @@ struct stack_ent {
 	uint32_t depth;
 };
 
-/* (pid, stack, Lua stack, layout generation) -> user frames, root first. */
+/* (pid, stack, Lua stack, layout generation, cut) -> user frames, root
+ * first. */
 struct ures_ent {
 	uint32_t pid, stack, lstack;
 	uint64_t gen;
 	uint32_t useq;
+	int cut;
 };
 
 /* (user stack, Lua stack) -> the Lua stack as placed (lua_place()). */
@@ -150,10 +152,11 @@ static int reserve_buf(struct stacks *s, size_t n)
 }
 
 /* Names a user stack's frames against pid's layout as it is now, with
- * the Lua stack's frames in place of the native frames of each VM entry.
- * uidx or lidx may be NONE. */
+ * the Lua stack's frames in place of the native frames of each VM entry,
+ * and [truncated] at the root of a native stack that was cut.  uidx or
+ * lidx may be NONE. */
 static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
-			uint32_t lidx, uint32_t *useq)
+			uint32_t lidx, int cut, uint32_t *useq)
 {
 	const struct stack_ent *e = uidx < MISSING ? &s->st[uidx] : NULL;
 	const uint64_t *a = e ? s->addrs + e->off : NULL;
@@ -161,7 +164,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	uint32_t last = UINT32_MAX; /* the function of the frame last added */
 	uint32_t leaf_n = 0;        /* frames of the leaf address */
 	size_t ld = lidx < MISSING ? lua_stack_depth(s->lua, lidx) : 0;
-	size_t room = (size_t)nd * FRAMES_MAX_CHAIN + ld + 2;
+	size_t room = (size_t)nd * FRAMES_MAX_CHAIN + ld + 3;
 	uint64_t vs = 0, ve = 0, ts = 0, te = 0;
 	int have_vm, trace, any_vm = 0, err;
 
@@ -217,6 +220,11 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	for (; li < nl; li++)
 		if (lua[li] != LUA_ENTRY_MARK)
 			s->buf[k++] = lua[li];
+	if (cut) {
+		err = frames_name(s->fr, "[truncated]", &s->buf[k++]);
+		if (err)
+			return err;
+	}
 	/* Leaf first so far; root first in the result. */
 	for (uint32_t i = 0; i < k / 2; i++) {
 		uint32_t t = s->buf[i];
@@ -228,9 +236,10 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 }
 
 /* The user frames of a sample: user stack id (0: none), Lua stack id
- * lid (0: none) as placed at lidx (UINT32_MAX: none or undefined). */
+ * lid (0: none) as placed at lidx (UINT32_MAX: none or undefined), cut
+ * when the native walk could not reach the outermost frame. */
 static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
-		       uint64_t lid, uint32_t lidx, uint32_t *useq)
+		       uint64_t lid, uint32_t lidx, int cut, uint32_t *useq)
 {
 	uint32_t idx = id ? find_stack(s, id) : NONE;
 	uint64_t gen, hash;
@@ -247,18 +256,18 @@ static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
 		return 0;
 	}
 	gen = maps_generation(s->maps, pid);
-	hash = hash_mix(hash_mix(hash_mix(hash_u64(pid), idx), lidx), gen);
+	hash = hash_mix(hash_mix(hash_mix(hash_mix(hash_u64(pid), idx), lidx), gen), cut);
 	htab_probe_start(&s->ures_h, hash, &p);
 	while ((i = htab_probe_next(&s->ures_h, &p)) >= 0) {
 		const struct ures_ent *u = &s->ures[i];
 
 		if (u->pid == pid && u->stack == idx && u->lstack == lidx &&
-		    u->gen == gen) {
+		    u->gen == gen && u->cut == cut) {
 			*useq = u->useq;
 			return 0;
 		}
 	}
-	err = resolve_user(s, pid, idx, lidx, useq);
+	err = resolve_user(s, pid, idx, lidx, cut, useq);
 	if (!err)
 		err = GROW(s->ures, s->capures, s->nures + 1);
 	if (!err)
@@ -270,6 +279,7 @@ static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
 	s->ures[s->nures].lstack = lidx;
 	s->ures[s->nures].gen = gen;
 	s->ures[s->nures].useq = *useq;
+	s->ures[s->nures].cut = cut;
 	s->nures++;
 	return 0;
 }
@@ -362,7 +372,8 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 	int err;
 
 	if (smp->ustack || smp->lstack) {
-		err = user_frames(s, smp->pid, smp->ustack, smp->lstack, lidx, &useq);
+		err = user_frames(s, smp->pid, smp->ustack, smp->lstack, lidx,
+				  smp->ustack && lp_ustop_cut(smp->ustop), &useq);
 		if (err)
 			return err;
 	}

@@ -43,7 +43,7 @@ withlua=$(awk -v a="($APP:" '/ngx_http_lua_run_thread;/ && index($0, a) { n += $
 output=$(awk '/ngx_http_lua_run_thread;ngx_http_lua_send_chain_link/ { n += $NF } END { print n + 0 }' $TMP/ng.folded)
 check_num "samples in ngx_http_lua_run_thread, besides output, with Lua frames" \
 	"$(share $withlua $((inlua - output)))" ">=" 0.98
-check "no truncated Lua stacks" bash -c "! grep -q '\[truncated\]' $TMP/ng.folded"
+check_num "truncated Lua stacks" "$(lua_truncated $TMP/ng.folded)" "==" 0
 
 # Lua source in the trace: app.lua, a file module, is embedded and its
 # lines are ranked with their text; the inline content_by_lua chunk has

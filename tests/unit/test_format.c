@@ -339,7 +339,7 @@ static size_t make_records(struct lp_record *r)
 			.flags = i % 5 ? 0 : LP_SAMPLE_KSTACK_FAILED |
 					     LP_SAMPLE_USTACK_FAILED,
 			.lstack = i % 4 ? 0 : 7, .vmstate = i % 2 ? -1 - (int32_t)i : INT32_MAX,
-			.lua_state = (uint32_t)i % 6,
+			.lua_state = (uint32_t)i % 6, .ustop = (uint32_t)i % 12,
 		};
 	}
 	r[n].type = LP_REC_LUAJIT;
