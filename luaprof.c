@@ -17,6 +17,7 @@ static const struct command {
 	{ "record", cmd_record, "sample processes with BPF and write a trace" },
 	{ "report", cmd_report, "symbolize a trace and print folded stacks, a call graph or top functions" },
 	{ "info", cmd_info, "describe a trace: processes, samples, losses, chunks" },
+	{ "check", cmd_check, "say whether luaprof will run on this kernel, and why not" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/deps.sh - installs what the end-to-end tests need beyond the build
 # (`make deps`): the Debian packages for the Lua and nginx scenarios (and
-# libc6-dbg, libc's DWARF, which self_contained.sh embeds in part), and
+# libc6-dbg, libc's DWARF, which self_contained.sh embeds in part; qemu and
+# busybox for the kernel matrix), and
 # upstream LuaJIT unpacked into build/luajit-upstream/ (it cannot be
 # installed beside luajit2: the packages conflict).  Quick and silent when
 # everything is present; apt's chatter goes to /tmp/luaprof-test-deps.log
@@ -18,7 +19,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg"
+# qemu-system-x86, busybox-static, cpio, xz-utils: the kernel matrix
+# (tests/kernels.sh) boots Debian's kernels under qemu.
+PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg
+      qemu-system-x86 busybox-static cpio xz-utils"
 UPSTREAM_PKGS="luajit libluajit-5.1-2 libluajit-5.1-common"
 UPSTREAM=build/luajit-upstream
 LOG=/tmp/luaprof-test-deps.log
@@ -36,7 +40,7 @@ need_root() {
 apt_updated=
 apt_update() {
 	[ -n "$apt_updated" ] && return 0
-	apt-get update -qq >>"$LOG" 2>&1 || die "apt-get update failed"
+	apt-get -o DPkg::Lock::Timeout=600 update -qq >>"$LOG" 2>&1 || die "apt-get update failed"
 	apt_updated=1
 }
 
@@ -52,7 +56,8 @@ if [ -n "$missing" ]; then
 	need_root "install$missing"
 	echo "tests/deps.sh: installing$missing"
 	apt_update
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+		--no-install-recommends \
 		$missing >>"$LOG" 2>&1 || die "apt-get install$missing failed"
 fi
 

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# tests/kernels.sh - the kernel matrix: luaprof on the kernels users run,
+# not only on this machine's.  For each kernel of the matrix it takes
+# Debian's own kernel package (apt-get download + dpkg-deb, never
+# installed, /boot untouched; cached in build/kernels/), builds an
+# initramfs of busybox-static and that kernel's virtio, 9p and overlay
+# modules, and boots it under qemu with TCG (this machine's /dev/kvm runs
+# only paravirtual guests).  The guest sees the host's / read-only over
+# 9p under a tmpfs overlay (tests/kernels/init), runs the smoke subset of
+# the end-to-end tests, tests/kernels/smoke.sh, with the binaries of this
+# tree, and leaves its output on a second, writable 9p share.  This script
+# prints the guest's "ok"/"FAIL" lines as "ok kernels/NAME: ..." for
+# tests/run to count; a guest that does not finish within its timeout is
+# killed and reported as a FAIL with the tail of its console.
+#
+#   tests/kernels.sh            every kernel of the matrix
+#   tests/kernels.sh 6.1        one of them
+#
+# LUAPROF_KERNEL_TIMEOUT (seconds, default 420) bounds each guest;
+# LUAPROF_KERNEL_KEEP=DIR keeps each guest's console, output and traces in
+# DIR/NAME; LUAPROF_KERNEL_SCRIPT=FILE (a path in this tree) runs FILE in
+# the guests instead of the smoke test, to look into something.
+set -u
+cd "$(dirname "$0")/.."
+
+# NAME  META-PACKAGE: the matrix.  A meta-package depends on the current
+# build of its series (security updates move it), so the matrix follows
+# what `apt-get install linux-image-amd64` gives a bookworm user today.
+MATRIX="6.1:linux-image-amd64 6.12:linux-image-6.12-amd64"
+# The modules the guest loads, in this order; one missing from a package
+# is built into that kernel (fscache is part of netfs since 6.4).
+MODULES="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
+	 netfs fscache 9pnet 9pnet_virtio 9p overlay"
+CACHE=$PWD/build/kernels
+TIMEOUT=${LUAPROF_KERNEL_TIMEOUT:-420}
+LOG=/tmp/luaprof-kernels.$$.log
+TMP=$(mktemp -d /tmp/luaprof-kernels.XXXXXX)
+QEMU_PID=
+trap 'rm -rf "$TMP" "$LOG"' EXIT
+
+say_fail() { echo "FAIL kernels/$1: $2"; }
+
+apt_updated=
+# resolve_package META: the kernel package META depends on.
+resolve_package() {
+	local pkg
+	pkg=$(apt-cache depends "$1" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')
+	if [ -z "$pkg" ] && [ -z "$apt_updated" ]; then
+		apt-get -o DPkg::Lock::Timeout=600 update -qq >>"$LOG" 2>&1
+		apt_updated=1
+		pkg=$(apt-cache depends "$1" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')
+	fi
+	[ -n "$pkg" ] && echo "$pkg"
+}
+
+# fetch_kernel PKG: unpacks vmlinuz, config and the guest's modules of PKG
+# into $CACHE/PKG (once).
+fetch_kernel() {
+	local pkg=$1 dir=$CACHE/$1 dl deb m f
+	[ -f "$dir/vmlinuz" ] && return 0
+	dl=$TMP/dl-$pkg
+	mkdir -p "$dl"
+	chmod 755 "$dl"
+	if id _apt >/dev/null 2>&1; then chown _apt "$dl"; fi
+	if ! (cd "$dl" && apt-get download "$pkg") >>"$LOG" 2>&1; then
+		apt-get -o DPkg::Lock::Timeout=600 update -qq >>"$LOG" 2>&1
+		(cd "$dl" && apt-get download "$pkg") >>"$LOG" 2>&1 || return 1
+	fi
+	deb=$(ls "$dl"/*.deb) || return 1
+	mkdir -p "$dl/x"
+	# Only the members needed: the image, its config and the modules.
+	dpkg-deb --fsys-tarfile "$deb" | tar -t 2>>"$LOG" | grep -E \
+		'^\./boot/(vmlinuz|config)-|/kernel/(drivers/virtio|net/9p|fs/(9p|netfs|fscache|overlayfs))/[^/]+$' \
+		>"$dl/members" || return 1
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dl/x" -T "$dl/members" 2>>"$LOG" || return 1
+	rm -rf "$dir.tmp"
+	mkdir -p "$dir.tmp/modules"
+	cp "$dl"/x/boot/vmlinuz-* "$dir.tmp/vmlinuz" || return 1
+	cp "$dl"/x/boot/config-* "$dir.tmp/config" || return 1
+	local i=10
+	for m in $MODULES; do
+		f=$(find "$dl/x/lib/modules" -name "$m.ko" -o -name "$m.ko.xz" -o -name "$m.ko.zst" | head -1)
+		i=$((i + 1))
+		case "$f" in
+		"") continue ;;
+		*.xz) xz -dc "$f" >"$dir.tmp/modules/$i-$m.ko" ;;
+		*.zst) zstd -qdc "$f" >"$dir.tmp/modules/$i-$m.ko" ;;
+		*) cp "$f" "$dir.tmp/modules/$i-$m.ko" ;;
+		esac || return 1
+	done
+	rm -rf "$dl" "$dir"
+	mv "$dir.tmp" "$dir"
+}
+
+# make_initramfs PKG OUT: busybox, tests/kernels/init and PKG's modules.
+make_initramfs() {
+	local root=$TMP/initramfs-$1
+	rm -rf "$root"
+	mkdir -p "$root/bin" "$root/modules"
+	cp /bin/busybox "$root/bin/busybox" &&
+	cp tests/kernels/init "$root/init" &&
+	cp "$CACHE/$1"/modules/*.ko "$root/modules/" &&
+	(cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 >"$2"
+}
+
+# boot NAME PKG: runs the guest; prints its lines, prefixed.
+boot() {
+	local name=$1 pkg=$2 res=$TMP/res-$1 rc n
+	mkdir -p "$res"
+	make_initramfs "$pkg" "$TMP/initramfs-$name.gz" ||
+		{ say_fail "$name" "cannot build the initramfs"; return; }
+	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -nodefaults -no-reboot -display none \
+		-accel tcg,thread=multi -cpu max -smp 2 -m 4G \
+		-kernel "$CACHE/$pkg/vmlinuz" -initrd "$TMP/initramfs-$name.gz" \
+		-append "console=ttyS0 panic=-1 loglevel=4 LUAPROF_DIR=$PWD LUAPROF_GUEST_TIMEOUT=$((TIMEOUT - 60)) LUAPROF_KEEP=${LUAPROF_KERNEL_KEEP:+1} LUAPROF_SCRIPT=${LUAPROF_KERNEL_SCRIPT:-tests/kernels/smoke.sh}" \
+		-serial "file:$res/console.log" \
+		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+		-virtfs "local,path=$res,mount_tag=results,security_model=none" \
+		</dev/null >>"$LOG" 2>&1
+	rc=$?
+	if [ -f "$res/out" ]; then
+		sed -E "s#^(ok|FAIL) [^:]*: #\\1 kernels/$name: #; /^(ok|FAIL) /!s/^/  /" "$res/out"
+	fi
+	n=$(grep -c '^ok ' "$res/out" 2>/dev/null)
+	if [ -n "${LUAPROF_KERNEL_KEEP:-}" ]; then
+		mkdir -p "$LUAPROF_KERNEL_KEEP" && rm -rf "${LUAPROF_KERNEL_KEEP:?}/$name" &&
+			cp -r "$res" "$LUAPROF_KERNEL_KEEP/$name"
+	fi
+	if [ ! -f "$res/done" ]; then
+		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+			say_fail "$name" "the guest did not finish in ${TIMEOUT}s (killed); its console ends:"
+		else
+			say_fail "$name" "the guest stopped before the end (qemu exited $rc); its console ends:"
+		fi
+		tail -n 25 "$res/console.log" 2>/dev/null | sed 's/^/  | /'
+	elif [ "${n:-0}" -eq 0 ]; then
+		say_fail "$name" "the guest ran no check; its console ends:"
+		tail -n 25 "$res/console.log" 2>/dev/null | sed 's/^/  | /'
+	fi
+}
+
+# The guests run this tree's binaries and the tests' dependencies, from
+# the host's disk: both must be there first.
+[ -x build/luaprof ] && [ -x build/samples/nofp ] ||
+	{ say_fail all "build/luaprof and the samples are not built (make all)"; exit 1; }
+tests/deps.sh || { say_fail all "test dependencies (tests/deps.sh)"; exit 1; }
+
+want=("$@")
+for entry in $MATRIX; do
+	name=${entry%%:*}
+	meta=${entry#*:}
+	if [ ${#want[@]} -gt 0 ] && [[ " ${want[*]} " != *" $name "* ]]; then
+		continue
+	fi
+	pkg=$(resolve_package "$meta") ||
+		{ say_fail "$name" "apt knows no kernel for $meta"; continue; }
+	fetch_kernel "$pkg" ||
+		{ say_fail "$name" "cannot fetch $pkg:"; tail -n 5 "$LOG" | sed 's/^/  /'; continue; }
+	echo "  kernel $name: $pkg"
+	boot "$name" "$pkg"
+done
