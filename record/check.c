@@ -243,16 +243,20 @@ int cmd_check(int argc, char **argv)
 	print_features(privileged, &missing, &unknown);
 	print_settings();
 	print_caps();
-	if (privileged)
+	/* With a feature missing it cannot load: the table said why. */
+	if (privileged && !missing)
 		err = trial_load(verbose);
+	else if (privileged)
+		printf("BPF sampler: not loaded: it needs what this kernel lacks\n");
 	if (!privileged) {
 		printf("luaprof will not run here as this user: it needs root, or CAP_BPF, "
 		       "CAP_PERFMON and CAP_SYS_RESOURCE\n");
 	} else if (missing) {
-		const struct kernel_feature *f = &kernel_features[missing - 1];
+		char what[1024];
+		int newest;
 
-		printf("luaprof will not run here: this kernel has no %s (Linux %s)\n",
-		       f->what, f->since);
+		kernel_missing_features(what, sizeof(what), &newest);
+		printf("luaprof will not run here: this kernel has no %s\n", what);
 	} else if (err == -EPERM || err == -EACCES || unknown == EPERM || unknown == EACCES) {
 		/* Allowed to load BPF, not to open perf events on every CPU. */
 		printf("luaprof will not run here as this user: it needs root, or CAP_BPF, "

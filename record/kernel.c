@@ -268,10 +268,42 @@ static void sanitize(char *s)
 			*s = '?';
 }
 
+/* "5.17" as 5017, to compare. */
+static int version_key(const char *v)
+{
+	int major = 0, minor = 0;
+
+	sscanf(v, "%d.%d", &major, &minor);
+	return major * 1000 + minor;
+}
+
+int kernel_missing_features(char *out, size_t cap, int *newest)
+{
+	size_t len = 0;
+	int n = 0;
+
+	out[0] = 0;
+	*newest = -1;
+	for (int i = 0; i < kernel_nfeatures; i++) {
+		const struct kernel_feature *f = &kernel_features[i];
+
+		if (kernel_feature_probe(f) != 0)
+			continue;
+		if (*newest < 0 || version_key(f->since) > version_key(kernel_features[*newest].since))
+			*newest = i;
+		len += snprintf(out + len, len < cap ? cap - len : 0, "%s%s (Linux %s)",
+				n ? ", " : "", f->what, f->since);
+		n++;
+	}
+	if (len >= cap && cap > 4)
+		strcpy(out + cap - 4, "...");
+	return n;
+}
+
 /* Says why the sampler did not load, each reason on its own line. */
 static void explain_load_failure(int err, const char *who)
 {
-	char line[512], prog[128];
+	char line[1024], prog[128];
 	struct utsname u;
 	int r;
 
@@ -283,19 +315,14 @@ static void explain_load_failure(int err, const char *who)
 	}
 	if (uname(&u))
 		strcpy(u.release, "?");
-	for (int i = 0; i < kernel_nfeatures; i++) {
-		const struct kernel_feature *f = &kernel_features[i];
-
-		r = kernel_feature_probe(f);
-		if (r == 0) {
-			fprintf(stderr, "%s: this kernel (Linux %s) has no %s, which Linux %s "
-				"brings; luaprof needs it for %s\n", who, u.release, f->what,
-				f->since, f->use);
-			fprintf(stderr, "%s: luaprof is tested on Linux %s and later; "
-				"`luaprof check` lists what this kernel offers\n", who,
-				KERNEL_TESTED_SINCE);
-			return;
-		}
+	if (kernel_missing_features(line, sizeof(line), &r)) {
+		fprintf(stderr, "%s: this kernel (Linux %s) has no %s; Linux %s brings %s\n",
+			who, u.release, line, kernel_features[r].since,
+			strchr(line, ',') ? "them all" : "it");
+		fprintf(stderr, "%s: luaprof is tested on Linux %s and later; "
+			"`luaprof check` lists what this kernel offers\n", who,
+			KERNEL_TESTED_SINCE);
+		return;
 	}
 	if (log_after("failed to resolve CO-RE relocation ", line, sizeof(line))) {
 		/* "<byte_off> [108] struct bpf_perf_event_data.regs.csx (0:0:17:1 @ offset 136)" */

@@ -180,6 +180,10 @@ extern const int kernel_nfeatures;
 
 /* 1: the kernel has it; 0: it does not; -errno: cannot tell (no root). */
 int kernel_feature_probe(const struct kernel_feature *f);
+/* How many features the kernel lacks; their names and versions into out
+ * ("bpf_loop() (Linux 5.17), ..."), *newest the index of the one of the
+ * most recent Linux version (-1 if none). */
+int kernel_missing_features(char *out, size_t cap, int *newest);
 
 struct sampler;
 /*

@@ -32,6 +32,8 @@ rc=$?
 sed 's/^/  | /' $TMP/check.txt
 check "luaprof check exits 0" test $rc -eq 0
 check "luaprof check: luaprof will run here" grep -q "^luaprof will run here" $TMP/check.txt
+# The rest would fail the same way, at length.
+grep -q "^luaprof will run here" $TMP/check.txt || exit 1
 
 # record NAME ARGS... : records into $TMP/NAME.lp with -v (the unwinder's
 # stops in $TMP/NAME.err), folds it into $TMP/NAME.folded.
