@@ -149,7 +149,7 @@ boot() {
 	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -nodefaults -no-reboot -display none \
 		-accel tcg,thread=multi -cpu max -smp 2 -m 4G \
 		-kernel "$CACHE/$pkg/vmlinuz" -initrd "$TMP/initramfs-$name.gz" \
-		-append "console=ttyS0 panic=-1 loglevel=4 LUAPROF_DIR=$PWD LUAPROF_GUEST_TIMEOUT=$((TIMEOUT - 60)) LUAPROF_KEEP=${LUAPROF_KERNEL_KEEP:+1} LUAPROF_SCRIPT=${LUAPROF_KERNEL_SCRIPT:-$script}" \
+		-append "console=ttyS0 panic=-1 loglevel=4 tsc=reliable LUAPROF_DIR=$PWD LUAPROF_GUEST_TIMEOUT=$((TIMEOUT - 60)) LUAPROF_KEEP=${LUAPROF_KERNEL_KEEP:+1} LUAPROF_SCRIPT=${LUAPROF_KERNEL_SCRIPT:-$script}" \
 		-serial "file:$res/console.log" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs "local,path=$res,mount_tag=results,security_model=none" \
