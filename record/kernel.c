@@ -192,18 +192,9 @@ static int keep_libbpf_log(enum libbpf_print_level level, const char *fmt, va_li
 	return 0;
 }
 
-/* Copies into out the rest of the first log line holding key, from just
- * after key; 0 when no line holds it. */
-static int log_after(const char *key, char *out, size_t cap)
+/* Copies the n bytes at p into out as a string, cut to cap; returns 1. */
+static int copy_cut(char *out, size_t cap, const char *p, size_t n)
 {
-	const char *p, *end;
-	size_t n;
-
-	if (!load_log.buf || !(p = strstr(load_log.buf, key)))
-		return 0;
-	p += strlen(key);
-	end = strchr(p, '\n');
-	n = end ? (size_t)(end - p) : strlen(p);
 	if (n >= cap)
 		n = cap - 1;
 	memcpy(out, p, n);
@@ -211,12 +202,24 @@ static int log_after(const char *key, char *out, size_t cap)
 	return 1;
 }
 
+/* Copies into out the rest of the first log line holding key, from just
+ * after key; 0 when no line holds it. */
+static int log_after(const char *key, char *out, size_t cap)
+{
+	const char *p, *end;
+
+	if (!load_log.buf || !(p = strstr(load_log.buf, key)))
+		return 0;
+	p += strlen(key);
+	end = strchr(p, '\n');
+	return copy_cut(out, cap, p, end ? (size_t)(end - p) : strlen(p));
+}
+
 /* The verifier's verdict: the last line of its log (before libbpf's `--
  * END PROG LOAD LOG --`) that is not one of its statistics; 0 if none. */
 static int log_verifier_verdict(char *out, size_t cap)
 {
 	const char *end, *start;
-	size_t n;
 
 	if (!load_log.buf || !(end = strstr(load_log.buf, "-- END PROG LOAD LOG --")))
 		return 0;
@@ -226,37 +229,26 @@ static int log_verifier_verdict(char *out, size_t cap)
 		start = end;
 		while (start > load_log.buf && start[-1] != '\n')
 			start--;
-		if (start == end || strstr(start, "-- BEGIN PROG LOAD LOG --") == start)
+		if (start == end || !strncmp(start, "-- BEGIN PROG LOAD LOG --", 25))
 			return 0;
 		if (strncmp(start, "processed ", 10) && strncmp(start, "verification time", 17) &&
 		    strncmp(start, "stack depth", 11))
 			break;
 		end = start;
 	}
-	n = (size_t)(end - start);
-	if (n >= cap)
-		n = cap - 1;
-	memcpy(out, start, n);
-	out[n] = 0;
-	return 1;
+	return copy_cut(out, cap, start, (size_t)(end - start));
 }
 
 /* The name of the program libbpf says failed to load, into out. */
 static int log_failed_program(char *out, size_t cap)
 {
 	const char *key = "': BPF program load failed", *p, *q;
-	size_t n;
 
 	if (!load_log.buf || !(p = strstr(load_log.buf, key)))
 		return 0;
 	for (q = p; q > load_log.buf && q[-1] != '\''; q--)
 		;
-	n = (size_t)(p - q);
-	if (!n || n >= cap)
-		return 0;
-	memcpy(out, q, n);
-	out[n] = 0;
-	return 1;
+	return p > q && copy_cut(out, cap, q, (size_t)(p - q));
 }
 
 /* Terminal-safe: the log quotes the kernel and our own object only, but
