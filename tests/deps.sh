@@ -19,10 +19,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-# qemu-system-x86, busybox-static, cpio, xz-utils: the kernel matrix
+# qemu-system-x86, busybox-static, cpio, xz-utils, zstd: the kernel matrix
 # (tests/kernels.sh) boots Debian's kernels under qemu.
 PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg
-      qemu-system-x86 busybox-static cpio xz-utils"
+      qemu-system-x86 busybox-static cpio xz-utils zstd"
 UPSTREAM_PKGS="luajit libluajit-5.1-2 libluajit-5.1-common"
 UPSTREAM=build/luajit-upstream
 LOG=/tmp/luaprof-test-deps.log

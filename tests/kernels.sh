@@ -124,8 +124,45 @@ fetch_kernel() {
 		*) cp "$f" "$dir.tmp/modules/$i-$m.ko" ;;
 		esac || return 1
 	done
+	vmlinux_h "$dir.tmp/vmlinuz" "$dl/vmlinux" >"$dir.tmp/vmlinux.h" || return 1
 	rm -rf "$dl" "$dir"
 	mv "$dir.tmp" "$dir"
+}
+
+# vmlinux_h VMLINUZ SCRATCH: the kernel's types as C, as the Makefile makes
+# build/vmlinux.h on a machine running that kernel: from the BTF of the
+# vmlinux compressed inside VMLINUZ (xz, zstd or gzip, found by its magic).
+vmlinux_h() {
+	local off
+	off=$(python3 -c '
+import sys
+d = open(sys.argv[1], "rb").read()
+for m in (b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x1f\x8b\x08\x00"):
+    i = d.find(m)
+    if i >= 0:
+        print(i, m[0])
+        break' "$1") || return 1
+	set -- "$1" "$2" ${off}
+	case "$4" in
+	253) tail -c +$(($3 + 1)) "$1" | xz -dcq --single-stream >"$2" 2>/dev/null ;;
+	40) tail -c +$(($3 + 1)) "$1" | zstd -dcq >"$2" 2>/dev/null ;;
+	31) tail -c +$(($3 + 1)) "$1" | gzip -dcq >"$2" 2>/dev/null ;;
+	*) return 1 ;;
+	esac
+	bpftool btf dump file "$2" format c 2>>"$LOG"
+}
+
+# compiles NAME PKG: the BPF code builds against PKG's own types, as it
+# must on a machine running that kernel (build/vmlinux.h is made from the
+# running kernel's BTF: a field only newer kernels have breaks the build).
+compiles() {
+	if clang -O2 -g -Wall -target bpf -D__TARGET_ARCH_x86 -I. -I"$CACHE/$2" \
+		-c bpf/sampler.bpf.c -o "$TMP/sampler-$1.bpf.o" 2>"$TMP/clang-$1.err"; then
+		echo "ok kernels/$1: the BPF code compiles against this kernel's vmlinux.h"
+	else
+		say_fail "$1" "the BPF code does not compile against this kernel's vmlinux.h:"
+		grep error: "$TMP/clang-$1.err" | head -n 5 | sed 's/^/  | /'
+	fi
 }
 
 # make_initramfs PKG OUT: busybox, tests/kernels/init and PKG's modules.
@@ -158,7 +195,7 @@ boot() {
 	if [ -f "$res/out" ]; then
 		sed -E "s#^(ok|FAIL) [^:]*: #\\1 kernels/$name: #; /^(ok|FAIL) /!s/^/  /" "$res/out"
 	fi
-	n=$(grep -c '^ok ' "$res/out" 2>/dev/null)
+	n=$(grep -cE '^(ok|FAIL) ' "$res/out" 2>/dev/null)
 	if [ -n "${LUAPROF_KERNEL_KEEP:-}" ]; then
 		mkdir -p "$LUAPROF_KERNEL_KEEP" && rm -rf "${LUAPROF_KERNEL_KEEP:?}/$name" &&
 			cp -r "$res" "$LUAPROF_KERNEL_KEEP/$name"
@@ -201,5 +238,6 @@ while read -r name suite meta script; do
 	fetch_kernel "$suite" "$pkg" ||
 		{ say_fail "$name" "cannot fetch $pkg:"; tail -n 5 "$LOG" | sed 's/^/  /'; continue; }
 	echo "  kernel $name: $pkg ($suite)"
+	[ "$script" = tests/kernels/smoke.sh ] && compiles "$name" "$pkg"
 	boot "$name" "$pkg" "$script"
 done <<<"$MATRIX"
