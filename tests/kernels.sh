@@ -241,3 +241,5 @@ while read -r name suite meta script; do
 	[ "$script" = tests/kernels/smoke.sh ] && compiles "$name" "$pkg"
 	boot "$name" "$pkg" "$script"
 done <<<"$MATRIX"
+# Failures are FAIL lines, counted by tests/run.
+exit 0

@@ -7,7 +7,8 @@
 # every BPF program loads, a C program without frame pointers, both
 # LuaJITs with and without the JIT, and nginx with the Lua module come out
 # with their frames named and rooted at _start, abc.lua's 1:2:3 within
-# 15%, and report and info read the traces.  Each check prints its figure.
+# 15% (or its sampling noise, see within()), and report and info read the
+# traces.  Each check prints its figure.
 #
 # Emulated (qemu TCG, on a host others load too), code runs 10 to 20 times
 # slower and the guest's CPUs stall whenever the host runs something else.
