@@ -61,6 +61,13 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h $(BUILD)/vmlinux.h
 $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
 
+# The flame graph's script, a C string for report/out_flamegraph.c: the
+# SVG carries it, so it is kept as JavaScript in report/flamegraph.js.
+$(BUILD)/report/flamegraph_js.h: report/flamegraph.js
+	@mkdir -p $(@D)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/report/out_flamegraph.o: $(BUILD)/report/flamegraph_js.h
+
 # Unit tests link the report and format libraries and the parts of record/
 # that need neither BPF nor root.
 UNIT_RECORD_OBJ := $(BUILD)/record/luajit_layouts.o $(BUILD)/record/unwind_table.o \
@@ -102,6 +109,10 @@ $(BUILD)/samples/nofp: samples/nofp.c
 $(BUILD)/samples/inline: samples/inline.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -o $@ $<
+
+# bench/views.sh's synthetic traces, written with the format library.
+$(BUILD)/bench/synth: $(BUILD)/bench/synth.o $(FORMAT_OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests
@@ -158,6 +169,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run.sh
 	@bench/nginx.sh
+	@bench/views.sh
 
 clean:
 	rm -rf $(BUILD) demo.lp demo.folded

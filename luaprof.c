@@ -15,8 +15,10 @@ static const struct command {
 	const char *summary;
 } commands[] = {
 	{ "record", cmd_record, "sample processes with BPF and write a trace" },
-	{ "report", cmd_report, "symbolize a trace and print folded stacks, a call graph or top functions" },
+	{ "report", cmd_report, "symbolize traces: top, folded, call graph, flame graph, pprof, speedscope" },
+	{ "diff", cmd_diff, "compare two traces: what grew, what shrank" },
 	{ "info", cmd_info, "describe a trace: processes, samples, losses, chunks" },
+	{ "check", cmd_check, "say whether luaprof will run on this kernel, and why not" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

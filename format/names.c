@@ -27,6 +27,8 @@ static const char *const record_names[] = {
 	[LP_REC_DEBUG_RETIRED] = "debug",
 	[LP_REC_LUA_SOURCE] = "lua_source",
 	[LP_REC_SRCLINES] = "srclines",
+	[LP_REC_PUC_LUA] = "puc_lua",
+	[LP_REC_TRACE_SNAPS] = "trace_snaps",
 	[LP_REC_CHUNK] = "chunk",
 };
 

@@ -31,8 +31,15 @@ struct lj_target {
 	struct lj_layout layout;           /* what the walker uses */
 	char object[PATH_MAX];             /* the ELF file holding LuaJIT */
 	char source[320];                  /* how the layout was chosen */
+	const char *build_used; /* a built-in row's name, "dwarf" or "file" */
 	int64_t bias;       /* runtime address = ELF vaddr + bias */
 	uint64_t G, vm_start, vm_end;
+};
+
+/* A PUC Lua VM seen in a process: luaprof does not walk it, and says so. */
+struct lua_puc {
+	char version[32];      /* "Lua 5.3.6"; "" when none was seen */
+	char object[PATH_MAX]; /* the ELF file exporting its API */
 };
 
 /* ---- luajit_detect.c ---------------------------------------------------
@@ -42,9 +49,12 @@ struct lj_target {
  * layout from offsets_file (NULL: none), else from the object's DWARF
  * (its own or a separate debug file), else from the built-in table.
  * Returns 0 with *out allocated, -ENOENT if there is no LuaJIT, or another
- * -errno with a reason in msg. */
+ * -errno with a reason in msg.  puc (may be NULL) gets the first PUC Lua
+ * (5.1 to 5.4: lua_newstate without luaJIT_setmode, the version from
+ * lua_ident or which API it exports) of the objects looked at before
+ * LuaJIT was found. */
 int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file,
-	      struct lj_target **out, char *msg, size_t msglen);
+	      struct lj_target **out, struct lua_puc *puc, char *msg, size_t msglen);
 /* Reads a layout from a file of "field = value" lines (luajit.h names). */
 int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 			size_t msglen);
@@ -57,9 +67,16 @@ struct lj_target *lj_target_fork(const struct lj_target *t, pid_t child);
  * the path of the file that held the DWARF in msg; -ENOENT if there is no
  * debug info for LuaJIT; -EINVAL with the missing type or member in msg.
  * The C frame's slots are not in DWARF: they come from the built-in row
- * with the same reference width. */
-int lj_layout_from_dwarf(const char *object, struct lj_layout *lo, char *msg,
-			 size_t msglen);
+ * with the same reference width.  ff (may be NULL) gets the names of the
+ * build's fast functions by id from lj_ff.h's enum (n = 0 without it);
+ * free them with lj_ffnames_free(). */
+struct lj_ffnames {
+	char **names; /* "string.format" by fast function id; "" unnamed */
+	uint32_t n;
+};
+int lj_layout_from_dwarf(const char *object, struct lj_layout *lo,
+			 struct lj_ffnames *ff, char *msg, size_t msglen);
+void lj_ffnames_free(struct lj_ffnames *ff);
 
 /* ---- luajit_vm.c ---------------------------------------------------------
  * Given a G that the BPF walker validated (G->mainthref and cur_L->glref),
@@ -120,18 +137,56 @@ void source_table_free(struct source_table *st);
 
 /* ---- luajit_traces.c ----------------------------------------------------
  * Compiled traces by (pid, number, GCtrace address, fingerprint), read
- * once each: a number reused after a flush gets a new id.  *rec is set
- * when a TRACE record must be written, *prec when the proto it starts in
- * was read for it (write that first). */
+ * once each: a number reused after a flush gets a new id, and so does a
+ * trace found changed when it is looked at again (at most every 100 ms).
+ * *rec is set when a TRACE record must be written, *snaps when a
+ * TRACE_SNAPS record must follow it; the protos either names are handed
+ * to emit_proto first, in the order they must be written. */
 struct trace_table;
+
+typedef void (*snap_emit_proto_fn)(void *ctx, const struct lp_proto *rec);
+
+/* What the table read, for record's summary. */
+struct snap_stats {
+	uint64_t traces;     /* traces whose snapshots were written */
+	uint64_t stale;      /* ... gone or changed before they were read */
+	uint64_t unreadable; /* ... that could not be read or made no sense */
+	uint64_t snaps;      /* snapshots written */
+	uint64_t unplaced;   /* ... of them not decoded: code not placed */
+};
+
+#define LJ_TRACE_HDR 256 /* bytes of a GCtrace read: every field used */
 
 struct trace_table *trace_table_new(void);
 uint64_t trace_table_get(struct trace_table *tt, struct proto_table *pt,
 			 const struct lj_target *t, uint64_t addr, uint32_t traceno,
 			 uint16_t fingerprint, const struct lp_trace **rec,
-			 const struct lp_proto **prec);
+			 const struct lp_trace_snaps **snaps,
+			 snap_emit_proto_fn emit_proto, void *ctx);
 uint64_t trace_table_count(const struct trace_table *tt);
+void trace_table_stats(const struct trace_table *tt, struct snap_stats *out);
 void trace_table_free(struct trace_table *tt);
+/* The id of the proto at addr, reading it if it is new (*prec is then
+ * set, and owned by pt until its next call), and its bytecode's length
+ * in *sizebc; 0 if it cannot be read. */
+uint64_t lj_proto_get(struct proto_table *pt, const struct lj_target *t,
+		      uint64_t addr, uint32_t *sizebc, const struct lp_proto **prec);
+
+/* ---- luajit_snaps.c -----------------------------------------------------
+ * A trace's snapshots, read from the target and decoded into the frames
+ * its machine code stands for (see the file).  hdr holds the GCtrace's
+ * first LJ_TRACE_HDR bytes.  0 with *out set (owned by sr until its next
+ * call); -ENOTSUP if the layout has no snapshot offsets; -ESTALE if the
+ * trace is gone or changed; another -errno if it could not be read. */
+struct snap_reader;
+
+struct snap_reader *snap_reader_new(void);
+int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
+		     const struct lj_target *t, uint64_t addr, uint32_t traceno,
+		     const uint8_t *hdr, uint64_t trace_id, snap_emit_proto_fn emit,
+		     void *ctx, const struct lp_trace_snaps **out);
+void snap_reader_stats(const struct snap_reader *sr, struct snap_stats *out);
+void snap_reader_free(struct snap_reader *sr);
 
 /* A GCRef or MRef copied out of target memory: ref_size bytes,
  * zero-extended (x86_64 is little-endian). */

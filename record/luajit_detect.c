@@ -19,7 +19,15 @@
  * of the build actually running, and wins over the table when they
  * differ; the source string says which was used and whether the table
  * disagreed.  Only without either does the table decide, and a build it
- * cannot place is refused with what failed.
+ * cannot place is refused with what failed.  The table may know several
+ * builds of one variant (upstream's 32-bit-reference build and
+ * tarantool's fork look alike by their exports): the interpreter's code,
+ * found from its CFI, says how far from G its dispatch table lies, and
+ * that picks the row.
+ *
+ * PUC Lua exports lua_newstate as LuaJIT does, but not luaJIT_setmode:
+ * such an object is noted (version from lua_ident) so that the recorder
+ * can say that a Lua VM it does not walk was seen.
  *
  * Whatever the source, the layout is only a candidate: the BPF walker
  * validates G with it at every sample and luajit_vm.c checks the dispatch
@@ -45,6 +53,11 @@ struct elf_exports {
 	uint8_t gettop_code[16];
 	size_t gettop_len;
 	int64_t bias_off; /* p_vaddr - p_offset of the segment of gettop */
+	/* PUC Lua: lua_newstate (LuaJIT has it too), its version string,
+	 * and an export each of 5.4, 5.3, 5.2 and 5.1 has and the later
+	 * ones have not (or not any more). */
+	uint64_t newstate, ident, newuserdatauv, rotate, callk, setfenv;
+	char version[32]; /* "Lua 5.3.6" from lua_ident, or "" */
 };
 
 static int file_offset(Elf *elf, uint64_t vaddr, uint64_t *off, int64_t *delta)
@@ -66,6 +79,51 @@ static int file_offset(Elf *elf, uint64_t vaddr, uint64_t *off, int64_t *delta)
 	}
 	return -ENOENT;
 }
+
+/*
+ * PUC Lua's lua_ident is its version string, "$LuaVersion: Lua 5.3.6
+ * Copyright ..." (5.1: "$Lua: Lua 5.1.5 ..."): the "Lua 5.x[.y]" in it,
+ * read from the file, into ex->version; left empty if it is not there.
+ */
+static void puc_version(int fd, Elf *elf, struct elf_exports *ex)
+{
+	char buf[96];
+	const char *v;
+	uint64_t off;
+	int64_t delta;
+	ssize_t n;
+	size_t len;
+
+	if (file_offset(elf, ex->ident, &off, &delta))
+		return;
+	n = pread(fd, buf, sizeof(buf) - 1, (off_t)off);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	v = strstr(buf, "Lua 5.");
+	if (!v || v[6] < '1' || v[6] > '4')
+		return;
+	len = 7 + strspn(v + 7, "0123456789.");
+	if (len >= sizeof(ex->version))
+		return;
+	memcpy(ex->version, v, len);
+	ex->version[len] = '\0';
+}
+
+/* The exports read_exports() looks for, and where it keeps them. */
+#define EXPORT(sym, field) { sym, offsetof(struct elf_exports, field) }
+static const struct {
+	const char *name;
+	size_t off; /* of a uint64_t vaddr in struct elf_exports */
+} exports[] = {
+	EXPORT("luaJIT_setmode", setmode),	 EXPORT("lua_setexdata", setexdata),
+	EXPORT("lua_gettop", gettop),		 EXPORT("lua_newstate", newstate),
+	EXPORT("lua_ident", ident),		 EXPORT("lua_newuserdatauv", newuserdatauv),
+	EXPORT("lua_rotate", rotate),		 EXPORT("lua_callk", callk),
+	EXPORT("lua_setfenv", setfenv),
+};
+#undef EXPORT
+#define NEXPORTS (sizeof(exports) / sizeof(exports[0]))
 
 static int read_exports(int fd, struct elf_exports *ex)
 {
@@ -94,13 +152,19 @@ static int read_exports(int fd, struct elf_exports *ex)
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (!name || strncmp(name, "lua", 3))
 				continue;
-			if (!strcmp(name, "luaJIT_setmode"))
-				ex->setmode = sym.st_value;
-			else if (!strcmp(name, "lua_setexdata"))
-				ex->setexdata = sym.st_value;
-			else if (!strcmp(name, "lua_gettop"))
-				ex->gettop = sym.st_value;
+			for (size_t k = 0; k < NEXPORTS; k++)
+				if (!strcmp(name, exports[k].name))
+					memcpy((char *)ex + exports[k].off, &sym.st_value,
+					       sizeof(uint64_t));
 		}
+	}
+	if (!ex->setmode && ex->newstate && ex->ident)
+		puc_version(fd, elf, ex);
+	if (!ex->setmode && ex->newstate && !ex->version[0]) {
+		const char *v = ex->newuserdatauv ? "Lua 5.4" : ex->rotate ? "Lua 5.3" :
+				ex->callk ? "Lua 5.2" : ex->setfenv ? "Lua 5.1" : "";
+
+		snprintf(ex->version, sizeof(ex->version), "%s", v);
 	}
 	if (ex->setmode && ex->gettop) {
 		uint64_t off;
@@ -151,14 +215,18 @@ static const struct {
 	FIELD(ffid_coroutine_resume), FIELD(ffid_coroutine_wrap_aux),
 	FIELD(g2j), FIELD(j_trace), FIELD(j_sizetrace), FIELD(tr_startpt),
 	FIELD(tr_startpc), FIELD(tr_mcode), FIELD(tr_szmcode), FIELD(tr_root),
-	FIELD(tr_traceno),
+	FIELD(tr_traceno), FIELD(tr_nsnap), FIELD(tr_nsnapmap), FIELD(tr_nk),
+	FIELD(tr_snap), FIELD(tr_snapmap), FIELD(tr_ir), FIELD(sn_size),
+	FIELD(sn_mapofs), FIELD(sn_mcofs), FIELD(sn_nent),
 };
 
 /* Fields a file may leave out: without them Lua frames are still walked
- * (fast-function ids: no coroutine crossing; traces: number only). */
+ * (fast-function ids: no coroutine crossing; traces: number only;
+ * snapshots: compiled code placed in the trace's first function). */
 static int optional_field(const char *name)
 {
 	return !strncmp(name, "ffid_", 5) || !strncmp(name, "tr_", 3) ||
+	       !strncmp(name, "sn_", 3) ||
 	       !strncmp(name, "j_", 2) || !strcmp(name, "g2j");
 }
 #undef FIELD
@@ -249,49 +317,145 @@ static int dwarf_object_path(pid_t pid, const struct lp_mapping *m, char *buf,
 }
 
 /*
- * Fills t->layout, t->source and t->build for the LuaJIT in t->object:
- * from offsets_file if given, else from DWARF if there is debug info for
- * LuaJIT, else from the built-in row t->build that the exports and
- * lua_gettop chose (gc64: lj_gc64_from_gettop()).  0, or -errno with the
+ * A layout read from an object's DWARF, with the names of its builtins
+ * from lj_ff.h's enum: one per object file (the same tarantool in 200
+ * processes is read once), kept for the recorder's life since targets
+ * point to its build description.  A file with no usable DWARF is kept
+ * too, with its error, so that it is not read again.
+ */
+struct dwarf_build {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int err;
+	char msg[PATH_MAX + 128];
+	struct lj_build_desc desc; /* name "dwarf", the layout, names */
+	struct lj_ffnames ff;
+	struct dwarf_build *next;
+};
+
+static struct dwarf_build *dwarf_builds;
+
+static const struct dwarf_build *dwarf_build(const char *path)
+{
+	struct dwarf_build *d;
+	struct stat st;
+
+	if (stat(path, &st))
+		return NULL;
+	for (d = dwarf_builds; d; d = d->next)
+		if (d->dev == st.st_dev && d->ino == st.st_ino && d->size == st.st_size &&
+		    d->mtime.tv_sec == st.st_mtim.tv_sec &&
+		    d->mtime.tv_nsec == st.st_mtim.tv_nsec)
+			return d;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->dev = st.st_dev;
+	d->ino = st.st_ino;
+	d->size = st.st_size;
+	d->mtime = st.st_mtim;
+	d->err = lj_layout_from_dwarf(path, &d->desc.layout, &d->ff, d->msg,
+				      sizeof(d->msg));
+	if (!d->err) {
+		const struct lj_build_desc *known = lj_known_build(d->desc.layout.flags);
+
+		d->desc.name = "dwarf";
+		d->desc.flags = d->desc.layout.flags;
+		/* Without the enum, the names of the variant's first row. */
+		d->desc.ffnames = d->ff.n ? (const char *const *)d->ff.names :
+				  known ? known->ffnames : NULL;
+		d->desc.nffnames = d->ff.n ? d->ff.n : known ? known->nffnames : 0;
+	}
+	d->next = dwarf_builds;
+	dwarf_builds = d;
+	return d;
+}
+
+/* What the code of the interpreter says about the build: the distance
+ * from G to the dispatch table it uses (lj_g2disp_from_vm), read from
+ * the file between the ELF vaddrs start and end.  0 or -errno. */
+static int vm_g2disp(pid_t pid, const struct lp_mapping *m, uint64_t start,
+		     uint64_t end, int gc64, int32_t *g2disp)
+{
+	uint8_t *code = NULL;
+	uint64_t off;
+	int64_t delta;
+	Elf *elf = NULL;
+	int fd, err = -ENOENT;
+
+	if (end <= start || end - start > (4u << 20))
+		return -ENOENT;
+	fd = open_mapping(pid, m);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	code = malloc(end - start);
+	if (elf && code && !file_offset(elf, start, &off, &delta) &&
+	    pread(fd, code, end - start, (off_t)off) == (ssize_t)(end - start))
+		err = lj_g2disp_from_vm(code, end - start, gc64, g2disp);
+	free(code);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+/*
+ * Fills t->layout, t->source, t->build and t->build_used for the LuaJIT
+ * in t->object: from offsets_file if given, else from DWARF if there is
+ * debug info for LuaJIT, else from the built-in row of the variant that
+ * the exports (flags) and lua_gettop (gc64: lj_gc64_from_gettop()) chose,
+ * among several of one variant the one whose g2disp the interpreter's
+ * code shows (vm_g2disp, NULL when unknown).  0, or -errno with the
  * reason in msg.
  */
 static int choose_layout(struct lj_target *t, const struct lp_mapping *m,
-			 const struct elf_exports *ex, int gc64,
-			 const char *offsets_file, char *msg, size_t msglen)
+			 const struct elf_exports *ex, int gc64, uint32_t flags,
+			 const int32_t *vm_g2disp, const char *offsets_file,
+			 char *msg, size_t msglen)
 {
-	const struct lj_build_desc *table = gc64 < 0 ? NULL : t->build;
-	char dmsg[PATH_MAX + 128], diff[96], path[PATH_MAX];
-	struct lj_layout dl;
+	const struct lj_build_desc *table = NULL;
+	const struct dwarf_build *d = NULL;
+	char diff[96], path[PATH_MAX], code[96] = "";
+	size_t nflags = 0;
 	int err;
 
+	if (gc64 >= 0)
+		table = lj_known_build_for(flags, vm_g2disp, &nflags);
 	if (offsets_file) {
 		err = lj_layout_from_file(offsets_file, &t->layout, msg, msglen);
 		if (err)
 			return err;
+		t->build = lj_known_build(t->layout.flags);
 		set_source(t, "offsets from %s", offsets_file);
+		t->build_used = "file";
 		return 0;
 	}
 	err = dwarf_object_path(t->pid, m, path, sizeof(path));
-	if (!err)
-		err = lj_layout_from_dwarf(path, &dl, dmsg, sizeof(dmsg));
 	if (!err) {
-		/* The names of the builtins follow the variant DWARF shows. */
-		if (lj_known_build(dl.flags))
-			t->build = lj_known_build(dl.flags);
-		t->layout = dl;
+		d = dwarf_build(path);
+		err = d ? d->err : -ENOMEM;
+	}
+	if (!err) {
+		t->layout = d->desc.layout;
+		t->build = &d->desc;
+		t->build_used = "dwarf";
+		if (!table && gc64 >= 0)
+			table = lj_known_build(flags);
 		if (table) {
-			layout_diff(&dl, &table->layout, diff, sizeof(diff));
+			layout_diff(&d->desc.layout, &table->layout, diff, sizeof(diff));
 			set_source(t, "offsets from DWARF (%s), %s built-in '%s'",
-				   dmsg, diff, table->name);
+				   d->msg, diff, table->name);
 		} else {
-			set_source(t, "offsets from DWARF (%s)", dmsg);
+			set_source(t, "offsets from DWARF (%s)", d->msg);
 		}
 		return 0;
 	}
 	/* -ENOENT: no debug info for LuaJIT, the common case.  Anything else
 	 * is debug info that could not be used, which is worth a word. */
-	if (err == -ENOENT)
-		dmsg[0] = '\0';
+	const char *dmsg = err != -ENOENT && d ? d->msg : "";
 	if (gc64 < 0) {
 		snprintf(msg, msglen, "%s: LuaJIT, but lua_gettop's code is not "
 			 "a pattern luaprof knows, so GC64 or not is unknown%s%s; "
@@ -299,34 +463,55 @@ static int choose_layout(struct lj_target *t, const struct lp_mapping *m,
 			 dmsg[0] ? ", and DWARF did not help: " : "", dmsg);
 		return -ENOTSUP;
 	}
+	if (vm_g2disp)
+		snprintf(code, sizeof(code), "; the interpreter finds its dispatch "
+			 "table at G%+d", *vm_g2disp);
 	if (!table) {
-		snprintf(msg, msglen, "%s: LuaJIT build with no known layout%s%s; "
-			 "describe it with --luajit-offsets", t->object,
-			 dmsg[0] ? ", and DWARF did not help: " : "", dmsg);
+		snprintf(msg, msglen, "%s: LuaJIT build with no known layout (%s "
+			 "lua_setexdata; lua_gettop: %s%s%s)%s%s; describe it with "
+			 "--luajit-offsets", t->object, ex->setexdata ? "exports" : "no",
+			 gc64 ? "GC64" : "32-bit refs", code,
+			 nflags ? ", which no built-in layout of this variant does" : "",
+			 dmsg[0] ? "; DWARF did not help: " : "", dmsg);
 		return -ENOTSUP;
 	}
 	t->layout = table->layout;
-	set_source(t, "built-in layout '%s' (%s lua_setexdata; lua_gettop: %s)%s%s",
+	t->build = table;
+	t->build_used = table->name;
+	if (nflags > 1)
+		snprintf(diff, sizeof(diff), ", the one of %zu built-in layouts of "
+			 "this variant that fits", nflags);
+	else
+		diff[0] = '\0';
+	set_source(t, "built-in layout '%s' (%s lua_setexdata; lua_gettop: %s%s%s)%s%s",
 		   table->name, ex->setexdata ? "exports" : "no",
-		   gc64 ? "GC64" : "32-bit refs", dmsg[0] ? "; DWARF unusable: " : "",
-		   dmsg);
+		   gc64 ? "GC64" : "32-bit refs", code, diff,
+		   dmsg[0] ? "; DWARF unusable: " : "", dmsg);
 	return 0;
 }
 
+/* Every LuaJIT 2.1 build's VM entry frame (CFRAME_SIZE) is 80 bytes
+ * (96 with LUAJIT_NO_UNWIND, which only an offsets file can say). */
+#define LJ_CFRAME_SIZE 80
+
 int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file,
-	      struct lj_target **out, char *msg, size_t msglen)
+	      struct lj_target **out, struct lua_puc *puc, char *msg, size_t msglen)
 {
 	const char *seen = NULL;
 
 	*out = NULL;
 	msg[0] = '\0';
+	if (puc)
+		memset(puc, 0, sizeof(*puc));
 	elf_version(EV_CURRENT);
 	for (uint32_t i = 0; i < maps->n; i++) {
 		const struct lp_mapping *m = &maps->v[i];
 		struct elf_exports ex;
 		struct lj_target *t;
+		uint64_t vs = 0, ve = 0;
 		uint32_t flags = 0;
-		int fd, gc64, err;
+		int32_t g2disp;
+		int fd, gc64, err, have_vm, have_g2disp = 0;
 
 		/* One look per file: a file maps several segments. */
 		if (m->path[0] != '/' || (seen && !strcmp(seen, m->path)))
@@ -337,8 +522,14 @@ int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file
 			continue;
 		err = read_exports(fd, &ex);
 		close(fd);
-		if (err)
+		if (err) {
+			/* Not LuaJIT.  PUC Lua exports lua_newstate too. */
+			if (puc && !puc->version[0] && !ex.setmode && ex.version[0]) {
+				snprintf(puc->version, sizeof(puc->version), "%s", ex.version);
+				snprintf(puc->object, sizeof(puc->object), "%s", m->path);
+			}
 			continue;
+		}
 
 		gc64 = lj_gc64_from_gettop(ex.gettop_code, ex.gettop_len);
 		if (ex.setexdata)
@@ -353,16 +544,20 @@ int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file
 		snprintf(t->object, sizeof(t->object), "%s", m->path);
 		/* The mapping's start corresponds to file offset pgoff. */
 		t->bias = (int64_t)(m->start - m->pgoff) - ex.bias_off;
-		t->build = lj_known_build(flags);
-		err = choose_layout(t, m, &ex, gc64, offsets_file, msg, msglen);
+		have_vm = !lj_vm_from_cfi(t->object, LJ_CFRAME_SIZE, &vs, &ve);
+		if (have_vm && gc64 >= 0)
+			have_g2disp = !vm_g2disp(pid, m, vs, ve, gc64, &g2disp);
+		err = choose_layout(t, m, &ex, gc64, flags, have_g2disp ? &g2disp : NULL,
+				    offsets_file, msg, msglen);
 		if (err) {
 			free(t);
 			return err;
 		}
-		if (lj_vm_from_cfi(t->object, t->layout.cf_size, &t->vm_start,
-				   &t->vm_end) == 0) {
-			t->vm_start += t->bias;
-			t->vm_end += t->bias;
+		if (t->layout.cf_size != LJ_CFRAME_SIZE)
+			have_vm = !lj_vm_from_cfi(t->object, t->layout.cf_size, &vs, &ve);
+		if (have_vm) {
+			t->vm_start = vs + t->bias;
+			t->vm_end = ve + t->bias;
 		}
 		*out = t;
 		return 0;

@@ -13,13 +13,19 @@
  * file describes another build.
  *
  * The offsets are those of the members of LuaJIT's own structs
- * (global_State, lua_State, GCfuncC/GCfuncL, GCproto, GCstr, GG_State),
- * taken from the unit that defines GG_State: in an amalgamated build that
- * is the one unit holding all of them, and preferring it keeps a same-named
- * struct of some other code in the object (PUC Lua has a global_State too)
- * out of the layout.  The C frame's slots are macros of lj_frame.h, which
- * leave no trace in DWARF; they depend only on GC64 and come from the
- * built-in row with the same reference width.
+ * (global_State, lua_State, GCfuncC/GCfuncL, GCproto, GCstr, GG_State,
+ * and for compiled code jit_State and GCtrace), taken from the unit that
+ * defines GG_State: in an amalgamated build that is the one unit holding
+ * all of them, and preferring it keeps a same-named struct of some other
+ * code in the object (PUC Lua has a global_State too) out of the layout.
+ * Every offset the walker uses comes from there, none from a built-in row
+ * of the same variant: forks such as tarantool's move them all.  The
+ * exceptions are the C frame's slots, macros of lj_frame.h, which leave no
+ * trace in DWARF; they depend only on GC64 and come from the built-in row
+ * with the same reference width.  Without jit_State or GCtrace (a build
+ * without the JIT) traces are recorded by number only.  The fast
+ * functions' names come from lj_ff.h's enum, FF_string_format naming
+ * "string.format", so that a fork's own numbering names its builtins.
  *
  * The object is whatever file a target process mapped, so every file read
  * here may be hostile: debug files are opened only if regular (a FIFO would
@@ -40,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,6 +68,9 @@ enum lj_dwarf_type {
 	T_PROTO,
 	T_STR,
 	T_GCREF,
+	T_JIT,
+	T_TRACE,
+	T_SNAP,
 	T_COUNT,
 };
 
@@ -68,24 +78,32 @@ static const char *const type_names[T_COUNT] = {
 	[T_GG] = "GG_State",   [T_G] = "global_State", [T_L] = "lua_State",
 	[T_FUNCC] = "GCfuncC", [T_FUNCL] = "GCfuncL",  [T_FUNC] = "GCfunc",
 	[T_PROTO] = "GCproto", [T_STR] = "GCstr",      [T_GCREF] = "GCRef",
+	[T_JIT] = "jit_State", [T_TRACE] = "GCtrace", [T_SNAP] = "SnapShot",
 };
 
+#define FF_MAX 256 /* fast function ids fit the walker's u8 */
+
 /* What one search found: the definition of each type, resolved through
- * typedefs, and the fast-function ids of lj_ff.h's enum. */
+ * typedefs, and the fast-function ids and names of lj_ff.h's enum (the
+ * names point into libdw's data: valid while the Dwarf is open). */
 struct lj_types {
 	Dwarf_Die die[T_COUNT];
 	bool have[T_COUNT];
 	bool have_resume, have_wrap_aux;
 	uint8_t ff_resume, ff_wrap_aux;
+	const char *ff[FF_MAX]; /* "FF_string_format" by id */
+	uint32_t nff;           /* 0: the enum was not found */
 };
 
-/* The lj_layout fields that are a member's offset in one of the types. */
-#define MF(t, m, f) { t, m, offsetof(struct lj_layout, f) }
-static const struct {
+/* An lj_layout field that is a member's offset in one of the types. */
+struct member_field {
 	enum lj_dwarf_type type;
 	const char *member;
 	size_t field; /* a __u16 of struct lj_layout */
-} member_fields[] = {
+};
+
+#define MF(t, m, f) { t, m, offsetof(struct lj_layout, f) }
+static const struct member_field member_fields[] = {
 	MF(T_G, "vmstate", g_vmstate),
 	MF(T_G, "mainthref", g_mainthref),
 	MF(T_G, "cur_L", g_cur_L),
@@ -118,6 +136,37 @@ static const struct {
 	MF(T_PROTO, "uvinfo", pt_uvinfo),
 	MF(T_PROTO, "varinfo", pt_varinfo),
 	MF(T_STR, "len", str_len),
+};
+
+/* The same for compiled traces: all of them, or none (g2j = 0). */
+static const struct member_field trace_fields[] = {
+	MF(T_JIT, "trace", j_trace),
+	MF(T_JIT, "sizetrace", j_sizetrace),
+	MF(T_TRACE, "startpt", tr_startpt),
+	MF(T_TRACE, "startpc", tr_startpc),
+	MF(T_TRACE, "mcode", tr_mcode),
+	MF(T_TRACE, "szmcode", tr_szmcode),
+	MF(T_TRACE, "root", tr_root),
+	MF(T_TRACE, "traceno", tr_traceno),
+};
+
+/* A trace's snapshots (luajit_snaps.c): all of them or none, each of the
+ * size luajit_snaps.c reads (a u16 mapofs and no mcofs before 2020). */
+static const struct {
+	enum lj_dwarf_type type;
+	const char *member;
+	size_t field;
+	unsigned size;
+} snap_fields[] = {
+	{ T_TRACE, "nsnap", offsetof(struct lj_layout, tr_nsnap), 2 },
+	{ T_TRACE, "nsnapmap", offsetof(struct lj_layout, tr_nsnapmap), 4 },
+	{ T_TRACE, "nk", offsetof(struct lj_layout, tr_nk), 4 },
+	{ T_TRACE, "snap", offsetof(struct lj_layout, tr_snap), 8 },
+	{ T_TRACE, "snapmap", offsetof(struct lj_layout, tr_snapmap), 8 },
+	{ T_TRACE, "ir", offsetof(struct lj_layout, tr_ir), 8 },
+	{ T_SNAP, "mapofs", offsetof(struct lj_layout, sn_mapofs), 4 },
+	{ T_SNAP, "mcofs", offsetof(struct lj_layout, sn_mcofs), 2 },
+	{ T_SNAP, "nent", offsetof(struct lj_layout, sn_nent), 1 },
 };
 #undef MF
 
@@ -191,9 +240,13 @@ static int type_index(const char *name)
 	return -1;
 }
 
-/* Records the fast-function ids if this enum is lj_ff.h's FastFunc. */
+/* Records the fast-function ids and names if this enum is lj_ff.h's
+ * FastFunc: enumerators FF_LUA_, FF_C_, FF_assert ... FF__MAX. */
 static void scan_enum(Dwarf_Die *e, struct lj_types *ty, unsigned long *budget)
 {
+	const char *ff[FF_MAX] = { 0 };
+	uint32_t nff = 0;
+	bool fastfunc = false;
 	Dwarf_Die c;
 	Dwarf_Off last = dwarf_dieoffset(e);
 
@@ -212,6 +265,12 @@ static void scan_enum(Dwarf_Die *e, struct lj_types *ty, unsigned long *budget)
 		    !dwarf_attr(&c, DW_AT_const_value, &attr) ||
 		    dwarf_formudata(&attr, &v) || v > UINT8_MAX)
 			continue;
+		if (!strncmp(name, "FF_", 3) && strcmp(name, "FF__MAX")) {
+			ff[v] = name;
+			if (v + 1 > nff)
+				nff = (uint32_t)v + 1;
+		}
+		fastfunc |= !strcmp(name, "FF_coroutine_resume");
 		if (!ty->have_resume && !strcmp(name, "FF_coroutine_resume")) {
 			ty->ff_resume = (uint8_t)v;
 			ty->have_resume = true;
@@ -220,6 +279,10 @@ static void scan_enum(Dwarf_Die *e, struct lj_types *ty, unsigned long *budget)
 			ty->have_wrap_aux = true;
 		}
 	} while (next_sibling(&c));
+	if (fastfunc && !ty->nff) {
+		memcpy(ty->ff, ff, sizeof(ff));
+		ty->nff = nff;
+	}
 }
 
 /* Looks through the top-level DIEs of a unit (and of the partial units
@@ -265,11 +328,17 @@ static void scan_unit(Dwarf_Die *unit, struct lj_types *ty, int depth,
 	} while (next_sibling(&c));
 }
 
+/* Everything a layout can use, jit_State and GCtrace included: an
+ * amalgamated build has them all in GG_State's unit, other builds may
+ * define GCtrace only in the units that use it. */
 static bool types_complete(const struct lj_types *ty)
 {
 	for (int i = 0; i < T_COUNT; i++)
-		if (!ty->have[i] && i != T_FUNC && i != T_FUNCC && i != T_FUNCL)
+		if (!ty->have[i] && i != T_FUNC && i != T_FUNCC && i != T_FUNCL &&
+		    i != T_TRACE && i != T_SNAP)
 			return false;
+	if (!ty->have[T_TRACE] || !ty->have[T_SNAP])
+		return false; /* worth looking on for, not required */
 	return (ty->have[T_FUNCC] && ty->have[T_FUNCL]) || ty->have[T_FUNC];
 }
 
@@ -289,6 +358,10 @@ static void merge_types(struct lj_types *dst, const struct lj_types *src)
 	if (!dst->have_wrap_aux && src->have_wrap_aux) {
 		dst->ff_wrap_aux = src->ff_wrap_aux;
 		dst->have_wrap_aux = true;
+	}
+	if (!dst->nff && src->nff) {
+		memcpy(dst->ff, src->ff, sizeof(dst->ff));
+		dst->nff = src->nff;
 	}
 }
 
@@ -317,7 +390,7 @@ static int find_types(Dwarf *dbg, struct lj_types *ty)
 			}
 			merge_types(&any, &unit);
 			if (anchored && types_complete(ty) && ty->have_resume &&
-			    ty->have_wrap_aux)
+			    ty->have_wrap_aux && ty->nff)
 				return 0;
 		}
 		off = next;
@@ -463,6 +536,80 @@ static int type_size(struct lj_types *ty, enum lj_dwarf_type t, int *size,
 	return 0;
 }
 
+/*
+ * Compiled traces: J's place in GG_State (g2j, from G) and the members of
+ * jit_State and GCtrace the recorder reads.  All or nothing: a build
+ * without the JIT has neither type, and then g2j stays 0, which records
+ * traces by number only.  Never the built-in row's: a fork moves them
+ * (tarantool's jit_State is 40 bytes smaller than upstream's).
+ */
+static void trace_layout(struct lj_types *ty, struct lj_layout *lo, uint16_t gg_g)
+{
+	struct lj_layout t = *lo;
+	uint64_t j;
+	Dwarf_Die m;
+	char msg[8];
+
+	if (!ty->have[T_JIT] || !ty->have[T_TRACE] ||
+	    find_member(&ty->die[T_GG], "J", &j, &m, 0) || j <= gg_g ||
+	    j - gg_g > UINT16_MAX)
+		return;
+	for (size_t i = 0; i < sizeof(trace_fields) / sizeof(trace_fields[0]); i++) {
+		uint16_t v;
+
+		if (member_u16(ty, trace_fields[i].type, trace_fields[i].member,
+			       &v, "", msg, sizeof(msg)))
+			return;
+		memcpy((char *)&t + trace_fields[i].field, &v, sizeof(v));
+	}
+	t.g2j = (uint16_t)(j - gg_g);
+	*lo = t;
+}
+
+/* The size of a member's type, through typedefs; 0 if unknown. */
+static unsigned member_size(Dwarf_Die *m)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Die type;
+	Dwarf_Word size;
+
+	if (!dwarf_attr_integrate(m, DW_AT_type, &attr) ||
+	    !dwarf_formref_die(&attr, &type) || dwarf_aggregate_size(&type, &size) ||
+	    size > UINT16_MAX)
+		return 0;
+	return (unsigned)size;
+}
+
+/* The snapshot fields from GCtrace and SnapShot, as luajit_snaps.c reads
+ * them: all from DWARF or none (then no snapshots are read), never the
+ * built-in row's, for the reason trace_layout() gives; types of another
+ * shape (an older release) leave them 0 too. */
+static void snap_layout(struct lj_types *ty, struct lj_layout *lo)
+{
+	struct lj_layout sl = *lo;
+	int size;
+
+	if (!ty->have[T_TRACE] || !ty->have[T_SNAP])
+		return;
+	for (size_t i = 0; i < sizeof(snap_fields) / sizeof(snap_fields[0]); i++) {
+		Dwarf_Die m;
+		uint64_t off;
+		uint16_t v;
+
+		if (find_member(&ty->die[snap_fields[i].type], snap_fields[i].member,
+				&off, &m, 0) || off > UINT16_MAX ||
+		    member_size(&m) != snap_fields[i].size)
+			return;
+		v = (uint16_t)off;
+		memcpy((char *)&sl + snap_fields[i].field, &v, sizeof(v));
+	}
+	size = dwarf_bytesize(&ty->die[T_SNAP]);
+	if (size <= 0 || size > 64)
+		return;
+	sl.sn_size = (uint16_t)size;
+	*lo = sl;
+}
+
 static int fill_layout(struct lj_types *ty, struct lj_layout *lo,
 		       const char *path, char *msg, size_t msglen)
 {
@@ -540,20 +687,8 @@ static int fill_layout(struct lj_types *ty, struct lj_layout *lo,
 	lo->cf_pc = cf->layout.cf_pc;
 	lo->cf_prev = cf->layout.cf_prev;
 	lo->cf_size = cf->layout.cf_size;
-	/* jit_State and GCtrace are not read from DWARF (yet): the built-in
-	 * row of the same variant, or 0, which only loses trace metadata. */
-	known = lj_known_build(lo->flags);
-	if (known) {
-		lo->g2j = known->layout.g2j;
-		lo->j_trace = known->layout.j_trace;
-		lo->j_sizetrace = known->layout.j_sizetrace;
-		lo->tr_startpt = known->layout.tr_startpt;
-		lo->tr_startpc = known->layout.tr_startpc;
-		lo->tr_mcode = known->layout.tr_mcode;
-		lo->tr_szmcode = known->layout.tr_szmcode;
-		lo->tr_root = known->layout.tr_root;
-		lo->tr_traceno = known->layout.tr_traceno;
-	}
+	trace_layout(ty, lo, gg_g);
+	snap_layout(ty, lo);
 
 	/* Without the enum (a compiler drops unused types), the ids of the
 	 * variant's built-in row. */
@@ -568,8 +703,68 @@ static int fill_layout(struct lj_types *ty, struct lj_layout *lo,
 	return 0;
 }
 
-int lj_layout_from_dwarf(const char *object, struct lj_layout *lo, char *msg,
-			 size_t msglen)
+/* Whether a dotted builtin name is the enumerator's: "string.format" is
+ * FF_string_format (e is past "FF_"). */
+static bool ff_matches(const char *dotted, const char *e)
+{
+	for (; *dotted && *e; dotted++, e++)
+		if (*e != (*dotted == '.' ? '_' : *dotted))
+			return false;
+	return !*dotted && !*e;
+}
+
+/* The name of builtin FF_xxx as LuaJIT's vmdef.lua gives it: that of a
+ * known build when one has it ("io_method_close" is "io.method.close"),
+ * else the library and the function ("misc_getmetrics" is
+ * "misc.getmetrics"). */
+static char *ff_name(const char *enumerator)
+{
+	const char *e = enumerator + 3;
+	char *s;
+
+	if (!strcmp(e, "LUA_"))
+		return strdup("Lua");
+	if (!strcmp(e, "C_"))
+		return strdup("C");
+	for (size_t b = 0; b < lj_nbuilds; b++)
+		for (uint32_t i = 2; i < lj_builds[b].nffnames; i++)
+			if (ff_matches(lj_builds[b].ffnames[i], e))
+				return strdup(lj_builds[b].ffnames[i]);
+	s = strdup(e);
+	if (s && strchr(s, '_'))
+		*strchr(s, '_') = '.';
+	return s;
+}
+
+void lj_ffnames_free(struct lj_ffnames *ff)
+{
+	for (uint32_t i = 0; i < ff->n; i++)
+		free(ff->names[i]);
+	free(ff->names);
+	ff->names = NULL;
+	ff->n = 0;
+}
+
+/* The enum's names, by id ("" for an id it does not name). */
+static int ffnames_from(const struct lj_types *ty, struct lj_ffnames *ff)
+{
+	ff->n = 0;
+	ff->names = calloc(ty->nff ? ty->nff : 1, sizeof(*ff->names));
+	if (!ff->names)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < ty->nff; i++) {
+		ff->names[i] = ty->ff[i] ? ff_name(ty->ff[i]) : strdup("");
+		ff->n = i + 1;
+		if (!ff->names[i]) {
+			lj_ffnames_free(ff);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int lj_layout_from_dwarf(const char *object, struct lj_layout *lo,
+			 struct lj_ffnames *ff, char *msg, size_t msglen)
 {
 	struct lp_debug_file f = { .fd = -1 };
 	struct lj_types ty;
@@ -577,6 +772,8 @@ int lj_layout_from_dwarf(const char *object, struct lj_layout *lo, char *msg,
 	int err;
 
 	msg[0] = '\0';
+	if (ff)
+		*ff = (struct lj_ffnames){ 0 };
 	elf_version(EV_CURRENT);
 	err = find_debug_info(object, &f);
 	if (err) {
@@ -599,8 +796,11 @@ int lj_layout_from_dwarf(const char *object, struct lj_layout *lo, char *msg,
 		goto cleanup;
 	}
 	err = fill_layout(&ty, lo, f.path, msg, msglen);
+	if (!err && ff)
+		err = ffnames_from(&ty, ff);
 	if (!err)
-		snprintf(msg, msglen, "%s", f.path);
+		snprintf(msg, msglen, "%s%s", f.path, lo->g2j ? "" :
+			 "; no JIT state in it: compiled traces by number only");
 cleanup:
 	if (dbg)
 		dwarf_end(dbg);

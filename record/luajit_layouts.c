@@ -14,7 +14,8 @@
  * way its debian/rules does (`make amalg` with dpkg-buildflags) plus -g,
  * with and without GC64, and a probe compiled against LuaJIT's internal
  * headers (lj_obj.h, lj_frame.h, lj_dispatch.h, lj_jit.h, lj_ff.h) with
- * the same defines printed every offsetof, sizeof and constant below.  The
+ * the same defines printed every offsetof, sizeof and constant below
+ * (GCtrace and SnapShot too, with lj_ir.h for luajit_snaps.c's IR).  The
  * fast-function names are buildvm's jit/vmdef.lua of those builds, which is
  * identical to the one each Debian package ships.  The GC64 builds' .text
  * and .rodata are byte for byte those of the Debian objects, so the flags
@@ -41,6 +42,13 @@
 #include "record/luajit_layouts.h"
 
 /*
+ * SnapShot (lj_jit.h), the same in all four: { u32 mapofs; IRRef1 ref;
+ * u16 mcofs; u8 nslots, topslot, nent, count; }.  Releases before 2020
+ * had no mcofs and a u16 mapofs: DWARF tells them apart.
+ */
+#define LJ_SNAPSHOT .sn_size = 12, .sn_mapofs = 0, .sn_mcofs = 6, .sn_nent = 10
+
+/*
  * Offsets shared by upstream and OpenResty: they differ only in the size
  * of lua_State, global_State and jit_State, i.e. in gg_g and g2disp.
  */
@@ -64,7 +72,9 @@
 	.ffid_coroutine_resume = 35, .ffid_coroutine_wrap_aux = 36,        \
 	.j_trace = 384, .j_sizetrace = 396, /* trace: a pointer, 8 bytes */ \
 	.tr_startpt = 64, .tr_startpc = 72, .tr_mcode = 88,                \
-	.tr_szmcode = 84, .tr_root = 108, .tr_traceno = 104
+	.tr_szmcode = 84, .tr_root = 108, .tr_traceno = 104,               \
+	.tr_nsnap = 10, .tr_nsnapmap = 44, .tr_nk = 40, .tr_snap = 48,     \
+	.tr_snapmap = 56, .tr_ir = 32, LJ_SNAPSHOT
 
 /*
  * Without GC64 a GCRef or MRef is 4 bytes, but some fields stay 8: L->base
@@ -91,7 +101,9 @@
 	.ffid_coroutine_resume = 35, .ffid_coroutine_wrap_aux = 36,        \
 	.j_trace = 360, .j_sizetrace = 372,                                \
 	.tr_startpt = 48, .tr_startpc = 52, .tr_mcode = 64,                \
-	.tr_szmcode = 60, .tr_root = 84, .tr_traceno = 80
+	.tr_szmcode = 60, .tr_root = 84, .tr_traceno = 80,                 \
+	.tr_nsnap = 6, .tr_nsnapmap = 28, .tr_nk = 24, .tr_snap = 32,      \
+	.tr_snapmap = 40, .tr_ir = 16, LJ_SNAPSHOT
 
 /*
  * Fast-function names by id.  Index 0 is a Lua function, 1 a C function;
@@ -101,73 +113,89 @@
  * id names different builtins in the two variants.  GC64 does not change
  * the numbering.
  */
+/* Upstream's builtins in three pieces, so that tarantool's fork, which
+ * has neither jit.security (147 upstream) nor the string buffer library
+ * (204 on), is the same list with two pieces left out. */
+#define LJ_FF_UPSTREAM_TO_JIT_STATUS \
+	/*   0 */ "Lua", "C", "assert", "type", "next", "pairs", "ipairs_aux", \
+	/*   7 */ "ipairs", "getmetatable", "setmetatable", "getfenv", \
+	/*  11 */ "setfenv", "rawget", "rawset", "rawequal", "unpack", \
+	/*  16 */ "select", "tonumber", "tostring", "error", "pcall", "xpcall", \
+	/*  22 */ "loadfile", "load", "loadstring", "dofile", "gcinfo", \
+	/*  27 */ "collectgarbage", "newproxy", "print", "coroutine.status", \
+	/*  31 */ "coroutine.running", "coroutine.isyieldable", \
+	/*  33 */ "coroutine.create", "coroutine.yield", "coroutine.resume", \
+	/*  36 */ "coroutine.wrap_aux", "coroutine.wrap", "math.abs", \
+	/*  39 */ "math.floor", "math.ceil", "math.sqrt", "math.log10", \
+	/*  43 */ "math.exp", "math.sin", "math.cos", "math.tan", "math.asin", \
+	/*  48 */ "math.acos", "math.atan", "math.sinh", "math.cosh", \
+	/*  52 */ "math.tanh", "math.frexp", "math.modf", "math.log", \
+	/*  56 */ "math.atan2", "math.pow", "math.fmod", "math.ldexp", \
+	/*  60 */ "math.min", "math.max", "math.random", "math.randomseed", \
+	/*  64 */ "bit.tobit", "bit.bnot", "bit.bswap", "bit.lshift", \
+	/*  68 */ "bit.rshift", "bit.arshift", "bit.rol", "bit.ror", \
+	/*  72 */ "bit.band", "bit.bor", "bit.bxor", "bit.tohex", \
+	/*  76 */ "string.byte", "string.char", "string.sub", "string.rep", \
+	/*  80 */ "string.reverse", "string.lower", "string.upper", \
+	/*  83 */ "string.dump", "string.find", "string.match", \
+	/*  86 */ "string.gmatch_aux", "string.gmatch", "string.gsub", \
+	/*  89 */ "string.format", "table.maxn", "table.insert", \
+	/*  92 */ "table.concat", "table.sort", "table.new", "table.clear", \
+	/*  96 */ "io.method.close", "io.method.read", "io.method.write", \
+	/*  99 */ "io.method.flush", "io.method.seek", "io.method.setvbuf", \
+	/* 102 */ "io.method.lines", "io.method.__gc", "io.method.__tostring", \
+	/* 105 */ "io.open", "io.popen", "io.tmpfile", "io.close", "io.read", \
+	/* 110 */ "io.write", "io.flush", "io.input", "io.output", "io.lines", \
+	/* 115 */ "io.type", "os.execute", "os.remove", "os.rename", \
+	/* 119 */ "os.tmpname", "os.getenv", "os.exit", "os.clock", "os.date", \
+	/* 124 */ "os.time", "os.difftime", "os.setlocale", \
+	/* 127 */ "debug.getregistry", "debug.getmetatable", \
+	/* 129 */ "debug.setmetatable", "debug.getfenv", "debug.setfenv", \
+	/* 132 */ "debug.getinfo", "debug.getlocal", "debug.setlocal", \
+	/* 135 */ "debug.getupvalue", "debug.setupvalue", "debug.upvalueid", \
+	/* 138 */ "debug.upvaluejoin", "debug.sethook", "debug.gethook", \
+	/* 141 */ "debug.debug", "debug.traceback", "jit.on", "jit.off", \
+	/* 145 */ "jit.flush", "jit.status"
+#define LJ_FF_UPSTREAM_JIT_ATTACH_TO_FFI_LOAD \
+	/* 148 */ "jit.attach", \
+	/* 149 */ "jit.util.funcinfo", "jit.util.funcbc", "jit.util.funck", \
+	/* 152 */ "jit.util.funcuvname", "jit.util.traceinfo", \
+	/* 154 */ "jit.util.traceir", "jit.util.tracek", "jit.util.tracesnap", \
+	/* 157 */ "jit.util.tracemc", "jit.util.traceexitstub", \
+	/* 159 */ "jit.util.ircalladdr", "jit.opt.start", "jit.profile.start", \
+	/* 162 */ "jit.profile.stop", "jit.profile.dumpstack", \
+	/* 164 */ "ffi.meta.__index", "ffi.meta.__newindex", "ffi.meta.__eq", \
+	/* 167 */ "ffi.meta.__len", "ffi.meta.__lt", "ffi.meta.__le", \
+	/* 170 */ "ffi.meta.__concat", "ffi.meta.__call", "ffi.meta.__add", \
+	/* 173 */ "ffi.meta.__sub", "ffi.meta.__mul", "ffi.meta.__div", \
+	/* 176 */ "ffi.meta.__mod", "ffi.meta.__pow", "ffi.meta.__unm", \
+	/* 179 */ "ffi.meta.__tostring", "ffi.meta.__pairs", \
+	/* 181 */ "ffi.meta.__ipairs", "ffi.clib.__index", \
+	/* 183 */ "ffi.clib.__newindex", "ffi.clib.__gc", "ffi.callback.free", \
+	/* 186 */ "ffi.callback.set", "ffi.cdef", "ffi.new", "ffi.cast", \
+	/* 190 */ "ffi.typeof", "ffi.typeinfo", "ffi.istype", "ffi.sizeof", \
+	/* 194 */ "ffi.alignof", "ffi.offsetof", "ffi.errno", "ffi.string", \
+	/* 198 */ "ffi.copy", "ffi.fill", "ffi.abi", "ffi.metatype", "ffi.gc", \
+	/* 203 */ "ffi.load"
+#define LJ_FF_UPSTREAM_BUFFER \
+	/* 204 */ "buffer.method.free", "buffer.method.reset", \
+	/* 206 */ "buffer.method.skip", "buffer.method.set", \
+	/* 208 */ "buffer.method.put", "buffer.method.putf", \
+	/* 210 */ "buffer.method.get", "buffer.method.putcdata", \
+	/* 212 */ "buffer.method.reserve", "buffer.method.commit", \
+	/* 214 */ "buffer.method.ref", "buffer.method.encode", \
+	/* 216 */ "buffer.method.decode", "buffer.method.__gc", \
+	/* 218 */ "buffer.method.__tostring", "buffer.method.__len", \
+	/* 220 */ "buffer.new", "buffer.encode", "buffer.decode"
+
 static const char *const upstream_ffnames[] = {
-	/*   0 */ "Lua", "C", "assert", "type", "next", "pairs", "ipairs_aux",
-	/*   7 */ "ipairs", "getmetatable", "setmetatable", "getfenv",
-	/*  11 */ "setfenv", "rawget", "rawset", "rawequal", "unpack",
-	/*  16 */ "select", "tonumber", "tostring", "error", "pcall", "xpcall",
-	/*  22 */ "loadfile", "load", "loadstring", "dofile", "gcinfo",
-	/*  27 */ "collectgarbage", "newproxy", "print", "coroutine.status",
-	/*  31 */ "coroutine.running", "coroutine.isyieldable",
-	/*  33 */ "coroutine.create", "coroutine.yield", "coroutine.resume",
-	/*  36 */ "coroutine.wrap_aux", "coroutine.wrap", "math.abs",
-	/*  39 */ "math.floor", "math.ceil", "math.sqrt", "math.log10",
-	/*  43 */ "math.exp", "math.sin", "math.cos", "math.tan", "math.asin",
-	/*  48 */ "math.acos", "math.atan", "math.sinh", "math.cosh",
-	/*  52 */ "math.tanh", "math.frexp", "math.modf", "math.log",
-	/*  56 */ "math.atan2", "math.pow", "math.fmod", "math.ldexp",
-	/*  60 */ "math.min", "math.max", "math.random", "math.randomseed",
-	/*  64 */ "bit.tobit", "bit.bnot", "bit.bswap", "bit.lshift",
-	/*  68 */ "bit.rshift", "bit.arshift", "bit.rol", "bit.ror",
-	/*  72 */ "bit.band", "bit.bor", "bit.bxor", "bit.tohex",
-	/*  76 */ "string.byte", "string.char", "string.sub", "string.rep",
-	/*  80 */ "string.reverse", "string.lower", "string.upper",
-	/*  83 */ "string.dump", "string.find", "string.match",
-	/*  86 */ "string.gmatch_aux", "string.gmatch", "string.gsub",
-	/*  89 */ "string.format", "table.maxn", "table.insert",
-	/*  92 */ "table.concat", "table.sort", "table.new", "table.clear",
-	/*  96 */ "io.method.close", "io.method.read", "io.method.write",
-	/*  99 */ "io.method.flush", "io.method.seek", "io.method.setvbuf",
-	/* 102 */ "io.method.lines", "io.method.__gc", "io.method.__tostring",
-	/* 105 */ "io.open", "io.popen", "io.tmpfile", "io.close", "io.read",
-	/* 110 */ "io.write", "io.flush", "io.input", "io.output", "io.lines",
-	/* 115 */ "io.type", "os.execute", "os.remove", "os.rename",
-	/* 119 */ "os.tmpname", "os.getenv", "os.exit", "os.clock", "os.date",
-	/* 124 */ "os.time", "os.difftime", "os.setlocale",
-	/* 127 */ "debug.getregistry", "debug.getmetatable",
-	/* 129 */ "debug.setmetatable", "debug.getfenv", "debug.setfenv",
-	/* 132 */ "debug.getinfo", "debug.getlocal", "debug.setlocal",
-	/* 135 */ "debug.getupvalue", "debug.setupvalue", "debug.upvalueid",
-	/* 138 */ "debug.upvaluejoin", "debug.sethook", "debug.gethook",
-	/* 141 */ "debug.debug", "debug.traceback", "jit.on", "jit.off",
-	/* 145 */ "jit.flush", "jit.status", "jit.security", "jit.attach",
-	/* 149 */ "jit.util.funcinfo", "jit.util.funcbc", "jit.util.funck",
-	/* 152 */ "jit.util.funcuvname", "jit.util.traceinfo",
-	/* 154 */ "jit.util.traceir", "jit.util.tracek", "jit.util.tracesnap",
-	/* 157 */ "jit.util.tracemc", "jit.util.traceexitstub",
-	/* 159 */ "jit.util.ircalladdr", "jit.opt.start", "jit.profile.start",
-	/* 162 */ "jit.profile.stop", "jit.profile.dumpstack",
-	/* 164 */ "ffi.meta.__index", "ffi.meta.__newindex", "ffi.meta.__eq",
-	/* 167 */ "ffi.meta.__len", "ffi.meta.__lt", "ffi.meta.__le",
-	/* 170 */ "ffi.meta.__concat", "ffi.meta.__call", "ffi.meta.__add",
-	/* 173 */ "ffi.meta.__sub", "ffi.meta.__mul", "ffi.meta.__div",
-	/* 176 */ "ffi.meta.__mod", "ffi.meta.__pow", "ffi.meta.__unm",
-	/* 179 */ "ffi.meta.__tostring", "ffi.meta.__pairs",
-	/* 181 */ "ffi.meta.__ipairs", "ffi.clib.__index",
-	/* 183 */ "ffi.clib.__newindex", "ffi.clib.__gc", "ffi.callback.free",
-	/* 186 */ "ffi.callback.set", "ffi.cdef", "ffi.new", "ffi.cast",
-	/* 190 */ "ffi.typeof", "ffi.typeinfo", "ffi.istype", "ffi.sizeof",
-	/* 194 */ "ffi.alignof", "ffi.offsetof", "ffi.errno", "ffi.string",
-	/* 198 */ "ffi.copy", "ffi.fill", "ffi.abi", "ffi.metatype", "ffi.gc",
-	/* 203 */ "ffi.load", "buffer.method.free", "buffer.method.reset",
-	/* 206 */ "buffer.method.skip", "buffer.method.set",
-	/* 208 */ "buffer.method.put", "buffer.method.putf",
-	/* 210 */ "buffer.method.get", "buffer.method.putcdata",
-	/* 212 */ "buffer.method.reserve", "buffer.method.commit",
-	/* 214 */ "buffer.method.ref", "buffer.method.encode",
-	/* 216 */ "buffer.method.decode", "buffer.method.__gc",
-	/* 218 */ "buffer.method.__tostring", "buffer.method.__len",
-	/* 220 */ "buffer.new", "buffer.encode", "buffer.decode",
+	LJ_FF_UPSTREAM_TO_JIT_STATUS, "jit.security",
+	LJ_FF_UPSTREAM_JIT_ATTACH_TO_FFI_LOAD, LJ_FF_UPSTREAM_BUFFER,
+};
+
+/* Ids from 147 on are one less than upstream's. */
+static const char *const tarantool_ffnames[] = {
+	LJ_FF_UPSTREAM_TO_JIT_STATUS, LJ_FF_UPSTREAM_JIT_ATTACH_TO_FFI_LOAD,
 };
 
 static const char *const openresty_ffnames[] = {
@@ -276,6 +304,39 @@ const struct lj_build_desc lj_builds[] = {
 			    .g2disp = 3216, .gg_g = 80, .g2j = 496, LJ_NOGC64_COMMON },
 		LJ_NAMES(openresty_ffnames),
 	},
+	{
+		/*
+		 * tarantool's fork of LuaJIT 2.1 (Debian bookworm's
+		 * tarantool 2.6.0-1.2+b1, linked into /usr/bin/tarantool),
+		 * 32-bit references: the same variant as upstream-nogc64 by
+		 * its exports and lua_gettop, told apart by its interpreter's
+		 * "add r14d, 3144" (G to DISPATCH).  Read from the DWARF in
+		 * that executable by luajit_dwarf.c; GCstr lost 4 bytes,
+		 * global_State's fields moved, jit_State shrank by 40.  The
+		 * e2e test app_tarantool.sh records a copy stripped of its
+		 * DWARF with this row and checks names and trace lines.
+		 */
+		.name = "tarantool-2.6-nogc64",
+		.flags = 0,
+		.layout = { .flags = 0, .g2disp = 3144, .gg_g = 64, .ref_size = 4,
+			    .g_vmstate = 120, .g_mainthref = 160, .g_cur_L = 280,
+			    .g_jit_base = 284,
+			    .l_glref = 8, .l_base = 16, .l_top = 24, .l_stack = 36,
+			    .l_maxstack = 32, .l_cframe = 48,
+			    .fn_ffid = 6, .fn_pc = 16, .fn_f = 24, .fn_upvalue = 32,
+			    .pt_size = 64, .pt_sizebc = 8, .pt_k = 16, .pt_sizekgc = 24,
+			    .pt_sizekn = 28, .pt_sizept = 32, .pt_numparams = 6,
+			    .pt_framesize = 7, .pt_sizeuv = 36, .pt_flags = 37,
+			    .pt_chunkname = 40, .pt_firstline = 44, .pt_numline = 48,
+			    .pt_lineinfo = 52, .pt_uvinfo = 56, .pt_varinfo = 60,
+			    .str_len = 12, .str_size = 16,
+			    .cf_l = 24, .cf_pc = 28, .cf_prev = 32, .cf_size = 80,
+			    .ffid_coroutine_resume = 35, .ffid_coroutine_wrap_aux = 36,
+			    .g2j = 448, .j_trace = 368, .j_sizetrace = 380,
+			    .tr_startpt = 48, .tr_startpc = 52, .tr_mcode = 64,
+			    .tr_szmcode = 60, .tr_root = 84, .tr_traceno = 80 },
+		LJ_NAMES(tarantool_ffnames),
+	},
 };
 
 const size_t lj_nbuilds = sizeof(lj_builds) / sizeof(lj_builds[0]);
@@ -286,6 +347,69 @@ const struct lj_build_desc *lj_known_build(uint32_t flags)
 		if (lj_builds[i].flags == flags)
 			return &lj_builds[i];
 	return NULL;
+}
+
+const struct lj_build_desc *lj_known_build_for(uint32_t flags, const int32_t *g2disp,
+					       size_t *nflags)
+{
+	const struct lj_build_desc *found = NULL;
+
+	*nflags = 0;
+	for (size_t i = 0; i < lj_nbuilds; i++) {
+		if (lj_builds[i].flags != flags)
+			continue;
+		++*nflags;
+		if (!found && (!g2disp || lj_builds[i].layout.g2disp == *g2disp))
+			found = &lj_builds[i];
+	}
+	return found;
+}
+
+/*
+ * The VM enters at lj_vm_call, lj_vm_pcall, lj_vm_cpcall and lj_vm_resume,
+ * each loading G from L and adding GG_G2DISP to it (vm_x64.dasc, DynASM:
+ * REX.W/B 81 /0 with r14, imm32); other adds to r14 are small (PC steps).
+ * The immediate of at least 1 KiB seen most, at least twice, and more
+ * often than any other, is the one.
+ */
+int lj_g2disp_from_vm(const uint8_t *code, size_t len, int gc64, int32_t *g2disp)
+{
+	const uint8_t rex = gc64 ? 0x49 : 0x41;
+	int32_t vals[16];
+	unsigned counts[16] = { 0 }, best = 0, second = 0;
+	size_t nvals = 0, at = 0;
+
+	for (size_t i = 0; i + 7 <= len; i++) {
+		int32_t imm;
+		size_t k;
+
+		if (code[i] != rex || code[i + 1] != 0x81 || code[i + 2] != 0xc6)
+			continue;
+		memcpy(&imm, code + i + 3, 4); /* little-endian, as x86 */
+		if (imm < 1024)
+			continue;
+		for (k = 0; k < nvals && vals[k] != imm; k++)
+			;
+		if (k == nvals) {
+			if (nvals == sizeof(vals) / sizeof(vals[0]))
+				continue;
+			vals[nvals++] = imm;
+		}
+		counts[k]++;
+	}
+	for (size_t k = 0; k < nvals; k++) {
+		if (counts[k] > best) {
+			second = best;
+			best = counts[k];
+			at = k;
+		} else if (counts[k] > second) {
+			second = counts[k];
+		}
+	}
+	if (best < 2 || best == second)
+		return -ENOENT;
+	*g2disp = vals[at];
+	return 0;
 }
 
 const char *lj_ffname(const struct lj_build_desc *b, uint32_t ffid)

@@ -27,8 +27,22 @@ struct lj_build_desc {
 extern const struct lj_build_desc lj_builds[];
 extern const size_t lj_nbuilds;
 
-/* The layout for a build with these LJ_LAYOUT_* flags, or NULL. */
+/* The first known build with these LJ_LAYOUT_* flags, or NULL. */
 const struct lj_build_desc *lj_known_build(uint32_t flags);
+
+/* Several builds of one variant (same flags) may be known: the one whose
+ * interpreter adds g2disp to G to find the dispatch table, when the code
+ * said (g2disp non-NULL), else the first with the flags; NULL if none
+ * fits.  *nflags gets how many known builds have these flags. */
+const struct lj_build_desc *lj_known_build_for(uint32_t flags, const int32_t *g2disp,
+					       size_t *nflags);
+
+/* The distance from G to the dispatch table that an interpreter's code
+ * (the bytes of LuaJIT's VM, at most a few hundred KiB) adds to r14 as it
+ * enters the VM ("add DISPATCH, GG_G2DISP": add r14, imm32 with GC64, add
+ * r14d, imm32 without), if the code says it unambiguously: 0 with
+ * *g2disp set, else -ENOENT. */
+int lj_g2disp_from_vm(const uint8_t *code, size_t len, int gc64, int32_t *g2disp);
 
 /* "string.format" for an ffid of that build, or NULL. */
 const char *lj_ffname(const struct lj_build_desc *b, uint32_t ffid);

@@ -170,6 +170,7 @@ void lj_target_record(const struct lj_target *t, struct lp_luajit *rec)
 		     ((t->layout.flags & LJ_LAYOUT_OPENRESTY) ? LP_LUAJIT_OPENRESTY : 0);
 	rec->name = name;
 	rec->source = t->source;
+	rec->build = t->build_used;
 	if (t->build) {
 		rec->nff = t->build->nffnames;
 		rec->ffnames = (const char *const *)t->build->ffnames;

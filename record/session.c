@@ -51,6 +51,19 @@ _Static_assert((int)LP_WALK_WALKED == (int)LP_LUA_WALKED &&
 		       (int)LP_WALK_NO_G == (int)LP_LUA_NO_G &&
 		       (int)LP_WALK_BAD_L == (int)LP_LUA_BAD_L,
 	       "BPF walk states and trace lua states agree");
+_Static_assert((int)LP_USTOP_FALLBACK == (int)LP_USTOP_R_UNKNOWN &&
+		       (int)LP_USTOP_END == (int)LP_USTOP_R_COMPLETE &&
+		       (int)LP_USTOP_DEPTH == (int)LP_USTOP_R_DEPTH &&
+		       (int)LP_USTOP_UNMAPPED == (int)LP_USTOP_R_UNMAPPED &&
+		       (int)LP_USTOP_JIT == (int)LP_USTOP_R_JIT &&
+		       (int)LP_USTOP_NO_ROW == (int)LP_USTOP_R_NO_CFI &&
+		       (int)LP_USTOP_UNSUPPORTED == (int)LP_USTOP_R_UNSUPPORTED &&
+		       (int)LP_USTOP_READ == (int)LP_USTOP_R_READ &&
+		       (int)LP_USTOP_BAD_FRAME == (int)LP_USTOP_R_BAD_FRAME &&
+		       (int)LP_USTOP_NO_REGS == (int)LP_USTOP_R_NO_REGS &&
+		       (int)LP_USTOP_NO_TABLE == (int)LP_USTOP_R_NO_TABLE &&
+		       (int)LP_USTOP_MAX == (int)LP_USTOP_R_MAX,
+	       "BPF walk stops and trace stop reasons agree");
 _Static_assert((int)LP_LUA_FRAME_LUA == (int)LP_LFRAME_LUA &&
 		       (int)LP_LUA_FRAME_C == (int)LP_LFRAME_C &&
 		       (int)LP_LUA_FRAME_FF == (int)LP_LFRAME_FF &&
@@ -65,6 +78,7 @@ struct target {
 	struct maps_table maps;
 	uint64_t maps_read_ns;
 	struct lj_target *lj; /* its LuaJIT VM, NULL if none */
+	int puc_noted;        /* a PUC Lua VM was said (until an exec) */
 	/* Samples in its interpreter while its layout had not validated,
 	 * for print_summary(). */
 	uint64_t lj_unvalidated;
@@ -94,7 +108,11 @@ struct session {
 	struct trace_table *traces;
 	struct source_table *sources; /* Lua source files embedded */
 	struct lua_stats lua;
-	int lj_announced;
+	/* The Lua VMs said on stderr, as hashes of object and layout source:
+	 * each process named on the command line is announced, the others
+	 * (children, their execs) only with a VM not announced yet. */
+	uint64_t vm_announced[64];
+	int nvm_announced;
 	struct target *targets;
 	int ntargets, captargets, nalive;
 	struct launched launched;
@@ -190,36 +208,47 @@ static struct target *find_target(struct session *s, pid_t pid)
 	return NULL;
 }
 
-static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
-		      int replace)
+/* code[]: addresses the sampler saw code run at (see procmaps.c). */
+static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns,
+			   int replace, const uint64_t *code, uint32_t ncode)
 {
 	struct maps_table now;
 	const struct lp_mapping **added = NULL;
 	struct lp_mapping *list = NULL;
 	struct lp_record rec;
 	uint32_t n;
+	int err;
 
 	t->maps_read_ns = mono_ns();
-	/* Gone already (a zombie has no mappings): as the flush sidekick
-	 * saw it, if it did; else its samples print as [unmapped]. */
-	if (!procmaps_read(t->pid, &now) && !now.n)
+	err = procmaps_read_code(t->pid, replace ? NULL : &t->maps, code, ncode, &now);
+	if (!err && !now.n) { /* a zombie has no mappings: as gone */
 		maps_table_free(&now);
-	if (!now.n && sidekick_take_maps(s->side, t->pid, &now))
+		err = -ESRCH;
+	}
+	/* Gone already: as the flush sidekick saw it, if it did; else its
+	 * samples print as [unmapped], but for code the sampler saw run
+	 * (below). */
+	if (err && sidekick_take_maps(s->side, t->pid, &now) &&
+	    (!ncode || replace || maps_table_copy(&t->maps, &now)))
 		return;
-	if (!s->write_err)
-		object_set_assign(s->objs, t->pid, &now, s->w);
+	for (uint32_t i = 0; i < ncode; i++)
+		maps_table_add_code(&now, code[i]);
 	added = calloc(now.n ? now.n : 1, sizeof(*added));
 	list = calloc(now.n ? now.n : 1, sizeof(*list));
 	if (!added || !list)
 		goto cleanup;
-	if (replace) {
-		for (n = 0; n < now.n; n++)
-			list[n] = now.v[n];
-	} else {
-		n = maps_table_added(&t->maps, &now, added, now.n);
-		for (uint32_t i = 0; i < n; i++)
-			list[i] = *added[i];
-	}
+	n = replace ? now.n : maps_table_added(&t->maps, &now, added, now.n);
+	/* native unwinder first: until it has the list, walks of the
+	 * process stop at their leaf (bpf/unwind_native.bpf.h). */
+	if (replace)
+		unwind_add_process(s->unw, t->pid, &now);
+	else if (n)
+		unwind_update_process(s->unw, t->pid, &now);
+	if (!s->write_err)
+		object_set_assign(s->objs, t->pid, &now, s->w);
+	/* After the assignment: the records name each mapping's object. */
+	for (uint32_t i = 0; i < n; i++)
+		list[i] = replace ? now.v[i] : *added[i];
 	if (replace || n) {
 		memset(&rec, 0, sizeof(rec));
 		rec.type = LP_REC_MAPS;
@@ -232,23 +261,17 @@ static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
 	}
 	maps_table_free(&t->maps);
 	t->maps = now;
-	/* native unwinder: the mappings the BPF walker searches.  A full
-	 * read is often taken before the dynamic loader has mapped the
-	 * libraries (exec), and one that found new code may be followed by
-	 * more (dlopen): then the next address outside them re-reads at once
-	 * rather than after MAPS_REREAD_NS, since walks stop there.  Only a
-	 * read that found nothing new waits. */
+	/* A full read is often taken before the dynamic loader has mapped
+	 * the libraries (exec), and one that found new code may be followed
+	 * by more (dlopen): then the next address outside them re-reads at
+	 * once rather than after MAPS_REREAD_NS, since walks stop there.
+	 * Only a read that found nothing new waits. */
 	if (replace || n)
 		t->maps_read_ns = 0;
-	if (replace) {
-		unwind_add_process(s->unw, t->pid, &t->maps);
-	} else if (n) {
-		unwind_update_process(s->unw, t->pid, &t->maps);
-		/* A LuaJIT loaded with dlopen (a host program, a C module)
-		 * shows up as new mappings: look again. */
-		if (!t->lj)
-			attach_luajit(s, t, NULL);
-	}
+	/* A LuaJIT loaded with dlopen (a host program, a C module) shows up
+	 * as new mappings: look again. */
+	if (!replace && n && !t->lj)
+		attach_luajit(s, t, NULL);
 	now.v = NULL;
 	now.n = 0;
 cleanup:
@@ -299,11 +322,59 @@ static void publish_luajit(struct session *s, struct target *t)
 	emit(s, &rec);
 }
 
+/* Whether a line about pid's VM is worth printing: always for a process
+ * the command line named (-p, or the launched command), once per
+ * distinct VM (what) for the processes that follow it, so that a script
+ * starting 200 luajit children says it once; every time with -v. */
+static int announce_vm(struct session *s, pid_t pid, const char *what)
+{
+	uint64_t h = 1469598103934665603ull;
+	int root = s->o->command ? pid == s->launched.pid : 0, seen = 0;
+
+	if (s->o->quiet)
+		return 0;
+	for (int i = 0; !s->o->command && i < s->o->npids; i++)
+		root |= s->o->pids[i] == pid;
+	for (const char *p = what; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	for (int i = 0; i < s->nvm_announced; i++)
+		seen |= s->vm_announced[i] == h;
+	if (!seen && s->nvm_announced < (int)(sizeof(s->vm_announced) /
+					       sizeof(s->vm_announced[0])))
+		s->vm_announced[s->nvm_announced++] = h;
+	return s->o->verbose || root || !seen;
+}
+
+/* A PUC Lua VM: its frames are not walked; said once per process, and
+ * written in the trace for info. */
+static void note_puc_lua(struct session *s, struct target *t, const struct lua_puc *puc)
+{
+	struct lp_record rec = { .type = LP_REC_PUC_LUA };
+	char what[PATH_MAX + 64];
+
+	snprintf(what, sizeof(what), "%s in %s", puc->version, puc->object);
+	if (announce_vm(s, t->pid, what))
+		fprintf(stderr, "luaprof record: pid %d: PUC %s: not supported (luaprof "
+			"walks LuaJIT 2.1 only); recording native frames only\n",
+			(int)t->pid, what);
+	rec.u.puc_lua = (struct lp_puc_lua){ .pid = (uint32_t)t->pid,
+					     .version = puc->version,
+					     .object = puc->object };
+	emit(s, &rec);
+}
+
 /* Finds the LuaJIT VM of a new target (or inherits its parent's, for a
  * forked child) and tells the BPF walker about it. */
+static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
+		      int replace)
+{
+	emit_maps_code(s, t, time_ns, replace, NULL, 0);
+}
+
 static void attach_luajit(struct session *s, struct target *t, struct target *parent)
 {
-	char msg[512];
+	char msg[512], what[PATH_MAX + 400];
+	struct lua_puc puc;
 	int err;
 
 	free(t->lj);
@@ -312,15 +383,20 @@ static void attach_luajit(struct session *s, struct target *t, struct target *pa
 		t->lj = lj_target_fork(parent->lj, t->pid);
 	} else {
 		err = lj_detect(t->pid, &t->maps, s->o->luajit_offsets, &t->lj,
-				msg, sizeof(msg));
+				&puc, msg, sizeof(msg));
 		if (err && err != -ENOENT)
 			fprintf(stderr, "luaprof record: pid %d: %s; recording native "
 				"frames only\n", (int)t->pid, msg);
+		if (!t->lj && puc.version[0] && !t->puc_noted) {
+			note_puc_lua(s, t, &puc);
+			t->puc_noted = 1;
+		}
 		if (!t->lj)
 			return;
-		if (!s->o->quiet && (s->o->verbose || !s->lj_announced++))
-			fprintf(stderr, "luaprof record: pid %d: LuaJIT in %s; %s\n",
-				(int)t->pid, t->lj->object, t->lj->source);
+		snprintf(what, sizeof(what), "%s; %s", t->lj->object, t->lj->source);
+		if (announce_vm(s, t->pid, what))
+			fprintf(stderr, "luaprof record: pid %d: LuaJIT in %s\n",
+				(int)t->pid, what);
 	}
 	if (t->lj)
 		publish_luajit(s, t);
@@ -350,6 +426,37 @@ static void locate_luajit(struct session *s, struct target *t, uint64_t G)
 
 /* Adds pid to the table (if new) and writes what the trace needs to know
  * about it: its PROCESS record and a full mappings snapshot. */
+/*
+ * A child just forked maps what its parent did at the fork: it takes the
+ * parent's mappings, as the report does (a forked process record) and as
+ * the BPF walker did in the kernel, rather than a read of /proc, which by
+ * now may show an image the child exec'd since: its exec event, and the
+ * samples it took before, come later, and the old image's addresses would
+ * print as [unmapped].  1 if it did; the first address outside them has
+ * the mappings read as for any process.
+ */
+static int inherit_maps(struct session *s, struct target *t,
+			const struct target *parent)
+{
+	struct maps_table copy, now;
+
+	if (!parent || !parent->alive || !parent->maps.n ||
+	    maps_table_copy(&parent->maps, &copy))
+		return 0;
+	maps_table_free(&t->maps);
+	t->maps = copy;
+	t->maps_read_ns = 0;
+	/* The walker got the parent's list at the fork, if the parent had
+	 * one yet.  Its own is what the child maps now: the parent's
+	 * layout would be wrong for an image exec'd since, whose samples
+	 * the walker takes before its exec event reaches us. */
+	if (!procmaps_read(t->pid, &now)) {
+		unwind_add_process(s->unw, t->pid, &now);
+		maps_table_free(&now);
+	}
+	return 1;
+}
+
 static struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 				 uint64_t time_ns, uint32_t flags,
 				 const char *comm)
@@ -374,8 +481,11 @@ static struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 		t->alive = 1;
 		s->nalive++;
 	}
+	if (flags & LP_PROC_EXEC)
+		t->puc_noted = 0; /* a new image */
 	emit_process(s, pid, ppid, time_ns, flags, comm);
-	emit_maps(s, t, time_ns, 1);
+	if (!inherit_maps(s, t, flags == LP_PROC_FORKED ? find_target(s, ppid) : NULL))
+		emit_maps(s, t, time_ns, 1);
 	attach_luajit(s, t, flags & LP_PROC_FORKED ? find_target(s, ppid) : NULL);
 	return t;
 }
@@ -453,6 +563,19 @@ static void emit_proto(struct session *s, pid_t pid, const struct lp_proto *pr)
 	emit(s, &rec);
 }
 
+struct proto_emit {
+	struct session *s;
+	pid_t pid;
+};
+
+/* emit_proto() for what luajit_traces.c reads. */
+static void emit_proto_cb(void *ctx, const struct lp_proto *pr)
+{
+	const struct proto_emit *pe = ctx;
+
+	emit_proto(pe->s, pe->pid, pr);
+}
+
 /* Interns the Lua frames of a sample (reading new protos on the way) and
  * returns the Lua stack id, 0 if none. */
 static uint64_t intern_lua_stack(struct session *s, struct target *t,
@@ -478,16 +601,24 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 
 		if (f->kind == LP_LUA_FRAME_TRACE) {
 			const struct lp_trace *tr;
-			const struct lp_proto *pr;
+
+			const struct lp_trace_snaps *snaps;
+			struct proto_emit pe = { s, t->pid };
 
 			/* value: the trace's number; pc: its record's id. */
 			pc = (uint32_t)trace_table_get(s->traces, s->protos, t->lj, f->addr,
-						       f->pc, f->fingerprint, &tr, &pr);
-			emit_proto(s, t->pid, pr);
+						       f->pc, f->fingerprint, &tr, &snaps,
+						       emit_proto_cb, &pe);
 			if (tr) {
 				memset(&rec, 0, sizeof(rec));
 				rec.type = LP_REC_TRACE;
 				rec.u.trace = *tr;
+				emit(s, &rec);
+			}
+			if (snaps) {
+				memset(&rec, 0, sizeof(rec));
+				rec.type = LP_REC_TRACE_SNAPS;
+				rec.u.trace_snaps = *snaps;
 				emit(s, &rec);
 			}
 			value = f->pc;
@@ -555,13 +686,45 @@ static void check_mappings(struct session *s, struct target *t,
 {
 	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
 	int unknown = e->ustack_stop == LP_USTOP_UNMAPPED;
+	uint64_t code[1];
+	uint32_t ncode = 0;
 
+	if (n > LP_MAX_USTACK)
+		n = LP_MAX_USTACK;
 	/* The native unwinder stops, frameless, at a pc in a mapping it does
-	 * not know yet: that too means new mappings. */
-	for (int i = 0; !unknown && i < n && i < LP_MAX_USTACK; i++)
-		unknown = !maps_table_find(&t->maps, e->ustack[i]);
-	if (unknown && mono_ns() - t->maps_read_ns >= MAPS_REREAD_NS)
-		emit_maps(s, t, e->h.time_ns, 0);
+	 * not know yet: that too means new mappings.  The frame it stepped
+	 * over as a trace's was code (bpf/unwind_native.bpf.h), whatever the
+	 * mappings say now, and the re-read keeps it. */
+	for (int i = 0; i < n; i++) {
+		if (maps_table_find(&t->maps, e->ustack[i]))
+			continue;
+		unknown = 1;
+		if ((uint32_t)i + 1 == e->ustack_jit)
+			code[ncode++] = e->ustack[i];
+	}
+	/* Code that ran is worth a read at once: the read keeps it (or a
+	 * page of it), so its next samples do not ask again.  The rest waits
+	 * its turn. */
+	if (ncode || (unknown && mono_ns() - t->maps_read_ns >= MAPS_REREAD_NS))
+		emit_maps_code(s, t, e->h.time_ns, 0, code, ncode);
+}
+
+/*
+ * The bytes of the user stack worth keeping.  A walk that stopped at a
+ * return address in no known code recorded it: new code (dlopen), which
+ * the re-read of the mappings found, or stack data taken for a return
+ * address, which it did not.  The latter is no frame: the stack ends
+ * before it, cut (the sample's ustop says so).  The leaf is never data.
+ */
+static int validated_ustack_bytes(const struct target *t,
+				  const struct lp_event_sample *e)
+{
+	int n = e->ustack_bytes / 8;
+
+	if (e->ustack_stop == LP_USTOP_UNMAPPED && t && n >= 2 && n <= LP_MAX_USTACK &&
+	    !maps_table_find(&t->maps, e->ustack[n - 1]))
+		return (n - 1) * 8;
+	return e->ustack_bytes;
 }
 
 /* record -v: when, where and why a native walk stopped short of the
@@ -631,7 +794,8 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	rec.u.sample.kstack = intern_stack(s, LP_STACK_KERNEL, (const uint64_t *)e->kstack,
 						 e->kstack_bytes);
 	rec.u.sample.ustack = intern_stack(s, LP_STACK_USER, (const uint64_t *)e->ustack,
-						 e->ustack_bytes);
+					   validated_ustack_bytes(t, e));
+	rec.u.sample.ustop = e->ustack_stop;
 	if (e->kstack_bytes < 0)
 		rec.u.sample.flags |= LP_SAMPLE_KSTACK_FAILED;
 	if (e->ustack_bytes < 0)
@@ -790,18 +954,20 @@ static int libbpf_stderr(enum libbpf_print_level level, const char *fmt,
 	return vfprintf(stderr, fmt, args);
 }
 
+/* sampler_load() says why the sampler did not load (kernel.c). */
 static int load_sampler(struct session *s)
 {
-	int err;
+	int err = sampler_load(&s->skel, s->o->follow_children, s->o->verbose,
+			       "luaprof record");
 
-	s->skel = sampler__open();
-	if (!s->skel)
-		return -errno;
-	s->skel->rodata->follow_children = s->o->follow_children;
-	err = sampler__load(s->skel);
 	if (err)
 		return err;
-	return sampler__attach(s->skel);
+	err = sampler__attach(s->skel);
+	if (err)
+		fprintf(stderr, "luaprof record: cannot attach the BPF sampler: %s%s\n",
+			strerror(-err), err == -EPERM ? " (recording needs root, or "
+			"CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)" : "");
+	return err;
 }
 
 /* Kernel threads among the targets have no user stack: said once, with
@@ -1086,6 +1252,19 @@ static void print_summary(struct session *s, uint64_t end_ns)
 			(unsigned long long)(s->lua.no_g + s->lua.bad_l + s->lua.no_vm),
 			(unsigned long long)proto_table_count(s->protos),
 			(unsigned long long)proto_table_failed(s->protos));
+	if (trace_table_count(s->traces)) {
+		struct snap_stats ts;
+
+		trace_table_stats(s->traces, &ts);
+		fprintf(stderr, "luaprof record: compiled traces: %llu met, read %llu "
+			"times: with their snapshots %llu (%llu snapshots, %llu not "
+			"decoded), gone or changed %llu, unreadable %llu\n",
+			(unsigned long long)trace_table_count(s->traces),
+			(unsigned long long)(ts.traces + ts.stale + ts.unreadable),
+			(unsigned long long)ts.traces, (unsigned long long)ts.snaps,
+			(unsigned long long)ts.unplaced, (unsigned long long)ts.stale,
+			(unsigned long long)ts.unreadable);
+	}
 	{
 		struct source_stats ss;
 
@@ -1215,13 +1394,8 @@ int record_session_run(const struct record_opts *o)
 			strerror(-err));
 		goto cleanup;
 	}
-	err = load_sampler(&s);
-	if (err) {
-		fprintf(stderr, "luaprof record: cannot load the BPF sampler: %s%s\n",
-			strerror(-err), err == -EPERM ? " (recording needs root, or "
-			"CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)" : "");
+	if (load_sampler(&s))
 		goto cleanup;
-	}
 	err = unwind_init(&s.unw, s.skel); /* native unwinder */
 	if (err && !o->quiet)
 		fprintf(stderr, "luaprof record: native unwinding off (%s); user "
@@ -1234,6 +1408,8 @@ int record_session_run(const struct record_opts *o)
 			goto cleanup;
 		}
 		s.launched_running = 1;
+		/* native unwinder: its tables ready before it runs */
+		unwind_preload(s.unw, o->command[0]);
 	}
 	s.start_ns = mono_ns();
 	emit_meta(&s);

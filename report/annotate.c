@@ -344,6 +344,13 @@ static void put_count(FILE *out, uint64_t n, uint64_t base)
 		fprintf(out, "%8" PRIu64 " %6.2f%%", n, base ? 100.0 * n / base : 0.0);
 }
 
+/* Line 0: samples in the function at no known line: in compiled code of
+ * a trace that started in another function, or in the GC or the JIT
+ * compiler entered from compiled code (a trace keeps no bytecode
+ * position), or at a position the walk could not place. */
+static const char line_unknown[] = "(line not known: compiled code or the VM "
+				   "gave no bytecode position)";
+
 static void put_row(FILE *out, const struct annotate *a, const struct fn_ent *f,
 		    const struct line_ent *le, uint32_t line, uint64_t base)
 {
@@ -352,6 +359,10 @@ static void put_row(FILE *out, const struct annotate *a, const struct fn_ent *f,
 
 	put_count(out, le ? le->self : 0, base);
 	put_count(out, le ? le->total : 0, base);
+	if (!line) {
+		fprintf(out, " %6s  %s\n", "?", line_unknown);
+		return;
+	}
 	fprintf(out, " %6" PRIu32 "  ", line);
 	if (!luasrc_line(a->src, f->pt->source, line, &text, &len))
 		put_text(out, text, len, 0);
@@ -368,6 +379,7 @@ static int annotate_fn(FILE *out, const struct annotate *a, uint32_t fn,
 	const struct lp_proto *pt = f->pt;
 	uint64_t last = (uint64_t)pt->firstline + pt->numline;
 	uint32_t first = pt->firstline ? pt->firstline : 1, have;
+	char chunk[LUA_CHUNK_LABEL_MAX];
 	size_t n = 0, k = 0;
 
 	for (size_t i = 0; i < a->nlines; i++)
@@ -375,7 +387,7 @@ static int annotate_fn(FILE *out, const struct annotate *a, uint32_t fn,
 			lines[n++] = &a->lines[i];
 	qsort(lines, n, sizeof(*lines), line_num_cmp);
 	fprintf(out, "\n%s (", f->name);
-	esc_fputs(lua_chunk_label(pt->chunkname), out);
+	esc_fputs(lua_chunk_label(pt->chunkname, chunk, sizeof(chunk)), out);
 	fprintf(out, ":%" PRIu32 "-%" PRIu64 "): self %" PRIu64 " (%.2f%%), "
 		"total %" PRIu64 " (%.2f%%) of %" PRIu64 " samples\n",
 		pt->firstline, last, f->self,
@@ -393,7 +405,10 @@ static int annotate_fn(FILE *out, const struct annotate *a, uint32_t fn,
 	fprintf(out, "%8s %7s %8s %7s %6s  %s\n", "self", "self%", "total", "total%",
 		"line", "source");
 	/* Lines the source holds, in order, merged with the sampled ones
-	 * (which may lie outside them: line 0, or past a cut text). */
+	 * (which may lie past a cut text); samples at no known line (line
+	 * 0, sorted first) come last, on a row of their own. */
+	if (n && !lines[0]->line)
+		k = 1;
 	for (uint32_t line = first; line <= have; line++) {
 		for (; k < n && lines[k]->line < line; k++)
 			put_row(out, a, f, lines[k], lines[k]->line, base);
@@ -404,6 +419,8 @@ static int annotate_fn(FILE *out, const struct annotate *a, uint32_t fn,
 	}
 	for (; k < n; k++)
 		put_row(out, a, f, lines[k], lines[k]->line, base);
+	if (n && !lines[0]->line)
+		put_row(out, a, f, lines[0], 0, base);
 	return 0;
 }
 
@@ -468,14 +485,20 @@ int out_by_line(FILE *out, const struct profile *p, struct annotate *a,
 	for (size_t i = 0; i < a->nlines && (!rows || i < rows); i++) {
 		const struct line_ent *le = order[i];
 		const struct fn_ent *f = &a->fns[le->fn];
+		char chunk[LUA_CHUNK_LABEL_MAX];
 		const char *text;
 		size_t len;
 
 		put_count(out, le->self, p->shown);
 		put_count(out, le->total, p->shown);
 		fputs("  ", out);
-		esc_fputs(lua_chunk_label(f->pt->chunkname), out);
-		fprintf(out, ":%" PRIu32 "  %s: ", le->line, f->name);
+		esc_fputs(lua_chunk_label(f->pt->chunkname, chunk, sizeof(chunk)), out);
+		fputc(':', out);
+		if (!le->line) {
+			fprintf(out, "?  %s: %s\n", f->name, line_unknown);
+			continue;
+		}
+		fprintf(out, "%" PRIu32 "  %s: ", le->line, f->name);
 		if (!luasrc_line(a->src, f->pt->source, le->line, &text, &len))
 			put_text(out, text, len, 1);
 		else

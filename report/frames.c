@@ -45,6 +45,7 @@ struct frames {
 	size_t nksyms, capksyms;
 	int sorted;
 	int lines; /* --lines: native frames show FILE:LINE */
+	struct frame_infos *infos; /* NULL: names are all that is wanted */
 	uint32_t unmapped_id, kernel_id; /* interned on first use */
 };
 
@@ -72,6 +73,53 @@ void frames_set_objects(struct frames *f, struct objects *o)
 void frames_set_lines(struct frames *f, int lines)
 {
 	f->lines = lines;
+}
+
+void frames_set_infos(struct frames *f, struct frame_infos *infos)
+{
+	f->infos = infos;
+}
+
+int frames_describing(const struct frames *f)
+{
+	return f->infos != NULL;
+}
+
+int frames_name_as(struct frames *f, const char *name, const struct frame_info *fi,
+		   uint32_t *id)
+{
+	int err = frames_name(f, name, id);
+
+	if (err || !f->infos)
+		return err;
+	return frameinfo_note(f->infos, *id, fi);
+}
+
+/* Describes native frame `id`, the first time only: in mapping m (NULL:
+ * none), at ELF address vaddr of its file, a frame of function func
+ * (NONE: itself), running sf's file and line (NULL: unknown). */
+static int describe_native(struct frames *f, uint32_t id, const struct map_ent *m,
+			   uint64_t vaddr, uint32_t func, const struct src_frame *sf)
+{
+	struct frame_info fi = { .kind = FRAME_NATIVE, .func = func,
+				 .file = FRAMEINFO_NONE, .mapping = FRAMEINFO_NONE,
+				 .addr = vaddr };
+	const uint8_t *bid = NULL;
+	uint32_t len = 0;
+	int err = 0;
+
+	if (!f->infos || frameinfo_known(f->infos, id))
+		return 0;
+	if (m && m->path[0]) {
+		if (f->objs && m->object)
+			objects_build_id(f->objs, m->object, &bid, &len);
+		err = frameinfo_mapping(f->infos, m->path, bid, len, &fi.mapping);
+	}
+	if (!err && sf && sf->file) {
+		err = frames_name(f, sf->file, &fi.file);
+		fi.line = sf->line;
+	}
+	return err ?: frameinfo_note(f->infos, id, &fi);
 }
 
 void frames_free(struct frames *f)
@@ -110,18 +158,27 @@ static const char *base_name(const char *path)
 	return slash && slash[1] ? slash + 1 : path;
 }
 
-/* Names one frame of a DWARF chain: "NAME[ [inlined]][ (FILE:LINE)]". */
-static int chain_frame(struct frames *f, const char *name, int inlined,
-		       const struct src_frame *sf, uint32_t *id)
+/* Names one frame of a DWARF chain: "NAME[ [inlined]][ (FILE:LINE)]";
+ * func: the name id of the function without (FILE:LINE), or NONE when
+ * it is yet to be interned. */
+static int chain_frame(struct frames *f, const struct map_ent *m, uint64_t vaddr,
+		       const char *name, int inlined, const struct src_frame *sf,
+		       uint32_t func, uint32_t *id)
 {
 	char buf[768];
-	int n;
+	int n, err;
 
 	n = snprintf(buf, sizeof(buf), "%s%s", name, inlined ? " [inlined]" : "");
+	if (func == FRAMEINFO_NONE) {
+		err = frames_name(f, buf, &func);
+		if (err)
+			return err;
+	}
 	if (f->lines && sf->file && n >= 0 && (size_t)n < sizeof(buf))
 		snprintf(buf + n, sizeof(buf) - n, " (%s:%u)", base_name(sf->file),
 			 sf->line);
-	return frames_name(f, buf, id);
+	err = frames_name(f, buf, id);
+	return err ?: describe_native(f, *id, m, vaddr, func, sf);
 }
 
 int frames_user_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
@@ -139,7 +196,8 @@ int frames_user_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 	m = maps_find(f->maps, pid, at);
 	if (!m) {
 		if (f->unmapped_id == UINT32_MAX) {
-			err = frames_name(f, "[unmapped]", &f->unmapped_id);
+			err = frames_name(f, "[unmapped]", &f->unmapped_id) ?:
+			      describe_native(f, f->unmapped_id, NULL, 0, FRAMEINFO_NONE, NULL);
 			if (err)
 				return err;
 		}
@@ -178,14 +236,16 @@ int frames_user_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 				 res.addr);
 			name = buf;
 		}
-		err = frames_name(f, name, func);
+		err = frames_name(f, name, func) ?:
+		      describe_native(f, *func, m, res.addr, FRAMEINFO_NONE,
+				      c.n ? &c.f[c.n - 1] : NULL);
 		if (err || !c.n) {
 			*ids = *func;
 			return err;
 		}
 		for (uint32_t i = 0; i + 1 < c.n; i++) {
-			err = chain_frame(f, c.f[i].func ? c.f[i].func : "?", 1,
-					  &c.f[i], &ids[i]);
+			err = chain_frame(f, m, res.addr, c.f[i].func ? c.f[i].func : "?", 1,
+					  &c.f[i], FRAMEINFO_NONE, &ids[i]);
 			if (err)
 				return err;
 		}
@@ -194,9 +254,11 @@ int frames_user_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 			ids[c.n - 1] = *func;
 			return 0;
 		}
-		return chain_frame(f, name, 0, &c.f[c.n - 1], &ids[c.n - 1]);
+		return chain_frame(f, m, res.addr, name, 0, &c.f[c.n - 1], *func,
+				   &ids[c.n - 1]);
 	}
-	err = frames_name(f, buf, func);
+	err = frames_name(f, buf, func) ?:
+	      describe_native(f, *func, m, at - m->start + m->pgoff, FRAMEINFO_NONE, NULL);
 	*ids = *func;
 	return err;
 }
@@ -240,6 +302,11 @@ static int ksym_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+static const struct frame_info kernel_info = {
+	.kind = FRAME_KERNEL, .func = FRAMEINFO_NONE, .file = FRAMEINFO_NONE,
+	.mapping = FRAMEINFO_NONE,
+};
+
 int frames_kernel(struct frames *f, uint64_t addr, int ret, uint32_t *id)
 {
 	uint64_t at = ret && addr ? addr - 1 : addr;
@@ -254,7 +321,7 @@ int frames_kernel(struct frames *f, uint64_t addr, int ret, uint32_t *id)
 	}
 	if (!f->nksyms || at < f->ksyms[0].addr) {
 		if (f->kernel_id == UINT32_MAX) {
-			err = frames_name(f, "[kernel]_[k]", &f->kernel_id);
+			err = frames_name_as(f, "[kernel]_[k]", &kernel_info, &f->kernel_id);
 			if (err)
 				return err;
 		}
@@ -275,7 +342,7 @@ int frames_kernel(struct frames *f, uint64_t addr, int ret, uint32_t *id)
 	k = &f->ksyms[lo];
 	if (k->id == UINT32_MAX) {
 		snprintf(buf, sizeof(buf), "%s_[k]", k->name);
-		err = frames_name(f, buf, &k->id);
+		err = frames_name_as(f, buf, &kernel_info, &k->id);
 		if (err)
 			return err;
 	}

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "format/trace.h"
+#include "report/frameinfo.h"
 #include "report/intern.h"
 #include "report/maps.h"
 #include "report/objects.h"
@@ -55,5 +56,14 @@ int frames_user(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 int frames_kernel(struct frames *f, uint64_t addr, int ret, uint32_t *id);
 /* Interns any other name (a comm, "[no stack]") the same careful way. */
 int frames_name(struct frames *f, const char *name, uint32_t *id);
+
+/* Describes the frames named from now on into `infos` (frameinfo.h), for
+ * the formats that tell kinds, files and mappings apart. */
+void frames_set_infos(struct frames *f, struct frame_infos *infos);
+/* Whether frames are being described (a format asked). */
+int frames_describing(const struct frames *f);
+/* frames_name(), and describes the name as fi says when asked to. */
+int frames_name_as(struct frames *f, const char *name, const struct frame_info *fi,
+		   uint32_t *id);
 
 #endif

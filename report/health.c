@@ -33,45 +33,69 @@ int health_whole(const struct trace_reader_stats *st)
 	       !st->bad_records;
 }
 
-void health_warn(const char *prog, const struct trace_reader_stats *st)
+/* "WHO: " or, for one trace of several, "WHO: PATH: ". */
+static void prefix(const char *who, const char *path)
 {
-	if (!st->footer_seen)
+	if (path)
+		fprintf(stderr, "%s: %s: ", who, path);
+	else
+		fprintf(stderr, "%s: ", who);
+}
+
+void health_warn(const char *who, const char *path, const struct trace_reader_stats *st)
+{
+	if (!st->footer_seen) {
+		prefix(who, path);
 		fprintf(stderr,
-			"%s: warning: trace was cut short: %" PRIu64
+			"warning: trace was cut short: %" PRIu64
 			" samples recovered from %" PRIu64 " chunks\n",
-			prog, st->samples, st->chunks);
-	if (st->bad_chunks)
+			st->samples, st->chunks);
+	}
+	if (st->bad_chunks) {
+		prefix(who, path);
 		fprintf(stderr,
-			"%s: warning: %" PRIu64 " damaged chunks skipped (%" PRIu64
+			"warning: %" PRIu64 " damaged chunks skipped (%" PRIu64
 			" bytes); their samples are missing\n",
-			prog, st->bad_chunks, st->garbage_bytes);
-	if (st->missing_chunks)
+			st->bad_chunks, st->garbage_bytes);
+	}
+	if (st->missing_chunks) {
+		prefix(who, path);
 		fprintf(stderr,
-			"%s: warning: %" PRIu64 " chunk%s missing from the trace's sequence "
+			"warning: %" PRIu64 " chunk%s missing from the trace's sequence "
 			"(damaged, lost or removed); their samples are missing\n",
-			prog, st->missing_chunks, plural(st->missing_chunks));
-	if (st->disordered_chunks)
+			st->missing_chunks, plural(st->missing_chunks));
+	}
+	if (st->disordered_chunks) {
+		prefix(who, path);
 		fprintf(stderr,
-			"%s: warning: %" PRIu64 " chunk%s repeated or out of order, skipped: "
+			"warning: %" PRIu64 " chunk%s repeated or out of order, skipped: "
 			"no sample is counted twice\n",
-			prog, st->disordered_chunks, plural(st->disordered_chunks));
-	if (st->skipped_chunks)
+			st->disordered_chunks, plural(st->disordered_chunks));
+	}
+	if (st->skipped_chunks) {
+		prefix(who, path);
 		fprintf(stderr,
-			"%s: warning: %" PRIu64 " chunk%s of an unknown type skipped (from a "
+			"warning: %" PRIu64 " chunk%s of an unknown type skipped (from a "
 			"newer luaprof?); what they hold is missing\n",
-			prog, st->skipped_chunks, plural(st->skipped_chunks));
-	if (st->footer_seen && !footer_agrees(st))
+			st->skipped_chunks, plural(st->skipped_chunks));
+	}
+	if (st->footer_seen && !footer_agrees(st)) {
+		prefix(who, path);
 		fprintf(stderr,
-			"%s: warning: the footer counts %" PRIu64 " samples in %" PRIu64
+			"warning: the footer counts %" PRIu64 " samples in %" PRIu64
 			" chunks, but %" PRIu64 " samples in %" PRIu64 " chunks were read\n",
-			prog, st->footer.samples, st->footer.chunks, st->samples, st->chunks);
-	if (st->bad_records)
+			st->footer.samples, st->footer.chunks, st->samples, st->chunks);
+	}
+	if (st->bad_records) {
+		prefix(who, path);
 		fprintf(stderr,
-			"%s: warning: %" PRIu64 " records did not decode and were skipped\n",
-			prog, st->bad_records);
-	if (st->retired_records)
+			"warning: %" PRIu64 " records did not decode and were skipped\n",
+			st->bad_records);
+	}
+	if (st->retired_records) {
+		prefix(who, path);
 		fprintf(stderr,
-			"%s: warning: the trace embeds DWARF as an older luaprof did, "
-			"which is no longer read: native frames have no source lines\n",
-			prog);
+			"warning: the trace embeds DWARF as an older luaprof did, "
+			"which is no longer read: native frames have no source lines\n");
+	}
 }

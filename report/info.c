@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,17 +34,53 @@ struct info {
 	struct procs procs;
 	uint64_t samples, first_ns, last_ns;
 	uint64_t kstack_failed, ustack_failed;
+	uint64_t ustop[LP_USTOP_R_MAX + 1]; /* by sample.ustop; [MAX]: others */
 	uint64_t lost[3]; /* other reasons, ringbuf, write */
 	uint64_t stacks[3]; /* other kinds, kernel, user */
 	uint64_t maps_records, mappings, ksyms;
 	struct info_obj *objs; /* OBJECT records, with their SYMTAB totals */
 	uint64_t lua_src[6], lua_src_bytes; /* LUA_SOURCE records by status */
+	/* TRACE records, and the TRACE_SNAPS records of some of them */
+	uint64_t traces, traces_snapped, snaps, snaps_undecoded, snap_bytes;
 	size_t nobjs, capobjs;
+	struct info_vm *vms; /* each process's Lua VM, as last described */
+	size_t nvms, capvms;
 	struct lp_footer footer;
 	int footer_seen;
 };
 
 static const char usage_line[] = "usage: luaprof info TRACE\n";
+
+/* How the native walks ended: whole, cut (and why), or not said. */
+static void print_ustops(const struct info *in)
+{
+	static const char *const why[LP_USTOP_R_MAX + 1] = {
+		[LP_USTOP_R_DEPTH] = "too deep", [LP_USTOP_R_UNMAPPED] = "unmapped",
+		[LP_USTOP_R_JIT] = "jit code", [LP_USTOP_R_NO_CFI] = "no cfi",
+		[LP_USTOP_R_UNSUPPORTED] = "unsupported cfi",
+		[LP_USTOP_R_READ] = "stack unreadable",
+		[LP_USTOP_R_BAD_FRAME] = "bad frame",
+		[LP_USTOP_R_NO_TABLE] = "tables not loaded yet",
+		[LP_USTOP_R_MAX] = "other",
+	};
+	uint64_t cut = 0;
+
+	for (int i = 0; i <= LP_USTOP_R_MAX; i++)
+		if (lp_ustop_cut((uint32_t)i))
+			cut += in->ustop[i];
+	if (!in->samples || in->ustop[LP_USTOP_R_UNKNOWN] == in->samples)
+		return; /* frame pointers, or a trace from before ustop */
+	printf("native stacks: %" PRIu64 " whole, %" PRIu64 " cut (%.2f%%)",
+	       in->ustop[LP_USTOP_R_COMPLETE], cut, 100.0 * cut / in->samples);
+	for (int i = 0, n = 0; i <= LP_USTOP_R_MAX; i++)
+		if (lp_ustop_cut((uint32_t)i) && in->ustop[i])
+			printf("%s%s %" PRIu64, n++ ? ", " : ": ", why[i], in->ustop[i]);
+	if (in->ustop[LP_USTOP_R_NO_REGS])
+		printf("; no user registers %" PRIu64, in->ustop[LP_USTOP_R_NO_REGS]);
+	if (in->ustop[LP_USTOP_R_UNKNOWN])
+		printf("; not said %" PRIu64, in->ustop[LP_USTOP_R_UNKNOWN]);
+	printf("\n");
+}
 
 /* An object of the trace, for the listing of what is embedded. */
 struct info_obj {
@@ -54,6 +91,13 @@ struct info_obj {
 	uint64_t nsym, bytes; /* embedded symbols, their encoded size */
 	uint64_t chains, line_bytes; /* SRCLINES records: addresses, bytes */
 	uint32_t lines_skipped;      /* their notes' LP_SRCLINES_SKIPPED_* */
+};
+
+/* A process's Lua VM, from its latest LUAJIT or PUC_LUA record, said in
+ * one line made safe for a terminal. */
+struct info_vm {
+	uint32_t pid;
+	char *text;
 };
 
 static size_t uv_len(uint64_t v)
@@ -130,6 +174,45 @@ static void on_srclines(struct info *in, const struct lp_srclines *sl)
 	}
 }
 
+/* Replaces pid's VM line with a new one, control bytes as '?'. */
+static int set_vm(struct info *in, uint32_t pid, const char *fmt, ...)
+{
+	struct info_vm *vm = NULL;
+	va_list ap;
+	char *text;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	esc_clean(text); /* names and paths from the trace */
+	for (size_t i = 0; i < in->nvms && !vm; i++)
+		if (in->vms[i].pid == pid)
+			vm = &in->vms[i];
+	if (!vm) {
+		if (GROW(in->vms, in->capvms, in->nvms + 1)) {
+			free(text);
+			return -ENOMEM;
+		}
+		vm = &in->vms[in->nvms++];
+		vm->pid = pid;
+		vm->text = NULL;
+	}
+	free(vm->text);
+	vm->text = text;
+	return 0;
+}
+
+static int on_luajit(struct info *in, const struct lp_luajit *lj)
+{
+	if (lj->build && lj->build[0])
+		return set_vm(in, lj->pid, "%s; build %s, %s", lj->name, lj->build,
+			      lj->source);
+	return set_vm(in, lj->pid, "%s; %s", lj->name, lj->source);
+}
+
 static int keep(char **dst, const char *src)
 {
 	free(*dst);
@@ -187,6 +270,7 @@ static int on_record(struct info *in, const struct lp_record *rec)
 			in->last_ns = s->time_ns;
 		in->kstack_failed += !!(s->flags & LP_SAMPLE_KSTACK_FAILED);
 		in->ustack_failed += !!(s->flags & LP_SAMPLE_USTACK_FAILED);
+		in->ustop[s->ustop < LP_USTOP_R_MAX ? s->ustop : LP_USTOP_R_MAX]++;
 		err = procs_get(&in->procs, s->pid, &p);
 		if (!err)
 			p->samples++;
@@ -212,6 +296,22 @@ static int on_record(struct info *in, const struct lp_record *rec)
 		return 0;
 	case LP_REC_SRCLINES:
 		on_srclines(in, &rec->u.srclines);
+		return 0;
+	case LP_REC_LUAJIT:
+		return on_luajit(in, &rec->u.luajit);
+	case LP_REC_PUC_LUA:
+		return set_vm(in, rec->u.puc_lua.pid, "PUC %s in %s: not walked (luaprof "
+			      "walks LuaJIT 2.1 only): native frames only",
+			      rec->u.puc_lua.version, rec->u.puc_lua.object);
+	case LP_REC_TRACE:
+		in->traces++;
+		return 0;
+	case LP_REC_TRACE_SNAPS:
+		in->traces_snapped++;
+		in->snaps += rec->u.trace_snaps.nsnap;
+		for (uint32_t i = 0; i < rec->u.trace_snaps.nsnap; i++)
+			in->snaps_undecoded += !rec->u.trace_snaps.snaps[i].nframe;
+		in->snap_bytes += lp_trace_snaps_size(&rec->u.trace_snaps);
 		return 0;
 	case LP_REC_FOOTER:
 		in->footer = rec->u.footer;
@@ -384,6 +484,22 @@ static void print_procs(const struct info *in)
 	}
 }
 
+/* Each process's Lua VM: which, and where its offsets came from. */
+static void print_vms(const struct info *in)
+{
+	if (!in->nvms)
+		return;
+	printf("Lua VMs: %zu\n", in->nvms);
+	for (size_t i = 0; i < in->nvms; i++) {
+		const struct proc *p = procs_find(&in->procs, in->vms[i].pid);
+		const char *comm = p && p->comm ? p->comm : "?";
+
+		printf("  pid %" PRIu32 " (", in->vms[i].pid);
+		esc_fputs(comm, stdout);
+		printf("): %s\n", in->vms[i].text);
+	}
+}
+
 static void print_info(const char *path, const struct info *in,
 		       const struct trace_reader_stats *st)
 {
@@ -411,6 +527,7 @@ static void print_info(const char *path, const struct info *in,
 	printf("\n");
 	print_meta(in);
 	print_procs(in);
+	print_vms(in);
 	if (in->samples)
 		printf("time span: %+.3f .. %+.3f s from start (%.3f s)\n",
 		       rel_s(in, in->first_ns), rel_s(in, in->last_ns),
@@ -424,6 +541,7 @@ static void print_info(const char *path, const struct info *in,
 		if (in->procs.v[i].samples)
 			printf("  pid %" PRIu32 ": %" PRIu64 "\n",
 			       in->procs.v[i].pid, in->procs.v[i].samples);
+	print_ustops(in);
 	printf("lost: %" PRIu64, lost);
 	if (lost)
 		printf(" (%.2f%% of %" PRIu64 "; ring buffer full %" PRIu64
@@ -440,6 +558,13 @@ static void print_info(const char *path, const struct info *in,
 	printf("kernel symbols: %" PRIu64 "\n", in->ksyms);
 	print_objects(in);
 	print_lua_sources(in);
+	if (in->traces)
+		printf("compiled traces: %" PRIu64 ", with snapshots %" PRIu64 " (%" PRIu64
+		       " snapshots, %" PRIu64 " not decoded, %" PRIu64 " bytes); without %"
+		       PRIu64 ": their samples show the function the trace runs in\n",
+		       in->traces, in->traces_snapped, in->snaps, in->snaps_undecoded,
+		       in->snap_bytes, in->traces > in->traces_snapped ?
+		       in->traces - in->traces_snapped : 0);
 	printf("chunks: %" PRIu64 " good, %" PRIu64 " bad, %" PRIu64
 	       " skipped (unknown type)", st->chunks, st->bad_chunks, st->skipped_chunks);
 	if (st->compat & LP_COMPAT_CHUNK_SEQ)
@@ -493,6 +618,9 @@ static void info_free(struct info *in)
 	for (size_t i = 0; i < in->nobjs; i++)
 		free(in->objs[i].path);
 	free(in->objs);
+	for (size_t i = 0; i < in->nvms; i++)
+		free(in->vms[i].text);
+	free(in->vms);
 }
 
 int cmd_info(int argc, char **argv)
@@ -550,7 +678,7 @@ int cmd_info(int argc, char **argv)
 	}
 	trace_reader_get_stats(reader, &st);
 	print_info(path, &in, &st);
-	health_warn(PROG, &st);
+	health_warn(PROG, NULL, &st);
 	ret = fflush(stdout) || ferror(stdout) ? 1 : 0;
 	if (ret)
 		fprintf(stderr, PROG ": standard output: write error\n");

@@ -10,43 +10,7 @@
 #include <string.h>
 
 #include "report/escape.h"
-#include "report/htab.h"
-#include "report/lua.h"
-
-struct vm_ent {
-	uint32_t pid;
-	uint64_t vm_start, vm_end;
-	uint32_t flags;
-	char **ffnames;
-	uint32_t nff;
-};
-
-struct trace_ent {
-	uint64_t id, proto;
-	uint32_t startpc;
-};
-
-struct lstack_ent {
-	uint64_t id;
-	uint32_t depth;
-	struct lp_lframe *frames;
-};
-
-struct lua {
-	struct frames *fr;
-	int current_lines;
-	struct vm_ent *vms;
-	size_t nvms, capvms;
-	struct lp_proto **protos;
-	size_t nprotos, capprotos;
-	struct htab protos_h;
-	struct lstack_ent *stacks;
-	size_t nstacks, capstacks;
-	struct htab stacks_h;
-	struct trace_ent *traces;
-	size_t ntraces, captraces;
-	struct htab traces_h;
-};
+#include "report/lua_priv.h"
 
 int lua_new(struct lua **out, struct frames *fr, int current_lines)
 {
@@ -95,6 +59,7 @@ void lua_free(struct lua *l)
 		free(l->stacks[i].frames);
 	free(l->stacks);
 	htab_free(&l->stacks_h);
+	lua_place_free(l);
 	free(l->traces);
 	htab_free(&l->traces_h);
 	free(l);
@@ -208,7 +173,12 @@ nomem:
 	return -ENOMEM;
 }
 
-static const struct trace_ent *find_trace(const struct lua *l, uint64_t id)
+const struct lp_proto *lua_proto(const struct lua *l, uint64_t id)
+{
+	return find_proto(l, id);
+}
+
+int64_t lua_trace_index(const struct lua *l, uint64_t id)
 {
 	struct htab_probe p;
 	int64_t i;
@@ -216,8 +186,15 @@ static const struct trace_ent *find_trace(const struct lua *l, uint64_t id)
 	htab_probe_start(&l->traces_h, hash_u64(id), &p);
 	while ((i = htab_probe_next(&l->traces_h, &p)) >= 0)
 		if (l->traces[i].id == id)
-			return &l->traces[i];
-	return NULL;
+			return i;
+	return -1;
+}
+
+static const struct trace_ent *find_trace(const struct lua *l, uint64_t id)
+{
+	int64_t i = lua_trace_index(l, id);
+
+	return i < 0 ? NULL : &l->traces[i];
 }
 
 int lua_add_trace(struct lua *l, const struct lp_trace *rec)
@@ -231,9 +208,12 @@ int lua_add_trace(struct lua *l, const struct lp_trace *rec)
 		err = htab_insert(&l->traces_h, hash_u64(rec->id), l->ntraces);
 	if (err)
 		return err;
+	memset(&l->traces[l->ntraces], 0, sizeof(l->traces[0]));
 	l->traces[l->ntraces].id = rec->id;
 	l->traces[l->ntraces].proto = rec->proto;
 	l->traces[l->ntraces].startpc = rec->startpc;
+	l->traces[l->ntraces].mcode = rec->mcode;
+	l->traces[l->ntraces].szmcode = rec->szmcode;
 	l->ntraces++;
 	return 0;
 }
@@ -250,27 +230,37 @@ uint32_t lua_find_stack(const struct lua *l, uint64_t id)
 	return UINT32_MAX;
 }
 
-int lua_add_stack(struct lua *l, const struct lp_lua_stack *rec)
+int lua_push_stack(struct lua *l, const struct lp_lframe *frames, uint32_t depth,
+		   uint32_t *idx)
 {
 	struct lstack_ent *e;
+	int err = GROW(l->stacks, l->capstacks, l->nstacks + 1);
+
+	if (err)
+		return err;
+	e = &l->stacks[l->nstacks];
+	e->id = 0;
+	e->depth = depth;
+	e->frames = dup_mem(frames, depth * sizeof(*frames));
+	if (!e->frames)
+		return -ENOMEM;
+	*idx = (uint32_t)l->nstacks++;
+	return 0;
+}
+
+int lua_add_stack(struct lua *l, const struct lp_lua_stack *rec)
+{
+	uint32_t idx;
 	int err;
 
 	if (!rec->id || lua_find_stack(l, rec->id) != UINT32_MAX)
 		return 0;
-	err = GROW(l->stacks, l->capstacks, l->nstacks + 1);
+	err = lua_push_stack(l, rec->frames, rec->depth, &idx);
 	if (!err)
-		err = htab_insert(&l->stacks_h, hash_u64(rec->id), l->nstacks);
-	if (err)
-		return err;
-	e = &l->stacks[l->nstacks++];
-	e->id = rec->id;
-	e->depth = rec->depth;
-	e->frames = dup_mem(rec->frames, rec->depth * sizeof(*rec->frames));
-	if (!e->frames) {
-		e->depth = 0;
-		return -ENOMEM;
-	}
-	return 0;
+		err = htab_insert(&l->stacks_h, hash_u64(rec->id), idx);
+	if (!err)
+		l->stacks[idx].id = rec->id;
+	return err;
 }
 
 int lua_stack_in_trace(const struct lua *l, uint32_t idx)
@@ -295,13 +285,30 @@ int lua_vm_range(const struct lua *l, uint32_t pid, uint64_t *start, uint64_t *e
 	return 0;
 }
 
-const char *lua_chunk_label(const char *chunkname)
+/* LuaJIT's LUA_IDSIZE: what its tracebacks give a chunk's name. */
+#define LJ_IDSIZE 60
+
+const char *lua_chunk_label(const char *chunkname, char *buf, size_t len)
 {
+	size_t n;
+
 	if (chunkname[0] == '@')
 		return chunkname + 1;
 	if (chunkname[0] == '=')
 		return chunkname;
-	return "[string]";
+	/* The text up to its first control character, at most 47 bytes;
+	 * longer, or followed by more lines, it is cut to 45 and "...". */
+	for (n = 0; n < LJ_IDSIZE - 12; n++)
+		if ((unsigned char)chunkname[n] < ' ')
+			break;
+	if (chunkname[n] != '\0') {
+		if (n > LJ_IDSIZE - 15)
+			n = LJ_IDSIZE - 15;
+		snprintf(buf, len, "[string \"%.*s...\"]", (int)n, chunkname);
+	} else {
+		snprintf(buf, len, "[string \"%.*s\"]", (int)n, chunkname);
+	}
+	return buf;
 }
 
 /* The name of a Lua function frame as LuaJIT's tracebacks give it: main
@@ -322,8 +329,10 @@ static void func_name(struct lua *l, const struct vm_ent *vm,
 }
 
 /* The line a frame runs: that of the instruction before its pc, or, in
- * the function a compiled trace starts in, where the trace starts (a
- * trace keeps no pc of its own).  0 when unknown. */
+ * the function a compiled trace starts in, where the trace starts, when
+ * no snapshot placed the sample (the pc the walker finds for a trace's
+ * base frame is the interpreter's, from before the trace ran).  0 when
+ * unknown. */
 static uint32_t frame_line(const struct lp_proto *pt, const struct lp_lframe *f,
 			   const struct trace_ent *trace)
 {
@@ -334,27 +343,48 @@ static uint32_t frame_line(const struct lp_proto *pt, const struct lp_lframe *f,
 	return 0;
 }
 
+/* The trace a Lua stack's TRACE frame f names, unless the stack was
+ * placed by the trace's snapshots (lua_place.c), whose frames have pcs. */
+static const struct trace_ent *unplaced_trace(const struct lua *l, const struct lp_lframe *f)
+{
+	return f->pc && f->link != LUA_PLACED_MARK ? find_trace(l, f->pc) : NULL;
+}
+
 /* trace: the compiled trace running in this (leaf) frame, or NULL. */
 static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 			  const struct lp_lframe *f, const struct lp_lframe *caller,
 			  const struct trace_ent *trace, uint32_t *id)
 {
 	const struct lp_proto *pt = find_proto(l, f->value);
-	char name[256], text[768];
-	uint32_t line;
+	struct frame_info fi = { .kind = FRAME_LUA, .func = FRAMEINFO_NONE,
+				 .file = FRAMEINFO_NONE, .mapping = FRAMEINFO_NONE };
+	char name[256], text[768], label[LUA_CHUNK_LABEL_MAX];
+	const char *chunk;
+	int err = 0;
 
 	if (!pt)
-		return frames_name(l->fr, "[unknown Lua function]", id);
+		return frames_name_as(l->fr, "[unknown Lua function]", &fi, id);
 	if (pt->firstline == UINT32_MAX) { /* a bytecode builtin */
+		fi.kind = FRAME_BUILTIN;
 		snprintf(text, sizeof(text), "[builtin:%s]", pt->chunkname);
-		return frames_name(l->fr, text, id);
+		return frames_name_as(l->fr, text, &fi, id);
 	}
 	func_name(l, vm, pt, f, caller, name, sizeof(name));
-	line = pt->firstline;
-	if (l->current_lines && frame_line(pt, f, trace))
-		line = frame_line(pt, f, trace);
-	snprintf(text, sizeof(text), "%s (%s:%u)", name, lua_chunk_label(pt->chunkname), line);
-	return frames_name(l->fr, text, id);
+	chunk = lua_chunk_label(pt->chunkname, label, sizeof(label));
+	fi.start_line = pt->firstline;
+	if (l->current_lines || frames_describing(l->fr))
+		fi.line = frame_line(pt, f, trace);
+	snprintf(text, sizeof(text), "%s (%s:%u)", name, chunk, pt->firstline);
+	if (frames_describing(l->fr)) {
+		err = frames_name(l->fr, chunk, &fi.file);
+		/* The frame without --lines is the function's, whatever
+		 * line runs. */
+		if (!err && l->current_lines && fi.line)
+			err = frames_name(l->fr, text, &fi.func);
+	}
+	if (l->current_lines && fi.line)
+		snprintf(text, sizeof(text), "%s (%s:%u)", name, chunk, fi.line);
+	return err ?: frames_name_as(l->fr, text, &fi, id);
 }
 
 uint32_t lua_stack_lines(struct lua *l, uint32_t pid, uint32_t idx,
@@ -373,7 +403,7 @@ uint32_t lua_stack_lines(struct lua *l, uint32_t pid, uint32_t idx,
 		const struct lp_proto *pt;
 
 		if (f->kind == LP_LFRAME_TRACE)
-			trace = f->pc ? find_trace(l, f->pc) : NULL;
+			trace = unplaced_trace(l, f);
 		if (f->kind != LP_LFRAME_LUA)
 			continue;
 		pt = find_proto(l, f->value);
@@ -407,6 +437,11 @@ int lua_leaf_function(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *id)
 	return 0;
 }
 
+static const struct frame_info builtin_info = {
+	.kind = FRAME_BUILTIN, .func = FRAMEINFO_NONE, .file = FRAMEINFO_NONE,
+	.mapping = FRAMEINFO_NONE,
+};
+
 int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 		    uint32_t *n)
 {
@@ -437,13 +472,14 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 			/* Ids 0 and 1 are Lua and C functions, never builtins:
 			 * 0 marks a builtin whose frame was being rewritten. */
 			if (f->value < 2) {
-				err = frames_name(l->fr, "[builtin]", id);
+				err = frames_name_as(l->fr, "[builtin]", &builtin_info, id);
 			} else if (vm && f->value < vm->nff && vm->ffnames[f->value][0]) {
-				err = frames_name(l->fr, vm->ffnames[f->value], id);
+				err = frames_name_as(l->fr, vm->ffnames[f->value],
+						     &builtin_info, id);
 			} else {
 				snprintf(text, sizeof(text), "[builtin#%llu]",
 					 (unsigned long long)f->value);
-				err = frames_name(l->fr, text, id);
+				err = frames_name_as(l->fr, text, &builtin_info, id);
 			}
 			break;
 		case LP_LFRAME_ENTRY:
@@ -452,7 +488,7 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 		case LP_LFRAME_TRACE:
 			/* Compiled or not, it is the Lua function's time; the
 			 * trace's own code stands for the VM entry (stacks.c). */
-			trace = f->pc ? find_trace(l, f->pc) : NULL;
+			trace = unplaced_trace(l, f);
 			continue;
 		case LP_LFRAME_TRUNC:
 			err = frames_name(l->fr, "[truncated]", id);

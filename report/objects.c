@@ -335,3 +335,17 @@ uint64_t objects_embedded(const struct objects *o)
 		n += o->v[i].state == EMBEDDED;
 	return n;
 }
+
+int objects_build_id(const struct objects *o, uint64_t id, const uint8_t **ident,
+		     uint32_t *len)
+{
+	const struct object *ob = find(o, id);
+
+	*ident = NULL;
+	*len = 0;
+	if (!ob || ob->kind != LP_OBJID_BUILD_ID)
+		return 0;
+	*ident = ob->ident;
+	*len = ob->len;
+	return 1;
+}

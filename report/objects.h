@@ -50,6 +50,11 @@ int objects_lookup(struct objects *o, uint64_t id, const char *path,
 int objects_srcline(struct objects *o, uint64_t id, uint64_t vaddr,
 		    struct src_chain *c);
 
+/* The GNU build-id the trace records for object id: 1 with *ident and
+ * *len set, 0 when it has none (no such object, or a content hash). */
+int objects_build_id(const struct objects *o, uint64_t id, const uint8_t **ident,
+		     uint32_t *len);
+
 /* For `luaprof info` and the tests: how many objects have embedded
  * symbols. */
 uint64_t objects_embedded(const struct objects *o);

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "report/htab.h"
-#include "report/profile.h"
+#include "report/formats.h"
 
 struct node {
 	uint32_t name, parent;
@@ -154,9 +154,9 @@ static void print(FILE *out, struct tree *t, uint32_t idx, int depth)
 	}
 }
 
-int out_callgraph(FILE *out, const struct profile *p, double limit)
+int out_callgraph(FILE *out, const struct profile *p, const struct out_opts *o)
 {
-	struct tree t = { .p = p, .limit = limit };
+	struct tree t = { .p = p, .limit = o->limit };
 	int err;
 
 	err = build(&t);
@@ -168,7 +168,7 @@ int out_callgraph(FILE *out, const struct profile *p, double limit)
 	print(out, &t, 0, 0);
 	if (t.hidden)
 		fprintf(out, "# %" PRIu64 " nodes below %g%% hidden (--percent-limit)\n",
-			t.hidden, limit);
+			t.hidden, o->limit);
 cleanup:
 	free(t.v);
 	free(t.kids);

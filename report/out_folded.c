@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/profile.h"
+#include "report/formats.h"
 
 struct line {
 	char *text;
@@ -26,7 +26,7 @@ static int line_cmp(const void *a, const void *b)
 	return strcmp(x->text, y->text);
 }
 
-static char *join(const struct profile *p, uint32_t id)
+char *folded_stack(const struct profile *p, uint32_t id)
 {
 	const uint32_t *v;
 	size_t len = 0, pos = 0;
@@ -51,19 +51,20 @@ static char *join(const struct profile *p, uint32_t id)
 	return s;
 }
 
-int out_folded(FILE *out, const struct profile *p)
+int out_folded(FILE *out, const struct profile *p, const struct out_opts *o)
 {
 	size_t n = p->stacks.len, k = 0;
 	struct line *lines;
 	int err = 0;
 
+	(void)o;
 	lines = calloc(n ? n : 1, sizeof(*lines));
 	if (!lines)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		if (!p->counts[i])
 			continue;
-		lines[k].text = join(p, i);
+		lines[k].text = folded_stack(p, i);
 		if (!lines[k].text) {
 			err = -ENOMEM;
 			goto cleanup;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/profile.h"
+#include "report/formats.h"
 
 struct row {
 	uint32_t name;
@@ -53,8 +53,9 @@ static void table(FILE *out, const struct profile *p, const char *title,
 		fprintf(out, "# ... %zu more\n", n - limit);
 }
 
-int out_top(FILE *out, const struct profile *p, unsigned limit)
+int out_top(FILE *out, const struct profile *p, const struct out_opts *o)
 {
+	unsigned limit = o->rows;
 	size_t nn = p->names.len ? p->names.len : 1;
 	uint64_t *self, *total, *seen;
 	struct row *rows;

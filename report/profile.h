@@ -1,7 +1,13 @@
 /*
  * profile.h - what a report prints from: the distinct root-to-leaf stacks
- * of a trace with their sample counts, plus the facts its header states.
- * report.c fills it while streaming; the out_*.c formatters only read it.
+ * of one or more traces with their sample counts, plus the facts its
+ * header states.  report.c fills it while streaming; the out_*.c
+ * formatters only read it.
+ *
+ * Formats that need more than counts ask for it (report/formats.h):
+ * what each frame is (infos: kinds, files, lines, mappings), and every
+ * sample kept in order (samples: times and labels), which costs memory
+ * per sample and is therefore kept only for them.
  */
 #ifndef LUAPROF_REPORT_PROFILE_H
 #define LUAPROF_REPORT_PROFILE_H
@@ -9,8 +15,28 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "report/frameinfo.h"
 #include "report/intern.h"
 #include "report/procs.h"
+
+/* One sample as the formats that keep them see it. */
+struct profile_sample {
+	uint64_t time_ns;   /* CLOCK_MONOTONIC of the recording machine */
+	uint32_t stack;     /* stack id in the profile's stacks */
+	uint32_t tid;
+	uint32_t proc;      /* index in procs (pid, comm) */
+	uint16_t vmclass;   /* enum vm_class */
+	uint16_t trace;     /* index in traces */
+};
+
+/* A trace the profile was read from, for titles and rates. */
+struct profile_trace {
+	const char *path;
+	char *cmdline;          /* the recorded command line, or NULL */
+	uint32_t rate_hz;       /* sampling rate, 0 unknown */
+	uint64_t start_real_ns; /* wall clock at the start, 0 unknown */
+	uint64_t span_ns;       /* first to last sample in the window */
+};
 
 struct profile {
 	struct strtab names;  /* frame names */
@@ -18,22 +44,33 @@ struct profile {
 	uint64_t *counts;     /* samples per stack id */
 	size_t counts_cap;
 	uint64_t shown;       /* samples in `stacks`, after filters */
+	struct frame_infos infos; /* by name id, when a format asked */
+
+	struct profile_sample *samples_v; /* in stream order, when asked */
+	size_t nsamples, capsamples;
 
 	/* For headers. */
-	const char *trace;
+	const char *trace;        /* the first trace's path */
+	struct profile_trace *traces;
+	size_t ntraces;
 	uint64_t samples;         /* samples read, before filters */
 	uint64_t lost;            /* samples the recorder lost */
+	uint64_t cut;             /* shown samples whose native stack was cut */
 	uint64_t first_ns, last_ns; /* first and last sample time */
+	uint64_t span_ns;         /* the traces' spans, added up */
 	const struct procs *procs;
-	int complete;             /* a footer was read */
+	int complete;             /* every trace had a footer */
+	uint64_t compiled;        /* shown samples taken in compiled traces */
+	uint64_t compiled_placed; /* ... placed in the functions they inlined */
 };
 
 /* The "# ..." block that opens top and callgraph output. */
 void profile_header(FILE *out, const struct profile *p, const char *title);
 
-/* Each returns 0 or -ENOMEM; write errors are the caller's to check. */
-int out_folded(FILE *out, const struct profile *p);
-int out_top(FILE *out, const struct profile *p, unsigned rows);
-int out_callgraph(FILE *out, const struct profile *p, double limit);
+/* Frees what the profile owns (not procs). */
+void profile_free(struct profile *p);
+
+/* Nanoseconds of CPU one sample of trace t stands for (1 s / rate). */
+uint64_t profile_sample_ns(const struct profile *p, uint32_t t);
 
 #endif

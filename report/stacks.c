@@ -19,11 +19,19 @@ struct stack_ent {
 	uint32_t depth;
 };
 
-/* (pid, stack, Lua stack, layout generation) -> user frames, root first. */
+/* (pid, stack, Lua stack, layout generation, cut) -> user frames, root
+ * first. */
 struct ures_ent {
 	uint32_t pid, stack, lstack;
 	uint64_t gen;
 	uint32_t useq;
+	int cut;
+};
+
+/* (user stack, Lua stack) -> the Lua stack as placed (lua_place()). */
+struct lplace_ent {
+	uint32_t stack, lstack, placed;
+	enum lua_place how;
 };
 
 /* What is counted: one entry per distinct (root, user frames, kernel
@@ -49,12 +57,20 @@ struct stacks {
 	struct htab ures_h;
 	struct seqtab useqs;
 
+	struct lplace_ent *lplace;
+	size_t nlplace, caplplace;
+	struct htab lplace_h;
+	uint64_t place[LUA_PLACE_MAX]; /* samples by how they were placed */
+
 	struct count_ent *cnt;
 	size_t ncnt, capcnt;
 	struct htab cnt_h;
 
 	uint32_t *buf; /* scratch for one stack's name ids */
 	size_t capbuf;
+
+	uint32_t last;   /* the count entry of the last sample */
+	uint32_t *final; /* count entry -> profile stack id, once finished */
 };
 
 int stacks_new(struct stacks **out, struct frames *fr, struct maps *maps,
@@ -81,9 +97,12 @@ void stacks_free(struct stacks *s)
 	free(s->ures);
 	htab_free(&s->ures_h);
 	seqtab_free(&s->useqs);
+	free(s->lplace);
+	htab_free(&s->lplace_h);
 	free(s->cnt);
 	htab_free(&s->cnt_h);
 	free(s->buf);
+	free(s->final);
 	free(s);
 }
 
@@ -133,10 +152,11 @@ static int reserve_buf(struct stacks *s, size_t n)
 }
 
 /* Names a user stack's frames against pid's layout as it is now, with
- * the Lua stack's frames in place of the native frames of each VM entry.
- * uidx or lidx may be NONE. */
+ * the Lua stack's frames in place of the native frames of each VM entry,
+ * and [truncated] at the root of a native stack that was cut.  uidx or
+ * lidx may be NONE. */
 static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
-			uint32_t lidx, uint32_t *useq)
+			uint32_t lidx, int cut, uint32_t *useq)
 {
 	const struct stack_ent *e = uidx < MISSING ? &s->st[uidx] : NULL;
 	/* Not s->addrs + 0 while s->addrs is NULL (only empty stacks yet):
@@ -146,8 +166,8 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	uint32_t last = UINT32_MAX; /* the function of the frame last added */
 	uint32_t leaf_n = 0;        /* frames of the leaf address */
 	size_t ld = lidx < MISSING ? lua_stack_depth(s->lua, lidx) : 0;
-	size_t room = (size_t)nd * FRAMES_MAX_CHAIN + ld + 2;
-	uint64_t vs = 0, ve = 0;
+	size_t room = (size_t)nd * FRAMES_MAX_CHAIN + ld + 3;
+	uint64_t vs = 0, ve = 0, ts = 0, te = 0;
 	int have_vm, trace, any_vm = 0, err;
 
 	/* A native address may be several frames (inlined functions). */
@@ -163,6 +183,8 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	}
 	have_vm = nl && lua_vm_range(s->lua, pid, &vs, &ve) == 0;
 	trace = lidx < MISSING && lua_stack_in_trace(s->lua, lidx);
+	if (trace)
+		lua_trace_code(s->lua, lidx, &ts, &te);
 	for (uint32_t i = 0, n; i < nd; i++) {
 		uint64_t at = i ? a[i] - 1 : a[i];
 		const struct map_ent *m;
@@ -170,10 +192,12 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 
 		/* Trace code (anonymous memory, before any VM frame) stands
 		 * for the innermost VM entry, as the interpreter's frame
-		 * would: it runs on that entry's C frame. */
+		 * would: it runs on that entry's C frame.  The sample's own
+		 * trace is known to be code even where the mappings lag
+		 * behind (LuaJIT remaps its code areas when it flushes). */
 		if (!vm && (trace || li == 0) && !any_vm) {
 			m = maps_find(s->maps, pid, at);
-			vm = m && !m->path[0];
+			vm = (m && !m->path[0]) || (trace && at >= ts && at < te);
 		}
 		if (have_vm && li < nl && vm) {
 			/* This VM entry's Lua frames; a C function's Lua-level
@@ -198,6 +222,11 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	for (; li < nl; li++)
 		if (lua[li] != LUA_ENTRY_MARK)
 			s->buf[k++] = lua[li];
+	if (cut) {
+		err = frames_name(s->fr, "[truncated]", &s->buf[k++]);
+		if (err)
+			return err;
+	}
 	/* Leaf first so far; root first in the result. */
 	for (uint32_t i = 0; i < k / 2; i++) {
 		uint32_t t = s->buf[i];
@@ -208,38 +237,39 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	return seqtab_intern(&s->useqs, s->buf, k, useq, NULL);
 }
 
+/* The user frames of a sample: user stack id (0: none), Lua stack id
+ * lid (0: none) as placed at lidx (UINT32_MAX: none or undefined), cut
+ * when the native walk could not reach the outermost frame. */
 static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
-		       uint64_t lid, uint32_t *useq)
+		       uint64_t lid, uint32_t lidx, int cut, uint32_t *useq)
 {
 	uint32_t idx = id ? find_stack(s, id) : NONE;
-	uint32_t lidx = NONE;
 	uint64_t gen, hash;
 	struct htab_probe p;
 	int64_t i;
 	int err;
 
-	if (lid) {
-		lidx = lua_find_stack(s->lua, lid);
-		if (lidx == UINT32_MAX)
-			lidx = MISSING;
-	}
+	if (lid && lidx == UINT32_MAX)
+		lidx = MISSING;
+	else if (!lid)
+		lidx = NONE;
 	if (idx == MISSING || lidx == MISSING) {
 		*useq = MISSING;
 		return 0;
 	}
 	gen = maps_generation(s->maps, pid);
-	hash = hash_mix(hash_mix(hash_mix(hash_u64(pid), idx), lidx), gen);
+	hash = hash_mix(hash_mix(hash_mix(hash_mix(hash_u64(pid), idx), lidx), gen), cut);
 	htab_probe_start(&s->ures_h, hash, &p);
 	while ((i = htab_probe_next(&s->ures_h, &p)) >= 0) {
 		const struct ures_ent *u = &s->ures[i];
 
 		if (u->pid == pid && u->stack == idx && u->lstack == lidx &&
-		    u->gen == gen) {
+		    u->gen == gen && u->cut == cut) {
 			*useq = u->useq;
 			return 0;
 		}
 	}
-	err = resolve_user(s, pid, idx, lidx, useq);
+	err = resolve_user(s, pid, idx, lidx, cut, useq);
 	if (!err)
 		err = GROW(s->ures, s->capures, s->nures + 1);
 	if (!err)
@@ -251,8 +281,60 @@ static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
 	s->ures[s->nures].lstack = lidx;
 	s->ures[s->nures].gen = gen;
 	s->ures[s->nures].useq = *useq;
+	s->ures[s->nures].cut = cut;
 	s->nures++;
 	return 0;
+}
+
+static const struct frame_info vm_info = {
+	.kind = FRAME_VM, .func = FRAMEINFO_NONE, .file = FRAMEINFO_NONE,
+	.mapping = FRAMEINFO_NONE,
+};
+int stacks_lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t *lidx)
+{
+	uint32_t idx = smp->ustack ? find_stack(s, smp->ustack) : NONE;
+	uint32_t l = smp->lstack ? lua_find_stack(s->lua, smp->lstack) : UINT32_MAX;
+	uint64_t hash = hash_mix(hash_u64(idx), l);
+	const struct stack_ent *e;
+	struct lplace_ent *pe;
+	struct htab_probe p;
+	int64_t i;
+	int err;
+
+	*lidx = l;
+	if (l == UINT32_MAX || !lua_stack_in_trace(s->lua, l))
+		return 0;
+	htab_probe_start(&s->lplace_h, hash, &p);
+	while ((i = htab_probe_next(&s->lplace_h, &p)) >= 0) {
+		pe = &s->lplace[i];
+		if (pe->stack == idx && pe->lstack == l) {
+			s->place[pe->how]++;
+			*lidx = pe->placed;
+			return 0;
+		}
+	}
+	err = GROW(s->lplace, s->caplplace, s->nlplace + 1);
+	if (err)
+		return err;
+	pe = &s->lplace[s->nlplace];
+	pe->stack = idx;
+	pe->lstack = l;
+	e = idx < MISSING ? &s->st[idx] : NULL;
+	err = lua_place(s->lua, l, e ? s->addrs + e->off : NULL, e ? e->depth : 0,
+			&pe->placed, &pe->how);
+	if (!err)
+		err = htab_insert(&s->lplace_h, hash, s->nlplace);
+	if (err)
+		return err;
+	s->nlplace++;
+	s->place[pe->how]++;
+	*lidx = pe->placed;
+	return 0;
+}
+
+void stacks_place_counts(const struct stacks *s, uint64_t counts[LUA_PLACE_MAX])
+{
+	memcpy(counts, s->place, sizeof(s->place));
 }
 
 /* The leaf pseudo-frame for time the LuaJIT VM spent outside Lua code
@@ -278,11 +360,11 @@ static int vm_pseudo_frame(struct stacks *s, const struct lp_sample *smp,
 		name = "[JIT compiler]";
 		break;
 	}
-	return name ? frames_name(s->fr, name, id) : 0;
+	return name ? frames_name_as(s->fr, name, &vm_info, id) : 0;
 }
 
 int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
-		      uint32_t root, int *missing)
+		      uint32_t lidx, uint32_t root, int *missing)
 {
 	uint32_t useq = NONE, kstack = NONE, vm;
 	struct count_ent *c;
@@ -292,7 +374,8 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 	int err;
 
 	if (smp->ustack || smp->lstack) {
-		err = user_frames(s, smp->pid, smp->ustack, smp->lstack, &useq);
+		err = user_frames(s, smp->pid, smp->ustack, smp->lstack, lidx,
+				  smp->ustack && lp_ustop_cut(smp->ustop), &useq);
 		if (err)
 			return err;
 	}
@@ -310,6 +393,7 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		if (c->root == root && c->useq == useq && c->kstack == kstack &&
 		    c->vm == vm) {
 			c->count++;
+			s->last = i;
 			return 0;
 		}
 	}
@@ -318,6 +402,7 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		err = htab_insert(&s->cnt_h, hash, s->ncnt);
 	if (err)
 		return err;
+	s->last = s->ncnt;
 	c = &s->cnt[s->ncnt++];
 	c->root = root;
 	c->useq = useq;
@@ -382,6 +467,9 @@ int stacks_finish(struct stacks *s, struct profile *p)
 	uint32_t n, id;
 	int created, err;
 
+	s->final = calloc(s->ncnt ? s->ncnt : 1, sizeof(*s->final));
+	if (!s->final)
+		return -ENOMEM;
 	for (size_t i = 0; i < s->ncnt; i++) {
 		err = flatten(s, &s->cnt[i], &n);
 		if (!err)
@@ -392,8 +480,19 @@ int stacks_finish(struct stacks *s, struct profile *p)
 			return err;
 		if (created)
 			p->counts[id] = 0;
+		s->final[i] = id;
 		p->counts[id] += s->cnt[i].count;
 		p->shown += s->cnt[i].count;
 	}
 	return 0;
+}
+
+uint32_t stacks_last_entry(const struct stacks *s)
+{
+	return s->last;
+}
+
+uint32_t stacks_entry_stack(const struct stacks *s, uint32_t entry)
+{
+	return s->final && entry < s->ncnt ? s->final[entry] : UINT32_MAX;
 }

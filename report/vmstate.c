@@ -62,7 +62,7 @@ void vmstate_free(struct vmstate *v)
 	free(v);
 }
 
-static enum vm_class classify(const struct lp_sample *smp)
+enum vm_class vmstate_class(const struct lp_sample *smp)
 {
 	switch (smp->lua_state) {
 	case LP_LUA_NONE:
@@ -88,9 +88,14 @@ static enum vm_class classify(const struct lp_sample *smp)
 	return VMC_UNKNOWN;
 }
 
+const char *vmstate_class_name(enum vm_class c)
+{
+	return c < VMC_MAX ? classes[c].name : "?";
+}
+
 int vmstate_add(struct vmstate *v, const struct lp_sample *smp, uint32_t lidx)
 {
-	enum vm_class c = classify(smp);
+	enum vm_class c = vmstate_class(smp);
 	uint32_t name = NO_FUNCTION;
 	struct htab_probe p;
 	struct fn_ent *f;

@@ -27,6 +27,10 @@ enum vm_class {
 
 struct vmstate;
 
+/* The class of a sample's VM state, and its name ("Interpreted"). */
+enum vm_class vmstate_class(const struct lp_sample *smp);
+const char *vmstate_class_name(enum vm_class c);
+
 int vmstate_new(struct vmstate **out, struct lua *lua);
 void vmstate_free(struct vmstate *v);
 /* Counts one sample (after filters). */

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # tests/deps.sh - installs what the end-to-end tests need beyond the build
 # (`make deps`): the Debian packages for the Lua and nginx scenarios (and
-# libc6-dbg, libc's DWARF, which self_contained.sh embeds in part), and
-# upstream LuaJIT unpacked into build/luajit-upstream/ (it cannot be
-# installed beside luajit2: the packages conflict).  Quick and silent when
-# everything is present; apt's chatter goes to /tmp/luaprof-test-deps.log
-# and is shown only on failure.  Needs root only when something is missing.
+# libc6-dbg, libc's DWARF, which self_contained.sh embeds in part; qemu and
+# busybox for the kernel matrix), the
+# real applications of tests/e2e/app_*.sh (sysbench, knot-resolver with
+# kdig, neovim, tarantool, python3-lupa; redis-server, haproxy and the PUC
+# Lua interpreters, which luaprof must say it does not walk), the
+# consumers of the report's formats (golang-go for `go tool pprof`,
+# chromium, and node with the npm packages speedscope and playwright-core
+# in build/node_modules/, for views.sh), and upstream LuaJIT unpacked into
+# build/luajit-upstream/ (it cannot be installed beside luajit2: the
+# packages conflict).  Quick and silent when everything is present; apt's
+# and npm's chatter goes to /tmp/luaprof-test-deps.log and is shown only
+# on failure.  Needs root only when something is missing.
 #
 # Upstream LuaJIT, once unpacked:
 #   build/luajit-upstream/usr/bin/luajit                       (the VM is
@@ -18,7 +25,17 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg"
+# qemu-system-x86, busybox-static, cpio, xz-utils, zstd: the kernel matrix
+# (tests/kernels.sh) boots Debian's kernels under qemu.
+PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg
+	sysbench knot-resolver knot-dnsutils neovim tarantool python3-lupa
+	redis-server haproxy lua5.1 lua5.3 golang-go chromium
+	qemu-system-x86 busybox-static cpio xz-utils zstd"
+# Node.js as the machine has it, else Debian's.
+command -v node >/dev/null && command -v npm >/dev/null || PKGS="$PKGS nodejs npm"
+# The browser checks' npm packages, pinned: the real speedscope app, and
+# playwright-core to drive Debian's Chromium (it downloads no browser).
+NPM_PKGS="speedscope@1.25.0 playwright-core@1.65.1"
 UPSTREAM_PKGS="luajit libluajit-5.1-2 libluajit-5.1-common"
 UPSTREAM=build/luajit-upstream
 LOG=/tmp/luaprof-test-deps.log
@@ -36,7 +53,8 @@ need_root() {
 apt_updated=
 apt_update() {
 	[ -n "$apt_updated" ] && return 0
-	apt-get update -qq >>"$LOG" 2>&1 || die "apt-get update failed"
+	apt-get -o DPkg::Lock::Timeout=600 update -qq >>"$LOG" 2>&1 ||
+		die "apt-get update failed"
 	apt_updated=1
 }
 
@@ -52,8 +70,25 @@ if [ -n "$missing" ]; then
 	need_root "install$missing"
 	echo "tests/deps.sh: installing$missing"
 	apt_update
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		$missing >>"$LOG" 2>&1 || die "apt-get install$missing failed"
+	# The lock timeout: two test runs installing at once wait, not fail.
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
+		install -y -qq --no-install-recommends $missing >>"$LOG" 2>&1 ||
+		die "apt-get install$missing failed"
+fi
+
+# npm packages, into build/node_modules (never global).
+npm_missing=
+for p in $NPM_PKGS; do
+	name=${p%@*} version=${p##*@}
+	grep -qs "\"version\": \"$version\"" build/node_modules/$name/package.json ||
+		npm_missing="$npm_missing $p"
+done
+if [ -n "$npm_missing" ]; then
+	echo "tests/deps.sh: npm install$npm_missing into build/node_modules"
+	mkdir -p build
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix build --no-save --no-audit \
+		--no-fund --no-package-lock --loglevel=error $npm_missing >>"$LOG" 2>&1 ||
+		die "npm install$npm_missing failed"
 fi
 
 # Upstream LuaJIT, unpacked (never installed).

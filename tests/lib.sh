@@ -1,6 +1,8 @@
 # tests/lib.sh - shared by the end-to-end scripts in tests/e2e/: paths, a
-# scratch directory removed at exit, and the check helpers.  Each check
-# prints "ok NAME" or "FAIL NAME: why" for tests/run to count.
+# scratch directory removed at exit (kept, and named, with
+# LUAPROF_E2E_KEEP=1: traces and folded files to look at), and the check
+# helpers.  Each check prints "ok NAME" or "FAIL NAME: why" for tests/run
+# to count.
 
 LUAPROF=${LUAPROF:-$PWD/build/luaprof}
 SAMPLES=$PWD/build/samples
@@ -12,7 +14,11 @@ cleanup() {
 	for p in "${CLEANUP_PIDS[@]}"; do
 		kill "$p" 2>/dev/null
 	done
-	rm -rf "$TMP"
+	if [ -n "${LUAPROF_E2E_KEEP:-}" ]; then
+		echo "# $TEST: kept $TMP"
+	else
+		rm -rf "$TMP"
+	fi
 }
 trap cleanup EXIT
 
@@ -27,11 +33,13 @@ check() {
 }
 
 # check_num NAME VALUE OP BOUND : numeric comparison with awk (floats).
+# Returns the comparison's result, so that a caller can say more on failure.
 check_num() {
 	if awk -v v="$2" -v b="$4" "BEGIN { exit !(v $3 b) }"; then
 		ok "$1 ($2 $3 $4)"
 	else
 		fail "$1" "$2 is not $3 $4"
+		return 1
 	fi
 }
 
@@ -48,6 +56,15 @@ wait_for() {
 
 # folded_total FILE : the sum of the counts of a folded file.
 folded_total() { awk '{ n += $NF } END { print n + 0 }' "$1"; }
+
+# lua_truncated FILE : samples whose stack holds a Lua frame, NAME
+# (CHUNK:LINE), and [truncated]: a Lua stack cut short, or a native one
+# cut where Lua ran.  A native stack cut before any Lua ran (the first
+# moments of a process, before its tables are loaded) is not counted.
+lua_truncated() {
+	awk '/\[truncated\]/ && / \([^;]*:[0-9]+\)(;| [0-9]+$)/ { n += $NF }
+		END { print n + 0 }' "$1"
+}
 
 # folded_incl FILE FRAME : samples whose stack holds FRAME (once each).
 # Frames may hold spaces (Lua frames do): the count is after the last one.
@@ -80,4 +97,135 @@ cpu_seconds() {
 	proc_stat $1 || { echo 0; return; }
 	awk -v t=$((PROC_STAT[11] + PROC_STAT[12])) -v hz="$(getconf CLK_TCK)" \
 		'BEGIN { printf "%.2f", t / hz }'
+}
+
+# ---- Real applications: the bars every stack is held to ----------------
+#
+# A folded file (`report --format folded`, without --lines) is checked
+# stack by stack; a stack's first frame is its root, its last user frame
+# (before the kernel's "_[k]" frames) its leaf.
+#
+# Rooted: the root is where a thread of the program really starts: _start
+# (the main thread), __clone3 or clone (other threads: start_thread
+# follows), or a root the application adds (a fiber's first frame); or,
+# stripped and printed as MODULE+0x..., the executable's _start calling
+# __libc_start_main, or the dynamic loader's _start calling _dl_start or
+# _dl_init (before main, when the process starts).
+#
+# Garbage: a frame that is not a frame of the program but data read as
+# one.  A stack holds garbage when one of its frames is
+#   - "[unmapped]" (or "[unmapped ...]"): an address in no mapping;
+#   - "[anon]+0x...": code in an anonymous mapping, which in a LuaJIT
+#     application is a compiled trace: a sample there names its trace and
+#     Lua frames, and the native walk steps over trace code, so the raw
+#     address, leaf, root or between, means the walk went wrong;
+#   - "[stack]", "[heap]", "[vvar...]": an address in a mapping that holds
+#     no code;
+#   - "[unknown Lua function]": a Lua frame whose function could not be
+#     read, i.e. not a function;
+#   - a root frame (above) anywhere but first, or __libc_start_main or
+#     _dl_start anywhere but second: nothing calls _start, a thread's or
+#     a fiber's first function, so what stands above it was read from
+#     beyond the stack's end.
+# A stack the walker could not follow to its end ends in "[truncated]":
+# not garbage, but counted (its own bar).
+#
+# In Lua: a sample that has a Lua frame, "NAME (CHUNK:LINE)", or whose
+# native frames show a call into the VM (lua_pcall, lua_call, lua_resume,
+# lua_cpcall, or a VM entry the application adds).  The Lua bar is the
+# share of those that have Lua frames.
+
+APP_ROOTS="_start __clone3 clone __clone"
+APP_VM_ENTRIES="lua_pcall lua_call lua_resume lua_cpcall"
+
+# stack_bars FOLDED EXTRA_ROOTS EXTRA_ENTRIES : prints "total rooted
+# garbage truncated inlua withlua" (samples) and writes the offending
+# stacks, "COUNT WHY: STACK" lines, to FOLDED.unrooted, .garbage,
+# .truncated and .nolua.
+stack_bars() {
+	awk -v roots="$APP_ROOTS $2" -v entries="$APP_VM_ENTRIES $3" -v out="$1" '
+	BEGIN {
+		n = split(roots, r, " "); for (i = 1; i <= n; i++) isroot[r[i]] = 1
+		n = split(entries, e, " "); for (i = 1; i <= n; i++) isentry[e[i]] = 1
+		printf "" >(out ".unrooted"); printf "" >(out ".garbage")
+		printf "" >(out ".truncated"); printf "" >(out ".nolua")
+	}
+	function garbage(f, i) {
+		if (f ~ /^\[unmapped( [^]]*)?\]$/) return "an address in no mapping"
+		if (f ~ /^\[anon\]\+0x/) return "trace or stack data as a native frame"
+		if (f ~ /^\[(stack|heap|vvar)[^]]*\]$/) return "an address in a mapping of data"
+		if (f == "[unknown Lua function]") return "a Lua frame that is no function"
+		if (i > 1 && (f in isroot)) return "frames above a root (" f ")"
+		if (i > 2 && (f == "__libc_start_main" || f == "_dl_start"))
+			return "frames above a root (" f ")"
+		return ""
+	}
+	{
+		c = $NF; st = $0; sub(/ [0-9]+$/, "", st)
+		n = split(st, fr, ";")
+		total += c
+		if ((fr[1] in isroot) || (fr[1] !~ /^\[/ && (fr[2] == "__libc_start_main" ||
+		    fr[2] == "_dl_start" || fr[2] == "_dl_init")))
+			rooted += c
+		else print c " root " fr[1] ": " st >>(out ".unrooted")
+		why = ""; lua = 0; entry = 0; trunc = 0
+		for (i = 1; i <= n; i++) {
+			if (why == "") why = garbage(fr[i], i)
+			if (fr[i] ~ / \([^()]*:[0-9]+\)$/) lua = 1
+			if (fr[i] in isentry) entry = 1
+			if (fr[i] == "[truncated]") trunc = 1
+		}
+		if (why != "") { garbage_n += c; print c " " why ": " st >>(out ".garbage") }
+		if (trunc) { truncated += c; print c " truncated: " st >>(out ".truncated") }
+		if (lua || entry) inlua += c
+		if (lua) withlua += c
+		else if (entry) print c " no Lua frames: " st >>(out ".nolua")
+	}
+	END { print total + 0, rooted + 0, garbage_n + 0, truncated + 0, inlua + 0, withlua + 0 }
+	' "$1"
+}
+
+# show_stacks FILE : the 5 heaviest offending stacks of FILE, indented
+# (not counted as results by tests/run), long ones cut in the middle.
+show_stacks() {
+	sort -t' ' -k1,1nr "$1" | head -5 | awk '{
+		if (length($0) > 700) $0 = substr($0, 1, 300) " ... " substr($0, length($0) - 349)
+		print "    " $0 }'
+}
+
+# check_app_stacks LABEL FOLDED [EXTRA_ROOTS [EXTRA_ENTRIES [MIN_SAMPLES]]] :
+# the bars of issue 12 on an application's samples: at least MIN_SAMPLES
+# (default 200) samples, >= 99% rooted, no garbage frame, <= 0.5%
+# truncated, >= 97% of the samples in Lua with Lua frames.  Each failure
+# shows the stacks that failed it.
+check_app_stacks() {
+	local label=$1 f=$2 total rooted garbage truncated inlua withlua
+	read -r total rooted garbage truncated inlua withlua < <(stack_bars "$f" "${3:-}" "${4:-}")
+	check_num "$label: samples" "$total" ">=" "${5:-200}"
+	check_num "$label: share of samples rooted at a thread's or fiber's start" \
+		"$(share $rooted $total)" ">=" 0.99 || show_stacks $f.unrooted
+	check_num "$label: samples with a garbage frame" "$garbage" "==" 0 ||
+		show_stacks $f.garbage
+	check_num "$label: share of samples truncated" "$(share $truncated $total)" "<=" 0.005 ||
+		show_stacks $f.truncated
+	check_num "$label: samples in Lua" "$inlua" ">=" $((${5:-200} / 2))
+	check_num "$label: share of the samples in Lua with Lua frames" \
+		"$(share $withlua $inlua)" ">=" 0.97 || show_stacks $f.nolua
+}
+
+# app_lua_functions : two local Lua functions the application tests run:
+# fib(n), deep recursion, and strs(n), strings built with builtins, which
+# allocates (the GC runs).
+app_lua_functions() {
+	cat <<'LUA'
+local function fib(n)
+  if n < 2 then return n end
+  return fib(n - 1) + fib(n - 2)
+end
+local function strs(n)
+  local t = {}
+  for i = 1, n do t[#t + 1] = ('x'):rep(i % 50) .. tostring(i) end
+  return #table.concat(t)
+end
+LUA
 }

@@ -64,7 +64,8 @@ static int luajit_equal(const struct lp_luajit *a, const struct lp_luajit *b)
 {
 	if (a->pid != b->pid || a->G != b->G || a->vm_start != b->vm_start ||
 	    a->vm_end != b->vm_end || a->flags != b->flags || a->nff != b->nff ||
-	    !str_eq(a->name, b->name) || !str_eq(a->source, b->source))
+	    !str_eq(a->name, b->name) || !str_eq(a->source, b->source) ||
+	    !str_eq(a->build, b->build))
 		return 0;
 	for (uint32_t i = 0; i < a->nff; i++)
 		if (!str_eq(a->ffnames[i], b->ffnames[i]))
@@ -105,6 +106,28 @@ static int srclines_equal(const struct lp_srclines *a, const struct lp_srclines 
 		    memcmp(a->chains[i].frames, b->chains[i].frames,
 			   a->chains[i].nframe * sizeof(*a->chains[i].frames)))
 			return 0;
+	return 1;
+}
+
+static int lframe_equal(const struct lp_lframe *x, const struct lp_lframe *y)
+{
+	return x->kind == y->kind && x->link == y->link && x->value == y->value &&
+	       x->pc == y->pc;
+}
+
+static int trace_snaps_equal(const struct lp_trace_snaps *a, const struct lp_trace_snaps *b)
+{
+	if (a->trace != b->trace || a->bcofs != b->bcofs || a->bcbase != b->bcbase ||
+	    a->nsnap != b->nsnap)
+		return 0;
+	for (uint32_t i = 0; i < a->nsnap; i++) {
+		if (a->snaps[i].mcofs != b->snaps[i].mcofs ||
+		    a->snaps[i].nframe != b->snaps[i].nframe)
+			return 0;
+		for (uint32_t k = 0; k < a->snaps[i].nframe; k++)
+			if (!lframe_equal(&a->snaps[i].frames[k], &b->snaps[i].frames[k]))
+				return 0;
+	}
 	return 1;
 }
 
@@ -178,6 +201,10 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 		return !memcmp(&a->u.footer, &b->u.footer, sizeof(a->u.footer));
 	case LP_REC_LUAJIT:
 		return luajit_equal(&a->u.luajit, &b->u.luajit);
+	case LP_REC_PUC_LUA:
+		return a->u.puc_lua.pid == b->u.puc_lua.pid &&
+		       str_eq(a->u.puc_lua.version, b->u.puc_lua.version) &&
+		       str_eq(a->u.puc_lua.object, b->u.puc_lua.object);
 	case LP_REC_PROTO:
 		return proto_equal(&a->u.proto, &b->u.proto);
 	case LP_REC_OBJECT:
@@ -229,6 +256,8 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 				return 0;
 		}
 		return 1;
+	case LP_REC_TRACE_SNAPS:
+		return trace_snaps_equal(&a->u.trace_snaps, &b->u.trace_snaps);
 	case LP_REC_DEBUG_RETIRED:
 	case LP_REC_CHUNK:
 		break; /* never written by callers, never returned */

@@ -119,3 +119,27 @@ TEST(lua_name_bad_input)
 	p = proto(uv, 3);
 	CHECK(!lua_call_name(&p, 3, 1, name, sizeof(name)));
 }
+
+/* Chunk names as LuaJIT's lj_debug_shortname gives them in tracebacks. */
+TEST(lua_chunk_labels_as_luajit)
+{
+	char buf[LUA_CHUNK_LABEL_MAX];
+
+	CHECK(!strcmp(lua_chunk_label("@/srv/app.lua", buf, sizeof(buf)), "/srv/app.lua"));
+	CHECK(!strcmp(lua_chunk_label("=stdin", buf, sizeof(buf)), "=stdin"));
+	/* A string chunk is named by its text, up to a control character. */
+	CHECK(!strcmp(lua_chunk_label("<python>", buf, sizeof(buf)), "[string \"<python>\"]"));
+	CHECK(!strcmp(lua_chunk_label("return 1", buf, sizeof(buf)), "[string \"return 1\"]"));
+	CHECK(!strcmp(lua_chunk_label("", buf, sizeof(buf)), "[string \"\"]"));
+	CHECK(!strcmp(lua_chunk_label("local x = 1\nreturn x", buf, sizeof(buf)),
+		      "[string \"local x = 1...\"]"));
+	CHECK(!strcmp(lua_chunk_label("a\tb", buf, sizeof(buf)), "[string \"a...\"]"));
+	/* 48 bytes fit; 49 are cut to 45 and "...". */
+	CHECK(!strcmp(lua_chunk_label("0123456789012345678901234567890123456789012345xy",
+				      buf, sizeof(buf)),
+		      "[string \"0123456789012345678901234567890123456789012345xy\"]"));
+	CHECK(!strcmp(lua_chunk_label("0123456789012345678901234567890123456789012345xyz",
+				      buf, sizeof(buf)),
+		      "[string \"012345678901234567890123456789012345678901234...\"]"));
+	CHECK(strlen(buf) < LUA_CHUNK_LABEL_MAX);
+}

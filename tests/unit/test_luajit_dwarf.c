@@ -107,20 +107,63 @@ typedef struct GCstr {
 	uint32_t len;
 } GCstr;
 
+typedef struct jit_State {
+	char pad0[72];
+	GCRef *trace;
+	uint32_t freetrace;
+	uint32_t sizetrace;
+	char pad1[300];
+} jit_State;
+
+/* A trace's snapshots: fields moved from where LuaJIT has them. */
+typedef struct SnapShot {
+	uint16_t ref;
+	uint16_t mcofs;
+	uint8_t nslots, nent, topslot, count;
+	uint32_t mapofs;
+	uint32_t pad;
+} SnapShot;
+
+typedef struct GCtrace {
+	GCRef nextgc;
+	uint8_t marked, gct;
+	uint16_t nins;
+	uint16_t nsnap;
+	char pad0[26];
+	GCRef startpt;
+	MRef startpc;
+	uint32_t pad1;
+	uint32_t szmcode;
+	void *mcode;
+	uint16_t pad2;
+	uint16_t traceno;
+	uint16_t link;
+	uint16_t root;
+	SnapShot *snap;
+	uint32_t nsnapmap, nk;
+	uint32_t *snapmap;
+	void *ir;
+} GCtrace;
+
 typedef struct GG_State {
 	lua_State L;
 	char pad0[8];
 	global_State g;
-	char J[1000];
+	char pad1[24];
+	jit_State J;
 	void *dispatch[100];
 } GG_State;
 
+/* The names of lj_ff.h's enum, and one no known build has. */
 typedef enum {
 	FF_LUA_,
 	FF_C_,
 	FF_assert,
+	FF_io_method_close,
+	FF_misc_getmetrics,
 	FF_coroutine_resume = 7,
 	FF_coroutine_wrap_aux = 9,
+	FF__MAX
 } FastFunc;
 
 /* Definitions, so that the compiler emits the types. */
@@ -129,6 +172,7 @@ GCproto test_lj_proto;
 GCstr test_lj_str;
 GCfunc test_lj_func;
 FastFunc test_lj_ff;
+GCtrace test_lj_trace;
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -185,7 +229,7 @@ TEST(lj_dwarf_reads_own_types)
 	CHECK(!self_path(self, sizeof(self)));
 	if (!have_own_dwarf(self))
 		return; /* built without -g: nothing to read */
-	CHECK(lj_layout_from_dwarf(self, &lo, msg, sizeof(msg)) == 0);
+	CHECK(lj_layout_from_dwarf(self, &lo, NULL, msg, sizeof(msg)) == 0);
 	CHECK(!strcmp(msg, self));
 	CHECK(FIELD_IS(flags, LJ_LAYOUT_GC64 | LJ_LAYOUT_OPENRESTY));
 	CHECK(FIELD_IS(ref_size, 8));
@@ -231,6 +275,87 @@ TEST(lj_dwarf_reads_own_types)
 	CHECK(FIELD_IS(cf_size, gc64->layout.cf_size));
 	CHECK(FIELD_IS(ffid_coroutine_resume, FF_coroutine_resume));
 	CHECK(FIELD_IS(ffid_coroutine_wrap_aux, FF_coroutine_wrap_aux));
+	/* Compiled traces: from DWARF too, not from a built-in row. */
+	CHECK(FIELD_IS(g2j, offsetof(GG_State, J) - offsetof(GG_State, g)));
+	CHECK(FIELD_IS(j_trace, offsetof(jit_State, trace)));
+	CHECK(FIELD_IS(j_sizetrace, offsetof(jit_State, sizetrace)));
+	CHECK(FIELD_IS(tr_startpt, offsetof(GCtrace, startpt)));
+	CHECK(FIELD_IS(tr_startpc, offsetof(GCtrace, startpc)));
+	CHECK(FIELD_IS(tr_mcode, offsetof(GCtrace, mcode)));
+	CHECK(FIELD_IS(tr_szmcode, offsetof(GCtrace, szmcode)));
+	CHECK(FIELD_IS(tr_root, offsetof(GCtrace, root)));
+	CHECK(FIELD_IS(tr_traceno, offsetof(GCtrace, traceno)));
+	/* Snapshots, from GCtrace and SnapShot. */
+	CHECK(FIELD_IS(tr_nsnap, offsetof(GCtrace, nsnap)));
+	CHECK(FIELD_IS(tr_nsnapmap, offsetof(GCtrace, nsnapmap)));
+	CHECK(FIELD_IS(tr_nk, offsetof(GCtrace, nk)));
+	CHECK(FIELD_IS(tr_snap, offsetof(GCtrace, snap)));
+	CHECK(FIELD_IS(tr_snapmap, offsetof(GCtrace, snapmap)));
+	CHECK(FIELD_IS(tr_ir, offsetof(GCtrace, ir)));
+	CHECK(FIELD_IS(sn_size, sizeof(SnapShot)));
+	CHECK(FIELD_IS(sn_mapofs, offsetof(SnapShot, mapofs)));
+	CHECK(FIELD_IS(sn_mcofs, offsetof(SnapShot, mcofs)));
+	CHECK(FIELD_IS(sn_nent, offsetof(SnapShot, nent)));
+}
+
+/* The fast functions' names come from the enum: a known build's spelling
+ * where one has the name, the library and function otherwise. */
+TEST(lj_dwarf_names_fast_functions)
+{
+	char self[PATH_MAX], msg[PATH_MAX + 128];
+	struct lj_ffnames ff;
+	struct lj_layout lo;
+
+	CHECK(!self_path(self, sizeof(self)));
+	if (!have_own_dwarf(self))
+		return;
+	CHECK(lj_layout_from_dwarf(self, &lo, &ff, msg, sizeof(msg)) == 0);
+	CHECK(ff.n == FF__MAX);
+	if (ff.n == FF__MAX) {
+		CHECK(!strcmp(ff.names[FF_LUA_], "Lua") && !strcmp(ff.names[FF_C_], "C"));
+		CHECK(!strcmp(ff.names[FF_assert], "assert"));
+		CHECK(!strcmp(ff.names[FF_io_method_close], "io.method.close"));
+		CHECK(!strcmp(ff.names[FF_misc_getmetrics], "misc.getmetrics"));
+		CHECK(!strcmp(ff.names[5], "") && !strcmp(ff.names[6], ""));
+		CHECK(!strcmp(ff.names[FF_coroutine_resume], "coroutine.resume"));
+		CHECK(!strcmp(ff.names[FF_coroutine_wrap_aux], "coroutine.wrap_aux"));
+	}
+	lj_ffnames_free(&ff);
+	CHECK(ff.n == 0 && !ff.names);
+}
+
+/* Snapshot offsets: without SnapShot in DWARF, or with a SnapShot of
+ * another shape (no mcofs: before 2020), none, so that traces are
+ * recorded without snapshots rather than misread (a fork moves them: a
+ * built-in row's would be a guess). */
+TEST(lj_dwarf_snapshot_fields)
+{
+	char self[PATH_MAX], msg[512];
+	struct lp_debug_file f = { .fd = -1 };
+	struct lj_types ty, doctored;
+	struct lj_layout lo;
+	Dwarf *dbg;
+	int ok = 0;
+
+	CHECK(!self_path(self, sizeof(self)));
+	if (!have_own_dwarf(self))
+		return;
+	CHECK(!find_debug_info(self, &f));
+	dbg = dwarf_begin_elf(f.elf, DWARF_C_READ, NULL);
+	if (dbg && !find_types(dbg, &ty) && ty.have[T_TRACE] && ty.have[T_SNAP]) {
+		doctored = ty;
+		doctored.have[T_SNAP] = false;
+		ok = !fill_layout(&doctored, &lo, "x", msg, sizeof(msg)) &&
+		     !lo.sn_size && !lo.tr_snap && !lo.sn_mcofs;
+		doctored = ty;
+		doctored.die[T_SNAP] = ty.die[T_STR]; /* no mcofs */
+		ok = ok && !fill_layout(&doctored, &lo, "x", msg, sizeof(msg)) &&
+		     !lo.sn_size && !lo.tr_snap;
+	}
+	if (dbg)
+		dwarf_end(dbg);
+	lp_debug_file_close(&f);
+	CHECK(ok);
 }
 
 /* A missing type or member is named, and nothing is made up for it. */
@@ -278,13 +403,13 @@ TEST(lj_dwarf_no_debug_info)
 	CHECK(f);
 	fputs("\x7f" "ELF but not really\n", f);
 	fclose(f);
-	CHECK(lj_layout_from_dwarf(path, &lo, msg, sizeof(msg)) == -ENOENT);
-	CHECK(lj_layout_from_dwarf("/nonexistent/luajit", &lo, msg, sizeof(msg)) ==
+	CHECK(lj_layout_from_dwarf(path, &lo, NULL, msg, sizeof(msg)) == -ENOENT);
+	CHECK(lj_layout_from_dwarf("/nonexistent/luajit", &lo, NULL, msg, sizeof(msg)) ==
 	      -ENOENT);
 	/* A FIFO is refused, not waited on. */
 	snprintf(path, sizeof(path), "%s/fifo", unit_tmpdir());
 	CHECK(mkfifo(path, 0600) == 0);
-	CHECK(lj_layout_from_dwarf(path, &lo, msg, sizeof(msg)) == -ENOENT);
+	CHECK(lj_layout_from_dwarf(path, &lo, NULL, msg, sizeof(msg)) == -ENOENT);
 }
 
 /* A stripped copy finds its DWARF through .gnu_debuglink, in its own
@@ -298,19 +423,19 @@ TEST(lj_dwarf_debuglink)
 	CHECK(!self_path(self, sizeof(self)));
 	if (!have_own_dwarf(self) || !run("command -v objcopy >/dev/null 2>&1"))
 		return;
-	CHECK(lj_layout_from_dwarf(self, &own, msg, sizeof(msg)) == 0);
+	CHECK(lj_layout_from_dwarf(self, &own, NULL, msg, sizeof(msg)) == 0);
 	snprintf(obj, sizeof(obj), "%s/stripped", unit_tmpdir());
 	snprintf(dbg, sizeof(dbg), "%s/stripped.debug", unit_tmpdir());
 	snprintf(cmd, sizeof(cmd), "objcopy --only-keep-debug '%s' '%s' && "
 		 "objcopy --strip-debug --add-gnu-debuglink='%s' '%s' '%s'",
 		 self, dbg, dbg, self, obj);
 	CHECK(run(cmd));
-	CHECK(lj_layout_from_dwarf(obj, &lo, msg, sizeof(msg)) == 0);
+	CHECK(lj_layout_from_dwarf(obj, &lo, NULL, msg, sizeof(msg)) == 0);
 	CHECK(!strcmp(msg, dbg));
 	CHECK(!memcmp(&lo, &own, sizeof(lo)));
 	snprintf(cmd, sizeof(cmd), "printf x >> '%s'", dbg);
 	CHECK(run(cmd));
-	CHECK(lj_layout_from_dwarf(obj, &lo, msg, sizeof(msg)) == -ENOENT);
+	CHECK(lj_layout_from_dwarf(obj, &lo, NULL, msg, sizeof(msg)) == -ENOENT);
 }
 
 /* Where section name lies in the file at path: 0 or -1. */
@@ -364,7 +489,7 @@ TEST(lj_dwarf_damaged_files)
 	snprintf(path, sizeof(path), "%s/damaged", unit_tmpdir());
 	for (int i = 1; i <= 8; i++) {
 		CHECK(copy_file(self, path, (long)(st.st_size * i / 9)));
-		lj_layout_from_dwarf(path, &lo, msg, sizeof(msg));
+		lj_layout_from_dwarf(path, &lo, NULL, msg, sizeof(msg));
 	}
 	for (int i = 0; i < 30; i++) {
 		off_t off;
@@ -383,6 +508,6 @@ TEST(lj_dwarf_damaged_files)
 				break;
 		}
 		close(fd);
-		lj_layout_from_dwarf(path, &lo, msg, sizeof(msg));
+		lj_layout_from_dwarf(path, &lo, NULL, msg, sizeof(msg));
 	}
 }

@@ -110,7 +110,7 @@ TEST(lj_known_build_all_flags)
 		{ LJ_LAYOUT_OPENRESTY, "openresty-nogc64" },
 	};
 
-	CHECK(lj_nbuilds == 4);
+	CHECK(lj_nbuilds == 5);
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const struct lj_build_desc *b = lj_known_build(want[i].flags);
 
@@ -239,9 +239,12 @@ TEST(lj_layout_invariants)
 		CHECK(l->gg_g >= (gc64 ? 96 : 64));
 		CHECK(l->gg_g % 8 == 0);
 		CHECK(l->g2disp > (int32_t)l->g_jit_base);
-		/* global_State: vmstate (int32) then mainthref; cur_L and
-		 * jit_base are adjacent references. */
-		CHECK(l->g_mainthref == l->g_vmstate + r);
+		/* global_State: vmstate (int32) then mainthref (older 2.1
+		 * sources, as tarantool's, keep tmpbuf and strempty between
+		 * them); cur_L and jit_base are adjacent references. */
+		CHECK(l->g_mainthref == l->g_vmstate + r ||
+		      (streq(b->name, "tarantool-2.6-nogc64") &&
+		       l->g_mainthref == l->g_vmstate + 40));
 		CHECK(l->g_jit_base == l->g_cur_L + r);
 		/* lua_State: glref follows the 8- or 12-byte GC header (with
 		 * dummy_ffid and status); base and top are pointers. */
@@ -271,6 +274,20 @@ TEST(lj_layout_invariants)
 			    "coroutine.resume"));
 		CHECK(streq(lj_ffname(b, l->ffid_coroutine_wrap_aux),
 			    "coroutine.wrap_aux"));
+		/* GCtrace: the IR, its constants' bound, the snapshots and
+		 * their map, then where the trace starts; a SnapShot is
+		 * { u32 mapofs; u16 ref, mcofs; u8 nslots, topslot, nent }.
+		 * tarantool's older LuaJIT has no SnapShot.mcofs: no
+		 * snapshots are read there (all 0). */
+		if (streq(b->name, "tarantool-2.6-nogc64")) {
+			CHECK(!l->sn_size && !l->tr_snap && !l->sn_mcofs);
+			continue;
+		}
+		CHECK(l->tr_nsnap == r + 2 && l->tr_nk == l->tr_ir + 8);
+		CHECK(l->tr_nsnapmap == l->tr_nk + 4 && l->tr_snap == l->tr_nsnapmap + 4);
+		CHECK(l->tr_snapmap == l->tr_snap + 8 && l->tr_startpt == l->tr_snapmap + 8);
+		CHECK(l->sn_size == 12 && l->sn_mapofs == 0 && l->sn_mcofs == 6 &&
+		      l->sn_nent == 10);
 	}
 }
 
@@ -302,4 +319,64 @@ TEST(lj_layout_openresty_vs_upstream)
 		o.g2j = u.g2j;
 		CHECK(!memcmp(&o, &u, sizeof(u)));
 	}
+}
+
+/* ---- several builds of one variant ---------------------------------- */
+
+/* Upstream's 32-bit-reference build and tarantool's fork have the same
+ * exports and lua_gettop; the interpreter's G-to-dispatch distance tells
+ * them apart, and without it the first row stands. */
+TEST(lj_known_build_for_picks_by_dispatch)
+{
+	const int32_t upstream = 3176, tarantool = 3144, other = 3000;
+	size_t n;
+
+	CHECK(streq(lj_known_build_for(0, NULL, &n)->name, "upstream-nogc64") && n == 2);
+	CHECK(streq(lj_known_build_for(0, &upstream, &n)->name, "upstream-nogc64"));
+	CHECK(streq(lj_known_build_for(0, &tarantool, &n)->name, "tarantool-2.6-nogc64"));
+	CHECK(!lj_known_build_for(0, &other, &n) && n == 2);
+	CHECK(streq(lj_known_build_for(LJ_LAYOUT_GC64, NULL, &n)->name, "upstream-gc64") &&
+	      n == 1);
+	CHECK(!lj_known_build_for(0x4, NULL, &n) && n == 0);
+	/* tarantool's builtins: upstream's without jit.security and the
+	 * buffer library. */
+	CHECK(streq(lj_ffname(lj_known_build_for(0, &tarantool, &n), 146), "jit.status"));
+	CHECK(streq(lj_ffname(lj_known_build_for(0, &tarantool, &n), 147), "jit.attach"));
+	CHECK(streq(lj_ffname(lj_known_build_for(0, &tarantool, &n), 202), "ffi.load"));
+	CHECK(!lj_ffname(lj_known_build_for(0, &tarantool, &n), 203));
+	CHECK(streq(lj_ffname(lj_known_build(0), 147), "jit.security"));
+}
+
+/* "add r14, imm32" (GC64) or "add r14d, imm32" among other code: the
+ * large immediate seen most, and only if it is unambiguous. */
+TEST(lj_g2disp_from_vm_code)
+{
+	static const uint8_t gc64[] = {
+		0x49, 0x81, 0xc6, 0x80, 0x0f, 0x00, 0x00, /* add r14, 0xf80 */
+		0x49, 0x83, 0xc6, 0x04,                   /* add r14, 4 */
+		0x49, 0x81, 0xc6, 0x01, 0x00, 0x00, 0x00, /* add r14, 1: small */
+		0x90, 0x49, 0x81, 0xc6, 0x80, 0x0f, 0x00, 0x00,
+		0x41, 0x81, 0xc6, 0x48, 0x0c, 0x00, 0x00, /* add r14d: not GC64's */
+	};
+	static const uint8_t nogc64[] = {
+		0x41, 0x81, 0xc6, 0x48, 0x0c, 0x00, 0x00, /* add r14d, 0xc48 */
+		0x41, 0x81, 0xc6, 0x48, 0x0c, 0x00, 0x00,
+		0x41, 0x81, 0xc6, 0x48, 0x0c, 0x00, 0x00,
+		0x41, 0x81, 0xc6, 0x00, 0x10, 0x00, 0x00, /* once: outvoted */
+	};
+	static const uint8_t tie[] = {
+		0x41, 0x81, 0xc6, 0x48, 0x0c, 0x00, 0x00,
+		0x41, 0x81, 0xc6, 0x48, 0x0c, 0x00, 0x00,
+		0x41, 0x81, 0xc6, 0x00, 0x10, 0x00, 0x00,
+		0x41, 0x81, 0xc6, 0x00, 0x10, 0x00, 0x00,
+	};
+	int32_t g = 0;
+
+	CHECK(lj_g2disp_from_vm(gc64, sizeof(gc64), 1, &g) == 0 && g == 0xf80);
+	CHECK(lj_g2disp_from_vm(gc64, sizeof(gc64), 0, &g) == -ENOENT); /* once */
+	CHECK(lj_g2disp_from_vm(nogc64, sizeof(nogc64), 0, &g) == 0 && g == 0xc48);
+	CHECK(lj_g2disp_from_vm(tie, sizeof(tie), 0, &g) == -ENOENT);
+	/* Cut inside an instruction: nothing read past the end. */
+	CHECK(lj_g2disp_from_vm(nogc64, 13, 0, &g) == -ENOENT);
+	CHECK(lj_g2disp_from_vm(nogc64, 0, 0, &g) == -ENOENT);
 }

@@ -219,7 +219,7 @@ TEST(report_filters)
 	free(out);
 	CHECK(rt_run(cmd_report, &out, &err, "report", "--pid", "999", path,
 		     NULL) == 0);
-	CHECK(strstr(err, "no samples to report (none matched --pid/--tid)"));
+	CHECK(strstr(err, "no samples to report (none matched --pid/--tid/--from/--to)"));
 	free(out);
 	free(err);
 }

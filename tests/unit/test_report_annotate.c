@@ -24,6 +24,45 @@ static int put(struct trace_writer *w, struct lp_record *rec)
 	return trace_write(w, rec);
 }
 
+/* The LUA_SOURCE record (id 6) of /srv/t.lua, chunk @t.lua: t_lua. */
+static int put_t_source(struct trace_writer *w)
+{
+	struct lp_record rec = { .type = LP_REC_LUA_SOURCE };
+
+	rec.u.lua_source = (struct lp_lua_source){ .id = 6, .chunkname = "@t.lua",
+						   .path = "/srv/t.lua",
+						   .status = LP_LUASRC_WHOLE,
+						   .size = sizeof(t_lua) - 1,
+						   .text_len = sizeof(t_lua) - 1,
+						   .text = t_lua };
+	return put(w, &rec);
+}
+
+/* n samples of pid naming Lua stack lstack (0: none, the VM idle). */
+struct lua_samples {
+	uint64_t lstack;
+	int n;
+};
+
+static int put_lua_samples(struct trace_writer *w, uint32_t pid,
+			   const struct lua_samples *s, size_t count)
+{
+	struct lp_record rec = { .type = LP_REC_SAMPLE };
+	uint64_t t = 0;
+	int err = 0;
+
+	for (size_t i = 0; !err && i < count; i++) {
+		for (int k = 0; !err && k < s[i].n; k++) {
+			rec.u.sample = (struct lp_sample){
+				.time_ns = t += 1000, .pid = pid, .tid = pid,
+				.lstack = s[i].lstack, .vmstate = ~0,
+				.lua_state = s[i].lstack ? LP_LUA_WALKED : LP_LUA_IDLE };
+			err = put(w, &rec);
+		}
+	}
+	return err;
+}
+
 /* pid 40.  t.lua's main chunk (proto 1) calls the global work (proto 2)
  * at line 4, which calls string.rep at line 2: 5 samples there, 2 in main
  * itself at line 4, 1 in a chunk from stdin, 1 without Lua: 9 in all. */
@@ -50,7 +89,7 @@ static int write_annotate_trace(const char *path)
 	static const struct lp_lframe in_stdin[] = {
 		{ LP_LFRAME_LUA, 5, 3, 1 }, { LP_LFRAME_ENTRY, 0, 0, 0 },
 	};
-	static const struct { uint64_t lstack; int n; } samples[] = {
+	static const struct lua_samples samples[] = {
 		{ 9, 5 }, { 10, 2 }, { 11, 1 }, { 0, 1 },
 	};
 	struct lp_record rec = { .type = LP_REC_LUAJIT };
@@ -66,14 +105,7 @@ static int write_annotate_trace(const char *path)
 					   .name = "test", .source = "test", .nff = 8,
 					   .ffnames = ffnames };
 	err = err ?: put(w, &rec);
-	rec.type = LP_REC_LUA_SOURCE;
-	rec.u.lua_source = (struct lp_lua_source){ .id = 6, .chunkname = "@t.lua",
-						   .path = "/srv/t.lua",
-						   .status = LP_LUASRC_WHOLE,
-						   .size = sizeof(t_lua) - 1,
-						   .text_len = sizeof(t_lua) - 1,
-						   .text = t_lua };
-	err = err ?: put(w, &rec);
+	err = err ?: put_t_source(w);
 	rec.type = LP_REC_PROTO;
 	rec.u.proto = (struct lp_proto){ .id = 1, .chunkname = "@t.lua", .firstline = 0,
 					 .numline = 5, .nbc = 4, .bc = main_bc,
@@ -95,16 +127,7 @@ static int write_annotate_trace(const char *path)
 	err = err ?: put(w, &rec);
 	rec.u.lua_stack = (struct lp_lua_stack){ 11, 2, in_stdin };
 	err = err ?: put(w, &rec);
-	for (size_t i = 0; !err && i < sizeof(samples) / sizeof(samples[0]); i++) {
-		for (int k = 0; !err && k < samples[i].n; k++) {
-			rec.type = LP_REC_SAMPLE;
-			rec.u.sample = (struct lp_sample){
-				.time_ns = t += 1000, .pid = 40, .tid = 40,
-				.lstack = samples[i].lstack, .vmstate = ~0,
-				.lua_state = samples[i].lstack ? LP_LUA_WALKED : LP_LUA_IDLE };
-			err = put(w, &rec);
-		}
-	}
+	err = err ?: put_lua_samples(w, 40, samples, sizeof(samples) / sizeof(samples[0]));
 	return trace_writer_close(w, NULL) ?: err;
 }
 
@@ -165,11 +188,92 @@ TEST(report_annotate_lists_functions_with_their_source)
 	CHECK(rt_run(cmd_report, &out, &err, "report", "--by", "lines", path, NULL) == 2);
 	CHECK(strstr(err, "unknown --by 'lines'"));
 	free(err);
-	free(out); /* each run gives a buffer of its own */
-	err = NULL;
-	out = NULL;
+	free(out);
+	err = out = NULL;
 	CHECK(rt_run(cmd_report, &out, &err, "report", "--annotate", "--vmstate", path,
 		     NULL) == 2);
 	free(err);
+	free(out);
+}
+
+/* pid 41: work (t.lua:1-3) with 3 samples at line 2 and 2 at no known
+ * line (pc 0: compiled code whose trace started elsewhere, say); a
+ * function of a chunk loaded from a string, 1 sample. */
+static int write_unknown_line_trace(const char *path)
+{
+	static const uint32_t work_bc[] = { AD(LBC_FUNCF, 3, 0), AD(LBC_KSHORT, 0, 1),
+					    ABC(LBC_CALL, 0, 1, 1), AD(LBC_RET0, 0, 1) };
+	static const uint32_t work_lines[] = { 1, 2, 2, 3 };
+	static const uint32_t str_bc[] = { AD(LBC_FUNCF, 1, 0), AD(LBC_RET0, 0, 1) };
+	static const uint32_t str_lines[] = { 1, 1 };
+	static const struct lp_lframe at_2[] = {
+		{ LP_LFRAME_LUA, 1, 2, 2 }, { LP_LFRAME_ENTRY, 0, 0, 0 },
+	};
+	static const struct lp_lframe at_none[] = {
+		{ LP_LFRAME_LUA, 1, 2, 0 }, { LP_LFRAME_ENTRY, 0, 0, 0 },
+	};
+	static const struct lp_lframe in_str[] = {
+		{ LP_LFRAME_LUA, 1, 3, 1 }, { LP_LFRAME_ENTRY, 0, 0, 0 },
+	};
+	static const struct lua_samples samples[] = {
+		{ 9, 3 }, { 10, 2 }, { 11, 1 },
+	};
+	struct lp_record rec = { .type = LP_REC_LUAJIT };
+	struct trace_writer *w = rt_open(path);
+	uint64_t t = 0;
+	int err;
+
+	if (!w)
+		return -1;
+	err = rt_process(w, 41, 1, LP_PROC_EXISTING, "host", "/x/host", t);
+	rec.u.luajit = (struct lp_luajit){ .pid = 41, .G = 0x1000, .vm_start = 0x20000,
+					   .vm_end = 0x21000, .flags = LP_LUAJIT_GC64,
+					   .name = "test", .source = "test" };
+	err = err ?: put(w, &rec);
+	err = err ?: put_t_source(w);
+	rec.type = LP_REC_PROTO;
+	rec.u.proto = (struct lp_proto){ .id = 2, .chunkname = "@t.lua", .firstline = 1,
+					 .numline = 2, .nbc = 4, .bc = work_bc,
+					 .lines = work_lines, .source = 6 };
+	err = err ?: put(w, &rec);
+	rec.u.proto = (struct lp_proto){ .id = 3, .chunkname = "local f = ...\nreturn f",
+					 .firstline = 1, .numline = 0, .nbc = 2,
+					 .bc = str_bc, .lines = str_lines };
+	err = err ?: put(w, &rec);
+	rec.type = LP_REC_LUA_STACK;
+	rec.u.lua_stack = (struct lp_lua_stack){ 9, 2, at_2 };
+	err = err ?: put(w, &rec);
+	rec.u.lua_stack = (struct lp_lua_stack){ 10, 2, at_none };
+	err = err ?: put(w, &rec);
+	rec.u.lua_stack = (struct lp_lua_stack){ 11, 2, in_str };
+	err = err ?: put(w, &rec);
+	err = err ?: put_lua_samples(w, 41, samples, sizeof(samples) / sizeof(samples[0]));
+	return trace_writer_close(w, NULL) ?: err;
+}
+
+/* Samples at no known line are a row of their own, after the function's
+ * lines, said to be so, not a "line 0" with no text; a chunk from a
+ * string is named by its text. */
+TEST(report_annotate_unknown_line_and_string_chunk)
+{
+	const char *path = rt_path("annotate3.lp");
+	char *out = NULL;
+
+	CHECK(write_unknown_line_trace(path) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--annotate", path, NULL) == 0);
+	CHECK(strstr(out, "\n? (t.lua:1-3): self 5 (83.33%), total 5 (83.33%) of 6 samples\n"
+		      "    self   self%    total  total%   line  source\n"
+		      "       .       .       .       .      1  function work()\n"
+		      "       3  50.00%       3  50.00%      2    return string.rep('x', 9)\n"
+		      "       .       .       .       .      3  end\n"
+		      "       2  33.33%       2  33.33%      ?  (line not known: "));
+	CHECK(!strstr(out, "      0  "));
+	CHECK(strstr(out, "\n? ([string \"local f = ......\"]:1-1): self 1 (16.67%)"));
+	free(out);
+	out = NULL;
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--by", "line", path, NULL) == 0);
+	CHECK(strstr(out, "       3  50.00%       3  50.00%  t.lua:2  ?: return string.rep"));
+	CHECK(strstr(out, "       2  33.33%       2  33.33%  t.lua:?  ?: (line not known: "));
+	CHECK(strstr(out, "  [string \"local f = ......\"]:1  ?: (source not available"));
 	free(out);
 }

@@ -1,0 +1,243 @@
+/*
+ * out_speedscope.c - `--format speedscope`: speedscope's JSON file format
+ * (https://www.speedscope.app/file-format-schema.json), one "sampled"
+ * profile per thread, so that speedscope's Time Order view shows what
+ * each thread ran when.
+ *
+ * A thread's samples are in time order, each weighing its trace's
+ * sampling period (unit nanoseconds); where the thread was not sampled
+ * for longer than half a period beyond that (it slept, or ran no target
+ * code), an empty stack fills the gap, so positions on the time axis are
+ * real times since the thread's first sample, which is at startValue
+ * (nanoseconds after the profile's first sample).  Consecutive samples of
+ * one stack are written as one, with their weights added: the same
+ * picture, a file several times smaller.
+ *
+ * Frames are shared by all threads, numbered as first met: the name as
+ * `report` prints it, with the file (Lua chunk, native source file) and
+ * line (where a Lua function is defined; the line running with --lines)
+ * when known.  Stacks are written root first, as the format wants.
+ * "profiles" is written before "shared", so frames are numbered in one
+ * pass.  The thread with the most samples is the one shown first.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/escape.h"
+#include "report/formats.h"
+
+struct run;
+
+struct ss {
+	FILE *out;
+	const struct profile *p;
+	uint32_t *order;    /* sample indices: by thread, then time */
+	uint32_t *frame_of; /* name id -> frame index + 1; 0 not yet */
+	uint32_t *frames;   /* frame index -> name id */
+	uint32_t nframes;
+	uint64_t origin;    /* the profile's first sample time */
+	struct run *runs;   /* scratch for one thread */
+};
+
+/* qsort has no context argument: the samples being sorted. */
+static const struct profile_sample *sort_v;
+
+static int thread_cmp(const struct profile_sample *a, const struct profile_sample *b)
+{
+	if (a->trace != b->trace)
+		return a->trace < b->trace ? -1 : 1;
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return 0;
+}
+
+static int order_cmp(const void *x, const void *y)
+{
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+	const struct profile_sample *a = &sort_v[i], *b = &sort_v[j];
+	int c = thread_cmp(a, b);
+
+	if (c)
+		return c;
+	if (a->time_ns != b->time_ns)
+		return a->time_ns < b->time_ns ? -1 : 1;
+	return i < j ? -1 : i > j; /* stream order among equal times */
+}
+
+/* A number, with a separator before it unless it is the first: the
+ * file is mostly numbers, and printf is most of its cost. */
+static void put_uint(FILE *out, int comma, uint64_t x)
+{
+	char buf[24];
+	int n = sizeof(buf);
+
+	do {
+		buf[--n] = '0' + x % 10;
+		x /= 10;
+	} while (x);
+	if (comma)
+		buf[--n] = ',';
+	fwrite_unlocked(buf + n, 1, sizeof(buf) - n, out);
+}
+
+static void write_stack(struct ss *s, uint32_t stack)
+{
+	const uint32_t *v;
+	uint32_t n;
+
+	v = seqtab_get(&s->p->stacks, stack, &n);
+	putc_unlocked('[', s->out);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!s->frame_of[v[i]]) {
+			s->frames[s->nframes] = v[i];
+			s->frame_of[v[i]] = ++s->nframes;
+		}
+		put_uint(s->out, i != 0, s->frame_of[v[i]] - 1);
+	}
+	putc_unlocked(']', s->out);
+}
+
+#define IDLE UINT32_MAX /* a run of no samples: an empty stack */
+
+struct run {
+	uint32_t stack; /* or IDLE */
+	uint64_t weight;
+};
+
+/* The runs of samples order[from..to) in time: the same stack sampled
+ * back to back is one run; a gap is an IDLE run.  `cursor` is where on
+ * the time axis the runs so far end. */
+static size_t thread_runs(const struct ss *s, size_t from, size_t to, uint64_t period,
+			  struct run *r)
+{
+	const struct profile_sample *v = s->p->samples_v;
+	uint64_t cursor = v[s->order[from]].time_ns;
+	size_t n = 0;
+
+	for (size_t i = from; i < to; i++) {
+		const struct profile_sample *x = &v[s->order[i]];
+		int gap = x->time_ns > cursor + period / 2;
+
+		if (gap) {
+			r[n++] = (struct run){ IDLE, x->time_ns - cursor };
+			cursor = x->time_ns;
+		}
+		if (!gap && n && r[n - 1].stack == x->stack)
+			r[n - 1].weight += period;
+		else
+			r[n++] = (struct run){ x->stack, period };
+		cursor += period;
+	}
+	return n;
+}
+
+/* One thread's profile: samples order[from..to); r has room for
+ * 2 * (to - from) runs. */
+static void write_thread(struct ss *s, size_t from, size_t to, int first, struct run *r)
+{
+	const struct profile_sample *t0 = &s->p->samples_v[s->order[from]];
+	const struct proc *pr = &s->p->procs->v[t0->proc];
+	uint64_t period = profile_sample_ns(s->p, t0->trace);
+	uint64_t start = t0->time_ns - s->origin, total = 0;
+	size_t n = thread_runs(s, from, to, period, r);
+	char name[512];
+
+	snprintf(name, sizeof(name), "%s %" PRIu32 "/%" PRIu32 "%s%s",
+		 pr->comm && pr->comm[0] ? pr->comm : "?", pr->pid, t0->tid,
+		 s->p->ntraces > 1 ? " in " : "",
+		 s->p->ntraces > 1 ? s->p->traces[t0->trace].path : "");
+	fprintf(s->out, "%s\n{\"type\":\"sampled\",\"name\":", first ? "" : ",");
+	json_string(s->out, name);
+	fputs(",\"unit\":\"nanoseconds\",\"samples\":[", s->out);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			putc_unlocked(',', s->out);
+		if (r[i].stack == IDLE)
+			fputs("[]", s->out);
+		else
+			write_stack(s, r[i].stack);
+	}
+	fputs("],\"weights\":[", s->out);
+	for (size_t i = 0; i < n; i++) {
+		put_uint(s->out, i != 0, r[i].weight);
+		total += r[i].weight;
+	}
+	fprintf(s->out, "],\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64 "}",
+		start, start + total);
+}
+
+static void write_frames(struct ss *s)
+{
+	for (uint32_t i = 0; i < s->nframes; i++) {
+		struct frame_info fi = frameinfo_get(&s->p->infos, s->frames[i]);
+		uint32_t line = fi.start_line ? fi.start_line : fi.line;
+
+		fprintf(s->out, "%s\n{\"name\":", i ? "," : "");
+		json_string(s->out, strtab_get(&s->p->names, s->frames[i]));
+		if (fi.file != FRAMEINFO_NONE) {
+			fputs(",\"file\":", s->out);
+			json_string(s->out, strtab_get(&s->p->names, fi.file));
+		}
+		if (line)
+			fprintf(s->out, ",\"line\":%" PRIu32, line);
+		putc_unlocked('}', s->out);
+	}
+}
+
+int out_speedscope(FILE *out, const struct profile *p, const struct out_opts *o)
+{
+	struct ss s = { .out = out, .p = p };
+	size_t nn = p->names.len ? p->names.len : 1, best = 0, best_n = 0, nthreads = 0;
+	int err = 0;
+
+	(void)o;
+	s.order = malloc((p->nsamples ? p->nsamples : 1) * sizeof(*s.order));
+	s.frame_of = calloc(nn, sizeof(*s.frame_of));
+	s.frames = malloc(nn * sizeof(*s.frames));
+	s.runs = malloc(2 * (p->nsamples ? p->nsamples : 1) * sizeof(*s.runs));
+	if (!s.order || !s.frame_of || !s.frames || !s.runs) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < p->nsamples; i++) {
+		s.order[i] = i;
+		if (!i || p->samples_v[i].time_ns < s.origin)
+			s.origin = p->samples_v[i].time_ns;
+	}
+	sort_v = p->samples_v;
+	qsort(s.order, p->nsamples, sizeof(*s.order), order_cmp);
+	/* The busiest thread is shown first. */
+	for (size_t i = 0, j; i < p->nsamples; i = j, nthreads++) {
+		for (j = i + 1; j < p->nsamples &&
+		     !thread_cmp(&p->samples_v[s.order[i]], &p->samples_v[s.order[j]]); j++)
+			;
+		if (j - i > best_n) {
+			best_n = j - i;
+			best = nthreads;
+		}
+	}
+	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n"
+	      "\"exporter\":\"luaprof " LUAPROF_VERSION "\",\"name\":", out);
+	json_string(out, p->ntraces && p->traces[0].cmdline && p->traces[0].cmdline[0] ?
+			 p->traces[0].cmdline : p->trace ? p->trace : "luaprof");
+	fprintf(out, ",\"activeProfileIndex\":%zu,\n\"profiles\":[", best);
+	for (size_t i = 0, j; i < p->nsamples; i = j) {
+		for (j = i + 1; j < p->nsamples &&
+		     !thread_cmp(&p->samples_v[s.order[i]], &p->samples_v[s.order[j]]); j++)
+			;
+		write_thread(&s, i, j, i == 0, s.runs);
+	}
+	fputs("],\n\"shared\":{\"frames\":[", out);
+	write_frames(&s);
+	fputs("]}}\n", out);
+cleanup:
+	free(s.order);
+	free(s.frame_of);
+	free(s.frames);
+	free(s.runs);
+	return err;
+}
