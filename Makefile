@@ -129,9 +129,13 @@ sanitize-build:
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC=$(CLANG) CFLAGS='$(SAN_CFLAGS)' \
 		$(SAN_BUILD)/unit_tests
 
+# Reports go to files: a test that captures standard error (rt_run)
+# would swallow them.
 sanitize: sanitize-build
-	ASAN_OPTIONS=detect_leaks=1:exitcode=23 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		$(SAN_BUILD)/unit_tests
+	@rm -f $(SAN_BUILD)/report.*
+	ASAN_OPTIONS=detect_leaks=1:exitcode=23:log_path=$(SAN_BUILD)/report \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(SAN_BUILD)/report \
+		$(SAN_BUILD)/unit_tests || { cat $(SAN_BUILD)/report.* 2>/dev/null; exit 1; }
 
 # libFuzzer on the trace reader, every report mode and info (tests/fuzz/):
 # clang's -fsanitize=fuzzer with ASan and UBSan, and the reader built to

@@ -32,14 +32,19 @@ static int fmt_victim(const char *path)
 	return fclose(f);
 }
 
-/* Every report mode and info on a trace that holds no sample at all. */
+/* Every report mode and format, diff and info on a trace that holds no
+ * sample at all (the sanitizer build catches a NULL passed to memcpy or
+ * qsort for an empty array). */
 TEST(harden_every_mode_on_a_trace_without_samples)
 {
 	static const char *const modes[][3] = {
 		{ "--format", "top", NULL }, { "--format", "folded", NULL },
 		{ "--format", "callgraph", NULL }, { "--vmstate", NULL, NULL },
 		{ "--annotate", NULL, NULL }, { "--by", "line", NULL },
+		{ "--format", "flamegraph", NULL }, { "--format", "pprof", NULL },
+		{ "--format", "speedscope", NULL }, { "--from", "1", NULL },
 	};
+	static const char *const diffs[] = { "top", "folded", "flamegraph" };
 	const char *path = rt_path("nosamples.lp");
 	struct trace_writer *w = rt_open(path);
 	char *out = NULL, *err = NULL;
@@ -50,6 +55,13 @@ TEST(harden_every_mode_on_a_trace_without_samples)
 			     modes[i][1] ? modes[i][1] : path,
 			     modes[i][1] ? path : NULL, NULL) == 0);
 		CHECK(strstr(err, "no samples to report"));
+		free(out);
+		free(err);
+		out = err = NULL;
+	}
+	for (size_t i = 0; i < sizeof(diffs) / sizeof(diffs[0]); i++) {
+		CHECK(rt_run(cmd_diff, &out, &err, "diff", "--format", diffs[i], path, path,
+			     NULL) == 0);
 		free(out);
 		free(err);
 		out = err = NULL;
