@@ -1,7 +1,9 @@
 /*
  * fuzz_trace.c - the libFuzzer harness of everything that reads a trace:
- * the reader (format/), `luaprof info` and every mode of `luaprof report`,
- * run as a user runs them, on the bytes libFuzzer makes up.
+ * the reader (format/), `luaprof info`, every mode and format of `luaprof
+ * report` (text, flame graph, pprof, speedscope, a --from/--to window,
+ * merged traces) and `luaprof diff`, run as a user runs them, on the
+ * bytes libFuzzer makes up.
  *
  * An input is one selector byte, then the trace file: the selector picks
  * the command (below), so that one corpus covers all of them and a
@@ -18,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -26,16 +29,29 @@
 static int memfd = -1;
 static char path[64];
 
-/* The commands, by selector byte (modulo their number). */
-static const char *const modes[][8] = {
-	{ "info", NULL },
-	{ "report", NULL },
-	{ "report", "--format", "folded", "--comm", NULL },
-	{ "report", "--format", "callgraph", "--percent-limit", "0", "--lines", NULL },
-	{ "report", "--vmstate", "-n", "0", NULL },
-	{ "report", "--annotate", "-n", "0", NULL },
-	{ "report", "--by", "line", "-n", "0", NULL },
-	{ "report", "--lines", "-n", "0", "--tid", "1,2,3,100", NULL },
+/* The commands, by selector byte (modulo their number).  "T" stands for
+ * the trace's path: twice for a merged report and for diff, which then
+ * compares the trace with itself (the code that matches and subtracts
+ * two profiles runs all the same). */
+static const char *const modes[][12] = {
+	{ "info", "T", NULL },
+	{ "report", "T", NULL },
+	{ "report", "--format", "folded", "--comm", "T", NULL },
+	{ "report", "--format", "callgraph", "--percent-limit", "0", "--lines", "T", NULL },
+	{ "report", "--vmstate", "-n", "0", "T", NULL },
+	{ "report", "--annotate", "-n", "0", "T", NULL },
+	{ "report", "--by", "line", "-n", "0", "T", NULL },
+	{ "report", "--lines", "-n", "0", "--tid", "1,2,3,100", "T", NULL },
+	{ "report", "--format", "flamegraph", "--comm", "--lines", "T", NULL },
+	{ "report", "--format", "flamegraph", "--inverted", "T", NULL },
+	{ "report", "--format", "pprof", "--lines", "T", NULL },
+	{ "report", "--format", "speedscope", "--comm", "T", NULL },
+	{ "report", "--format", "folded", "--from", "0.001", "--to", "0.5", "T", NULL },
+	{ "report", "-n", "0", "--from", "0", "--to", "2", "T", "T", NULL },
+	{ "report", "--format", "speedscope", "T", "T", NULL },
+	{ "diff", "-n", "0", "T", "T", NULL },
+	{ "diff", "--format", "folded", "--lines", "T", "T", NULL },
+	{ "diff", "--format", "flamegraph", "--per-second", "--from", "0.01", "T", "T", NULL },
 };
 #define NMODES (sizeof(modes) / sizeof(modes[0]))
 
@@ -60,7 +76,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *const *m;
-	char *argv[10];
+	char *argv[16];
 	int argc = 0;
 
 	if (size < 1)
@@ -70,11 +86,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    pwrite(memfd, data + 1, size - 1, 0) != (ssize_t)(size - 1))
 		abort();
 	for (; m[argc]; argc++)
-		argv[argc] = (char *)m[argc];
-	argv[argc++] = path;
+		argv[argc] = strcmp(m[argc], "T") ? (char *)m[argc] : path;
 	argv[argc] = NULL;
-	if (m == modes[0])
+	if (!strcmp(m[0], "info"))
 		cmd_info(argc, argv);
+	else if (!strcmp(m[0], "diff"))
+		cmd_diff(argc, argv);
 	else
 		cmd_report(argc, argv);
 	return 0;

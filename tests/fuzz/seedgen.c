@@ -1,7 +1,8 @@
 /*
  * seedgen.c - writes one small trace that holds every kind of record a
  * report uses, with its references right (a sample's stacks, a mapping's
- * object, a Lua frame's proto, a proto's source, a trace's proto), for the
+ * object, a Lua frame's proto, a proto's source, a trace's proto and
+ * snapshots, a PUC Lua VM), for the
  * fuzzer's seed corpus (tests/fuzz/seeds.sh): real recordings embed whole
  * symbol tables, tens of KB, where a mutation is slow to try; here the
  * same record types take a few hundred bytes.  Not part of luaprof.
@@ -30,6 +31,12 @@ int main(int argc, char **argv)
 		{ LP_LFRAME_LUA, 0, 1, 3 }, { LP_LFRAME_C, 1, 0x401020, 0 },
 		{ LP_LFRAME_ENTRY, 0, 0, 0 }, { LP_LFRAME_TRUNC, 0, 1, 0 },
 	};
+	/* Snapshots of trace 1: its base alone; the base and a Lua frame;
+	 * one the recorder could not read. */
+	static const struct lp_lframe s0[] = { { LP_LFRAME_BASE, 0, 3, 0 } };
+	static const struct lp_lframe s1[] = { { LP_LFRAME_BASE, 0, 5, 0 },
+					       { LP_LFRAME_LUA, LP_LFRAME_LINK_LUA, 3, 1 } };
+	static const struct lp_tsnap tsnaps[] = { { 0, 1, s0 }, { 0x40, 2, s1 }, { 0x80, 0, NULL } };
 	static const uint8_t bid[4] = { 0xb1, 0xd0, 0, 7 };
 	static const struct lp_objseg segs[] = { { 0, 0x2000, 0x400000 } };
 	static const struct lp_objsym syms[] = {
@@ -44,8 +51,10 @@ int main(int argc, char **argv)
 		{ 0x400000, 0x402000, 0, LP_PROT_READ | LP_PROT_EXEC, 9, "/srv/app", 1 },
 		{ 0x7f0000000000, 0x7f0000001000, 0, LP_PROT_READ | LP_PROT_EXEC, 0, "[vdso]", 0 },
 		{ 0x500000, 0x501000, 0, LP_PROT_READ | LP_PROT_EXEC, 0, "", 0 },
+		{ 0x700000, 0x701000, 0, LP_PROT_READ | LP_PROT_EXEC, 0, "", 0 },
 	};
-	uint64_t ustack[] = { 0x401104, 0x500010, 0x401010 }, kstack[] = { 0xffffffff81000104ull,
+	uint64_t ustack[] = { 0x401104, 0x500010, 0x401010 }, jstack[] = { 0x700044, 0x401010 },
+		 kstack[] = { 0xffffffff81000104ull,
 									   0xffffffff81000010ull };
 	struct trace_writer *w;
 	struct lp_record r;
@@ -70,7 +79,7 @@ int main(int argc, char **argv)
 	r.u.object = (struct lp_object){ 1, "/srv/app", LP_OBJID_BUILD_ID, 4, bid, 8192 };
 	err |= PUT(w, &r);
 	r.type = LP_REC_MAPS;
-	r.u.maps = (struct lp_maps){ 7, 1000, LP_MAPS_REPLACE, 3, maps };
+	r.u.maps = (struct lp_maps){ 7, 1000, LP_MAPS_REPLACE, 4, maps };
 	err |= PUT(w, &r);
 	r.type = LP_REC_LUAJIT;
 	r.u.luajit = (struct lp_luajit){ .pid = 7, .G = 0x600000, .vm_start = 0x500000,
@@ -93,6 +102,14 @@ int main(int argc, char **argv)
 	r.type = LP_REC_TRACE;
 	r.u.trace = (struct lp_trace){ 1, 7, 3, 1, 1, 0, 0x700000, 0x100 };
 	err |= PUT(w, &r);
+	r.type = LP_REC_TRACE_SNAPS;
+	r.u.trace_snaps = (struct lp_trace_snaps){ .trace = 1, .bcofs = 0x68,
+						   .bcbase = 0x610068 + 4 * 4, .nsnap = 3,
+						   .snaps = tsnaps };
+	err |= PUT(w, &r);
+	r.type = LP_REC_PUC_LUA;
+	r.u.puc_lua = (struct lp_puc_lua){ 8, "Lua 5.3.6", "/usr/lib/liblua5.3.so.0" };
+	err |= PUT(w, &r);
 	r.type = LP_REC_LUA_STACK;
 	r.u.lua_stack = (struct lp_lua_stack){ 2, 6, lf };
 	err |= PUT(w, &r);
@@ -100,6 +117,8 @@ int main(int argc, char **argv)
 	r.u.stack = (struct lp_stack){ 3, LP_STACK_USER, 3, ustack };
 	err |= PUT(w, &r);
 	r.u.stack = (struct lp_stack){ 4, LP_STACK_KERNEL, 2, kstack };
+	err |= PUT(w, &r);
+	r.u.stack = (struct lp_stack){ 5, LP_STACK_USER, 2, jstack };
 	err |= PUT(w, &r);
 	for (int i = 0; i < 6; i++) {
 		r.type = LP_REC_SAMPLE;
@@ -109,6 +128,10 @@ int main(int argc, char **argv)
 						 .vmstate = i % 2 ? 3 : ~i, .lua_state = i % 2 ? 2 : i % 6 };
 		err |= PUT(w, &r);
 	}
+	/* In trace 1's machine code, in its second snapshot. */
+	r.u.sample = (struct lp_sample){ .time_ns = 8000, .pid = 7, .tid = 7, .ustack = 5,
+					 .lstack = 2, .vmstate = 0, .lua_state = 2 };
+	err |= PUT(w, &r);
 	r.type = LP_REC_LOST;
 	r.u.lost = (struct lp_lost){ 9000, 2, LP_LOST_RINGBUF };
 	err |= PUT(w, &r);

@@ -3,7 +3,7 @@
 # (tests/fuzz/fuzz_trace.c) into DIR: small real traces, made on this
 # machine by this build's `luaprof record` (so it needs root), each
 # written as one input per command of the harness (a selector byte, 0 to
-# 7, then the trace).  Nothing here is committed: seeds are made fresh,
+# the number of its modes less one, then the trace).  Nothing here is committed: seeds are made fresh,
 # so they follow the format as it is.
 #
 #   native      build/samples/hot, --compress none --no-embed: samples,
@@ -14,7 +14,8 @@
 #   old         the native trace as a luaprof before chunk numbers wrote
 #               it (compat 0, no chunk record): the reader's older path
 #   kitchen     tests/fuzz/seedgen.c's trace: every record type a report
-#               uses, symbol tables and source lines included, in 1 KB
+#               uses, symbol tables, source lines and a compiled trace's
+#               snapshots included, in 1 KB
 #               (a recording embeds libc's whole table: 40 KB)
 #
 # Each recording is a fraction of a second at a high rate, so the traces
@@ -71,10 +72,12 @@ cc -std=gnu11 -D_GNU_SOURCE -I. -Ibuild -o "$raw/seedgen" tests/fuzz/seedgen.c \
 	build/format/*.o -llz4 -lz -ldw -lelf
 "$raw/seedgen" "$raw/kitchen.lp"
 
+# The harness's modes: the rows of its table, one a line.
+nmodes=$(sed -n '/^static const char \*const modes/,/^};/p' tests/fuzz/fuzz_trace.c | grep -c '^	{ "')
 mkdir -p "$dir"
 for f in "$raw"/*.lp; do
 	name=$(basename "$f" .lp)
-	for mode in 0 1 2 3 4 5 6 7; do
+	for mode in $(seq 0 $((nmodes - 1))); do
 		{ printf "\\$(printf %03o $mode)"; cat "$f"; } >"$dir/$name-$mode"
 	done
 done
