@@ -19,6 +19,8 @@
 
 #include "format/codec.h"
 #include "report/lua_bc.h"
+#include "report/escape.h"
+#include "tests/unit/pb_read.h"
 #include "tests/unit/report_test.h"
 
 /* A file of six bytes that a trace must never overwrite. */
@@ -336,7 +338,7 @@ static int has_raw_control(const char *s)
 	return 0;
 }
 
-#define EVIL "\x1b[31mred\x07\x1b]0;title\x07\xc2\x9b" "2J\x7f" "end"
+#define EVIL "\x1b[31mred\x07\x1b]0;title\x07\xc2\x9b" "2J\x7f" "end</text><script>\"}\\\xff"
 
 /* One of everything that carries a string, each with EVIL in it. */
 static int write_evil(const char *path)
@@ -434,6 +436,109 @@ TEST(harden_strings_from_a_trace_are_escaped)
 	CHECK(strstr(out, "cmd?[31mred??]0;title?") && strstr(out, "x?[31mred"));
 	free(out);
 	free(err);
+}
+
+/* Whether the whole of s (n bytes) is UTF-8 with no control but newline
+ * and tab. */
+static int clean_utf8(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		int k = utf8_seq((const unsigned char *)s + i);
+
+		if (!k || i + k > n || esc_control_len((const unsigned char *)s + i, n - i) ||
+		    (s[i] == '\0'))
+			if (!(k == 1 && (s[i] == '\n' || s[i] == '\t')))
+				return 0;
+		i += k ? k : 1;
+	}
+	return 1;
+}
+
+/* Whether python3 parses path as XML (how = "xml") or JSON ("json"),
+ * strictly as UTF-8. */
+static int parses_as(const char *how, const char *path)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd),
+		 "python3 -c 'import sys, json, xml.dom.minidom as m\n"
+		 "t = open(sys.argv[2], encoding=\"utf-8\", errors=\"strict\").read()\n"
+		 "m.parseString(t) if sys.argv[1] == \"xml\" else json.loads(t)' %s %s",
+		 how, path);
+	return system(cmd) == 0;
+}
+
+/* Every string of a gzipped pprof profile's string table is clean. */
+static int pprof_strings_clean(const char *path, int *nred)
+{
+	size_t n = 0;
+	uint8_t *v = gunzip_file(path, &n);
+	struct pbr r = { v, v + n }, sub;
+	uint32_t f;
+	uint64_t x;
+	int rc, ok = v != NULL;
+
+	*nred = 0;
+	while (ok && (rc = pbr_next(&r, &f, &x, &sub)) == 1) {
+		if (f != 6)
+			continue;
+		ok = clean_utf8((const char *)sub.p, sub.end - sub.p);
+		*nred += memmem(sub.p, sub.end - sub.p, "red", 3) != NULL;
+	}
+	free(v);
+	return ok && rc == 0;
+}
+
+/* The formats other tools read: valid XML, JSON and protobuf strings,
+ * with every string of the trace in them escaped, whatever it holds
+ * (terminal controls, markup, quotes, bytes that are not UTF-8); so for
+ * a window of the trace, several traces merged, and diff. */
+TEST(harden_structured_outputs_escape_trace_strings)
+{
+	static const struct {
+		const char *kind, *args[6];
+	} runs[] = {
+		{ "xml", { "report", "--format", "flamegraph", "--comm", "--lines", NULL } },
+		{ "xml", { "report", "--format", "flamegraph", "--from", "0", NULL } },
+		{ "xml", { "diff", "--format", "flamegraph", NULL } },
+		{ "json", { "report", "--format", "speedscope", "--comm", NULL } },
+		{ "json", { "report", "--format", "speedscope", "--to", "5", NULL } },
+		{ "pb", { "report", "--format", "pprof", "--lines", NULL } },
+	};
+	const char *path = rt_path("evil.lp"), *o = rt_path("evil.out");
+
+	CHECK(write_evil(path) == 0);
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		char *argv[12], *s;
+		int argc = 0, nred = 0, diff = !strcmp(runs[i].args[0], "diff");
+
+		for (; runs[i].args[argc]; argc++)
+			argv[argc] = (char *)runs[i].args[argc];
+		argv[argc++] = "-o";
+		argv[argc++] = (char *)o;
+		argv[argc++] = (char *)path;
+		if (diff || i == 3) /* diff; speedscope of the trace merged with itself */
+			argv[argc++] = (char *)path;
+		argv[argc] = NULL;
+		unlink(o);
+		CHECK((diff ? cmd_diff : cmd_report)(argc, argv) == 0);
+		if (!strcmp(runs[i].kind, "pb")) {
+			CHECK(pprof_strings_clean(o, &nred) && nred > 0);
+			continue;
+		}
+		s = rt_slurp(o);
+		CHECK(s && clean_utf8(s, strlen(s)));
+		/* The markup, quotes and stray byte escaped as each format
+		 * does (the controls are '?' already, in every name). */
+		if (!strcmp(runs[i].kind, "xml"))
+			CHECK(s && strstr(s, "red??]0;title???2J?end&lt;/text&gt;&lt;script&gt;"
+					     "&quot;}\\\xef\xbf\xbd"));
+		else
+			CHECK(s && strstr(s, "red??]0;title???2J?end</text><script>\\\"}"
+					     "\\\\\\ufffd"));
+		CHECK(parses_as(runs[i].kind, o));
+		free(s);
+	}
 }
 
 /* ---- counts that would wrap ------------------------------------------ */
