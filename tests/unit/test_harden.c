@@ -111,6 +111,43 @@ TEST(harden_trace_is_private_and_never_follows_a_link)
 	CHECK(stat(path, &st) == 0 && st.st_size > 0);
 }
 
+/* What report and diff write with -o says as much as the trace: opened
+ * the recorder's way (format/private.c), 0600 even over an existing
+ * world-readable file, never through a symbolic link, dangling or not. */
+TEST(harden_report_output_is_private_and_never_follows_a_link)
+{
+	const char *path = rt_path("out-src.lp"), *o = rt_path("out.txt");
+	const char *victim = rt_path("out-victim"), *link = rt_path("out-link");
+	const char *gone = rt_path("out-gone"), *dangling = rt_path("out-dangling");
+	struct trace_writer *w = rt_open(path);
+	char *err = NULL;
+	struct stat st;
+	mode_t old;
+
+	CHECK(w && rt_meta(w, 1, 2) == 0 && trace_writer_close(w, NULL) == 0);
+	CHECK(fmt_victim(o) == 0 && chmod(o, 0644) == 0);
+	old = umask(022);
+	CHECK(rt_run(cmd_report, NULL, NULL, "report", "--format", "folded", "-o", o, path,
+		     NULL) == 0);
+	umask(old);
+	CHECK(stat(o, &st) == 0 && (st.st_mode & 07777) == 0600 && st.st_size == 0);
+	CHECK(fmt_victim(victim) == 0);
+	unlink(link);
+	CHECK(symlink(victim, link) == 0);
+	CHECK(rt_run(cmd_report, NULL, &err, "report", "-o", link, path, NULL) == 1);
+	CHECK(strstr(err, "symbolic link"));
+	free(err);
+	err = NULL;
+	CHECK(rt_run(cmd_diff, NULL, &err, "diff", "-o", link, path, path, NULL) == 1);
+	CHECK(strstr(err, "symbolic link"));
+	free(err);
+	CHECK(stat(victim, &st) == 0 && st.st_size == 6); /* untouched */
+	unlink(dangling);
+	CHECK(symlink(gone, dangling) == 0);
+	CHECK(rt_run(cmd_report, NULL, NULL, "report", "-o", dangling, path, NULL) == 1);
+	CHECK(stat(gone, &st) < 0 && errno == ENOENT); /* nothing created */
+}
+
 /* ---- chunks missing, repeated, reordered or retyped ------------------ */
 
 /* A trace of 7 uncompressed chunks: meta, a stack and 10 samples; five
@@ -509,19 +546,20 @@ TEST(harden_structured_outputs_escape_trace_strings)
 
 	CHECK(write_evil(path) == 0);
 	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
-		char *argv[12], *s;
-		int argc = 0, nred = 0, diff = !strcmp(runs[i].args[0], "diff");
+		char *a[12] = { NULL }, *s;
+		int n = 0, nred = 0, diff = !strcmp(runs[i].args[0], "diff");
 
-		for (; runs[i].args[argc]; argc++)
-			argv[argc] = (char *)runs[i].args[argc];
-		argv[argc++] = "-o";
-		argv[argc++] = (char *)o;
-		argv[argc++] = (char *)path;
+		for (; runs[i].args[n]; n++)
+			a[n] = (char *)runs[i].args[n];
+		a[n++] = "-o";
+		a[n++] = (char *)o;
+		a[n++] = (char *)path;
 		if (diff || i == 3) /* diff; speedscope of the trace merged with itself */
-			argv[argc++] = (char *)path;
-		argv[argc] = NULL;
+			a[n++] = (char *)path;
 		unlink(o);
-		CHECK((diff ? cmd_diff : cmd_report)(argc, argv) == 0);
+		/* Standard error (objects not found) captured, not shown. */
+		CHECK(rt_run(diff ? cmd_diff : cmd_report, NULL, NULL, a[0], a[1], a[2], a[3],
+			     a[4], a[5], a[6], a[7], a[8], a[9], a[10]) == 0);
 		if (!strcmp(runs[i].kind, "pb")) {
 			CHECK(pprof_strings_clean(o, &nred) && nred > 0);
 			continue;
