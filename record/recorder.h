@@ -33,9 +33,9 @@ void sidekick_begin(struct sidekick *k);
 uint64_t sidekick_end(struct sidekick *k, int (*handle)(void *ctx, void *data, size_t size),
 		      void *ctx);
 void sidekick_stats(const struct sidekick *k, struct sidekick_stats *st);
-/* While sidekick_end() hands events over: the mappings (taken: the caller
- * frees them) and the /proc facts of pid as the sidekick last read them,
- * for a process gone since.  0, or -ENOENT. */
+/* While sidekick_end() hands an event over: the mappings (taken: the
+ * caller frees them) and the /proc facts of pid as the sidekick read them
+ * and gave the walker at that event, if it did.  0, or -ENOENT. */
 struct maps_table;
 struct proc_info;
 int sidekick_take_maps(struct sidekick *k, pid_t pid, struct maps_table *out);

@@ -217,20 +217,24 @@ static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns
 	struct lp_mapping *list = NULL;
 	struct lp_record rec;
 	uint32_t n;
-	int err;
+	int err, walker_has = 0;
 
 	t->maps_read_ns = mono_ns();
-	err = procmaps_read_code(t->pid, replace ? NULL : &t->maps, code, ncode, &now);
-	if (!err && !now.n) { /* a zombie has no mappings: as gone */
-		maps_table_free(&now);
-		err = -ESRCH;
+	/* An event the flush sidekick published at: the mappings it gave the
+	 * walker then, not those of now, maybe of a later exec (sidekick.c). */
+	if (!sidekick_take_maps(s->side, t->pid, &now)) {
+		walker_has = 1;
+	} else {
+		err = procmaps_read_code(t->pid, replace ? NULL : &t->maps, code, ncode, &now);
+		if (!err && !now.n) { /* a zombie has no mappings: as gone */
+			maps_table_free(&now);
+			err = -ESRCH;
+		}
+		/* Gone already: its samples print as [unmapped], but for code
+		 * the sampler saw run (below). */
+		if (err && (!ncode || replace || maps_table_copy(&t->maps, &now)))
+			return;
 	}
-	/* Gone already: as the flush sidekick saw it, if it did; else its
-	 * samples print as [unmapped], but for code the sampler saw run
-	 * (below). */
-	if (err && sidekick_take_maps(s->side, t->pid, &now) &&
-	    (!ncode || replace || maps_table_copy(&t->maps, &now)))
-		return;
 	for (uint32_t i = 0; i < ncode; i++)
 		maps_table_add_code(&now, code[i]);
 	added = calloc(now.n ? now.n : 1, sizeof(*added));
@@ -240,7 +244,9 @@ static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns
 	n = replace ? now.n : maps_table_added(&t->maps, &now, added, now.n);
 	/* native unwinder first: until it has the list, walks of the
 	 * process stop at their leaf (bpf/unwind_native.bpf.h). */
-	if (replace)
+	if (walker_has)
+		;
+	else if (replace)
 		unwind_add_process(s->unw, t->pid, &now);
 	else if (n)
 		unwind_update_process(s->unw, t->pid, &now);
@@ -285,11 +291,10 @@ static void emit_process(struct session *s, pid_t pid, pid_t ppid,
 {
 	struct proc_info info;
 	struct lp_record rec;
-	int err = proc_read_info(pid, &info);
+	/* An event the flush sidekick published at: as it read the process
+	 * then (its exe, before another exec or its exit); else now. */
+	int err = sidekick_info(s->side, pid, &info) ? proc_read_info(pid, &info) : 0;
 
-	/* Gone, or a zombie without its exe: as the flush sidekick saw it. */
-	if ((err || !info.exe[0]) && !sidekick_info(s->side, pid, &info))
-		err = 0;
 	if (err) {
 		info.ppid = ppid;
 		info.exe[0] = '\0';

@@ -20,6 +20,12 @@
  * queues every event for the main thread, which handles them after the
  * flush, in order, exactly as if it had read them itself.  The unwinder
  * is the sidekick's alone while it runs: a flush does not touch it.
+ *
+ * What it published goes with the event that made it publish: when the
+ * main thread handles that event it writes the trace's records from what
+ * the walker was given then, not from a read of /proc seconds later, by
+ * which time the process may have exec'd again (other mappings: the
+ * samples walked meanwhile would have frames in none) or be gone.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -44,20 +50,19 @@
 #define PUBLISH_MAX 1000
 #define RECENT 64
 
-struct queued {
-	struct queued *next;
-	size_t size;
-	uint8_t data[];
-};
-
-/* What a process looked like when the sidekick published it: the main
- * thread writes the trace's records from it if the process is gone by
- * the time it handles the event (a short command, a flush of seconds). */
+/* What a process looked like when the sidekick published it. */
 struct snapshot {
-	struct snapshot *next;
+	pid_t pid;
 	struct maps_table maps;
 	struct proc_info info;
 	int have_maps, have_info;
+};
+
+struct queued {
+	struct queued *next;
+	struct snapshot *snap; /* published at this event, or NULL */
+	size_t size;
+	uint8_t data[];
 };
 
 struct sidekick {
@@ -69,65 +74,27 @@ struct sidekick {
 	struct queued *head, **tail;
 	size_t bytes;
 	uint64_t dropped; /* events that found no memory */
-	struct snapshot *snaps;
+	struct snapshot *current; /* of the event being handed over */
 	struct { pid_t pid; uint64_t ns; } recent[RECENT];
 	unsigned next_recent;
 	unsigned flush_published; /* re-reads in this flush */
 	struct sidekick_stats st;
 };
 
-static struct snapshot *find_snap(struct sidekick *k, pid_t pid)
+static void snap_free(struct snapshot *p)
 {
-	for (struct snapshot *p = k->snaps; p; p = p->next)
-		if (p->info.pid == pid)
-			return p;
-	return NULL;
-}
-
-/* Keeps m (taking it) and what /proc says of pid, as its latest snapshot. */
-static void keep(struct sidekick *k, pid_t pid, struct maps_table *m)
-{
-	struct snapshot *p = find_snap(k, pid);
-	struct proc_info info;
-
-	if (!p) {
-		p = calloc(1, sizeof(*p));
-		if (!p) {
-			maps_table_free(m);
-			return;
-		}
-		p->next = k->snaps;
-		k->snaps = p;
-	}
+	if (!p)
+		return;
 	if (p->have_maps)
 		maps_table_free(&p->maps);
-	p->maps = *m;
-	p->have_maps = 1;
-	p->info.pid = pid;
-	/* A zombie has no exe left: keep what was read before it died. */
-	if (!proc_read_info(pid, &info) && (info.exe[0] || !p->have_info)) {
-		p->info = info;
-		p->have_info = 1;
-	}
-}
-
-static void drop_snaps(struct sidekick *k)
-{
-	while (k->snaps) {
-		struct snapshot *p = k->snaps;
-
-		k->snaps = p->next;
-		if (p->have_maps)
-			maps_table_free(&p->maps);
-		free(p);
-	}
+	free(p);
 }
 
 int sidekick_take_maps(struct sidekick *k, pid_t pid, struct maps_table *out)
 {
-	struct snapshot *p = k ? find_snap(k, pid) : NULL;
+	struct snapshot *p = k ? k->current : NULL;
 
-	if (!p || !p->have_maps)
+	if (!p || p->pid != pid || !p->have_maps)
 		return -ENOENT;
 	*out = p->maps;
 	p->have_maps = 0;
@@ -136,41 +103,52 @@ int sidekick_take_maps(struct sidekick *k, pid_t pid, struct maps_table *out)
 
 int sidekick_info(struct sidekick *k, pid_t pid, struct proc_info *out)
 {
-	struct snapshot *p = k ? find_snap(k, pid) : NULL;
+	struct snapshot *p = k ? k->current : NULL;
 
-	if (!p || !p->have_info)
+	if (!p || p->pid != pid || !p->have_info)
 		return -ENOENT;
 	*out = p->info;
 	return 0;
 }
 
-static void publish(struct sidekick *k, pid_t pid, int always)
+/* Publishes pid's mappings to the walker; what was published, or NULL. */
+static struct snapshot *publish(struct sidekick *k, pid_t pid, int always)
 {
+	struct snapshot *p;
 	struct maps_table m;
 	uint64_t now = mono_ns();
 	unsigned i;
 
 	if (k->flush_published >= PUBLISH_MAX)
-		return;
+		return NULL;
 	for (i = 0; i < RECENT; i++)
 		if (k->recent[i].pid == pid)
 			break;
 	if (i < RECENT && !always && now - k->recent[i].ns < REPUBLISH_NS)
-		return;
+		return NULL;
 	if (i == RECENT)
 		i = k->next_recent++ % RECENT;
 	k->recent[i].pid = pid;
 	k->recent[i].ns = now;
 	if (procmaps_read(pid, &m))
-		return; /* gone already */
-	if (!m.n) { /* a zombie: keep what was seen before */
+		return NULL; /* gone already */
+	if (!m.n) { /* a zombie */
 		maps_table_free(&m);
-		return;
+		return NULL;
 	}
 	k->flush_published++;
 	if (!unwind_add_process(k->unw, pid, &m))
 		k->st.published++;
-	keep(k, pid, &m);
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		maps_table_free(&m);
+		return NULL;
+	}
+	p->pid = pid;
+	p->maps = m;
+	p->have_maps = 1;
+	p->have_info = !proc_read_info(pid, &p->info);
+	return p;
 }
 
 /* ring_buffer callback: the unwinder's part now, the rest later. */
@@ -178,11 +156,12 @@ static int on_event(void *ctx, void *data, size_t size)
 {
 	struct sidekick *k = ctx;
 	const struct lp_event_header *h = data;
+	struct snapshot *snap = NULL;
 	struct queued *q;
 
 	if (size >= sizeof(*h) && k->unw) {
 		if (h->type == LP_EVENT_EXEC) {
-			publish(k, (pid_t)h->pid, 1);
+			snap = publish(k, (pid_t)h->pid, 1);
 		} else if (h->type == LP_EVENT_SAMPLE && size >= lp_event_sample_size(0)) {
 			const struct lp_event_sample *e = data;
 
@@ -190,15 +169,17 @@ static int on_event(void *ctx, void *data, size_t size)
 			 * between its exec and the EXEC event: that event
 			 * publishes it.) */
 			if (e->ustack_stop == LP_USTOP_UNMAPPED)
-				publish(k, (pid_t)h->pid, 0);
+				snap = publish(k, (pid_t)h->pid, 0);
 		}
 	}
 	q = malloc(sizeof(*q) + size);
 	if (!q) {
+		snap_free(snap);
 		k->dropped++;
 		return 0;
 	}
 	q->next = NULL;
+	q->snap = snap;
 	q->size = size;
 	memcpy(q->data, data, size);
 	*k->tail = q;
@@ -271,13 +252,15 @@ uint64_t sidekick_end(struct sidekick *k, int (*handle)(void *ctx, void *data, s
 		struct queued *q = k->head;
 
 		k->head = q->next;
+		k->current = q->snap; /* for sidekick_take_maps(), _info() */
 		if (handle)
 			handle(ctx, q->data, q->size);
+		k->current = NULL;
+		snap_free(q->snap);
 		free(q);
 	}
 	k->tail = &k->head;
 	k->bytes = 0;
-	drop_snaps(k);
 	dropped = k->dropped;
 	k->dropped = 0;
 	return dropped;
