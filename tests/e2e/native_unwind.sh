@@ -28,11 +28,13 @@ stops() {
 }
 
 # explain NAME FRAME : why stacks of NAME do not reach FRAME: how the
-# recorder's walks stopped (record -v), the first walks cut short with
-# where, and the commonest stacks without FRAME.
+# recorder's walks stopped (record -v), how the trace's samples ended
+# (info: whole, or cut and why), and the commonest stacks without FRAME.
 explain() {
 	echo "  $1: how native walks stopped (record -v):"
 	sed 's/^/    /' $TMP/$1.unw
+	echo "  $1: how the trace's stacks ended, by the sampler's stop reason (info):"
+	$LUAPROF info $TMP/$1.lp 2>&1 | grep -E '^native stacks' | sed 's/^/    /'
 	echo "  $1: the commonest stacks without $2:"
 	awk -v f="$2" '{ st = $0; sub(/ [0-9]+$/, "", st); n = split(st, fr, ";");
 		for (i = 1; i <= n; i++) if (fr[i] == f) next; print }' $TMP/$1.folded |
