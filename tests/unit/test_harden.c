@@ -466,6 +466,18 @@ TEST(harden_strings_from_a_trace_are_escaped)
 		free(err);
 		out = err = NULL;
 	}
+	/* diff, and two traces merged in a window: the text they print. */
+	for (int i = 0; i < 3; i++) {
+		CHECK((i < 2 ? rt_run(cmd_diff, &out, &err, "diff", "--format",
+				      i ? "folded" : "top", path, path, NULL) :
+			       rt_run(cmd_report, &out, &err, "report", "--from", "0", "--to", "1",
+				      "--comm", path, path, NULL)) == 0);
+		CHECK(!has_raw_control(out) && !has_raw_control(err));
+		CHECK(strstr(out, "red") || strstr(err, "red"));
+		free(out);
+		free(err);
+		out = err = NULL;
+	}
 	CHECK(rt_run(cmd_info, &out, &err, "info", path, NULL) == 0);
 	if (has_raw_control(out) || has_raw_control(err))
 		printf("  info:\n%s%s", out, err);
