@@ -320,7 +320,8 @@ int stacks_lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t *li
 	pe->stack = idx;
 	pe->lstack = l;
 	e = idx < MISSING ? &s->st[idx] : NULL;
-	err = lua_place(s->lua, l, e ? s->addrs + e->off : NULL, e ? e->depth : 0,
+	/* Not s->addrs + 0 while s->addrs is NULL (as resolve_user()). */
+	err = lua_place(s->lua, l, e && e->depth ? s->addrs + e->off : NULL, e ? e->depth : 0,
 			&pe->placed, &pe->how);
 	if (!err)
 		err = htab_insert(&s->lplace_h, hash, s->nlplace);

@@ -30,7 +30,7 @@ rc=0
 (cd $F && ./fuzz_trace -jobs="$jobs" -workers="$jobs" -max_total_time="$secs" -timeout=10 \
 	-max_len="${FUZZ_MAX_LEN:-4096}" \
 	-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$F/artifacts/ \
-	corpus seeds >/dev/null 2>&1) || rc=$?
+	corpus seeds "$OLDPWD/tests/fuzz/regressions" >/dev/null 2>&1) || rc=$?
 awk '/^stat::number_of_executed_units:/ { runs += $2 }
      /^#[0-9]+/ { for (i = 1; i < NF; i++) if ($i == "cov:") cov[FILENAME] = $(i + 1) }
      END { for (f in cov) if (cov[f] > c) c = cov[f];

@@ -675,6 +675,24 @@ TEST(harden_fuzz_empty_stack_first)
 	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
 	CHECK(out && strstr(out, " 2\n"));
 	free(out);
+	out = NULL;
+	/* The same in compiled code: placing the sample by its trace's
+	 * snapshots looks at the (empty) stack too (found by the fuzzer). */
+	{
+		static const struct lp_lframe lf[] = { { LP_LFRAME_TRACE, 0, 3, 1 } };
+		struct lp_record r = { .type = LP_REC_LUA_STACK,
+				       .u.lua_stack = { .id = 2, .depth = 1, .frames = lf } };
+
+		w = rt_open(path);
+		CHECK(w && rt_stack(w, 1, LP_STACK_USER, NULL, 0) == 0 && trace_write(w, &r) == 0);
+		r = (struct lp_record){ .type = LP_REC_SAMPLE, .u.sample = {
+			.time_ns = 10, .pid = 5, .tid = 5, .ustack = 1, .lstack = 2,
+			.vmstate = 0, .lua_state = LP_LUA_WALKED } };
+		CHECK(trace_write(w, &r) == 0 && trace_writer_close(w, NULL) == 0);
+	}
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(out && strstr(out, " 1\n"));
+	free(out);
 }
 
 /* ---- a compression bomb ------------------------------------------------ */
