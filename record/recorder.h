@@ -23,12 +23,17 @@ struct bpf_link;
  * how many events found no memory (lost). */
 struct sidekick;
 struct unwinder;
+struct maps_table;
 struct sidekick_stats {
 	uint64_t published; /* process mappings published during flushes */
 	uint64_t queued;    /* events read during flushes */
 };
 
-int sidekick_new(struct sidekick **out, int events_fd, struct unwinder *unw);
+/* known(ctx, pid): the mappings the recorder last read of pid, or NULL;
+ * a re-read keeps the code they held, as procmaps_read_code() does.  The
+ * main thread leaves them alone during a flush. */
+int sidekick_new(struct sidekick **out, int events_fd, struct unwinder *unw,
+		 const struct maps_table *(*known)(void *ctx, pid_t pid), void *ctx);
 void sidekick_begin(struct sidekick *k);
 uint64_t sidekick_end(struct sidekick *k, int (*handle)(void *ctx, void *data, size_t size),
 		      void *ctx);

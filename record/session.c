@@ -208,6 +208,14 @@ static struct target *find_target(struct session *s, pid_t pid)
 	return NULL;
 }
 
+/* For the flush sidekick: the mappings last read of pid (sidekick.c). */
+static const struct maps_table *known_maps(void *ctx, pid_t pid)
+{
+	const struct target *t = find_target(ctx, pid);
+
+	return t && t->maps.n ? &t->maps : NULL;
+}
+
 /* code[]: addresses the sampler saw code run at (see procmaps.c). */
 static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns,
 			   int replace, const uint64_t *code, uint32_t ncode)
@@ -1431,7 +1439,7 @@ int record_session_run(const struct record_opts *o)
 		fprintf(stderr, "luaprof record: ring buffer: %s\n", strerror(errno));
 		goto cleanup;
 	}
-	err = sidekick_new(&s.side, bpf_map__fd(s.skel->maps.events), s.unw);
+	err = sidekick_new(&s.side, bpf_map__fd(s.skel->maps.events), s.unw, known_maps, &s);
 	if (err && !o->quiet)
 		fprintf(stderr, "luaprof record: no flush sidekick (%s): walks of processes "
 			"started during a flush may be cut short\n", strerror(-err));

@@ -68,6 +68,8 @@ struct queued {
 struct sidekick {
 	struct ring_buffer *rb;
 	struct unwinder *unw;
+	const struct maps_table *(*known)(void *ctx, pid_t pid);
+	void *known_ctx;
 	pthread_t thread;
 	int running;
 	atomic_int stop;
@@ -130,7 +132,10 @@ static struct snapshot *publish(struct sidekick *k, pid_t pid, int always)
 		i = k->next_recent++ % RECENT;
 	k->recent[i].pid = pid;
 	k->recent[i].ns = now;
-	if (procmaps_read(pid, &m))
+	/* After an exec, the new image alone; else what the recorder knew,
+	 * code the sampler saw run in anonymous memory (JIT) included, as the
+	 * main thread's own re-read keeps it. */
+	if (procmaps_read_code(pid, always ? NULL : k->known(k->known_ctx, pid), NULL, 0, &m))
 		return NULL; /* gone already */
 	if (!m.n) { /* a zombie */
 		maps_table_free(&m);
@@ -205,7 +210,8 @@ static void *run(void *arg)
 	return NULL;
 }
 
-int sidekick_new(struct sidekick **out, int events_fd, struct unwinder *unw)
+int sidekick_new(struct sidekick **out, int events_fd, struct unwinder *unw,
+		 const struct maps_table *(*known)(void *ctx, pid_t pid), void *ctx)
 {
 	struct sidekick *k = calloc(1, sizeof(*k));
 
@@ -223,6 +229,8 @@ int sidekick_new(struct sidekick **out, int events_fd, struct unwinder *unw)
 		return err;
 	}
 	k->unw = unw;
+	k->known = known;
+	k->known_ctx = ctx;
 	k->tail = &k->head;
 	*out = k;
 	return 0;
