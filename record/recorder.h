@@ -45,6 +45,9 @@ struct maps_table;
 struct proc_info;
 int sidekick_take_maps(struct sidekick *k, pid_t pid, struct maps_table *out);
 int sidekick_info(struct sidekick *k, pid_t pid, struct proc_info *out);
+/* A copy of the mappings the sidekick last published of pid during this
+ * flush, whatever the event: for a process gone since.  0 or -errno. */
+int sidekick_latest_maps(struct sidekick *k, pid_t pid, struct maps_table *out);
 void sidekick_free(struct sidekick *k);
 
 /* ---- procmaps.c: executable mappings of a process ---------------------- */

@@ -238,9 +238,11 @@ static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns
 			maps_table_free(&now);
 			err = -ESRCH;
 		}
-		/* Gone already: its samples print as [unmapped], but for code
-		 * the sampler saw run (below). */
-		if (err && (!ncode || replace || maps_table_copy(&t->maps, &now)))
+		/* Gone already: as the flush sidekick last saw it, if it did;
+		 * else its samples print as [unmapped], but for code the
+		 * sampler saw run (below). */
+		if (err && sidekick_latest_maps(s->side, t->pid, &now) &&
+		    (!ncode || replace || maps_table_copy(&t->maps, &now)))
 			return;
 	}
 	for (uint32_t i = 0; i < ncode; i++)

@@ -52,6 +52,7 @@
 
 /* What a process looked like when the sidekick published it. */
 struct snapshot {
+	struct snapshot *next; /* in sidekick.latest */
 	pid_t pid;
 	struct maps_table maps;
 	struct proc_info info;
@@ -77,6 +78,7 @@ struct sidekick {
 	size_t bytes;
 	uint64_t dropped; /* events that found no memory */
 	struct snapshot *current; /* of the event being handed over */
+	struct snapshot *latest;  /* copies of each pid's last one */
 	struct { pid_t pid; uint64_t ns; } recent[RECENT];
 	unsigned next_recent;
 	unsigned flush_published; /* re-reads in this flush */
@@ -101,6 +103,45 @@ int sidekick_take_maps(struct sidekick *k, pid_t pid, struct maps_table *out)
 	*out = p->maps;
 	p->have_maps = 0;
 	return 0;
+}
+
+int sidekick_latest_maps(struct sidekick *k, pid_t pid, struct maps_table *out)
+{
+	for (struct snapshot *p = k ? k->latest : NULL; p; p = p->next)
+		if (p->pid == pid)
+			return maps_table_copy(&p->maps, out);
+	return -ENOENT;
+}
+
+/* Keeps a copy of p as pid's latest. */
+static void keep_latest(struct sidekick *k, const struct snapshot *p)
+{
+	struct snapshot *l;
+
+	for (l = k->latest; l && l->pid != p->pid; l = l->next)
+		;
+	if (!l) {
+		l = calloc(1, sizeof(*l));
+		if (!l)
+			return;
+		l->pid = p->pid;
+		l->next = k->latest;
+		k->latest = l;
+	} else {
+		maps_table_free(&l->maps);
+		l->have_maps = 0;
+	}
+	l->have_maps = !maps_table_copy(&p->maps, &l->maps);
+}
+
+static void drop_latest(struct sidekick *k)
+{
+	while (k->latest) {
+		struct snapshot *l = k->latest;
+
+		k->latest = l->next;
+		snap_free(l);
+	}
 }
 
 int sidekick_info(struct sidekick *k, pid_t pid, struct proc_info *out)
@@ -153,6 +194,7 @@ static struct snapshot *publish(struct sidekick *k, pid_t pid, int always)
 	p->maps = m;
 	p->have_maps = 1;
 	p->have_info = !proc_read_info(pid, &p->info);
+	keep_latest(k, p);
 	return p;
 }
 
@@ -269,6 +311,7 @@ uint64_t sidekick_end(struct sidekick *k, int (*handle)(void *ctx, void *data, s
 	}
 	k->tail = &k->head;
 	k->bytes = 0;
+	drop_latest(k);
 	dropped = k->dropped;
 	k->dropped = 0;
 	return dropped;
