@@ -395,6 +395,19 @@ static void emit_proto(struct session *s, pid_t pid, const struct lp_proto *pr)
 	emit(s, &rec);
 }
 
+/* Why the BPF walk truncated a Lua stack (enum lp_lua_trunc), in words. */
+static const char *trunc_reason(uint32_t why)
+{
+	switch (why) {
+	case LP_LUA_TRUNC_READ: return "a frame's slots could not be read";
+	case LP_LUA_TRUNC_DEPTH: return "too deep";
+	case LP_LUA_TRUNC_BAD: return "a frame made no sense";
+	case LP_LUA_TRUNC_READ_FUNC: return "a function could not be read";
+	case LP_LUA_TRUNC_READ_CALL: return "a caller's CALL instruction could not be read";
+	}
+	return "unknown reason";
+}
+
 /* Interns the Lua frames of a sample (reading new protos on the way) and
  * returns the Lua stack id, 0 if none. */
 static uint64_t intern_lua_stack(struct session *s, struct target *t,
@@ -459,8 +472,8 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 		/* The first few, in detail, for whoever debugs a walk. */
 		if (s->o->verbose && s->lua.truncated < 5)
 			fprintf(stderr, "luaprof record: pid %d: Lua stack truncated "
-				"(reason %u) at frame 0x%llx after %u frames, vmstate %d\n",
-				(int)t->pid, e->lua[n - 1].pc,
+				"(%s) at frame 0x%llx after %u frames, vmstate %d\n",
+				(int)t->pid, trunc_reason(e->lua[n - 1].pc),
 				(unsigned long long)e->lua[n - 1].addr, n - 1, e->vmstate);
 		s->lua.truncated++;
 	}
