@@ -85,8 +85,9 @@ struct lua_walk {
 	__u64 outer_cf; /* the outermost C frame of L seen so far */
 	__u32 n;     /* frames emitted */
 	__u32 hops;  /* coroutine boundaries crossed */
-	int leaf_in_c; /* the tick hit C code called by the interpreter */
 	__u8 last_kind;
+	__u8 leaf;   /* the next frame is the innermost (not in a trace) */
+	__u8 pc_reg; /* ... and pc is the PC register's */
 	int skip_next; /* the next frame is a vararg function's own */
 	int done;
 };
@@ -313,9 +314,35 @@ static __always_inline __u64 find_resumer(struct lua_walk *w, struct lj_state *s
 
 #define LJ_GCT_FUNC 8 /* the gct byte of a function: ~LJ_TFUNC */
 
-/* Emits the frame of function func; returns 0, or -1 if func is not a
- * function (after truncating the walk if a read failed). */
-static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u8 link)
+/* The frame type a link slot says, as lp_lua_frame.link records it. */
+static __always_inline __u8 link_kind(__u64 link)
+{
+	return (link & 3) == LJ_FRAME_LUA ? LJ_FRAME_LUA : (__u8)(link & 7);
+}
+
+/* The innermost frame's link when the interpreter was sampled calling it
+ * or returning from it, else *link unchanged.  The pc came from the PC
+ * register (rbx), which holds the frame's link while the interpreter
+ * moves from one frame to another: every call stores the link into the
+ * slot only after BASE has moved to the callee's frame, and every return
+ * loads it from the slot before its results overwrite the slot.  So a PC
+ * outside the function's own code (code_bytes from fnpc) is the link, and
+ * the slot may not hold it yet, or any more. */
+static __always_inline int leaf_link(struct lua_walk *w, __u64 fnpc,
+				     __u64 code_bytes, __u64 *link)
+{
+	if (!w->leaf || !w->pc_reg || w->pc == *link || (w->pc & 3))
+		return 0;
+	if (w->pc >= fnpc && w->pc - fnpc <= code_bytes)
+		return 0;
+	*link = w->pc;
+	return 1;
+}
+
+/* Emits the frame of function func, whose link slot holds *link (which
+ * leaf_link() may correct); returns 0, or -1 if func is not a function
+ * (after truncating the walk if a read failed). */
+static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u64 *link)
 {
 	const struct lj_layout *lo = &w->lo;
 	/* gct and ffid are adjacent in every layout; pc (GCfuncL) and f
@@ -335,7 +362,9 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u8 li
 	if (hdr[0] != LJ_GCT_FUNC)
 		return -1;
 	if (hdr[1] == LJ_FF_LUA) {
-		__u64 pos = 0;
+		__u64 pos = 0, pt;
+		__u32 sizebc = 0;
+		int between = 0; /* called or returning: no position */
 
 		if (have) {
 			fnpc = block_ref(w, lo->fn_pc - first);
@@ -343,24 +372,32 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u8 li
 			truncate_walk(w, LP_LUA_TRUNC_READ_FUNC);
 			return 0;
 		}
+		pt = fnpc - lo->pt_size;
+		if (w->leaf && w->pc_reg && w->pc != *link) {
+			bpf_probe_read_user(&sizebc, sizeof(sizebc),
+					    (const void *)(pt + lo->pt_sizebc));
+			between = leaf_link(w, fnpc, 4ull * sizebc, link);
+		}
 		/* pc of this frame as a bytecode position, when it lies
 		 * inside the function's bytecode; else unknown (0). */
-		if (w->pc >= fnpc && w->pc - fnpc < (1ull << 26))
+		if (!between && w->pc >= fnpc && w->pc - fnpc < (1ull << 26))
 			pos = (w->pc - fnpc) >> 2;
-		emit(w, LP_LUA_FRAME_LUA, fnpc - lo->pt_size, (__u32)pos, link,
-		     proto_fingerprint(w, fnpc - lo->pt_size));
+		emit(w, LP_LUA_FRAME_LUA, pt, (__u32)pos, link_kind(*link),
+		     proto_fingerprint(w, pt));
 		return 0;
 	}
 	if (have) {
 		f = block_u64(w, lo->fn_f - first);
+		/* A builtin's or C function's pc is its one instruction. */
+		leaf_link(w, block_ref(w, lo->fn_pc - first), 4, link);
 	} else if (read_u64(&f, func + lo->fn_f)) {
 		truncate_walk(w, LP_LUA_TRUNC_READ_FUNC);
 		return 0;
 	}
 	if (hdr[1] == LJ_FF_C)
-		emit(w, LP_LUA_FRAME_C, f, 0, link, 0);
+		emit(w, LP_LUA_FRAME_C, f, 0, link_kind(*link), 0);
 	else
-		emit(w, LP_LUA_FRAME_FF, f, hdr[1], link, 0);
+		emit(w, LP_LUA_FRAME_FF, f, hdr[1], link_kind(*link), 0);
 	return 0;
 }
 
@@ -401,32 +438,28 @@ static long lua_walk_step(__u32 i, void *ctx)
 		truncate_walk(w, LP_LUA_TRUNC_READ);
 		return 1;
 	}
-	type = link & 3;
-	typep = link & 7;
 	/* A dummy frame (the thread itself in the function slot) is skipped,
 	 * and so is a vararg function's own frame below its vararg frame. */
-	if (func != w->L && !w->skip_next &&
-	    emit_function(w, func, (__u8)(type == LJ_FRAME_LUA ? LJ_FRAME_LUA : typep))) {
-		/* Not a function.  A fast function returning writes its
+	if (func != w->L && !w->skip_next && emit_function(w, func, &link)) {
+		/* Not a function.  A function returning (a Lua function's
+		 * RET, a builtin's or a C function's results) writes its
 		 * results from its own function slot on, and so only the
-		 * innermost frame may hold no function.  Its C handler may
-		 * overwrite the link too, but the VM kept the link as the C
-		 * frame's saved PC; in the VM's own code, the link slot is
-		 * still the Lua return PC it was. */
-		__u64 ret = 0;
-
-		if (!w->n && w->leaf_in_c && w->pc && !(w->pc & 3))
-			ret = w->pc;
-		else if (!w->n && !w->leaf_in_c && link && !(link & 3))
-			ret = link;
-		if (!ret) {
+		 * innermost frame may hold no function; the second result
+		 * overwrites the link slot too.  The VM keeps the link
+		 * elsewhere: in the VM's own code, the PC register (rbx),
+		 * which every return path loads from the link slot before
+		 * moving results; in a C handler, the C frame's saved PC.
+		 * Both are w->pc here (see walk_lua()). */
+		if (!w->leaf || !w->pc || (w->pc & 3)) {
 			truncate_walk(w, LP_LUA_TRUNC_BAD);
 			return 1;
 		}
 		emit(w, LP_LUA_FRAME_FF, 0, 0, LJ_FRAME_LUA, 0);
-		link = ret;
-		type = typep = LJ_FRAME_LUA;
+		link = w->pc;
 	}
+	type = link & 3;
+	typep = link & 7;
+	w->leaf = 0;
 	w->skip_next = 0;
 	if (w->done)
 		return 1;
@@ -584,10 +617,9 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 			pc = regs->bx;
 		}
 	}
-	/* In C code the VM called (a fast function's handler, a helper),
-	 * the innermost frame may be the handler's, mid-rewrite. */
-	wp->leaf_in_c = ~vmstate == LJ_VMST_INTERP && !pc;
 	start_thread(wp, L, &st, base, pc);
+	wp->leaf = vmstate < 0;
+	wp->pc_reg = pc != 0;
 	e->lua_state = LP_WALK_WALKED;
 	/* bpf_loop wants a stack context; the step finds the state itself. */
 	bpf_loop(LUA_WALK_STEPS, lua_walk_step, &zero, 0);

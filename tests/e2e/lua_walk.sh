@@ -1,0 +1,40 @@
+# lua_walk.sh - the Lua walk where the VM's registers say little: a frame
+# sampled while the VM returns from it (its slots half overwritten).
+. tests/lib.sh
+
+tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
+
+LJ2=/usr/bin/luajit
+LIB1=$(ls $PWD/build/luajit-upstream/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2.* | head -1)
+S=samples/lua
+
+# samples of FOLDED whose stack holds a frame of CHUNK ("NAME (CHUNK:N)")
+chunk_samples() { awk -v c="($2:" 'index($0, c) { n += $NF } END { print n + 0 }' "$1"; }
+# samples of FOLDED whose stack holds the string STR
+str_samples() { awk -v c="$2" 'index($0, c) { n += $NF } END { print n + 0 }' "$1"; }
+line_of() { grep -n "$2" $S/$1 | head -1 | cut -d: -f1; }
+
+# On a failed check of truncated stacks: the stacks, and why the walk
+# stopped at each (record -v prints the first few).
+show_truncated() {
+	grep -F '[truncated]' "$1" | cut -c1-400 | head -5 | sed 's/^/    /'
+	grep -F 'Lua stack truncated' "$2" | head -5 | sed 's/^/    /'
+}
+
+# 2. Frames sampled while the VM returns from them: unpack and
+# string.find return several results over their own frame.  Interpreter
+# only, as in lua_nginx.sh (string.gsub's two results there).
+out=$TMP/multret.lp
+$LUAPROF record -v -F 999 -o $out -- $LJ2 -joff $S/multret.lua 3 2>$out.err
+check "multret.lua: record exits 0" test $? -eq 0
+$LUAPROF report --format folded -o $out.folded $out 2>/dev/null
+total=$(folded_total $out.folded)
+check_num "multret.lua: share of samples with Lua frames" \
+	"$(share $(chunk_samples $out.folded $S/multret.lua) $total)" ">=" 0.98
+if grep -qF '[truncated]' $out.folded; then
+	fail "multret.lua: no truncated Lua stacks" \
+		"$(str_samples $out.folded '[truncated]') of $total samples"
+	show_truncated $out.folded $out.err
+else
+	ok "multret.lua: no truncated Lua stacks"
+fi
