@@ -29,6 +29,16 @@
  * from C (lua_resume, as nginx does), the check fails and native frames
  * follow instead.
  *
+ * The native walk meets one VM frame per VM entry (a C frame in L's chain)
+ * and report/stacks.c gives each, in order, the Lua frames up to the next
+ * ENTRY.  Two kinds of VM frame run no Lua frame of their own, and get an
+ * ENTRY with nothing before it, so that the Lua frames stay with the entry
+ * that runs them: a C frame lj_vm_cpcall pushed for C alone (the JIT
+ * compiler's trace_state, lua_load's parser; its nres is then negative,
+ * minus the stack top at entry, and the Lua frames below that top are
+ * older), and a helper the interpreter called (vm_mod, vm_floor: frameless
+ * leaves in the VM's code, below the interpreter's own frame).
+ *
  * Every read of target memory may fail (freed coroutine stack, garbage
  * pointer): the walk then ends with a TRUNC frame, and never emits a
  * frame it could not read.
@@ -48,6 +58,7 @@
 
 #define LUA_WALK_STEPS (2 * LP_MAX_LUA) /* frames + skipped dummy/varg frames */
 #define LUA_RESUMER_HOPS 16    /* Lua-resumed coroutines followed */
+#define LUA_C_ONLY_MAX 4       /* C-only C frames passed at one place */
 #define GC64_PTR_MASK ((1ull << 47) - 1)
 #define LJ_BLOCK 128 /* bytes read at once; a power of two */
 
@@ -83,6 +94,8 @@ struct lua_walk {
 	__u64 pc;    /* the current frame's pc, 0 unknown */
 	__u64 cf;    /* the innermost C frame of L not yet passed */
 	__u64 outer_cf; /* the outermost C frame of L seen so far */
+	__u64 stack; /* L->stack */
+	__u64 last_entry; /* the C frame of the last ENTRY emitted */
 	__u32 n;     /* frames emitted */
 	__u32 hops;  /* coroutine boundaries crossed */
 	__u8 last_kind;
@@ -203,11 +216,42 @@ static __always_inline void emit(struct lua_walk *w, __u8 kind, __u64 addr,
 }
 
 /* A VM entry from C: where the native frames of that entry belong.  Two
- * boundaries with no Lua frame between are one. */
+ * boundaries of one C frame with no Lua frame between (a coroutine's first
+ * frame and its bottom) are one. */
 static __always_inline void emit_entry(struct lua_walk *w, __u64 cf)
 {
-	if (w->last_kind != LP_LUA_FRAME_ENTRY)
-		emit(w, LP_LUA_FRAME_ENTRY, cf, 0, 0, 0);
+	if (w->last_kind == LP_LUA_FRAME_ENTRY && w->last_entry == cf)
+		return;
+	emit(w, LP_LUA_FRAME_ENTRY, cf, 0, 0, 0);
+	w->last_entry = cf;
+}
+
+/* nres of a C frame (CFRAME_OFS_NRES): 8 bytes below its saved L, GC64 or
+ * not. */
+#define LJ_CF_NRES(lo) ((lo)->cf_l - 8)
+
+/* Passes the C frames, from w->cf on, that lj_vm_cpcall pushed for C code
+ * alone after the Lua frame at `frame` was made (see the top of the file),
+ * with an ENTRY each. */
+static __always_inline void pass_c_only(struct lua_walk *w, __u64 frame)
+{
+	const struct lj_layout *lo = &w->lo;
+
+	for (int i = 0; i < LUA_C_ONLY_MAX; i++) {
+		__s32 nres;
+		__u64 prev;
+
+		if (!w->cf || bpf_probe_read_user(&nres, sizeof(nres),
+						  (const void *)(w->cf + LJ_CF_NRES(lo))) ||
+		    nres >= 0 || frame >= w->stack - (__s64)nres)
+			return;
+		emit_entry(w, w->cf);
+		if (read_u64(&prev, w->cf + lo->cf_prev))
+			prev = 0;
+		w->cf = prev & ~3ull;
+		if (w->cf)
+			w->outer_cf = w->cf;
+	}
 }
 
 static __always_inline void truncate_walk(struct lua_walk *w, __u32 why)
@@ -270,8 +314,10 @@ static __always_inline void start_thread(struct lua_walk *w, __u64 L,
 	w->L = L;
 	w->cf = st->cframe & ~3ull;
 	w->outer_cf = w->cf;
+	w->stack = st->stack;
 	w->bot = st->stack + ((lo->flags & LJ_LAYOUT_GC64) ? 8 : 0);
 	w->frame = base - 8;
+	pass_c_only(w, w->frame);
 	w->pc = pc;
 	if (!pc && w->cf)
 		read_ref(lo, &w->pc, w->cf + lo->cf_pc);
@@ -500,10 +546,11 @@ static long lua_walk_step(__u32 i, void *ctx)
 
 				read_u64(&prev, w->cf + lo->cf_prev);
 				w->cf = prev & ~3ull;
-				if (w->cf) {
+				if (w->cf)
 					w->outer_cf = w->cf;
+				pass_c_only(w, next);
+				if (w->cf)
 					read_ref(lo, &prev_pc, w->cf + lo->cf_pc);
-				}
 			}
 		}
 	}
@@ -529,6 +576,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 	const struct lj_layout *lo;
 	struct lj_state st;
 	__s32 vmstate;
+	int off_frame;
 
 	if (!e || !regs)
 		return 0;
@@ -582,6 +630,13 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 	 * entry's C frame, lowered by the trace's spadjust: the native
 	 * walk resumes at that frame's CFA when it meets such code. */
 	e->lua_vm_cfa = (st.cframe & ~3ull) + lo->cf_size;
+	/* The tick hit a helper the interpreter called (see the top of the
+	 * file), or VM code not yet or no longer on L's C frame (entering or
+	 * leaving the VM: rbx may then be the C caller's). */
+	off_frame = vmstate < 0 && ip >= p->vm_start && ip < p->vm_end &&
+		    regs->sp != (st.cframe & ~3ull);
+	if (off_frame)
+		emit_entry(wp, regs->sp);
 	base = st.base;
 	if (vmstate >= 0) {
 		__u64 jb = 0;
@@ -619,7 +674,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 	}
 	start_thread(wp, L, &st, base, pc);
 	wp->leaf = vmstate < 0;
-	wp->pc_reg = pc != 0;
+	wp->pc_reg = pc && !off_frame;
 	e->lua_state = LP_WALK_WALKED;
 	/* bpf_loop wants a stack context; the step finds the state itself. */
 	bpf_loop(LUA_WALK_STEPS, lua_walk_step, &zero, 0);

@@ -1,5 +1,6 @@
 # lua_walk.sh - the Lua walk where the VM's registers say little: a frame
-# sampled while the VM returns from it (its slots half overwritten).
+# sampled while the VM returns from it (its slots half overwritten), the
+# JIT compiler's and the error unwinder's C code beside the Lua frames.
 . tests/lib.sh
 
 tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
@@ -38,3 +39,32 @@ if grep -qF '[truncated]' $out.folded; then
 else
 	ok "multret.lua: no truncated Lua stacks"
 fi
+# The interpreter calls vm_mod (i % 30) as a helper of its own: its
+# frame goes on the leaf side, never between the host and the Lua frames.
+main=$(str_samples $out.folded "main ($S/multret.lua:0)")
+check_num "multret.lua: share of main chunk samples right under lua_pcall" \
+	"$(share $(str_samples $out.folded "lua_pcall;main ($S/multret.lua:0)") $main)" ">=" 0.995
+
+# 3. The JIT compiler and the error unwinder: their native frames on the
+# leaf side of the Lua frames, which stand right on the host's lua_pcall.
+out=$TMP/jitcomp.lp
+$LUAPROF record -F 999 -o $out -- $LJ2 $S/jitcomp.lua 3 2>$out.err
+check "jitcomp.lua: record exits 0" test $? -eq 0
+$LUAPROF report --format folded -o $out.folded $out 2>/dev/null
+grep -F '[JIT compiler]' $out.folded >$out.jit
+jit=$(folded_total $out.jit)
+check_num "jitcomp.lua: samples in the JIT compiler" "$jit" ">=" 20
+check_num "jitcomp.lua: share of JIT compiler samples with the Lua frames right under lua_pcall" \
+	"$(share $(str_samples $out.jit "lua_pcall;main ($S/jitcomp.lua:0)") $jit)" ">=" 0.99
+check "jitcomp.lua: the compiler's native frames follow the Lua frames" \
+	grep -qE "lua_pcall;main \($S/jitcomp.lua:0\);[^;]*\);luajit\+0x[0-9a-f]+;.*\[JIT compiler\]" $out.jit
+check "jitcomp.lua: error unwinds from throw (named ? by pcall), under pcall" \
+	grep -qF "pcall;? ($S/jitcomp.lua:$(line_of jitcomp.lua '^function throw'));error;" $out.folded
+check_num "jitcomp.lua: samples in the unwinder" \
+	"$(str_samples $out.folded '_Unwind_RaiseException')" ">=" 20
+# Not all: the native walk of some samples stops early (at trace code in
+# an area the recorder has not read yet, or in libgcc while it installs
+# the catching frame's registers), and their Lua frames follow its leaf.
+main=$(str_samples $out.folded "main ($S/jitcomp.lua:0)")
+check_num "jitcomp.lua: share of main chunk samples right under lua_pcall" \
+	"$(share $(str_samples $out.folded "lua_pcall;main ($S/jitcomp.lua:0)") $main)" ">=" 0.97
