@@ -105,8 +105,10 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, zero = 0;
 	struct lp_event_sample *e;
 	struct user_regs regs;
-	__u64 t0, bucket;
+	__u64 t0, bucket, vm_start = 0, vm_end = 0;
+	struct lj_proc *lj;
 	__u32 nlua;
+	int have_regs;
 	long err;
 
 	if (!bpf_map_lookup_elem(&targets, &tgid))
@@ -124,14 +126,25 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	e->kstack_bytes = (ctx->regs.csx & 3) == 3 ? 0 :
 		bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
 	/* Lua first: a running trace's C frame is where the native walk
-	 * resumes past the trace's code. */
+	 * resumes past the trace's code.  If the Lua walk found no G, the
+	 * native walk may cross the VM's C frame, which holds the running
+	 * lua_State: then Lua again, from there. */
 	e->lua_depth = 0;
+	e->lua_state = LP_WALK_NONE;
 	e->lua_vm_cfa = 0;
-	if (get_user_regs(ctx, &regs) == 0)
-		walk_lua(e, &regs);
-	if (unwind_native_user_stack(ctx, e, tgid)) /* no tables: frame pointers */
+	have_regs = get_user_regs(ctx, &regs) == 0;
+	if (have_regs)
+		walk_lua(e, &regs, 0);
+	lj = bpf_map_lookup_elem(&lj_procs, &tgid);
+	if (lj) {
+		vm_start = lj->vm_start;
+		vm_end = lj->vm_end;
+	}
+	if (unwind_native_user_stack(ctx, e, tgid, vm_start, vm_end)) /* no tables: frame pointers */
 		e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
 						BPF_F_USER_STACK);
+	if (have_regs && e->lua_state == LP_WALK_NO_G && e->lua_vm_cfa)
+		walk_lua(e, &regs, e->lua_vm_cfa);
 	if (e->kstack_bytes < 0)
 		__sync_fetch_and_add(&counters.kstack_failed, 1);
 	if (e->ustack_bytes < 0)

@@ -118,6 +118,9 @@ struct unwind_cursor {
 	__u32 win_len;    /* bytes of the stack copied, from win_lo */
 	__u64 win_lo;
 	__u64 jit_cfa;    /* the CFA to resume at past a LuaJIT trace, or 0 */
+	__u64 vm_start, vm_end; /* LuaJIT's interpreter code, or 0, 0 */
+	__u64 vm_cfa;     /* out: CFA of the innermost frame that called out of
+			     it (its C frame holds the running lua_State) */
 };
 
 /*
@@ -440,6 +443,11 @@ static long unwind_step(__u32 i, void *arg)
 	stop = unwind_frame(w->proc, c);
 	w->e->ustack[n] = c->rec_pc;
 	c->n = n + 1;
+	/* A return address in LuaJIT's interpreter: c->sp is now that VM
+	 * frame's CFA (for bpf/walk_lua.bpf.h). */
+	if (!stop && n && !c->vm_cfa && c->rec_pc - 1 >= c->vm_start &&
+	    c->rec_pc - 1 < c->vm_end)
+		c->vm_cfa = c->sp;
 	if (stop) {
 		c->stop = stop;
 		return 1;
@@ -482,12 +490,18 @@ static __always_inline int unwind_user_regs(struct bpf_perf_event_data *ctx,
  * e->ustack_stop = LP_USTOP_FALLBACK and nothing else written, for any
  * other process: the caller takes the kernel's frame-pointer walk.
  *
+ * [vm_start, vm_end) is LuaJIT's interpreter code (0, 0: none).  When
+ * e->lua_vm_cfa is 0 (the Lua walk found no VM) and the walk meets a
+ * return address in it, e->lua_vm_cfa is set to that frame's CFA: the Lua
+ * walk can find its lua_State there.
+ *
  * Global, so verified once on its own: each way the walk can end would
  * otherwise be a state from which the verifier re-checks all of the
  * caller's code that follows.
  */
 __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
-					struct lp_event_sample *e, __u32 tgid)
+					struct lp_event_sample *e, __u32 tgid,
+					__u64 vm_start, __u64 vm_end)
 {
 	struct unwind_walk w = { .e = e };
 	struct unwind_cursor *c;
@@ -503,6 +517,10 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	__builtin_memset(c, 0, sizeof(*c));
 	c->bp_known = 1;
 	c->jit_cfa = e->lua_vm_cfa;
+	if (!e->lua_vm_cfa) {
+		c->vm_start = vm_start;
+		c->vm_end = vm_end;
+	}
 	w.c = c;
 	if (unwind_user_regs(ctx, c)) {
 		c->stop = LP_USTOP_NO_REGS;
@@ -528,6 +546,8 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		n = LP_MAX_USTACK;
 	e->ustack_stop = stop;
 	e->ustack_bytes = n ? (__s32)(n * sizeof(__u64)) : -EFAULT;
+	if (!e->lua_vm_cfa)
+		e->lua_vm_cfa = c->vm_cfa;
 	if (stop < LP_USTOP_MAX)
 		__sync_fetch_and_add(&unwind_stops[stop], 1);
 	__sync_fetch_and_add(&unwind_frames, n);

@@ -9,7 +9,13 @@
  * GG_State's main thread must be where G says (G->mainthref == G - gg_g)
  * and the running coroutine must point back (G->cur_L->glref == G).  A
  * validated G is cached per thread, for samples taken where r14 is not
- * DISPATCH (inside C functions, GC, libc).
+ * DISPATCH (inside C functions, GC, libc).  A thread that is seldom in the
+ * interpreter (a long string.gsub, a host's C code called from Lua) may
+ * show no such tick for long; but any sample whose native walk crossed the
+ * VM's C frame has its lua_State there (SAVE_L), so sampler.bpf.c calls
+ * walk_lua() again with that frame's CFA when r14 and the cache gave
+ * nothing: G is L->glref, trusted if L's innermost C frame is that very
+ * frame and G validates as above.
  *
  * Which base: the BASE register (rdx) is the only fresh one while the
  * interpreter runs, because L->base is written back only at calls and
@@ -563,10 +569,31 @@ static long lua_walk_step(__u32 i, void *ctx)
 	return 0;
 }
 
-/* Fills e->lua[] for a sample of a LuaJIT process; regs are the user
- * registers at the sample.  A global function: the verifier checks it once,
- * on its own, instead of once per path through the native unwinder. */
-__noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
+/* The G of the lua_State saved in the VM's C frame whose CFA is cfa, if
+ * that C frame is the lua_State's innermost (see the top of the file); 0
+ * otherwise.  Not yet validated. */
+static __always_inline __u64 G_from_vm_frame(struct lua_walk *w, __u64 cfa)
+{
+	const struct lj_layout *lo = &w->lo;
+	__u64 cf = cfa - lo->cf_size, L = 0;
+	struct lj_state st;
+
+	if (cfa < lo->cf_size || read_ref(lo, &L, cf + lo->cf_l) || !L ||
+	    read_state(w, L, &st) || (st.cframe & ~3ull) != cf)
+		return 0;
+	return st.glref;
+}
+
+/*
+ * Fills e->lua[] for a sample of a LuaJIT process; regs are the user
+ * registers at the sample.  vm_frame_cfa is 0 on the first try; on the
+ * second, the CFA of the VM's C frame the native walk crossed, to find G
+ * from when the first found none.  A global function: the verifier checks
+ * it once, on its own, instead of once per path through the native
+ * unwinder.
+ */
+__noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
+			__u64 vm_frame_cfa)
 {
 	struct lua_walk *wp;
 	struct lj_proc *p;
@@ -598,17 +625,18 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 	__builtin_memcpy(&wp->lo, lo, sizeof(wp->lo));
 	ip = regs->ip;
 
-	/* r14 - g2disp first: a G this thread validated before is known
-	 * good (its main thread need not be looked at, nor the cache
-	 * written again). */
+	/* r14 - g2disp first (or the VM frame's L, on the second try): a G
+	 * this thread validated before is known good (its main thread need
+	 * not be looked at, nor the cache written again). */
 	cached = bpf_map_lookup_elem(&lj_thread_G, &tid);
-	G = regs->r14 - (__s64)lo->g2disp;
+	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa) :
+			   regs->r14 - (__s64)lo->g2disp;
 	if (valid_G(wp, G, cached && *cached == G, &L, &st)) {
 		if (!cached || *cached != G)
 			bpf_map_update_elem(&lj_thread_G, &tid, &G, BPF_ANY);
 	} else {
 		G = cached ? *cached : p->g_hint;
-		if (!valid_G(wp, G, cached != NULL, &L, &st)) {
+		if (vm_frame_cfa || !valid_G(wp, G, cached != NULL, &L, &st)) {
 			e->lua_state = LP_WALK_NO_G;
 			return 0;
 		}

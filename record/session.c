@@ -63,8 +63,9 @@ struct target {
 	struct maps_table maps;
 	uint64_t maps_read_ns;
 	struct lj_target *lj; /* its LuaJIT VM, NULL if none */
-	/* Samples in its interpreter while its layout had not validated,
-	 * for print_summary(). */
+	/* Samples whose native stack crossed its VM's C frame (whose
+	 * lua_State the BPF walker then tried) while its layout had not
+	 * validated, for print_summary(). */
 	uint64_t lj_unvalidated;
 };
 
@@ -519,6 +520,18 @@ static void check_mappings(struct session *s, struct target *t,
 		emit_maps(s, t, e->h.time_ns, 0);
 }
 
+/* Does the sample's native stack hold a return address into t's
+ * interpreter (the VM called out to C from there)? */
+static int crosses_vm(const struct lj_target *t, const struct lp_event_sample *e)
+{
+	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
+
+	for (int i = 1; i < n && i < LP_MAX_USTACK; i++)
+		if (e->ustack[i] - 1 >= t->vm_start && e->ustack[i] - 1 < t->vm_end)
+			return 1;
+	return 0;
+}
+
 static void handle_sample(struct session *s, const struct lp_event_sample *e,
 			  size_t size)
 {
@@ -535,11 +548,10 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 				e->ustack_bytes / 8 : LP_MAX_USTACK);
 	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G)
 		locate_luajit(s, t, e->lua_G);
-	/* Still no valid G, at a pc in the interpreter (anywhere, if its
-	 * code is not located): the layout does not fit this build. */
+	/* Still no valid G, though the native stack crossed the VM's C frame,
+	 * whose lua_State the BPF walker read: the layout does not fit. */
 	if (t && t->lj && t->lj->state == LJ_WAITING_G &&
-	    (!t->lj->vm_end || (e->ustack_bytes >= 8 && e->ustack[0] >= t->lj->vm_start &&
-				e->ustack[0] < t->lj->vm_end)))
+	    e->lua_state == LP_WALK_NO_G && crosses_vm(t->lj, e))
 		t->lj_unvalidated++;
 	memset(&rec, 0, sizeof(rec));
 	rec.type = LP_REC_SAMPLE;

@@ -1,6 +1,8 @@
-# lua_walk.sh - the Lua walk where the VM's registers say little: a frame
-# sampled while the VM returns from it (its slots half overwritten), the
-# JIT compiler's and the error unwinder's C code beside the Lua frames.
+# lua_walk.sh - the Lua walk where the VM's registers say little: programs
+# that live in C called from Lua (the global state must come from the VM's
+# C frame on the native stack), a frame sampled while the VM returns from
+# it (its slots half overwritten), the JIT compiler's and the error
+# unwinder's C code beside the Lua frames.
 . tests/lib.sh
 
 tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
@@ -21,6 +23,27 @@ show_truncated() {
 	grep -F '[truncated]' "$1" | cut -c1-400 | head -5 | sed 's/^/    /'
 	grep -F 'Lua stack truncated' "$2" | head -5 | sed 's/^/    /'
 }
+
+# 1. C called from Lua, from the first sample: string.gsub over 4 MB.
+# Hardly a tick lands in the interpreter, so G comes from the VM's C frame,
+# which every sample's native walk crosses.  A program of one second of
+# CPU time, start-up included.
+cside() { # LABEL OUT COMMAND...
+	local label=$1 out=$2 total lua
+	shift 2
+	$LUAPROF record -F 999 -o $out -- "$@" $S/cside.lua 1 2>$out.err
+	check "$label: record exits 0" test $? -eq 0
+	$LUAPROF report --format folded -o $out.folded $out 2>/dev/null
+	total=$(folded_total $out.folded)
+	lua=$(chunk_samples $out.folded $S/cside.lua)
+	check_num "$label: samples" "$total" ">=" 500
+	check_num "$label: share of samples with Lua frames" "$(share $lua $total)" ">=" 0.98
+	check "$label: string.gsub runs under rewrite, under main" \
+		grep -qF "main ($S/cside.lua:0);rewrite ($S/cside.lua:$(line_of cside.lua '^function rewrite'));string.gsub" $out.folded
+	check "$label: no warning that the offsets are wrong" \
+		bash -c "! grep -q 'offsets are probably wrong' $out.err"
+}
+cside "C from Lua, luajit2 executable" $TMP/cside2.lp $LJ2
 
 # 2. Frames sampled while the VM returns from them: unpack and
 # string.find return several results over their own frame.  Interpreter
