@@ -82,6 +82,15 @@ struct {
 	__type(value, __u64); /* last validated G */
 } lj_thread_G SEC(".maps");
 
+/* LuaJIT executables the recorder validated (bpf/luajit.h): sampler.bpf.c
+ * gives a process that execs one an entry in lj_procs at once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct lj_image_key);
+	__type(value, struct lj_proc);
+} lj_images SEC(".maps");
+
 /* The fields of a lua_State the walk reads. */
 struct lj_state {
 	__u64 glref, base, stack, maxstack, cframe;
@@ -588,9 +597,11 @@ static __always_inline __u64 G_from_vm_frame(struct lua_walk *w, __u64 cfa)
  * Fills e->lua[] for a sample of a LuaJIT process; regs are the user
  * registers at the sample.  vm_frame_cfa is 0 on the first try; on the
  * second, the CFA of the VM's C frame the native walk crossed, to find G
- * from when the first found none.  A global function: the verifier checks
- * it once, on its own, instead of once per path through the native
- * unwinder.
+ * from when the first found none.  Returns 1 when the recorder should
+ * hear of this sample at once: it shows a G in a process whose VM the
+ * recorder has not located, which it must do while the process lives.
+ * A global function: the verifier checks it once, on its own, instead of
+ * once per path through the native unwinder.
  */
 __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 			__u64 vm_frame_cfa)
@@ -603,7 +614,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	const struct lj_layout *lo;
 	struct lj_state st;
 	__s32 vmstate;
-	int off_frame;
+	int wake, off_frame;
 
 	if (!e || !regs)
 		return 0;
@@ -644,14 +655,15 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	wp->G = G;
 	wp->mainL = G - lo->gg_g;
 	e->lua_G = G;
+	wake = !p->g_hint;
 	if (bpf_probe_read_user(&vmstate, sizeof(vmstate), (const void *)(G + lo->g_vmstate)))
-		return 0;
+		return wake;
 	e->vmstate = vmstate;
 
 	if (!st.cframe) {
 		/* No C frame: this coroutine is not running; neither is Lua. */
 		e->lua_state = LP_WALK_IDLE;
-		return 0;
+		return wake;
 	}
 	/* Machine code of traces (and their exit stubs, and a trace's first
 	 * instructions before it sets vmstate) runs on the innermost VM
@@ -691,7 +703,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 		/* BASE is in a register we cannot yet tell from garbage;
 		 * the recorder locates the VM from this sample's G. */
 		e->lua_state = LP_WALK_NO_VM;
-		return 0;
+		return 1;
 	} else if (~vmstate == LJ_VMST_INTERP && ip >= p->vm_start && ip < p->vm_end) {
 		__u64 rdx = regs->dx;
 
@@ -709,7 +721,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	if (!wp->done)
 		truncate_walk(wp, LP_LUA_TRUNC_DEPTH);
 	e->lua_depth = wp->n;
-	return 0;
+	return wake;
 }
 
 #endif

@@ -37,6 +37,10 @@
 #include "sampler.skel.h"
 
 #define MAPS_REREAD_NS 100000000ull /* at most 10 maps re-reads/s per pid */
+/* ... or 200/s when the pc a sample interrupted is in no known mapping:
+ * that pc runs, so the mappings we have are stale (a JIT's new code), and
+ * every sample until the next read loses its native frames. */
+#define MAPS_REREAD_LEAF_NS 5000000ull
 /* Flush twice a second: a recorder killed at any instant loses at most
  * about half a second of samples. */
 #define FLUSH_NS 500000000ull
@@ -67,6 +71,8 @@ struct target {
 	 * lua_State the BPF walker then tried) while its layout had not
 	 * validated, for print_summary(). */
 	uint64_t lj_unvalidated;
+	/* It exited before its VM could be checked (lj_locate_vm). */
+	int lj_gone;
 };
 
 /* What the Lua walk gave, for the summary. */
@@ -76,6 +82,9 @@ struct lua_stats {
 	uint64_t idle;          /* VM present, not running Lua */
 	uint64_t no_g, bad_l, no_vm;
 	uint64_t protos_unknown; /* frames whose proto could not be read */
+	/* LuaJIT processes that exited before their VM could be checked,
+	 * and their samples whose Lua frames were dropped for it. */
+	uint64_t procs_gone, gone_dropped;
 };
 
 struct session {
@@ -273,14 +282,29 @@ static void attach_luajit(struct session *s, struct target *t, struct target *pa
  * the Lua walk for that process, saying why. */
 static void locate_luajit(struct session *s, struct target *t, uint64_t G)
 {
-	uint32_t key = (uint32_t)t->pid;
+	uint32_t pid = (uint32_t)t->pid;
+	struct lj_image_key key;
+	struct lj_proc proc;
 	char msg[512];
 
-	if (lj_locate_vm(t->lj, G, msg, sizeof(msg))) {
+	int err = lj_locate_vm(t->lj, G, msg, sizeof(msg));
+
+	if (err == -ESRCH) {
+		/* Gone before we could look: nothing was wrong with the
+		 * layout, and nothing can be read any more (protos). */
+		t->lj_gone = 1;
+		s->lua.procs_gone++;
+		if (s->o->verbose)
+			fprintf(stderr, "%sluaprof record: pid %d exited before its LuaJIT "
+				"VM could be checked; its samples keep native frames "
+				"only\n", s->status_shown ? "\n" : "", (int)t->pid);
+		return;
+	}
+	if (err) {
 		fprintf(stderr, "%sluaprof record: pid %d: LuaJIT layout did not validate: "
 			"%s; recording native frames only\n", s->status_shown ? "\n" : "",
 			(int)t->pid, msg);
-		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.lj_procs), &key);
+		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.lj_procs), &pid);
 		return;
 	}
 	if (s->o->verbose)
@@ -289,6 +313,11 @@ static void locate_luajit(struct session *s, struct target *t, uint64_t G)
 			(unsigned long long)G, (unsigned long long)t->lj->vm_start,
 			(unsigned long long)t->lj->vm_end);
 	publish_luajit(s, t);
+	/* A LuaJIT executable: the next process to exec it has its layout
+	 * from its first tick (the map holds 64; past that, from attach). */
+	if (!lj_target_image(t->lj, &key, &proc))
+		bpf_map_update_elem(bpf_map__fd(s->skel->maps.lj_images), &key, &proc,
+				    BPF_ANY);
 }
 
 /* Adds pid to the table (if new) and writes what the trace needs to know
@@ -511,12 +540,14 @@ static void check_mappings(struct session *s, struct target *t,
 {
 	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
 	int unknown = e->ustack_stop == LP_USTOP_UNMAPPED;
+	int leaf = n > 0 && !maps_table_find(&t->maps, e->ustack[0]);
 
 	/* The native unwinder stops, frameless, at a pc in a mapping it does
 	 * not know yet: that too means new mappings. */
 	for (int i = 0; !unknown && i < n && i < LP_MAX_USTACK; i++)
 		unknown = !maps_table_find(&t->maps, e->ustack[i]);
-	if (unknown && mono_ns() - t->maps_read_ns >= MAPS_REREAD_NS)
+	if (unknown && mono_ns() - t->maps_read_ns >=
+			       (leaf ? MAPS_REREAD_LEAF_NS : MAPS_REREAD_NS))
 		emit_maps(s, t, e->h.time_ns, 0);
 }
 
@@ -546,7 +577,7 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 		object_set_note_stack(s->objs, &t->maps, (const uint64_t *)e->ustack,
 				e->ustack_bytes / 8 < LP_MAX_USTACK ?
 				e->ustack_bytes / 8 : LP_MAX_USTACK);
-	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G)
+	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G && !t->lj_gone)
 		locate_luajit(s, t, e->lua_G);
 	/* Still no valid G, though the native stack crossed the VM's C frame,
 	 * whose lua_State the BPF walker read: the layout does not fit. */
@@ -569,6 +600,8 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 		rec.u.sample.flags |= LP_SAMPLE_USTACK_FAILED;
 	rec.u.sample.lstack = e->lua_state == LP_WALK_WALKED ?
 		intern_lua_stack(s, t, e, size) : 0;
+	if (t && t->lj_gone && e->lua_state == LP_WALK_WALKED)
+		s->lua.gone_dropped++;
 	rec.u.sample.vmstate = e->vmstate;
 	rec.u.sample.lua_state = e->lua_state;
 	count_lua_state(s, e->lua_state, rec.u.sample.lstack);
@@ -955,6 +988,14 @@ static void print_summary(struct session *s, uint64_t end_ns)
 				(unsigned long long)ss.unreadable,
 				(unsigned long long)ss.budget, SOURCE_TRACE_MAX >> 20);
 	}
+	if (s->lua.procs_gone)
+		fprintf(stderr, "luaprof record: %llu LuaJIT process%s exited before "
+			"%s VM could be checked: %llu of %s samples without Lua "
+			"frames\n", (unsigned long long)s->lua.procs_gone,
+			s->lua.procs_gone == 1 ? "" : "es",
+			s->lua.procs_gone == 1 ? "its" : "their",
+			(unsigned long long)s->lua.gone_dropped,
+			s->lua.procs_gone == 1 ? "its" : "their");
 	for (int i = 0; i < s->ntargets; i++) {
 		const struct target *t = &s->targets[i];
 

@@ -2,7 +2,8 @@
 # that live in C called from Lua (the global state must come from the VM's
 # C frame on the native stack), a frame sampled while the VM returns from
 # it (its slots half overwritten), the JIT compiler's and the error
-# unwinder's C code beside the Lua frames.
+# unwinder's C code beside the Lua frames, and short-lived LuaJIT children
+# of a shell loop (each VM checked while its process lives).
 . tests/lib.sh
 
 tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
@@ -44,6 +45,7 @@ cside() { # LABEL OUT COMMAND...
 		bash -c "! grep -q 'offsets are probably wrong' $out.err"
 }
 cside "C from Lua, luajit2 executable" $TMP/cside2.lp $LJ2
+cside "C from Lua, upstream shared library" $TMP/cside1.lp $SAMPLES/luahost -joff $LIB1
 
 # 2. Frames sampled while the VM returns from them: unpack and
 # string.find return several results over their own frame.  Interpreter
@@ -91,3 +93,49 @@ check_num "jitcomp.lua: samples in the unwinder" \
 main=$(str_samples $out.folded "main ($S/jitcomp.lua:0)")
 check_num "jitcomp.lua: share of main chunk samples right under lua_pcall" \
 	"$(share $(str_samples $out.folded "lua_pcall;main ($S/jitcomp.lua:0)") $main)" ">=" 0.97
+
+# 4. Short-lived children: a shell loop runs CHILDREN luajit processes of
+# 20 to 100 ms of work each (a random amount: no fixed period), JIT on, each
+# through a link of its own (ljN), so that its name tells its samples apart.
+# A child's Lua frames need the BPF walker to know its layout (at exec,
+# for an executable the recorder validated in another process), and the
+# recorder to check its VM and read its prototypes while it lives: it is
+# woken at once for those samples, and has a few ms.  Not while it embeds
+# the symbols and source lines of an object for the first time (libc's
+# take it 100 to 400 ms), which a first child of over a second ("warm")
+# lets happen before the others start.
+CHILDREN=80
+mkdir -p $TMP/bin
+ln -s $LJ2 $TMP/bin/warm
+for i in $(seq $CHILDREN); do ln -s $LJ2 $TMP/bin/lj$i; done
+work='local function f(n) local s = 0 for i = 1, n do s = s + math.sin(i) * (i % 7) end return s end'
+cat >$TMP/children.sh <<EOF
+$TMP/bin/warm -e "$work local t0 = os.clock() while os.clock() - t0 < 1.2 do f(100000) end"
+for i in \$(seq $CHILDREN); do
+	n=\$(( (RANDOM % 16 + 4) * 400000 ))
+	$TMP/bin/lj\$i -e "$work local t = {} for j = 1, 4 do t[j] = f(\$n / 4) end"
+done
+EOF
+out=$TMP/children.lp
+$LUAPROF record -F 999 -o $out -- bash $TMP/children.sh 2>$out.err
+check "children: record exits 0" test $? -eq 0
+check "children: no sample lost" grep -qE "samples, 0 lost" $out.err
+$LUAPROF info $out >$out.info
+check_num "children: every child followed" "$(grep -cE '^ +[0-9]+ +[0-9]+ +lj[0-9]+ ' $out.info)" "==" $CHILDREN
+check "children: no VM said not to validate" bash -c "! grep -q 'did not validate' $out.err"
+$LUAPROF report --format folded --comm -o $out.folded $out 2>/dev/null
+# Per child: samples, and samples with Lua frames.  Those it ran before
+# the recorder first heard of it (a few ms) have none.
+awk '$1 ~ /^lj[0-9]+;/ { c = substr($1, 1, index($1, ";") - 1); n[c] += $NF;
+	if (index($0, "(=(command line):")) l[c] += $NF }
+	END { for (c in n) print c, n[c], l[c] + 0 }' $out.folded >$out.children
+check_num "children: children that ran 50 ms or more" "$(awk '$2 >= 50' $out.children | wc -l)" ">=" 20
+check_num "children: of those, children with under 75% of their samples with Lua frames" \
+	"$(awk '$2 >= 50 && $3 < 0.75 * $2' $out.children | wc -l)" "==" 0
+awk '$2 >= 50 && $3 < 0.75 * $2 { print "    " $0 }' $out.children | head -5
+check_num "children: share of their samples with Lua frames" \
+	"$(awk '$2 >= 50 { n += $2; l += $3 } END { printf "%.4f", n ? l / n : 0 }' $out.children)" ">=" 0.9
+# Samples in compiled code without Lua frames show the trace's code.
+all=$(awk '$1 ~ /^lj[0-9]+;/ { n += $NF } END { print n + 0 }' $out.folded)
+anon=$(awk '$1 ~ /^lj[0-9]+;/ && /\[anon\]/ { n += $NF } END { print n + 0 }' $out.folded)
+check_num "children: share of their samples in trace code without Lua frames" "$(share $anon $all)" "<=" 0.02
