@@ -143,11 +143,14 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	 * lua_State: then Lua again, from there. */
 	e->lua_depth = 0;
 	e->lua_state = LP_WALK_NONE;
+	e->vmstate = 0;
+	e->lua_G = 0;
 	e->lua_vm_cfa = 0;
 	have_regs = get_user_regs(ctx, &regs) == 0;
 	if (have_regs)
 		wake = walk_lua(e, &regs, 0);
-	lj = bpf_map_lookup_elem(&lj_procs, &tgid);
+	/* Only then does the native walk look for the VM's C frame. */
+	lj = e->lua_state == LP_WALK_NO_G ? bpf_map_lookup_elem(&lj_procs, &tgid) : NULL;
 	if (lj) {
 		vm_start = lj->vm_start;
 		vm_end = lj->vm_end;
