@@ -823,7 +823,9 @@ static void record_loop(struct session *s)
 {
 	uint64_t deadline = s->o->duration_s > 0 ?
 		s->start_ns + (uint64_t)(s->o->duration_s * 1e9) : UINT64_MAX;
-	uint64_t last_flush = s->start_ns, last_status = 0, last_alive = s->start_ns;
+	/* Sampling starts only now, after the setup (kernel symbols, perf
+	 * events): the first flush comes FLUSH_NS of samples later. */
+	uint64_t last_flush = mono_ns(), last_status = 0, last_alive = s->start_ns;
 	int tty = isatty(STDERR_FILENO) && !s->o->quiet;
 
 	while (!stop_requested && !s->write_err) {
