@@ -37,6 +37,10 @@
 #include "sampler.skel.h"
 
 #define MAPS_REREAD_NS 100000000ull /* at most 10 maps re-reads/s per pid */
+/* ... or 200/s when the pc a sample interrupted is in no known mapping:
+ * that pc runs, so the mappings we have are stale (a JIT's new code), and
+ * every sample until the next read loses its native frames. */
+#define MAPS_REREAD_LEAF_NS 5000000ull
 /* Flush twice a second: a recorder killed at any instant loses at most
  * about half a second of samples. */
 #define FLUSH_NS 500000000ull
@@ -77,9 +81,12 @@ struct target {
 	uint64_t maps_read_ns;
 	struct lj_target *lj; /* its LuaJIT VM, NULL if none */
 	int puc_noted;        /* a PUC Lua VM was said (until an exec) */
-	/* Samples in its interpreter while its layout had not validated,
-	 * for print_summary(). */
+	/* Samples whose native stack crossed its VM's C frame (whose
+	 * lua_State the BPF walker then tried) while its layout had not
+	 * validated, for print_summary(). */
 	uint64_t lj_unvalidated;
+	/* It exited before its VM could be checked (lj_locate_vm). */
+	int lj_gone;
 };
 
 /* What the Lua walk gave, for the summary. */
@@ -89,6 +96,9 @@ struct lua_stats {
 	uint64_t idle;          /* VM present, not running Lua */
 	uint64_t no_g, bad_l, no_vm;
 	uint64_t protos_unknown; /* frames whose proto could not be read */
+	/* LuaJIT processes that exited before their VM could be checked,
+	 * and their samples whose Lua frames were dropped for it. */
+	uint64_t procs_gone, gone_dropped;
 };
 
 struct session {
@@ -346,14 +356,29 @@ static void attach_luajit(struct session *s, struct target *t, struct target *pa
  * the Lua walk for that process, saying why. */
 static void locate_luajit(struct session *s, struct target *t, uint64_t G)
 {
-	uint32_t key = (uint32_t)t->pid;
+	uint32_t pid = (uint32_t)t->pid;
+	struct lj_image_key key;
+	struct lj_proc proc;
 	char msg[512];
 
-	if (lj_locate_vm(t->lj, G, msg, sizeof(msg))) {
+	int err = lj_locate_vm(t->lj, G, msg, sizeof(msg));
+
+	if (err == -ESRCH) {
+		/* Gone before we could look: nothing was wrong with the
+		 * layout, and nothing can be read any more (protos). */
+		t->lj_gone = 1;
+		s->lua.procs_gone++;
+		if (s->o->verbose)
+			fprintf(stderr, "%sluaprof record: pid %d exited before its LuaJIT "
+				"VM could be checked; its samples keep native frames "
+				"only\n", s->status_shown ? "\n" : "", (int)t->pid);
+		return;
+	}
+	if (err) {
 		fprintf(stderr, "%sluaprof record: pid %d: LuaJIT layout did not validate: "
 			"%s; recording native frames only\n", s->status_shown ? "\n" : "",
 			(int)t->pid, msg);
-		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.lj_procs), &key);
+		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.lj_procs), &pid);
 		return;
 	}
 	if (s->o->verbose)
@@ -362,6 +387,11 @@ static void locate_luajit(struct session *s, struct target *t, uint64_t G)
 			(unsigned long long)G, (unsigned long long)t->lj->vm_start,
 			(unsigned long long)t->lj->vm_end);
 	publish_luajit(s, t);
+	/* A LuaJIT executable: the next process to exec it has its layout
+	 * from its first tick (the map holds 64; past that, from attach). */
+	if (!lj_target_image(t->lj, &key, &proc))
+		bpf_map_update_elem(bpf_map__fd(s->skel->maps.lj_images), &key, &proc,
+				    BPF_ANY);
 }
 
 /* Adds pid to the table (if new) and writes what the trace needs to know
@@ -516,6 +546,19 @@ static void emit_proto_cb(void *ctx, const struct lp_proto *pr)
 	emit_proto(pe->s, pe->pid, pr);
 }
 
+/* Why the BPF walk truncated a Lua stack (enum lp_lua_trunc), in words. */
+static const char *trunc_reason(uint32_t why)
+{
+	switch (why) {
+	case LP_LUA_TRUNC_READ: return "a frame's slots could not be read";
+	case LP_LUA_TRUNC_DEPTH: return "too deep";
+	case LP_LUA_TRUNC_BAD: return "a frame made no sense";
+	case LP_LUA_TRUNC_READ_FUNC: return "a function could not be read";
+	case LP_LUA_TRUNC_READ_CALL: return "a caller's CALL instruction could not be read";
+	}
+	return "unknown reason";
+}
+
 /* Interns the Lua frames of a sample (reading new protos on the way) and
  * returns the Lua stack id, 0 if none. */
 static uint64_t intern_lua_stack(struct session *s, struct target *t,
@@ -588,8 +631,8 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 		/* The first few, in detail, for whoever debugs a walk. */
 		if (s->o->verbose && s->lua.truncated < 5)
 			fprintf(stderr, "luaprof record: pid %d: Lua stack truncated "
-				"(reason %u) at frame 0x%llx after %u frames, vmstate %d\n",
-				(int)t->pid, e->lua[n - 1].pc,
+				"(%s) at frame 0x%llx after %u frames, vmstate %d\n",
+				(int)t->pid, trunc_reason(e->lua[n - 1].pc),
 				(unsigned long long)e->lua[n - 1].addr, n - 1, e->vmstate);
 		s->lua.truncated++;
 	}
@@ -628,6 +671,7 @@ static void check_mappings(struct session *s, struct target *t,
 	int unknown = e->ustack_stop == LP_USTOP_UNMAPPED;
 	uint64_t code[1];
 	uint32_t ncode = 0;
+	int leaf = n > 0 && !maps_table_find(&t->maps, e->ustack[0]);
 
 	if (n > LP_MAX_USTACK)
 		n = LP_MAX_USTACK;
@@ -645,7 +689,8 @@ static void check_mappings(struct session *s, struct target *t,
 	/* Code that ran is worth a read at once: the read keeps it (or a
 	 * page of it), so its next samples do not ask again.  The rest waits
 	 * its turn. */
-	if (ncode || (unknown && mono_ns() - t->maps_read_ns >= MAPS_REREAD_NS))
+	if (ncode || (unknown && mono_ns() - t->maps_read_ns >=
+			      (leaf ? MAPS_REREAD_LEAF_NS : MAPS_REREAD_NS)))
 		emit_maps_code(s, t, e->h.time_ns, 0, code, ncode);
 }
 
@@ -667,6 +712,18 @@ static int validated_ustack_bytes(const struct target *t,
 	return e->ustack_bytes;
 }
 
+/* Does the sample's native stack hold a return address into t's
+ * interpreter (the VM called out to C from there)? */
+static int crosses_vm(const struct lj_target *t, const struct lp_event_sample *e)
+{
+	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
+
+	for (int i = 1; i < n && i < LP_MAX_USTACK; i++)
+		if (e->ustack[i] - 1 >= t->vm_start && e->ustack[i] - 1 < t->vm_end)
+			return 1;
+	return 0;
+}
+
 static void handle_sample(struct session *s, const struct lp_event_sample *e,
 			  size_t size)
 {
@@ -681,13 +738,12 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 		object_set_note_stack(s->objs, &t->maps, (const uint64_t *)e->ustack,
 				e->ustack_bytes / 8 < LP_MAX_USTACK ?
 				e->ustack_bytes / 8 : LP_MAX_USTACK);
-	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G)
+	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G && !t->lj_gone)
 		locate_luajit(s, t, e->lua_G);
-	/* Still no valid G, at a pc in the interpreter (anywhere, if its
-	 * code is not located): the layout does not fit this build. */
+	/* Still no valid G, though the native stack crossed the VM's C frame,
+	 * whose lua_State the BPF walker read: the layout does not fit. */
 	if (t && t->lj && t->lj->state == LJ_WAITING_G &&
-	    (!t->lj->vm_end || (e->ustack_bytes >= 8 && e->ustack[0] >= t->lj->vm_start &&
-				e->ustack[0] < t->lj->vm_end)))
+	    e->lua_state == LP_WALK_NO_G && crosses_vm(t->lj, e))
 		t->lj_unvalidated++;
 	memset(&rec, 0, sizeof(rec));
 	rec.type = LP_REC_SAMPLE;
@@ -706,6 +762,8 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 		rec.u.sample.flags |= LP_SAMPLE_USTACK_FAILED;
 	rec.u.sample.lstack = e->lua_state == LP_WALK_WALKED ?
 		intern_lua_stack(s, t, e, size) : 0;
+	if (t && t->lj_gone && e->lua_state == LP_WALK_WALKED)
+		s->lua.gone_dropped++;
 	rec.u.sample.vmstate = e->vmstate;
 	rec.u.sample.lua_state = e->lua_state;
 	count_lua_state(s, e->lua_state, rec.u.sample.lstack);
@@ -927,7 +985,9 @@ static void record_loop(struct session *s)
 {
 	uint64_t deadline = s->o->duration_s > 0 ?
 		s->start_ns + (uint64_t)(s->o->duration_s * 1e9) : UINT64_MAX;
-	uint64_t last_flush = s->start_ns, last_status = 0, last_alive = s->start_ns;
+	/* Sampling starts only now, after the setup (kernel symbols, perf
+	 * events): the first flush comes FLUSH_NS of samples later. */
+	uint64_t last_flush = mono_ns(), last_status = 0, last_alive = s->start_ns;
 	int tty = isatty(STDERR_FILENO) && !s->o->quiet;
 
 	while (!stop_requested && !s->write_err) {
@@ -1105,6 +1165,14 @@ static void print_summary(struct session *s, uint64_t end_ns)
 				(unsigned long long)ss.unreadable,
 				(unsigned long long)ss.budget, SOURCE_TRACE_MAX >> 20);
 	}
+	if (s->lua.procs_gone)
+		fprintf(stderr, "luaprof record: %llu LuaJIT process%s exited before "
+			"%s VM could be checked: %llu of %s samples without Lua "
+			"frames\n", (unsigned long long)s->lua.procs_gone,
+			s->lua.procs_gone == 1 ? "" : "es",
+			s->lua.procs_gone == 1 ? "its" : "their",
+			(unsigned long long)s->lua.gone_dropped,
+			s->lua.procs_gone == 1 ? "its" : "their");
 	for (int i = 0; i < s->ntargets; i++) {
 		const struct target *t = &s->targets[i];
 
