@@ -82,6 +82,23 @@ struct {
 	__type(value, __u64); /* last validated G */
 } lj_thread_G SEC(".maps");
 
+/* Compiled traces a sample has shown, by process, GCtrace and number and
+ * where the trace starts: the first sample of each wakes the recorder,
+ * which reads the trace (its snapshots) from the process at once, before
+ * a jit.flush() or the trace's own abort and recompilation replaces it. */
+struct lj_trace_key {
+	__u64 tr;
+	__u32 tgid;
+	__u32 id; /* trace number << 16 | the startpc fingerprint */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct lj_trace_key);
+	__type(value, __u8);
+} lj_traces_seen SEC(".maps");
+
 /* LuaJIT executables the recorder validated (bpf/luajit.h): sampler.bpf.c
  * gives a process that execs one an entry in lj_procs at once. */
 struct {
@@ -599,7 +616,8 @@ static __always_inline __u64 G_from_vm_frame(struct lua_walk *w, __u64 cfa)
  * second, the CFA of the VM's C frame the native walk crossed, to find G
  * from when the first found none.  Returns 1 when the recorder should
  * hear of this sample at once: it shows a G in a process whose VM the
- * recorder has not located, which it must do while the process lives.
+ * recorder has not located, which it must do while the process lives, or
+ * a trace no sample showed before (lj_traces_seen).
  * A global function: the verifier checks it once, on its own, instead of
  * once per path through the native unwinder.
  */
@@ -697,6 +715,18 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 			read_ref(lo, &trarr, tr + lo->tr_startpc);
 		emit(wp, LP_LUA_FRAME_TRACE, tr, (__u32)vmstate, 0,
 		     tr ? (__u16)(trarr >> 2) | 1 : 0);
+		if (tr) {
+			struct lj_trace_key tk = {
+				.tr = tr, .tgid = tgid,
+				.id = (__u32)vmstate << 16 | (__u16)((trarr >> 2) | 1),
+			};
+			__u8 one = 1;
+
+			if (!bpf_map_lookup_elem(&lj_traces_seen, &tk)) {
+				bpf_map_update_elem(&lj_traces_seen, &tk, &one, BPF_ANY);
+				wake = 1;
+			}
+		}
 		if (!read_ref(lo, &jb, G + lo->g_jit_base) && jb)
 			base = jb;
 	} else if (~vmstate == LJ_VMST_INTERP && !p->vm_end) {
