@@ -136,6 +136,7 @@ struct unwind_cursor {
 			     known mapping is taken for a new trace's */
 	__u32 regs_ok;    /* regs holds the interrupted frame's registers */
 	__u32 jit_frame;  /* out: 1 + the frame stepped over as a trace's */
+	__u32 vm_helper;  /* frame 0 is a helper the interpreter called */
 	__u32 find_vm;    /* the Lua walk found no L: look for its C frame */
 	__u64 vm_cfa;     /* out: the CFA of the C frame found so */
 	__u64 regs[16];   /* by DWARF number: rax rdx rcx rbx rsi rdi rbp
@@ -423,6 +424,15 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 
 		if (c->find_vm)
 			unwind_vm_find(c);
+		/* A helper the interpreter called (the Lua walk gave it an
+		 * ENTRY of its own, bpf/walk_lua.bpf.h): a frameless leaf,
+		 * return address at [rsp], under the interpreter's frame. */
+		if (!c->n && c->vm_helper) {
+			if (unwind_read(c, c->sp, &ra))
+				return LP_USTOP_READ;
+			unwind_move(c, ra, c->sp + 8, c->bp, 1);
+			return 0;
+		}
 		stop = unwind_vm_step(c);
 
 		if (stop >= 0)
@@ -734,6 +744,8 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		struct unwind_window *win = bpf_map_lookup_elem(&unwind_windows, &zero);
 
 		unwind_leaf_regs(ctx, c);
+		c->vm_helper = c->cframe && e->lua_depth &&
+			       e->lua[0].kind == LP_LUA_FRAME_ENTRY && e->lua[0].addr == c->sp;
 		c->sp0 = c->sp;
 		c->bp0 = c->bp;
 		/* Near the top of the stack the big copy runs past its end. */

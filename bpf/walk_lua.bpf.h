@@ -43,7 +43,12 @@
  * compiler's trace_state, lua_load's parser; its nres is then negative,
  * minus the stack top at entry, and the Lua frames below that top are
  * older), and a helper the interpreter called (vm_mod, vm_floor: frameless
- * leaves in the VM's code, below the interpreter's own frame).
+ * leaves in the VM's code, below the interpreter's own frame: rsp is 8
+ * below L's C frame and holds a return address into the VM).  The native
+ * walk steps over such a helper as a leaf when the Lua walk's first frame
+ * says so (an ENTRY at the sampled rsp), and over any other VM code on
+ * the C frame: a JLOOP about to enter a trace (rsp 16 below it) is the
+ * interpreter's frame, not a helper's.
  *
  * Every read of target memory may fail (freed coroutine stack, garbage
  * pointer): the walk then ends with a TRUNC frame, and never emits a
@@ -688,13 +693,18 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	 * entry's C frame, lowered by the trace's spadjust: the native
 	 * walk resumes at that frame's CFA when it meets such code. */
 	e->lua_vm_cfa = (st.cframe & ~3ull) + lo->cf_size;
-	/* The tick hit a helper the interpreter called (see the top of the
-	 * file), or VM code not yet or no longer on L's C frame (entering or
-	 * leaving the VM: rbx may then be the C caller's). */
+	/* The tick hit VM code off L's C frame: a helper the interpreter
+	 * called (an ENTRY of its own: see the top of the file), a JLOOP
+	 * entering a trace, or the VM being entered or left (rbx may then be
+	 * the C caller's). */
 	off_frame = vmstate < 0 && ip >= p->vm_start && ip < p->vm_end &&
 		    regs->sp != (st.cframe & ~3ull);
-	if (off_frame)
-		emit_entry(wp, regs->sp);
+	if (off_frame && regs->sp + 8 == (st.cframe & ~3ull)) {
+		__u64 ra = 0;
+
+		if (!read_u64(&ra, regs->sp) && ra - 1 >= p->vm_start && ra - 1 < p->vm_end)
+			emit_entry(wp, regs->sp);
+	}
 	base = st.base;
 	if (vmstate >= 0) {
 		__u64 jb = 0;
