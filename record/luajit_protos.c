@@ -8,7 +8,13 @@
  * new prototype with a new id.  The recorder reads a prototype some time
  * after the sample (the ring buffer is drained every 100 ms or so); if by
  * then the memory no longer holds what the sample saw (fingerprint), the
- * frame maps to id 0, "unknown", and is counted, never misnamed.
+ * frame maps to id 0, "unknown", and is counted, never misnamed.  A proto
+ * the GC freed in the meantime may still show the old fingerprint (its
+ * header is intact) while its chunk name, as dead, holds another string
+ * or none: the allocator's free-list links overwrite a freed object's
+ * first words, type byte included, so the proto and its chunk name must
+ * both still be of their type, and the proto's header unchanged after
+ * everything it names was read.
  *
  * A GCproto is one allocation of sizept bytes holding, after the header,
  * the bytecode, upvalue slots, GC and number constants, line info, upvalue
@@ -28,6 +34,8 @@
 #define PROTO_MAX_SIZE (16u << 20)
 #define STRING_MAX 4096
 #define LJ_TSTR_GCT 4 /* gct of a string: ~LJ_TSTR, and LJ_TSTR is ~4u */
+#define LJ_TPROTO_GCT 7 /* gct of a prototype: ~LJ_TPROTO */
+#define PROTO_HDR_MAX 256 /* the most of a proto's header read */
 
 struct proto_key {
 	uint64_t addr;
@@ -148,12 +156,29 @@ static size_t inner(uint64_t ptr, uint64_t base, size_t size)
 	return ptr > base && ptr < base + size ? (size_t)(ptr - base) : 0;
 }
 
+/* Whether two reads of a proto's header show the same live proto: its
+ * type, and the fields that never change while it lives (its GC list
+ * link, mark, flags and root trace do). */
+static int proto_same(const struct lj_layout *lo, const uint8_t *a, const uint8_t *b)
+{
+	const uint16_t fields[] = { lo->pt_sizept, lo->pt_sizebc, lo->pt_firstline,
+				    lo->pt_numline };
+
+	if (a[lo->ref_size + 1] != LJ_TPROTO_GCT || b[lo->ref_size + 1] != LJ_TPROTO_GCT ||
+	    lj_get_ref(lo, a + lo->pt_chunkname) != lj_get_ref(lo, b + lo->pt_chunkname))
+		return 0;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++)
+		if (get_u32(a + fields[i]) != get_u32(b + fields[i]))
+			return 0;
+	return 1;
+}
+
 /* Reads and decodes the proto at addr into pt->rec. */
 static int read_proto(struct proto_table *pt, const struct lj_target *t,
 		      uint64_t addr, uint16_t fingerprint)
 {
 	const struct lj_layout *lo = &t->layout;
-	uint8_t hdr[256];
+	uint8_t hdr[PROTO_HDR_MAX];
 	uint32_t sizept, sizebc, sizekgc, numline, firstline;
 	size_t lineinfo, uvinfo, varinfo, koff, chunk_off_str = 0;
 	uint64_t chunkref, k;
@@ -163,6 +188,8 @@ static int read_proto(struct proto_table *pt, const struct lj_target *t,
 
 	if (lo->pt_size > sizeof(hdr) || target_read(t->pid, addr, hdr, lo->pt_size))
 		return -EFAULT;
+	if (hdr[lo->ref_size + 1] != LJ_TPROTO_GCT)
+		return -ESTALE; /* freed (or never a proto) */
 	sizept = get_u32(hdr + lo->pt_sizept);
 	sizebc = get_u32(hdr + lo->pt_sizebc);
 	sizekgc = get_u32(hdr + lo->pt_sizekgc);
@@ -180,7 +207,7 @@ static int read_proto(struct proto_table *pt, const struct lj_target *t,
 		return -EFAULT;
 
 	pt->strings_len = 0;
-	chunk_off = read_gcstr(pt, t, chunkref, 0);
+	chunk_off = read_gcstr(pt, t, chunkref, 1);
 	if (chunk_off < 0)
 		return -EFAULT;
 	chunk_off_str = (size_t)chunk_off;
@@ -256,8 +283,14 @@ static int read_proto(struct proto_table *pt, const struct lj_target *t,
 		}
 	}
 
-	/* Everything is read: point the record at it (strings may have
-	 * moved while growing, so offsets become pointers only now). */
+	/* Everything is read.  The proto still alive and unchanged: what it
+	 * names was alive too while we read it. */
+	if (target_read(t->pid, addr, hdr, lo->pt_size) || !proto_same(lo, hdr, b)) {
+		err = -ESTALE;
+		goto out;
+	}
+	/* Point the record at it (strings may have moved while growing, so
+	 * offsets become pointers only now). */
 	pt->rec.addr = addr;
 	pt->rec.chunkname = pt->strings + chunk_off_str;
 	pt->rec.firstline = firstline;
