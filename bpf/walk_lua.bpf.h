@@ -104,6 +104,24 @@ struct {
 	__type(value, __u8);
 } lj_traces_seen SEC(".maps");
 
+/* Lua stacks samples have shown, by process and a hash of their frames'
+ * functions: the first sample of each wakes the recorder, which reads
+ * the prototypes it names while they live.  A function made by load()
+ * and run once is garbage a moment later, and its memory reused: read
+ * 100 ms late (the recorder's poll), it is unknown. */
+struct lj_stack_key {
+	__u64 hash;
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct lj_stack_key);
+	__type(value, __u8);
+} lj_stacks_seen SEC(".maps");
+
 /* LuaJIT executables the recorder validated (bpf/luajit.h): sampler.bpf.c
  * gives a process that execs one an entry in lj_procs at once. */
 struct {
@@ -133,6 +151,7 @@ struct lua_walk {
 	__u64 outer_cf; /* the outermost C frame of L seen so far */
 	__u64 stack; /* L->stack */
 	__u64 last_entry; /* the C frame of the last ENTRY emitted */
+	__u64 hash;  /* of the frames' kinds, functions and fingerprints */
 	__u32 n;     /* frames emitted */
 	__u32 hops;  /* coroutine boundaries crossed */
 	__u8 last_kind;
@@ -248,6 +267,8 @@ static __always_inline void emit(struct lua_walk *w, __u8 kind, __u64 addr,
 	f->kind = kind;
 	f->link = link;
 	f->fingerprint = fingerprint;
+	w->hash = (w->hash ^ addr ^ (__u64)fingerprint << 40 ^ (__u64)kind << 56) *
+		  0x100000001b3ull;
 	w->n++;
 	w->last_kind = kind;
 }
@@ -622,7 +643,8 @@ static __always_inline __u64 G_from_vm_frame(struct lua_walk *w, __u64 cfa)
  * from when the first found none.  Returns 1 when the recorder should
  * hear of this sample at once: it shows a G in a process whose VM the
  * recorder has not located, which it must do while the process lives, or
- * a trace no sample showed before (lj_traces_seen).
+ * a trace or a Lua stack no sample showed before (lj_traces_seen,
+ * lj_stacks_seen).
  * A global function: the verifier checks it once, on its own, instead of
  * once per path through the native unwinder.
  */
@@ -761,6 +783,15 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	if (!wp->done)
 		truncate_walk(wp, LP_LUA_TRUNC_DEPTH);
 	e->lua_depth = wp->n;
+	if (!wake && wp->n) {
+		struct lj_stack_key sk = { .hash = wp->hash, .tgid = tgid };
+		__u8 one = 1;
+
+		if (!bpf_map_lookup_elem(&lj_stacks_seen, &sk)) {
+			bpf_map_update_elem(&lj_stacks_seen, &sk, &one, BPF_ANY);
+			wake = 1;
+		}
+	}
 	return wake;
 }
 

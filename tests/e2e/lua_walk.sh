@@ -90,6 +90,13 @@ check_num "jitcomp.lua: samples in the unwinder" \
 main=$(str_samples $out.folded "main ($S/jitcomp.lua:0)")
 check_num "jitcomp.lua: share of main chunk samples right under lua_pcall" \
 	"$(share $(str_samples $out.folded "lua_pcall;main ($S/jitcomp.lua:0)") $main)" ">=" 0.97
+# Each chunk loadstring made is garbage once it ran: the recorder, woken
+# by the first sample of a new Lua stack, reads its prototype while it
+# lives (a prototype read after the GC freed it is unknown, not named).
+named=$(str_samples $out.folded "main ($S/jitcomp.lua:0);main ([string \"local a = 0 for i")
+unknown=$(str_samples $out.folded "main ($S/jitcomp.lua:0);[unknown Lua function]")
+check_num "jitcomp.lua: share of samples in loadstring's chunks that name them" \
+	"$(share $named $((named + unknown)))" ">=" 0.8
 
 # 4. Helpers and traces entered from the interpreter: jloop.lua's
 # interpreted loop calls vm_mod (a helper, rsp 8 below the VM's C frame)
