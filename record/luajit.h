@@ -55,6 +55,11 @@ struct lua_puc {
  * LuaJIT was found. */
 int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file,
 	      struct lj_target **out, struct lua_puc *puc, char *msg, size_t msglen);
+/* Reads, before a launched command runs, what lj_detect() will need of
+ * the file at path if it holds LuaJIT and the command maps it: its DWARF
+ * layout (tarantool's takes 100 ms, during which the command's first Lua
+ * would run with no Lua walk).  arg is unused (unwind_preload's `also`). */
+void lj_preload(const char *path, void *arg);
 /* Reads a layout from a file of "field = value" lines (luajit.h names). */
 int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 			size_t msglen);

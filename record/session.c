@@ -1278,8 +1278,9 @@ int record_session_run(const struct record_opts *o)
 			goto cleanup;
 		}
 		s.launched_running = 1;
-		/* native unwinder: its tables ready before it runs */
-		unwind_preload(s.unw, o->command[0]);
+		/* native unwinder: its tables ready before it runs; and
+		 * what finding its LuaJIT takes */
+		unwind_preload(s.unw, o->command[0], lj_preload, NULL);
 	}
 	s.start_ns = mono_ns();
 	emit_meta(&s);
