@@ -621,6 +621,32 @@ static long lua_walk_step(__u32 i, void *ctx)
 	return 0;
 }
 
+/* Does the memory mapping that holds the sampled stack pointer hold addr
+ * too (bpf_find_vma)?  1 yes, 0 no, -1 unknown (the mappings are locked:
+ * the process maps or faults at this moment). */
+struct stack_check {
+	__u64 addr;
+	int holds;
+};
+
+static long stack_check_cb(struct task_struct *task, struct vm_area_struct *vma,
+			   void *data)
+{
+	struct stack_check *sc = data;
+
+	sc->holds = sc->addr >= vma->vm_start && sc->addr < vma->vm_end;
+	return 0;
+}
+
+static __always_inline int on_sampled_stack(__u64 sp, __u64 addr)
+{
+	struct stack_check sc = { .addr = addr, .holds = -1 };
+
+	if (bpf_find_vma(bpf_get_current_task_btf(), sp, stack_check_cb, &sc, 0))
+		return -1;
+	return sc.holds;
+}
+
 /* The G of the lua_State saved in the VM's C frame whose CFA is cfa, if
  * that C frame is the lua_State's innermost (see the top of the file); 0
  * otherwise.  Not yet validated. */
@@ -708,6 +734,17 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	if (!st.cframe) {
 		/* No C frame: this coroutine is not running; neither is Lua. */
 		e->lua_state = LP_WALK_IDLE;
+		return wake;
+	}
+	/* G->cur_L is the coroutine that last entered the VM, which need not
+	 * run on this stack: a host that switches stacks in C (tarantool's
+	 * fibers) leaves the last fiber's L there until another one's code
+	 * returns to the VM, and a G found from the cache or the recorder's
+	 * hint may be another thread's VM (sysbench has one per thread).
+	 * Its C frame then lies on another stack: no G for this tick, and
+	 * the native walk looks for this stack's own VM frame. */
+	if (!vm_frame_cfa && on_sampled_stack(regs->sp, st.cframe & ~3ull) == 0) {
+		e->lua_state = LP_WALK_NO_G;
 		return wake;
 	}
 	/* Machine code of traces (and their exit stubs, and a trace's first
