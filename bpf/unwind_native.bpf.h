@@ -371,6 +371,46 @@ static __always_inline int unwind_jit_step(struct unwind_cursor *c)
 }
 
 /*
+ * Is ra a return address: does a call instruction end right before it?
+ * E8 rel32 (5 bytes), or FF /2, an indirect call through a register
+ * (2 bytes, 3 with a REX prefix), through memory with a disp8 (3) or
+ * RIP-relative or disp32 (6).  Code that stack data points into rarely
+ * passes.
+ */
+static __always_inline int unwind_is_call_site(__u64 ra)
+{
+	__u8 b[7];
+
+	if (ra < 7 || bpf_probe_read_user(b, sizeof(b), (const void *)(ra - 7)))
+		return 0;
+	return b[2] == 0xe8 || (b[5] == 0xff && (b[6] & 0xf8) == 0xd0) ||
+	       (b[4] == 0xff && (b[5] & 0x38) == 0x10) ||
+	       (b[1] == 0xff && (b[2] & 0x38) == 0x10);
+}
+
+/*
+ * Frame 0's pc has no CFI row: a hand-written routine's instructions that
+ * its author left out of the CFI, such as glibc's clone3 after its system
+ * call (the parent's frame is still a plain leaf there, the child's ends
+ * the stack).  Taken as a frameless leaf, return address at [rsp], if
+ * that is a call site in known code; else the walk stops there.
+ */
+static __always_inline int unwind_leaf_no_row(const struct lp_unwind_proc *proc,
+					      struct unwind_cursor *c)
+{
+	__u64 ra;
+
+	if (c->n || c->pc_is_ra || unwind_read(c, c->sp, &ra))
+		return LP_USTOP_NO_ROW;
+	if (!ra)
+		return LP_USTOP_END;
+	if (unwind_map_index(proc, ra - 1) < 0 || !unwind_is_call_site(ra))
+		return LP_USTOP_NO_ROW;
+	unwind_move(c, ra, c->sp + 8, c->bp, 1);
+	return 0;
+}
+
+/*
  * A register of the user state the kernel saved on entry, by DWARF number:
  * the tick came while the thread was in the kernel, and may have
  * interrupted any user instruction (an interrupt, a page fault).  0, or
@@ -493,7 +533,7 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		goto next;
 	}
 	if (unwind_find_row(m->obj, lookup - m->bias, &row))
-		return LP_USTOP_NO_ROW;
+		return unwind_leaf_no_row(proc, c);
 	bp = c->bp;
 	switch (LP_CFA_KIND(row.cfa_type)) {
 	case LP_CFA_RSP:
@@ -547,7 +587,7 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 	case LP_CFA_END:
 		return LP_USTOP_END;
 	case LP_CFA_GAP:
-		return LP_USTOP_NO_ROW;
+		return unwind_leaf_no_row(proc, c);
 	default:
 		return LP_USTOP_UNSUPPORTED;
 	}
