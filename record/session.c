@@ -826,12 +826,13 @@ static int write_ksyms(struct session *s)
 }
 
 /* The symbols of the objects hit so far, at every flush like the kernel
- * symbols, so that a trace cut short still symbolizes. */
-static int write_objects(struct session *s)
+ * symbols, so that a trace cut short still symbolizes; at the end (last)
+ * of those still being read too. */
+static int write_objects(struct session *s, int last)
 {
 	if (s->write_err)
 		return 0;
-	return object_set_write(s->objs, s->w);
+	return object_set_write(s->objs, s->w, last);
 }
 
 static void emit_lost(struct session *s)
@@ -1005,7 +1006,7 @@ static void record_loop(struct session *s)
 			 * own: a disk that fills on a big table keeps the
 			 * samples before it. */
 			int err = write_ksyms(s) ?: trace_writer_flush(s->w) ?:
-				  write_objects(s) ?: trace_writer_flush(s->w);
+				  write_objects(s, 0) ?: trace_writer_flush(s->w);
 
 			if (err)
 				write_failed(s, err);
@@ -1199,7 +1200,7 @@ static int finish(struct session *s)
 	/* What is still in the ring buffer was sampled: keep it. */
 	ring_buffer__consume(s->rb);
 	emit_lost(s);
-	err = write_ksyms(s) ?: trace_writer_flush(s->w) ?: write_objects(s);
+	err = write_ksyms(s) ?: trace_writer_flush(s->w) ?: write_objects(s, 1);
 	if (err)
 		write_failed(s, err);
 	footer.samples = s->samples;

@@ -121,17 +121,15 @@ check_num "jloop.lua: share of main chunk samples right under lua_pcall" \
 # A child's Lua frames need the BPF walker to know its layout (at exec,
 # for an executable the recorder validated in another process), and the
 # recorder to check its VM and read its prototypes while it lives: it is
-# woken at once for those samples, and has a few ms.  Not while it embeds
-# the symbols and source lines of an object for the first time (libc's
-# take it 100 to 400 ms), which a first child of over a second ("warm")
-# lets happen before the others start.
+# woken at once for those samples, and has a few ms.  Also while it
+# embeds the symbols and source lines of an object for the first time
+# (libc's take 100 to 400 ms): another thread reads them, and children
+# start from the first moment, so that some run during the first flush.
 CHILDREN=80
 mkdir -p $TMP/bin
-ln -s $LJ2 $TMP/bin/warm
 for i in $(seq $CHILDREN); do ln -s $LJ2 $TMP/bin/lj$i; done
 work='local function f(n) local s = 0 for i = 1, n do s = s + math.sin(i) * (i % 7) end return s end'
 cat >$TMP/children.sh <<EOF
-$TMP/bin/warm -e "$work local t0 = os.clock() while os.clock() - t0 < 1.2 do f(100000) end"
 for i in \$(seq $CHILDREN); do
 	n=\$(( (RANDOM % 16 + 4) * 400000 ))
 	$TMP/bin/lj\$i -e "$work local t = {} for j = 1, 4 do t[j] = f(\$n / 4) end"
