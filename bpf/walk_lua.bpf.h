@@ -122,6 +122,22 @@ struct {
 	__type(value, __u8);
 } lj_stacks_seen SEC(".maps");
 
+/* Prototypes whose identity went to the recorder (lp_event_proto), by
+ * process, address and fingerprint. */
+struct lj_proto_key {
+	__u64 pt;
+	__u32 tgid;
+	__u16 fingerprint;
+	__u16 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct lj_proto_key);
+	__type(value, __u8);
+} lj_protos_seen SEC(".maps");
+
 /* LuaJIT executables the recorder validated (bpf/luajit.h): sampler.bpf.c
  * gives a process that execs one an entry in lj_procs at once. */
 struct {
@@ -647,6 +663,71 @@ static __always_inline int on_sampled_stack(__u64 sp, __u64 addr)
 	return sc.holds;
 }
 
+/* Sends the identity of prototype pt (lp_event_proto): its lines, and
+ * the start of its chunk name. */
+static __always_inline void send_proto(struct lua_walk *w, __u32 tgid, __u64 pt,
+				       __u16 fingerprint)
+{
+	const struct lj_layout *lo = &w->lo;
+	struct lp_event_proto *ev;
+	__u64 chunk = 0;
+	__u32 len = 0, n;
+
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev)
+		return;
+	ev->h.type = LP_EVENT_PROTO;
+	ev->h.pid = tgid;
+	ev->h.tid = 0;
+	ev->h.cpu = 0;
+	ev->h.time_ns = bpf_ktime_get_ns();
+	ev->addr = pt;
+	ev->fingerprint = fingerprint;
+	ev->firstline = ev->numline = 0;
+	bpf_probe_read_user(&ev->firstline, 4, (const void *)(pt + lo->pt_firstline));
+	bpf_probe_read_user(&ev->numline, 4, (const void *)(pt + lo->pt_numline));
+	read_ref(lo, &chunk, pt + lo->pt_chunkname);
+	if (chunk)
+		bpf_probe_read_user(&len, 4, (const void *)(chunk + lo->str_len));
+	/* At most LP_PROTO_NAME_MAX - 1 bytes: the mask is for the verifier. */
+	n = len < LP_PROTO_NAME_MAX - 1 ? len : LP_PROTO_NAME_MAX - 1;
+	n &= LP_PROTO_NAME_MAX - 1;
+	ev->name_full = len;
+	ev->name_len = 0;
+	if (n && !bpf_probe_read_user(ev->name, n, (const void *)(chunk + lo->str_size)))
+		ev->name_len = n;
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/* bpf_loop step over the sample's Lua frames: the identity of each
+ * prototype not sent before. */
+static long note_proto_step(__u32 i, void *ctx)
+{
+	__u32 zero = 0, *tgid = ctx;
+	struct lp_event_sample *e = bpf_map_lookup_elem(&sample_scratch, &zero);
+	struct lua_walk *w = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
+	struct lj_proto_key key = {};
+	const struct lp_lua_frame *f;
+	__u8 one = 1;
+
+	if (!e || !w || i >= e->lua_depth)
+		return 1;
+	/* The mask, after the barrier, is for the verifier: the compiler
+	 * would drop it after a bounds check on a copy of i. */
+	barrier_var(i);
+	f = &e->lua[i & (LP_MAX_LUA - 1)];
+	if (f->kind != LP_LUA_FRAME_LUA || !f->addr)
+		return 0;
+	key.pt = f->addr;
+	key.tgid = *tgid;
+	key.fingerprint = f->fingerprint;
+	if (bpf_map_lookup_elem(&lj_protos_seen, &key))
+		return 0;
+	bpf_map_update_elem(&lj_protos_seen, &key, &one, BPF_ANY);
+	send_proto(w, key.tgid, key.pt, key.fingerprint);
+	return 0;
+}
+
 /* The G of the lua_State saved in the VM's C frame whose CFA is cfa, if
  * that C frame is the lua_State's innermost (see the top of the file); 0
  * otherwise.  Not yet validated. */
@@ -820,12 +901,15 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	if (!wp->done)
 		truncate_walk(wp, LP_LUA_TRUNC_DEPTH);
 	e->lua_depth = wp->n;
-	if (!wake && wp->n) {
+	if (wp->n) {
 		struct lj_stack_key sk = { .hash = wp->hash, .tgid = tgid };
 		__u8 one = 1;
 
+		/* A new stack: the identity of the prototypes it shows first,
+		 * in case they are gone when the recorder reads them. */
 		if (!bpf_map_lookup_elem(&lj_stacks_seen, &sk)) {
 			bpf_map_update_elem(&lj_stacks_seen, &sk, &one, BPF_ANY);
+			bpf_loop(LP_MAX_LUA, note_proto_step, &tgid, 0);
 			wake = 1;
 		}
 	}

@@ -116,6 +116,13 @@ struct proto_table *proto_table_new(void);
 uint64_t proto_table_get(struct proto_table *pt, const struct lj_target *t,
 			 uint64_t addr, uint16_t fingerprint,
 			 const struct lp_proto **rec);
+/* What the walker saw of a prototype before its first sample (chunk
+ * name: len of its full bytes): names it if it is gone when read. */
+void proto_table_note(struct proto_table *pt, uint32_t pid, uint64_t addr,
+		      uint16_t fingerprint, uint32_t firstline, uint32_t numline,
+		      const char *name, size_t len, size_t full);
+/* Prototypes gone when read, written from what the walker saw. */
+uint64_t proto_table_from_ident(const struct proto_table *pt);
 uint64_t proto_table_count(const struct proto_table *pt);
 uint64_t proto_table_failed(const struct proto_table *pt);
 void proto_table_free(struct proto_table *pt);

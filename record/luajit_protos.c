@@ -16,6 +16,13 @@
  * both still be of their type, and the proto's header unchanged after
  * everything it names was read.
  *
+ * The walker sends, before the first sample that shows a prototype, what
+ * names it (lp_event_proto: its chunk name and lines, copied while it was
+ * on the stack); proto_table_note() keeps that until the prototype is
+ * read.  A prototype gone by then is written from it, without bytecode
+ * (nbc 0): its frames have a name and a definition line, not the line
+ * they ran.
+ *
  * A GCproto is one allocation of sizept bytes holding, after the header,
  * the bytecode, upvalue slots, GC and number constants, line info, upvalue
  * names and variable info; the strings it names (chunk name, string
@@ -37,16 +44,29 @@
 #define LJ_TPROTO_GCT 7 /* gct of a prototype: ~LJ_TPROTO */
 #define PROTO_HDR_MAX 256 /* the most of a proto's header read */
 
+/* What the walker saw of a prototype (lp_event_proto). */
+struct proto_ident {
+	uint32_t firstline, numline;
+	char *chunkname;
+};
+
 struct proto_key {
 	uint64_t addr;
 	uint32_t pid;
 	uint16_t fingerprint;
-	uint64_t id;
+	uint64_t id; /* 0 empty; ID_FAILED; ID_NOTED: not read yet */
+	struct proto_ident *ident;
 };
+
+#define ID_FAILED UINT64_MAX
+#define ID_NOTED (UINT64_MAX - 1)
 
 struct proto_table {
 	struct proto_key *slots; /* open addressing; id 0 = empty */
 	uint64_t nslots, count, failed, next_id;
+	uint64_t noted;      /* slots ID_NOTED */
+	uint64_t from_ident; /* written from what the walker saw */
+	char *last_ident_name; /* the chunk name pt->rec points at, if so */
 	/* The decoded record handed out by proto_table_get. */
 	struct lp_proto rec;
 	uint8_t *block;
@@ -315,33 +335,107 @@ out:
 	return err;
 }
 
+static void grow_if_full(struct proto_table *pt)
+{
+	if ((pt->count + pt->failed + pt->noted) * 2 > pt->nslots)
+		grow(pt);
+}
+
+void proto_table_note(struct proto_table *pt, uint32_t pid, uint64_t addr,
+		      uint16_t fingerprint, uint32_t firstline, uint32_t numline,
+		      const char *name, size_t len, size_t full)
+{
+	struct proto_key *slot = find_slot(pt->slots, pt->nslots, pid, addr, fingerprint);
+	struct proto_ident *id;
+
+	/* A name cut short is no file's or loader's name; a chunk loaded
+	 * from a string is named by the start of its first line. */
+	if (slot->id || !len || (len < full && (name[0] == '@' || name[0] == '=')))
+		return;
+	id = calloc(1, sizeof(*id));
+	if (!id || !(id->chunkname = strndup(name, len))) {
+		free(id);
+		return;
+	}
+	id->firstline = firstline;
+	id->numline = numline;
+	slot->addr = addr;
+	slot->pid = pid;
+	slot->fingerprint = fingerprint;
+	slot->id = ID_NOTED;
+	slot->ident = id;
+	pt->noted++;
+	grow_if_full(pt);
+}
+
+static void ident_free(struct proto_ident *id)
+{
+	if (id) {
+		free(id->chunkname);
+		free(id);
+	}
+}
+
+/* pt->rec from what the walker saw of a prototype: no bytecode. */
+static void rec_from_ident(struct proto_table *pt, uint64_t addr,
+			   const struct proto_ident *id)
+{
+	memset(&pt->rec, 0, sizeof(pt->rec));
+	pt->rec.addr = addr;
+	pt->rec.chunkname = id->chunkname;
+	pt->rec.firstline = id->firstline;
+	pt->rec.numline = id->numline;
+}
+
 uint64_t proto_table_get(struct proto_table *pt, const struct lj_target *t,
 			 uint64_t addr, uint16_t fingerprint,
 			 const struct lp_proto **rec)
 {
 	struct proto_key *slot;
+	struct proto_ident *id;
 
 	*rec = NULL;
 	slot = find_slot(pt->slots, pt->nslots, (uint32_t)t->pid, addr, fingerprint);
-	if (slot->id)
-		return slot->id == UINT64_MAX ? 0 : slot->id;
+	if (slot->id && slot->id != ID_NOTED)
+		return slot->id == ID_FAILED ? 0 : slot->id;
+	free(pt->last_ident_name);
+	pt->last_ident_name = NULL;
+	id = slot->ident;
+	slot->ident = NULL;
+	if (slot->id == ID_NOTED)
+		pt->noted--;
 	slot->addr = addr;
 	slot->pid = (uint32_t)t->pid;
 	slot->fingerprint = fingerprint;
-	/* A proto that could not be read is remembered as such (id
-	 * UINT64_MAX) so that it is not read again at every sample. */
-	if (read_proto(pt, t, addr, fingerprint)) {
-		slot->id = UINT64_MAX;
-		pt->failed++;
-	} else {
+	/* A proto that could not be read, nor named from what the walker
+	 * saw, is remembered as such (ID_FAILED) so that it is not read
+	 * again at every sample. */
+	if (!read_proto(pt, t, addr, fingerprint)) {
 		slot->id = pt->next_id++;
+		pt->count++;
+	} else if (id) {
+		rec_from_ident(pt, addr, id);
+		pt->last_ident_name = id->chunkname; /* until the next call */
+		id->chunkname = NULL;
+		slot->id = pt->next_id++;
+		pt->count++;
+		pt->from_ident++;
+	} else {
+		slot->id = ID_FAILED;
+		pt->failed++;
+	}
+	ident_free(id);
+	if (slot->id != ID_FAILED) {
 		pt->rec.id = slot->id;
 		*rec = &pt->rec;
-		pt->count++;
 	}
-	if ((pt->count + pt->failed) * 2 > pt->nslots)
-		grow(pt);
+	grow_if_full(pt);
 	return *rec ? pt->rec.id : 0;
+}
+
+uint64_t proto_table_from_ident(const struct proto_table *pt)
+{
+	return pt->from_ident;
 }
 
 uint64_t proto_table_count(const struct proto_table *pt)
@@ -358,7 +452,10 @@ void proto_table_free(struct proto_table *pt)
 {
 	if (!pt)
 		return;
+	for (uint64_t i = 0; i < pt->nslots; i++)
+		ident_free(pt->slots[i].ident);
 	free(pt->slots);
+	free(pt->last_ident_name);
 	free(pt->block);
 	free(pt->strings);
 	free(pt->kstr);

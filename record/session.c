@@ -786,6 +786,16 @@ static int handle_event(void *ctx, void *data, size_t size)
 			handle_sample(s, data, size);
 		return 0;
 	}
+	if (h->type == LP_EVENT_PROTO) {
+		const struct lp_event_proto *pe = data;
+
+		if (size >= sizeof(*pe))
+			proto_table_note(s->protos, pe->h.pid, pe->addr, pe->fingerprint,
+					 pe->firstline, pe->numline, pe->name,
+					 pe->name_len < LP_PROTO_NAME_MAX ? pe->name_len : 0,
+					 pe->name_full);
+		return 0;
+	}
 	if (size < sizeof(*te))
 		return 0;
 	memcpy(comm, te->comm, LP_COMM_LEN);
@@ -1130,14 +1140,16 @@ static void print_summary(struct session *s, uint64_t end_ns)
 	if (s->lua.samples_lua || s->lua.no_g || s->lua.bad_l || s->lua.no_vm)
 		fprintf(stderr, "luaprof record: Lua: %llu samples with Lua frames "
 			"(%.1f%%), %llu truncated, %llu in host code; no VM state in "
-			"%llu; %llu protos (%llu unreadable)\n",
+			"%llu; %llu protos (%llu unreadable, %llu gone before they were "
+			"read, named from their first sample)\n",
 			(unsigned long long)s->lua.samples_lua,
 			s->samples ? 100.0 * s->lua.samples_lua / s->samples : 0.0,
 			(unsigned long long)s->lua.truncated,
 			(unsigned long long)s->lua.idle,
 			(unsigned long long)(s->lua.no_g + s->lua.bad_l + s->lua.no_vm),
 			(unsigned long long)proto_table_count(s->protos),
-			(unsigned long long)proto_table_failed(s->protos));
+			(unsigned long long)proto_table_failed(s->protos),
+			(unsigned long long)proto_table_from_ident(s->protos));
 	if (trace_table_count(s->traces)) {
 		struct snap_stats ts;
 

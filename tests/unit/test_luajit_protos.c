@@ -120,3 +120,30 @@ TEST(lj_proto_dead_chunkname_is_unknown)
 	CHECK(read_fake(&f, &chunk) == 0);
 	CHECK(!chunk);
 }
+
+TEST(lj_proto_gone_is_named_from_the_walker)
+{
+	static struct fake f;
+	struct proto_table *pt = proto_table_new();
+	const struct lp_proto *rec = NULL;
+	uint16_t fp = 0x1234;
+	uint64_t addr, id;
+
+	/* What the walker saw before the first sample, then the proto's
+	 * memory reused: named from the former, without bytecode. */
+	CHECK(pt && !fake_init(&f));
+	addr = (uint64_t)(uintptr_t)f.proto;
+	f.proto[f.t.layout.ref_size + 1] = 11;
+	proto_table_note(pt, (uint32_t)f.t.pid, addr, fp, 10, 2, "@gone.lua", 9, 9);
+	id = proto_table_get(pt, &f.t, addr, fp, &rec);
+	CHECK(id != 0 && rec);
+	CHECK(rec && !strcmp(rec->chunkname, "@gone.lua") && rec->firstline == 10 &&
+	      rec->numline == 2 && rec->nbc == 0);
+	CHECK(proto_table_from_ident(pt) == 1 && proto_table_failed(pt) == 0);
+	/* The same proto again: the same id, no new record. */
+	CHECK(proto_table_get(pt, &f.t, addr, fp, &rec) == id && !rec);
+	/* A file name cut short names nothing. */
+	proto_table_note(pt, (uint32_t)f.t.pid, addr + 8, fp, 1, 1, "@a/b", 4, 300);
+	CHECK(proto_table_get(pt, &f.t, addr + 8, fp, &rec) == 0 && !rec);
+	proto_table_free(pt);
+}
