@@ -705,9 +705,18 @@ static int validated_ustack_bytes(const struct target *t,
 				  const struct lp_event_sample *e)
 {
 	int n = e->ustack_bytes / 8;
+	const struct lp_mapping *m;
 
-	if (e->ustack_stop == LP_USTOP_UNMAPPED && t && n >= 2 && n <= LP_MAX_USTACK &&
-	    !maps_table_find(&t->maps, e->ustack[n - 1]))
+	if (!t || n < 2 || n > LP_MAX_USTACK)
+		return e->ustack_bytes;
+	m = maps_table_find(&t->maps, e->ustack[n - 1]);
+	if (e->ustack_stop == LP_USTOP_UNMAPPED && !m)
+		return (n - 1) * 8;
+	/* A walk that stopped at a return address into anonymous code (a
+	 * trace, for LuaJIT) with no Lua frames to stand for it: nothing
+	 * says what ran there, nor that it is code at all. */
+	if ((e->ustack_stop == LP_USTOP_UNMAPPED || e->ustack_stop == LP_USTOP_JIT) &&
+	    m && !m->path[0] && !e->lua_depth)
 		return (n - 1) * 8;
 	return e->ustack_bytes;
 }
