@@ -79,6 +79,10 @@ struct target {
 	int alive;
 	struct maps_table maps;
 	uint64_t maps_read_ns;
+	/* What the walker got when the fork was heard of, if not the
+	 * parent's mappings: the image the child exec'd since (see
+	 * inherit_maps()). */
+	struct maps_table exec_maps;
 	struct lj_target *lj; /* its LuaJIT VM, NULL if none */
 	int puc_noted;        /* a PUC Lua VM was said (until an exec) */
 	/* Samples whose native stack crossed its VM's C frame (whose
@@ -177,14 +181,28 @@ static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns
 	struct lp_mapping *list = NULL;
 	struct lp_record rec;
 	uint32_t n;
+	int gone;
 
 	t->maps_read_ns = mono_ns();
-	if (procmaps_read_code(t->pid, replace ? NULL : &t->maps, code, ncode, &now)) {
-		/* Gone already: its samples print as [unmapped], but for code
-		 * the sampler saw run (below). */
-		if (!ncode || replace || maps_table_copy(&t->maps, &now))
-			return;
+	gone = procmaps_read_code(t->pid, replace ? NULL : &t->maps, code, ncode, &now);
+	if (!gone && !now.n) {
+		/* A zombie's mappings: none. */
+		maps_table_free(&now);
+		gone = 1;
 	}
+	if (gone) {
+		/* Gone already: its samples print as [unmapped], but for code
+		 * the sampler saw run (below), and for an exec'd image whose
+		 * mappings the walker got at the fork (inherit_maps()). */
+		if (replace && t->exec_maps.n) {
+			now = t->exec_maps;
+			t->exec_maps = (struct maps_table){ 0 };
+		} else if (!ncode || replace || maps_table_copy(&t->maps, &now)) {
+			return;
+		}
+	}
+	if (replace)
+		maps_table_free(&t->exec_maps);
 	for (uint32_t i = 0; i < ncode; i++)
 		maps_table_add_code(&now, code[i]);
 	added = calloc(now.n ? now.n : 1, sizeof(*added));
@@ -421,8 +439,17 @@ static int inherit_maps(struct session *s, struct target *t,
 	 * layout would be wrong for an image exec'd since, whose samples
 	 * the walker takes before its exec event reaches us. */
 	if (!procmaps_read(t->pid, &now)) {
+		const struct lp_mapping *added[1];
+
 		unwind_add_process(s->unw, t->pid, &now);
-		maps_table_free(&now);
+		/* Mappings the parent has not: the child exec'd, and the
+		 * exec event may find it gone; its samples were walked with
+		 * these, and are named with them then. */
+		maps_table_free(&t->exec_maps);
+		if (maps_table_added(&copy, &now, added, 1))
+			t->exec_maps = now;
+		else
+			maps_table_free(&now);
 	}
 	return 1;
 }
@@ -470,6 +497,7 @@ static void target_exited(struct session *s, struct target *t, uint64_t time_ns)
 	s->nalive--;
 	unwind_remove_process(s->unw, t->pid); /* native unwinder */
 	maps_table_free(&t->maps);
+	maps_table_free(&t->exec_maps);
 	/* A layout that never validated is kept for the summary's warning. */
 	if (!t->lj || t->lj->state != LJ_WAITING_G || !t->lj_unvalidated) {
 		free(t->lj);
@@ -1367,6 +1395,7 @@ cleanup:
 	source_table_free(s.sources);
 	for (int i = 0; i < s.ntargets; i++) {
 		maps_table_free(&s.targets[i].maps);
+		maps_table_free(&s.targets[i].exec_maps);
 		free(s.targets[i].lj);
 	}
 	free(s.targets);
