@@ -50,6 +50,7 @@
 #ifndef LUAPROF_BPF_UNWIND_NATIVE_BPF_H
 #define LUAPROF_BPF_UNWIND_NATIVE_BPF_H
 
+#include "bpf/regs.bpf.h"
 #include "bpf/unwind.h"
 
 #ifndef EFAULT
@@ -665,8 +666,7 @@ static __always_inline int unwind_user_regs(struct bpf_perf_event_data *ctx,
 {
 	struct pt_regs *regs;
 
-	/* Only 8-byte reads of a perf_event context's registers pass. */
-	if ((ctx->regs.csx & 3) == 3) {
+	if (ctx_regs_user_mode(ctx)) {
 		c->pc = ctx->regs.ip;
 		c->sp = ctx->regs.sp;
 		c->bp = ctx->regs.bp;
@@ -675,7 +675,7 @@ static __always_inline int unwind_user_regs(struct bpf_perf_event_data *ctx,
 	/* Read with helpers: plain loads let clang merge this branch's
 	 * pointer with ctx, which the verifier refuses. */
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!regs || (BPF_CORE_READ(regs, csx) & 3) != 3)
+	if (!regs || !task_regs_user_mode(regs))
 		return -1;
 	c->pc = BPF_CORE_READ(regs, ip);
 	c->sp = BPF_CORE_READ(regs, sp);

@@ -207,6 +207,35 @@ int perf_sampling_attach(struct perf_sampling *ps, struct bpf_program *prog,
 			 unsigned int freq_hz);
 void perf_sampling_detach(struct perf_sampling *ps);
 
+/* ---- kernel.c: what the kernel offers; loading the BPF sampler --------- */
+/* Something luaprof needs of the kernel, and the version that brought it. */
+struct kernel_feature {
+	const char *what;  /* "bpf_loop()" */
+	const char *since; /* "5.17" */
+	const char *use;   /* what luaprof needs it for */
+	int (*probe)(int arg);
+	int arg;
+};
+
+extern const struct kernel_feature kernel_features[];
+extern const int kernel_nfeatures;
+
+/* 1: the kernel has it; 0: it does not; -errno: cannot tell (no root). */
+int kernel_feature_probe(const struct kernel_feature *f);
+/* How many features the kernel lacks; their names and versions into out
+ * ("bpf_loop() (Linux 5.17), ..."), *newest the index of the one of the
+ * most recent Linux version (-1 if none). */
+int kernel_missing_features(char *out, size_t cap, int *newest);
+
+struct sampler;
+/*
+ * Opens and loads the BPF sampler (bpf/sampler.bpf.c) with follow_children
+ * in its config; libbpf's messages go to stderr as they come if verbose.
+ * On failure, with who ("luaprof record") as the prefix, says what the
+ * kernel lacks, or which field or verifier check failed.  0 or -errno.
+ */
+int sampler_load(struct sampler **out, int follow_children, int verbose, const char *who);
+
 /* ---- launch.c: `record -- CMD ARGS` ------------------------------------ */
 struct launched {
 	pid_t pid;

@@ -948,18 +948,20 @@ static int libbpf_stderr(enum libbpf_print_level level, const char *fmt,
 	return vfprintf(stderr, fmt, args);
 }
 
+/* sampler_load() says why the sampler did not load (kernel.c). */
 static int load_sampler(struct session *s)
 {
-	int err;
+	int err = sampler_load(&s->skel, s->o->follow_children, s->o->verbose,
+			       "luaprof record");
 
-	s->skel = sampler__open();
-	if (!s->skel)
-		return -errno;
-	s->skel->rodata->follow_children = s->o->follow_children;
-	err = sampler__load(s->skel);
 	if (err)
 		return err;
-	return sampler__attach(s->skel);
+	err = sampler__attach(s->skel);
+	if (err)
+		fprintf(stderr, "luaprof record: cannot attach the BPF sampler: %s%s\n",
+			strerror(-err), err == -EPERM ? " (recording needs root, or "
+			"CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)" : "");
+	return err;
 }
 
 /* Puts the initial targets in the BPF map and the trace. */
@@ -1309,13 +1311,8 @@ int record_session_run(const struct record_opts *o)
 			strerror(-err));
 		goto cleanup;
 	}
-	err = load_sampler(&s);
-	if (err) {
-		fprintf(stderr, "luaprof record: cannot load the BPF sampler: %s%s\n",
-			strerror(-err), err == -EPERM ? " (recording needs root, or "
-			"CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)" : "");
+	if (load_sampler(&s))
 		goto cleanup;
-	}
 	err = unwind_init(&s.unw, s.skel); /* native unwinder */
 	if (err && !o->quiet)
 		fprintf(stderr, "luaprof record: native unwinding off (%s); user "
