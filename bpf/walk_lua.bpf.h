@@ -268,7 +268,11 @@ static __always_inline struct lp_lua_frame *next_slot(struct lua_walk *w)
 	e = bpf_map_lookup_elem(&sample_scratch, &zero);
 	if (!e || n >= LP_MAX_LUA)
 		return NULL;
-	return &e->lua[n];
+	/* 6.1's verifier loses the bound of a copy spilled before the check
+	 * (clang does, with the walk's loop before): the mask bounds the
+	 * register the address is made of, and the barrier keeps it. */
+	barrier_var(n);
+	return &e->lua[n & (LP_MAX_LUA - 1)];
 }
 
 static __always_inline void emit(struct lua_walk *w, __u8 kind, __u64 addr,
