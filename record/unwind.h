@@ -51,8 +51,10 @@ void unwind_remove_process(struct unwinder *u, pid_t pid);
  * would; 0 or -errno. */
 int unwind_preload_file(struct unwinder *u, int fd);
 /* The same for the command cmd (found as execvp() would) and the
- * libraries it needs, before it runs: record/unwind_preload.c. */
-int unwind_preload(struct unwinder *u, const char *cmd);
+ * libraries it needs, before it runs: record/unwind_preload.c.  also
+ * (may be NULL) is called with each file's path too; u may be NULL. */
+int unwind_preload(struct unwinder *u, const char *cmd,
+		   void (*also)(const char *path, void *arg), void *arg);
 void unwind_stats(const struct unwinder *u, struct unwind_stats *st);
 /* Two or three lines for `record -v`. */
 void unwind_print_stats(const struct unwinder *u, FILE *f);

@@ -5,7 +5,7 @@
  * its stacks right.  tests/e2e/native_unwind.sh records each mode and
  * checks that the chains below come out whole, down to main.
  *
- *   usage: nofp [chains|libc|signal|realign|lies] [SECONDS]   (default: chains 3)
+ *   usage: nofp [chains|libc|signal|realign|lies|threads] [SECONDS]   (default: chains 3)
  *          nofp execs N
  *
  *   chains  main;run_chains;chain_a;level1;level2;level3;spin_leaf
@@ -31,6 +31,10 @@
  *           frames (stack data a frame-pointer walk would take for
  *           frames).  No frame may be made of either: the stack ends at
  *           lying_spin, cut, and says so.
+ *   threads main;run_threads;pthread_create;...;__clone3 (the parent, in
+ *           the system call that makes a thread: glibc's CFI leaves that
+ *           instruction out) and __clone3;start_thread;thread_body;
+ *           spin_leaf (the thread, which spins a varying while)
  *   execs N lying_spin for a moment, then exec itself as "execs N-1":
  *           after each exec the recorder needs a moment to load the new
  *           image's tables, and a walk then must not follow rbp
@@ -38,6 +42,7 @@
  * Every function is noipa: no inlining, cloning or tail calls, so each
  * named function is one real frame.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,6 +291,29 @@ NOIPA unsigned long run_lies(double seconds)
 	return n;
 }
 
+NOIPA void *thread_body(void *arg)
+{
+	return (void *)spin_leaf((unsigned long)arg);
+}
+
+/* Threads made and joined one after the other, each spinning a little. */
+NOIPA unsigned long run_threads(double seconds)
+{
+	double end = now() + seconds;
+	unsigned long n = 0, k = 0;
+
+	while (now() < end) {
+		pthread_t t;
+		void *r;
+
+		if (pthread_create(&t, NULL, thread_body, (void *)(UNIT / 20 + (k++ % 97) * 50)))
+			break;
+		pthread_join(t, &r);
+		n += (unsigned long)r;
+	}
+	return n;
+}
+
 /* Each image spins for 30 ms, then replaces itself; the last returns. */
 NOIPA unsigned long run_execs(const char *self, int left)
 {
@@ -313,6 +341,8 @@ int main(int argc, char **argv)
 		r = run_realign(seconds);
 	else if (!strcmp(mode, "lies"))
 		r = run_lies(seconds);
+	else if (!strcmp(mode, "threads"))
+		r = run_threads(seconds);
 	else if (!strcmp(mode, "execs"))
 		r = run_execs("/proc/self/exe", argc > 2 ? atoi(argv[2]) : 0);
 	else

@@ -14,7 +14,8 @@ check "nginx starts with the JIT off" test -n "$NGINX_MASTER"
 APP=$NGINX_APPDIR/app.lua
 line() { grep -n "$1" $APP | head -1 | cut -d: -f1; }
 
-nginx_record_under_load $TMP/ng 3 -F 499
+# -v: the recorder says why a Lua stack was truncated (first few).
+nginx_record_under_load $TMP/ng 3 -F 499 -v
 check "record -p MASTER exits 0" test $? -eq 0
 check "the LuaJIT in libluajit-5.1.so.2 was recognized" grep -q "LuaJIT in .*libluajit-5.1.so" $TMP/ng.err
 
@@ -43,7 +44,12 @@ withlua=$(awk -v a="($APP:" '/ngx_http_lua_run_thread;/ && index($0, a) { n += $
 output=$(awk '/ngx_http_lua_run_thread;ngx_http_lua_send_chain_link/ { n += $NF } END { print n + 0 }' $TMP/ng.folded)
 check_num "samples in ngx_http_lua_run_thread, besides output, with Lua frames" \
 	"$(share $withlua $((inlua - output)))" ">=" 0.98
-check_num "truncated Lua stacks" "$(lua_truncated $TMP/ng.folded)" "==" 0
+ntrunc=$(lua_truncated $TMP/ng.folded)
+check_num "truncated Lua stacks" "$ntrunc" "==" 0
+if [ "$ntrunc" -gt 0 ]; then
+	grep -F '[truncated]' $TMP/ng.folded | cut -c1-400 | head -5 | sed 's/^/    /'
+	grep -F 'Lua stack truncated' $TMP/ng.err | head -5 | sed 's/^/    /'
+fi
 
 # Lua source in the trace: app.lua, a file module, is embedded and its
 # lines are ranked with their text; the inline content_by_lua chunk has
