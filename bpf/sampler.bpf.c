@@ -29,7 +29,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by the recorder before load. */
 const volatile bool follow_children = true;
 
-/* Wake the recorder only when this much is waiting; it polls anyway. */
+/* Wake the recorder only when this much is waiting, or for a sample it
+ * must see at once (on_sample). */
 #define WAKEUP_BYTES (256 * 1024)
 
 struct {
@@ -43,6 +44,26 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 * 1024 * 1024);
 } events SEC(".maps");
+
+/* The compiled traces samples have shown, by what tells one from a later
+ * trace under the same number (the recorder's key, record/luajit_traces.c).
+ * A trace not in here wakes the recorder at once: it reads the trace's
+ * code and snapshots from the live process, and after a jit.flush() a
+ * trace may be gone within milliseconds, long before WAKEUP_BYTES of
+ * samples are waiting.  Least recently seen go first; a trace pushed out
+ * only costs one more wakeup. */
+struct trace_seen_key {
+	__u64 gctrace;
+	__u32 tgid;
+	__u16 traceno, fingerprint;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct trace_seen_key);
+	__type(value, __u8);
+} traces_seen SEC(".maps");
 
 struct lp_bpf_counters counters;
 __u64 runtime_hist[LP_RUNTIME_BUCKETS]; /* see LP_RUNTIME_BUCKET_NS */
@@ -97,6 +118,26 @@ static __always_inline long wakeup_flag(void)
 		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
+/* Whether e was taken in a compiled trace no sample showed before (the
+ * walk puts the trace's frame first); notes it as seen. */
+static __always_inline int new_trace(const struct lp_event_sample *e, __u32 tgid)
+{
+	struct trace_seen_key k = {};
+	__u8 one = 1;
+
+	if (e->lua_state != LP_WALK_WALKED || !e->lua_depth ||
+	    e->lua[0].kind != LP_LUA_FRAME_TRACE || !e->lua[0].addr)
+		return 0;
+	k.gctrace = e->lua[0].addr;
+	k.tgid = tgid;
+	k.traceno = (__u16)e->lua[0].pc;
+	k.fingerprint = e->lua[0].fingerprint;
+	if (bpf_map_lookup_elem(&traces_seen, &k))
+		return 0;
+	bpf_map_update_elem(&traces_seen, &k, &one, BPF_ANY);
+	return 1;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -142,11 +183,11 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	 * it at once: until it answers, this process's samples lack Lua.
 	 * So does a native walk that left every known mapping (native
 	 * unwinder): new code was mapped, and walks stop there until the
-	 * recorder reads it. */
+	 * recorder reads it.  So does a new compiled trace (new_trace()). */
 	err = bpf_ringbuf_output(&events, e, lp_event_sample_size(nlua),
 				 e->lua_state == LP_WALK_NO_VM ||
-				 e->ustack_stop == LP_USTOP_UNMAPPED ? BPF_RB_FORCE_WAKEUP :
-								 wakeup_flag());
+				 e->ustack_stop == LP_USTOP_UNMAPPED ||
+				 new_trace(e, tgid) ? BPF_RB_FORCE_WAKEUP : wakeup_flag());
 	if (err)
 		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
 	bucket = (bpf_ktime_get_ns() - t0) / LP_RUNTIME_BUCKET_NS;
