@@ -30,7 +30,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool follow_children = true;
 
 /* Wake the recorder only when this much is waiting, or for a sample it
- * must see at once (on_sample). */
+ * must see at once (on_sample); it takes the rest every 100 ms. */
 #define WAKEUP_BYTES (256 * 1024)
 
 struct {
