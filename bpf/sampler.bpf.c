@@ -29,7 +29,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by the recorder before load. */
 const volatile bool follow_children = true;
 
-/* Wake the recorder only when this much is waiting; it polls anyway. */
+/* Wake the recorder only when this much is waiting, or for a sample it
+ * must see at once (on_sample); it takes the rest every 100 ms. */
 #define WAKEUP_BYTES (256 * 1024)
 /* ... but at each sample with Lua frames of a process younger than this:
  * the recorder reads what those frames need (prototypes, traces) from the
@@ -164,7 +165,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	/* A sample that shows a VM the recorder has not located yet wakes
 	 * it at once: until it answers, this process's samples lack Lua, and
 	 * a short-lived process may be gone before the recorder can check
-	 * its VM.  So does a young process's (YOUNG_NS), and a native walk
+	 * its VM.  So does a young process's (YOUNG_NS), a new compiled trace or
+	 * Lua stack (walk_lua: lj_traces_seen), and a native walk
 	 * that left every known mapping (native unwinder): new code was
 	 * mapped, and walks stop there until the recorder reads it. */
 	err = bpf_ringbuf_output(&events, e, lp_event_sample_size(nlua),

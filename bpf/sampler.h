@@ -56,7 +56,8 @@ struct lp_event_header {
  *                coroutine boundary: native frames go here; addr = the
  *                C frame (native stack address) of the entry
  *         TRACE  pc = number of the compiled trace running at the leaf,
- *                addr = its GCtrace (0 if unknown)
+ *                addr = its GCtrace (0 if unknown), info = fingerprint of
+ *                its start and its machine code's address (see walk_lua)
  *         TRUNC  the walk stopped early; pc = enum lp_lua_trunc, addr =
  *                the frame it stopped at
  *   link  the frame type of this frame's link slot (enum lj_frame_type):

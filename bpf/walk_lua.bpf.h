@@ -94,7 +94,7 @@ struct {
 struct lj_trace_key {
 	__u64 tr;
 	__u32 tgid;
-	__u32 id; /* trace number << 16 | the startpc fingerprint */
+	__u32 id; /* trace number << 16 | the frame's fingerprint (start, code) */
 };
 
 struct {
@@ -863,16 +863,23 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 					 (const void *)(G + lo->g2j + lo->j_sizetrace)) &&
 		    (__u32)vmstate < sizetrace)
 			read_ref(lo, &tr, trarr + (__u64)vmstate * lo->ref_size);
-		/* Where it starts tells a trace from a later one that reused
-		 * the number and the memory after a flush. */
-		if (tr)
+		/* Where it starts and where its code is tell a trace from a
+		 * later one that reused the number and the GCtrace's memory
+		 * after a flush: the same loop compiled again starts where
+		 * it did, but its code is elsewhere (new machine-code areas). */
+		__u64 mcode = 0;
+		__u16 fp = 0;
+
+		if (tr) {
 			read_ref(lo, &trarr, tr + lo->tr_startpc);
-		emit(wp, LP_LUA_FRAME_TRACE, tr, (__u32)vmstate, 0,
-		     tr ? (__u16)(trarr >> 2) | 1 : 0);
+			read_u64(&mcode, tr + lo->tr_mcode);
+			fp = (__u16)((trarr >> 2) ^ (mcode >> 4) ^ (mcode >> 20)) | 1;
+		}
+		emit(wp, LP_LUA_FRAME_TRACE, tr, (__u32)vmstate, 0, fp);
 		if (tr) {
 			struct lj_trace_key tk = {
 				.tr = tr, .tgid = tgid,
-				.id = (__u32)vmstate << 16 | (__u16)((trarr >> 2) | 1),
+				.id = (__u32)vmstate << 16 | fp,
 			};
 			__u8 one = 1;
 

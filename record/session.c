@@ -145,12 +145,21 @@ static void on_stop_signal(int sig)
 
 static void write_failed(struct session *s, int err)
 {
+	struct trace_writer_stats ws;
+	char kept[64] = "";
+
 	if (s->write_err)
 		return;
 	s->write_err = err;
+	/* How much survives, for whoever needs the trace (the writer is
+	 * gone when its close failed). */
+	if (s->w) {
+		trace_writer_get_stats(s->w, &ws);
+		snprintf(kept, sizeof(kept), ": %llu samples", (unsigned long long)ws.samples);
+	}
 	fprintf(stderr, "%sluaprof record: writing %s: %s; stopping (the trace keeps "
-		"what was written before)\n", s->status_shown ? "\n" : "",
-		s->o->output, strerror(-err));
+		"what was written before%s)\n", s->status_shown ? "\n" : "",
+		s->o->output, strerror(-err), kept);
 }
 
 static void emit(struct session *s, const struct lp_record *rec)
@@ -1035,8 +1044,7 @@ static void record_loop(struct session *s)
 {
 	uint64_t deadline = s->o->duration_s > 0 ?
 		s->start_ns + (uint64_t)(s->o->duration_s * 1e9) : UINT64_MAX;
-	/* Sampling starts only now, after the setup (kernel symbols, perf
-	 * events): the first flush comes FLUSH_NS of samples later. */
+	/* Chunks every FLUSH_NS of sampling, not counting the setup. */
 	uint64_t last_flush = mono_ns(), last_status = 0, last_alive = s->start_ns;
 	int tty = isatty(STDERR_FILENO) && !s->o->quiet;
 
@@ -1044,6 +1052,12 @@ static void record_loop(struct session *s)
 		uint64_t now;
 		int n = ring_buffer__poll(s->rb, 100);
 
+		/* The sampler wakes us only for what cannot wait (see
+		 * WAKEUP_BYTES in bpf/sampler.bpf.c): what waits is taken
+		 * here, so that a flush below writes every sample taken
+		 * until 100 ms ago, however slowly they come. */
+		if (n >= 0)
+			n = ring_buffer__consume(s->rb);
 		if (n < 0 && n != -EINTR) {
 			fprintf(stderr, "luaprof record: ring buffer: %s\n", strerror(-n));
 			break;

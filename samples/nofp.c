@@ -6,6 +6,7 @@
  * checks that the chains below come out whole, down to main.
  *
  *   usage: nofp [chains|libc|signal|realign|lies|threads] [SECONDS]   (default: chains 3)
+ *          SECONDS of CPU time
  *          nofp execs N
  *
  *   chains  main;run_chains;chain_a;level1;level2;level3;spin_leaf
@@ -14,7 +15,8 @@
  *           array, so its CFA is rbp-based while the others' are rsp-based)
  *   libc    main;run_libc;sort_once;qsort;...;cmp_ints: time inside libc,
  *           which calls back into this program
- *   signal  main;run_signal;wait_loop, and a SIGALRM handler that spins:
+ *   signal  main;run_signal;wait_loop, and a SIGPROF handler (every 2 ms
+ *           of CPU time) that spins:
  *           ...;wait_loop;<__restore_rt>;on_alarm;spin_leaf
  *   realign main;run_realign;realigned;level3;spin_leaf
  *           main;run_realign;realigned_spin
@@ -54,11 +56,13 @@
 #define NOIPA __attribute__((noipa))
 #define UNIT 100000ul
 
+/* The CPU time this process has had: each mode runs for SECONDS of it,
+ * so that a busy machine makes the run longer, not its profile thinner. */
 static double now(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -169,10 +173,13 @@ NOIPA void on_alarm(int sig)
 
 NOIPA unsigned long wait_loop(double end)
 {
-	unsigned long n = 0;
+	volatile unsigned long n = 0;
 
-	while (now() < end)
-		n++;
+	/* The clock is a system call: looked at once in 1024 rounds. */
+	do {
+		for (int i = 0; i < 1024; i++)
+			n++;
+	} while (now() < end);
 	return n;
 }
 
@@ -185,11 +192,11 @@ NOIPA unsigned long run_signal(double seconds)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;
 	sa.sa_flags = SA_RESTART;
-	sigaction(SIGALRM, &sa, NULL);
-	setitimer(ITIMER_REAL, &it, NULL);
+	sigaction(SIGPROF, &sa, NULL);
+	setitimer(ITIMER_PROF, &it, NULL); /* every 2 ms of CPU time */
 	n = wait_loop(now() + seconds);
 	memset(&it, 0, sizeof(it));
-	setitimer(ITIMER_REAL, &it, NULL);
+	setitimer(ITIMER_PROF, &it, NULL);
 	return n;
 }
 
