@@ -23,6 +23,7 @@
 
 #include "bpf/regs.bpf.h"
 #include "bpf/sampler.h"
+#include "bpf/phases.bpf.h" /* record -v: where the time goes */
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -119,18 +120,22 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	e->h.tid = (__u32)id;
 	e->h.cpu = bpf_get_smp_processor_id();
 	e->h.time_ns = t0 = bpf_ktime_get_ns();
+	phase_start(t0);
 	/* A tick in user mode has no kernel stack: skip the helper. */
 	e->kstack_bytes = ctx_regs_user_mode(ctx) ? 0 :
 		bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
+	phase_end(LP_PHASE_KSTACK);
 	/* Lua first: a running trace's C frame is where the native walk
 	 * resumes past the trace's code. */
 	e->lua_depth = 0;
 	e->lua_vm_cfa = 0;
 	if (get_user_regs(ctx, &regs) == 0)
 		walk_lua(e, &regs);
+	phase_end(LP_PHASE_LUA);
 	if (unwind_native_user_stack(ctx, e, tgid)) /* no tables: frame pointers */
 		e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
 						BPF_F_USER_STACK);
+	phase_end(LP_PHASE_NATIVE);
 	if (e->kstack_bytes < 0)
 		__sync_fetch_and_add(&counters.kstack_failed, 1);
 	if (e->ustack_bytes < 0)
@@ -149,6 +154,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 								 wakeup_flag());
 	if (err)
 		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
+	phase_done(nlua, e->ustack_bytes);
 	bucket = (bpf_ktime_get_ns() - t0) / LP_RUNTIME_BUCKET_NS;
 	if (bucket >= LP_RUNTIME_BUCKETS)
 		bucket = LP_RUNTIME_BUCKETS - 1;

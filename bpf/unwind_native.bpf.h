@@ -695,6 +695,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		else if (win && !bpf_probe_read_user(win->bytes, LP_STACK_WINDOW_SMALL,
 						     (const void *)c->sp))
 			c->win_len = LP_STACK_WINDOW_SMALL;
+		phase_end(LP_PHASE_COPY);
 		bpf_loop(LP_MAX_USTACK + 1, unwind_step, &w, 0);
 	}
 	/* bpf_loop ran out of iterations only after LP_MAX_USTACK frames. */
