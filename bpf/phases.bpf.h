@@ -52,6 +52,19 @@ static __always_inline void phase_end(enum lp_phase phase)
 	pt->mark = now;
 }
 
+/* A count of the current sample: the native walk's reads of the target. */
+static __always_inline void phase_count_read(void)
+{
+	struct lp_phase_times *pt;
+	__u32 zero = 0;
+
+	if (!time_phases)
+		return;
+	pt = bpf_map_lookup_elem(&phase_times, &zero);
+	if (pt)
+		pt->native_reads++;
+}
+
 /* The last mark of a sample, with what its walks found. */
 static __always_inline void phase_done(__u32 lua_frames, __s32 ustack_bytes)
 {

@@ -45,10 +45,11 @@ struct lp_phase_times {
 	__u64 samples;
 	__u64 lua_frames;
 	__u64 native_frames;
+	__u64 native_reads; /* of the target's memory past the stack copy */
 	__u64 mark; /* the clock at the end of the last phase */
 };
 
-_Static_assert(sizeof(struct lp_phase_times) == 8 * (LP_PHASES + 4),
+_Static_assert(sizeof(struct lp_phase_times) == 8 * (LP_PHASES + 5),
 	       "lp_phase_times layout");
 
 #endif

@@ -106,6 +106,28 @@ struct {
 	__type(value, struct unwind_window);
 } unwind_windows SEC(".maps");
 
+/* What the walk found at each pc lately, per CPU (bpf/unwind.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_unwind_row_cache);
+} unwind_row_caches SEC(".maps");
+
+/* This CPU's cache, or NULL; *slot is where pc goes in it. */
+static __always_inline struct lp_unwind_row_cache *
+unwind_cache_slot(__u64 pc, struct lp_unwind_cached **slot)
+{
+	struct lp_unwind_row_cache *rc;
+	__u32 zero = 0;
+
+	rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
+	if (rc)
+		*slot = &rc->e[((pc * 0x9e3779b97f4a7c15ull) >> (64 - LP_UNWIND_CACHE_BITS)) &
+			       ((1 << LP_UNWIND_CACHE_BITS) - 1)];
+	return rc;
+}
+
 /* Walks by how they stopped, and frames walked: record -v prints them. */
 __u64 unwind_stops[LP_USTOP_MAX];
 __u64 unwind_frames;
@@ -272,6 +294,7 @@ static __always_inline int unwind_read_n(const struct unwind_cursor *c, __u64 ad
 			__builtin_memcpy(v, &w->bytes[off], 8);
 		return 0;
 	}
+	phase_count_read();
 	return bpf_probe_read_user(v, size, (const void *)addr);
 }
 
@@ -377,8 +400,11 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 			    struct unwind_cursor *c)
 {
 	const struct lp_unwind_map *m;
-	struct lp_unwind_row row;
+	struct lp_unwind_row_cache *rc;
+	struct lp_unwind_cached *slot = NULL;
+	struct lp_unwind_row row = {};
 	__u64 lookup, cfa, ra, bp;
+	__u32 kind;
 	int idx;
 
 	if (!proc || !c)
@@ -392,6 +418,15 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		if (stop >= 0)
 			return stop;
 	}
+	rc = unwind_cache_slot(lookup, &slot);
+	if (rc && slot->pc == lookup && slot->gen == proc->gen) {
+		kind = slot->kind;
+		row = slot->row;
+		rc->hits++;
+		goto found;
+	}
+	if (rc)
+		rc->misses++;
 	idx = unwind_map_index(proc, lookup);
 	if (idx < 0 && c->n == 1 && c->leaf_retry) {
 		/*
@@ -431,9 +466,19 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		return LP_USTOP_UNMAPPED;
 	}
 	m = &proc->maps[idx];
-	if (m->kind == LP_UMAP_JIT)
+	kind = m->kind;
+	if (kind == LP_UMAP_ROWS && unwind_find_row(m->obj, lookup - m->bias, &row))
+		return LP_USTOP_NO_ROW;
+	if (rc) {
+		slot->pc = lookup;
+		slot->gen = proc->gen;
+		slot->kind = kind;
+		slot->row = row;
+	}
+found:
+	if (kind == LP_UMAP_JIT)
 		return unwind_jit_step(c);
-	if (m->kind != LP_UMAP_ROWS) {
+	if (kind != LP_UMAP_ROWS) {
 		/* No CFI: trust rbp for this frame, [rbp] = caller's rbp,
 		 * [rbp + 8] = return address.  A zero rbp ends the chain: the
 		 * ABI has _start and a thread's start clear it. */
@@ -446,8 +491,6 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 			return LP_USTOP_READ;
 		goto next;
 	}
-	if (unwind_find_row(m->obj, lookup - m->bias, &row))
-		return LP_USTOP_NO_ROW;
 	bp = c->bp;
 	switch (LP_CFA_KIND(row.cfa_type)) {
 	case LP_CFA_RSP:

@@ -1056,6 +1056,7 @@ static void print_bpf_phases(struct session *s)
 			sum.samples += v[c].samples;
 			sum.lua_frames += v[c].lua_frames;
 			sum.native_frames += v[c].native_frames;
+			sum.native_reads += v[c].native_reads;
 		}
 	}
 	free(v);
@@ -1065,8 +1066,9 @@ static void print_bpf_phases(struct session *s)
 	fprintf(stderr, "luaprof record: BPF sampler phases, mean per sample:");
 	for (int i = 0; i < LP_PHASES; i++)
 		fprintf(stderr, "%s %s %.2f us", i ? "," : "", names[i], sum.ns[i] / n / 1e3);
-	fprintf(stderr, "; %.1f Lua and %.1f native frames\n", sum.lua_frames / n,
-		sum.native_frames / n);
+	fprintf(stderr, "; %.1f Lua and %.1f native frames, %.1f reads past the "
+		"stack copy\n", sum.lua_frames / n, sum.native_frames / n,
+		sum.native_reads / n);
 }
 
 static void print_summary(struct session *s, uint64_t end_ns)
