@@ -93,7 +93,8 @@ struct {
 /* The copy of the stack the walk reads from (see the top of the file);
  * the slack after it lets a masked offset read 16 bytes. */
 #define LP_STACK_WINDOW 4096
-#define LP_STACK_WINDOW_SMALL 512
+#define LP_STACK_REFILLS 4            /* windows copied after the first */
+#define LP_STACK_SPAN (8 << 20)       /* how far above sp a refill may go */
 
 struct unwind_window {
 	__u8 bytes[LP_STACK_WINDOW + 16];
@@ -147,6 +148,7 @@ struct unwind_cursor {
 	__u32 stop;       /* enum lp_ustop, once the walk ends */
 	__u32 win_len;    /* bytes of the stack copied, from win_lo */
 	__u64 win_lo;
+	__u32 refills;    /* windows copied after the first */
 	/* LuaJIT, while it runs Lua (see unwind_vm_step()): */
 	__u64 cframe;     /* the innermost C frame of the VM not passed yet */
 	__u64 vm_lo, vm_hi; /* the interpreter's code */
@@ -274,16 +276,47 @@ static __always_inline int unwind_find_row(__u32 objid, __u64 vaddr,
 	return 0;
 }
 
+/* Copies the stack from addr (rounded down to a cache line) into the
+ * window: LP_STACK_WINDOW bytes, or to the end of addr's page when those
+ * run past the top of the stack.  0, or -1 if not even that was read. */
+static __always_inline int unwind_window_fill(struct unwind_cursor *c,
+					      struct unwind_window *w, __u64 addr)
+{
+	__u64 lo = addr & ~63ull;
+	__u32 len = LP_STACK_WINDOW;
+
+	c->win_lo = lo;
+	c->win_len = 0;
+	if (bpf_probe_read_user(w->bytes, LP_STACK_WINDOW, (const void *)lo)) {
+		len = 4096 - (lo & 4095);
+		if (len > LP_STACK_WINDOW)
+			len = LP_STACK_WINDOW;
+		if (bpf_probe_read_user(w->bytes, len, (const void *)lo))
+			return -1;
+	}
+	c->win_len = len;
+	return 0;
+}
+
 /* Reads size (8 or 16) bytes of the stack at addr: from the copy when
- * they lie in it, else from the target. */
-static __always_inline int unwind_read_n(const struct unwind_cursor *c, __u64 addr,
+ * they lie in it, else from the target.  The walk goes up the stack: a
+ * read above the copy moves it there, as often as LP_STACK_REFILLS allows
+ * (frames past a big buffer on the stack, as nginx's workers have, lie
+ * all together 8 KiB up). */
+static __always_inline int unwind_read_n(struct unwind_cursor *c, __u64 addr,
 					 void *v, __u32 size)
 {
-	const struct unwind_window *w;
+	struct unwind_window *w;
 	__u32 zero = 0;
 
-	if (addr >= c->win_lo && addr - c->win_lo + size <= c->win_len &&
-	    (w = bpf_map_lookup_elem(&unwind_windows, &zero))) {
+	w = bpf_map_lookup_elem(&unwind_windows, &zero);
+	if (w && !(addr >= c->win_lo && addr - c->win_lo + size <= c->win_len) &&
+	    addr >= c->win_lo && addr - c->sp0 < LP_STACK_SPAN &&
+	    c->refills < LP_STACK_REFILLS) {
+		c->refills++;
+		unwind_window_fill(c, w, addr);
+	}
+	if (w && addr >= c->win_lo && addr - c->win_lo + size <= c->win_len) {
 		/* The offset is below LP_STACK_WINDOW: the mask is for the
 		 * verifier. */
 		__u32 off = (addr - c->win_lo) & (LP_STACK_WINDOW - 1);
@@ -298,7 +331,7 @@ static __always_inline int unwind_read_n(const struct unwind_cursor *c, __u64 ad
 	return bpf_probe_read_user(v, size, (const void *)addr);
 }
 
-static __always_inline int unwind_read(const struct unwind_cursor *c, __u64 addr,
+static __always_inline int unwind_read(struct unwind_cursor *c, __u64 addr,
 				       __u64 *v)
 {
 	return unwind_read_n(c, addr, v, 8);
@@ -730,14 +763,8 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		unwind_leaf_regs(ctx, c);
 		c->sp0 = c->sp;
 		c->bp0 = c->bp;
-		/* Near the top of the stack the big copy runs past its end. */
-		c->win_lo = c->sp;
-		if (win && !bpf_probe_read_user(win->bytes, LP_STACK_WINDOW,
-						(const void *)c->sp))
-			c->win_len = LP_STACK_WINDOW;
-		else if (win && !bpf_probe_read_user(win->bytes, LP_STACK_WINDOW_SMALL,
-						     (const void *)c->sp))
-			c->win_len = LP_STACK_WINDOW_SMALL;
+		if (win)
+			unwind_window_fill(c, win, c->sp);
 		phase_end(LP_PHASE_COPY);
 		bpf_loop(LP_MAX_USTACK + 1, unwind_step, &w, 0);
 	}
