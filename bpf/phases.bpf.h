@@ -52,8 +52,8 @@ static __always_inline void phase_end(enum lp_phase phase)
 	pt->mark = now;
 }
 
-/* A count of the current sample: the native walk's reads of the target. */
-static __always_inline void phase_count_read(void)
+/* The native walk's reads of the target's memory past its stack copy. */
+static __always_inline void phase_count_reads(__u32 n)
 {
 	struct lp_phase_times *pt;
 	__u32 zero = 0;
@@ -62,7 +62,7 @@ static __always_inline void phase_count_read(void)
 		return;
 	pt = bpf_map_lookup_elem(&phase_times, &zero);
 	if (pt)
-		pt->native_reads++;
+		pt->native_reads += n;
 }
 
 /* The last mark of a sample, with what its walks found. */

@@ -149,6 +149,7 @@ struct unwind_cursor {
 	__u32 win_len;    /* bytes of the stack copied, from win_lo */
 	__u64 win_lo;
 	__u32 refills;    /* windows copied after the first */
+	__u32 reads;      /* reads past the copy (record -v) */
 	/* LuaJIT, while it runs Lua (see unwind_vm_step()): */
 	__u64 cframe;     /* the innermost C frame of the VM not passed yet */
 	__u64 vm_lo, vm_hi; /* the interpreter's code */
@@ -327,7 +328,7 @@ static __always_inline int unwind_read_n(struct unwind_cursor *c, __u64 addr,
 			__builtin_memcpy(v, &w->bytes[off], 8);
 		return 0;
 	}
-	phase_count_read();
+	c->reads++;
 	return bpf_probe_read_user(v, size, (const void *)addr);
 }
 
@@ -779,6 +780,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	if (stop < LP_USTOP_MAX)
 		__sync_fetch_and_add(&unwind_stops[stop], 1);
 	__sync_fetch_and_add(&unwind_frames, n);
+	phase_count_reads(c->reads);
 	return 0;
 }
 
