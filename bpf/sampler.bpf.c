@@ -58,9 +58,12 @@ struct {
 } sample_scratch SEC(".maps");
 
 /* The user registers at a sample: the interrupted ones if the tick hit
- * user mode, else the ones saved at kernel entry. */
+ * user mode, else the ones saved at kernel entry.  Read once, for both
+ * walks. */
 struct user_regs {
 	__u64 ip, sp, bp, bx, dx, r14;
+	__u32 user; /* they are user mode's: not a thread without one */
+	__u32 pad;
 };
 
 static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
@@ -68,6 +71,7 @@ static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
 {
 	struct pt_regs *regs;
 
+	r->user = 0;
 	if (ctx_regs_user_mode(ctx)) {
 		r->ip = ctx->regs.ip;
 		r->sp = ctx->regs.sp;
@@ -75,11 +79,15 @@ static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
 		r->bx = ctx->regs.bx;
 		r->dx = ctx->regs.dx;
 		r->r14 = ctx->regs.r14;
+		r->user = 1;
 		return 0;
 	}
+	/* Read with helpers: plain loads let clang merge this branch's
+	 * pointer with ctx, which the verifier refuses. */
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	if (!regs)
 		return -1;
+	r->user = task_regs_user_mode(regs);
 	r->ip = BPF_CORE_READ(regs, ip);
 	r->sp = BPF_CORE_READ(regs, sp);
 	r->bp = BPF_CORE_READ(regs, bp);
@@ -132,7 +140,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (get_user_regs(ctx, &regs) == 0)
 		walk_lua(e, &regs);
 	phase_end(LP_PHASE_LUA);
-	if (unwind_native_user_stack(ctx, e, tgid)) /* no tables: frame pointers */
+	if (unwind_native_user_stack(ctx, e, tgid, &regs)) /* no tables: frame pointers */
 		e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
 						BPF_F_USER_STACK);
 	phase_end(LP_PHASE_NATIVE);

@@ -8,7 +8,9 @@
  *
  * Each frame: find the executable mapping that holds pc (binary search of
  * the process's sorted list), then the row of that object that covers the
- * pc (binary search of the few rows its bucket index leaves), compute the CFA from the row's rule,
+ * pc (binary search of the few rows its bucket index leaves) -- or both
+ * at once from this CPU's cache of recent lookups, which most frames hit
+ * (bpf/unwind.h) --, compute the CFA from the row's rule,
  * read the return address at CFA - 8 and, if the row says the caller's
  * rbp was saved, read it too; the caller's rsp is the CFA.  For every
  * frame but the first, pc is a return address, the instruction after the
@@ -36,10 +38,11 @@
  * frame-pointer walk.
  *
  * The stack above the first frame's rsp is copied in one read when the
- * walk starts (LP_STACK_WINDOW bytes, or a smaller window near the top of
- * the stack); the frames' reads come from the copy while they fall in it.
- * A read of the target's memory costs about 50 ns, and a walk makes one
- * or two per frame.
+ * walk starts (LP_STACK_WINDOW bytes, or to the end of the page near the
+ * top of the stack); the frames' reads come from the copy while they fall
+ * in it, and a read above it moves it there (unwind_read_n()).  A read of
+ * the target's memory costs 50 ns or more, and a walk makes one or two
+ * per frame.
  *
  * One repair: when the first frame's row leads to a return address in no
  * mapping, the frame is retried as a frameless leaf (return address at
@@ -646,30 +649,20 @@ static long unwind_step(__u32 i, void *arg)
 }
 
 /*
- * The registers of user mode when the tick came: the tick's own if it
- * interrupted user code, else those saved on entry to the kernel (the
- * thread was in a system call or a fault).  0, or -1 when the thread has
- * no user mode (a kernel thread).
+ * The registers of user mode when the tick came, as on_sample read them
+ * for both walks (sampler.bpf.c): the tick's own if it interrupted user
+ * code, else those saved on entry to the kernel (the thread was in a
+ * system call or a fault).  0, or -1 when the thread has no user mode (a
+ * kernel thread).
  */
-static __always_inline int unwind_user_regs(struct bpf_perf_event_data *ctx,
+static __always_inline int unwind_user_regs(const struct user_regs *regs,
 					    struct unwind_cursor *c)
 {
-	struct pt_regs *regs;
-
-	if (ctx_regs_user_mode(ctx)) {
-		c->pc = ctx->regs.ip;
-		c->sp = ctx->regs.sp;
-		c->bp = ctx->regs.bp;
-		return 0;
-	}
-	/* Read with helpers: plain loads let clang merge this branch's
-	 * pointer with ctx, which the verifier refuses. */
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!regs || !task_regs_user_mode(regs))
+	if (!regs->user)
 		return -1;
-	c->pc = BPF_CORE_READ(regs, ip);
-	c->sp = BPF_CORE_READ(regs, sp);
-	c->bp = BPF_CORE_READ(regs, bp);
+	c->pc = regs->ip;
+	c->sp = regs->sp;
+	c->bp = regs->bp;
 	return 0;
 }
 
@@ -704,7 +697,8 @@ static __always_inline void unwind_leaf_regs(struct bpf_perf_event_data *ctx,
 
 /*
  * Fills e->ustack, e->ustack_bytes and e->ustack_stop for a process whose
- * mappings the recorder loaded; returns 0 then.  Returns -1, with
+ * mappings the recorder loaded, from regs, the user registers at the tick
+ * (sampler.bpf.c reads them once for both walks); returns 0 then.  Returns -1, with
  * e->ustack_stop = LP_USTOP_FALLBACK and nothing else written, for any
  * other process: the caller takes the kernel's frame-pointer walk.
  *
@@ -713,13 +707,14 @@ static __always_inline void unwind_leaf_regs(struct bpf_perf_event_data *ctx,
  * caller's code that follows.
  */
 __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
-					struct lp_event_sample *e, __u32 tgid)
+					struct lp_event_sample *e, __u32 tgid,
+					const struct user_regs *regs)
 {
 	struct unwind_walk w = { .e = e };
 	struct unwind_cursor *c;
 	__u32 zero = 0, stop, n;
 
-	if (!ctx || !e)
+	if (!ctx || !e || !regs)
 		return -1;
 	e->ustack_stop = LP_USTOP_FALLBACK;
 	e->ustack_jit = 0;
@@ -748,7 +743,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		}
 	}
 	w.c = c;
-	if (unwind_user_regs(ctx, c)) {
+	if (unwind_user_regs(regs, c)) {
 		c->stop = LP_USTOP_NO_REGS;
 	} else if (!w.proc) {
 		/* The tables are on but this process's mappings are not
