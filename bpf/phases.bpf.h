@@ -22,15 +22,19 @@ struct {
 	__type(value, struct lp_phase_times);
 } phase_times SEC(".maps");
 
+/* This CPU's sums, or NULL when the clock is off. */
+static __always_inline struct lp_phase_times *phase_sums(void)
+{
+	__u32 zero = 0;
+
+	return time_phases ? bpf_map_lookup_elem(&phase_times, &zero) : NULL;
+}
+
 /* The first mark of a sample: its phases start at t0. */
 static __always_inline void phase_start(__u64 t0)
 {
-	struct lp_phase_times *pt;
-	__u32 zero = 0;
+	struct lp_phase_times *pt = phase_sums();
 
-	if (!time_phases)
-		return;
-	pt = bpf_map_lookup_elem(&phase_times, &zero);
 	if (pt)
 		pt->mark = t0;
 }
@@ -39,13 +43,12 @@ static __always_inline void phase_start(__u64 t0)
 static __always_inline void phase_end(enum lp_phase phase)
 {
 	struct lp_phase_times *pt;
-	__u32 zero = 0;
 	__u64 now;
 
 	if (!time_phases)
 		return;
 	now = bpf_ktime_get_ns();
-	pt = bpf_map_lookup_elem(&phase_times, &zero);
+	pt = phase_sums();
 	if (!pt || phase >= LP_PHASES)
 		return;
 	pt->ns[phase] += now - pt->mark;
@@ -55,12 +58,8 @@ static __always_inline void phase_end(enum lp_phase phase)
 /* The native walk's reads of the target's memory past its stack copy. */
 static __always_inline void phase_count_reads(__u32 n)
 {
-	struct lp_phase_times *pt;
-	__u32 zero = 0;
+	struct lp_phase_times *pt = phase_sums();
 
-	if (!time_phases)
-		return;
-	pt = bpf_map_lookup_elem(&phase_times, &zero);
 	if (pt)
 		pt->native_reads += n;
 }
@@ -69,12 +68,9 @@ static __always_inline void phase_count_reads(__u32 n)
 static __always_inline void phase_done(__u32 lua_frames, __s32 ustack_bytes)
 {
 	struct lp_phase_times *pt;
-	__u32 zero = 0;
 
 	phase_end(LP_PHASE_OUTPUT);
-	if (!time_phases)
-		return;
-	pt = bpf_map_lookup_elem(&phase_times, &zero);
+	pt = phase_sums();
 	if (!pt)
 		return;
 	pt->samples++;

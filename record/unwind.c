@@ -35,6 +35,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/sampler.h"
+#include "format/grow.h"
 #include "record/recorder.h"
 #include "record/unwind.h"
 #include "record/unwind_buckets.h"
@@ -374,15 +375,8 @@ static uint32_t list_gen(struct unwinder *u, pid_t pid, const struct lp_unwind_p
 			gen = u->lists[i].gen;
 	if (!gen)
 		gen = ++u->gen;
-	if (!own && u->nlists == u->caplists) {
-		size_t cap = u->caplists ? 2 * u->caplists : 16;
-		struct plist *v = realloc(u->lists, cap * sizeof(*v));
-
-		if (!v)
-			return gen;
-		u->lists = v;
-		u->caplists = cap;
-	}
+	if (!own && GROW(u->lists, u->caplists, u->nlists + 1))
+		return gen;
 	copy = malloc(bytes ? bytes : 1);
 	if (!copy)
 		return gen;
