@@ -8,7 +8,9 @@
  *
  * Each frame: find the executable mapping that holds pc (binary search of
  * the process's sorted list), then the row of that object that covers the
- * pc (binary search of the few rows its bucket index leaves), compute the CFA from the row's rule,
+ * pc (binary search of the few rows its bucket index leaves) -- or both
+ * at once from this CPU's cache of recent lookups, which most frames hit
+ * (bpf/unwind.h) --, compute the CFA from the row's rule,
  * read the return address at CFA - 8 and, if the row says the caller's
  * rbp was saved, read it too; the caller's rsp is the CFA.  For every
  * frame but the first, pc is a return address, the instruction after the
@@ -23,8 +25,10 @@
  *   +-----------------+ <- rsp of this frame
  *
  * LuaJIT's own code is stepped over with the VM's C frames, which the
- * Lua walk found (unwind_vm_step()): a compiled trace has no CFI, and the
- * interpreter's CFI does not hold where its code runs on a trace's frame.
+ * Lua walk found (unwind_vm_step()), or which the walk finds at the first
+ * VM frame it meets when the Lua walk found none (unwind_vm_find()): a
+ * compiled trace has no CFI, and the interpreter's CFI does not hold
+ * where its code runs on a trace's frame.
  *
  * The walk stops, and says why in the sample (enum lp_ustop), at the
  * outermost frame, at a pc no mapping or row covers, at anonymous code it
@@ -36,10 +40,11 @@
  * frame-pointer walk.
  *
  * The stack above the first frame's rsp is copied in one read when the
- * walk starts (LP_STACK_WINDOW bytes, or a smaller window near the top of
- * the stack); the frames' reads come from the copy while they fall in it.
- * A read of the target's memory costs about 50 ns, and a walk makes one
- * or two per frame.
+ * walk starts (LP_STACK_WINDOW bytes, or to the end of the page near the
+ * top of the stack); the frames' reads come from the copy while they fall
+ * in it, and a read above it moves it there (unwind_read_n()).  A read of
+ * the target's memory costs 50 ns or more, and a walk makes one or two
+ * per frame.
  *
  * One repair: when the first frame's row leads to a return address in no
  * mapping, the frame is retried as a frameless leaf (return address at
@@ -93,7 +98,8 @@ struct {
 /* The copy of the stack the walk reads from (see the top of the file);
  * the slack after it lets a masked offset read 16 bytes. */
 #define LP_STACK_WINDOW 4096
-#define LP_STACK_WINDOW_SMALL 512
+#define LP_STACK_REFILLS 4            /* windows copied after the first */
+#define LP_STACK_SPAN (8 << 20)       /* how far above sp a refill may go */
 
 struct unwind_window {
 	__u8 bytes[LP_STACK_WINDOW + 16];
@@ -105,6 +111,28 @@ struct {
 	__type(key, __u32);
 	__type(value, struct unwind_window);
 } unwind_windows SEC(".maps");
+
+/* What the walk found at each pc lately, per CPU (bpf/unwind.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_unwind_row_cache);
+} unwind_row_caches SEC(".maps");
+
+/* This CPU's cache, or NULL; *slot is where pc goes in it. */
+static __always_inline struct lp_unwind_row_cache *
+unwind_cache_slot(__u64 pc, struct lp_unwind_cached **slot)
+{
+	struct lp_unwind_row_cache *rc;
+	__u32 zero = 0;
+
+	rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
+	if (rc)
+		*slot = &rc->e[((pc * 0x9e3779b97f4a7c15ull) >> (64 - LP_UNWIND_CACHE_BITS)) &
+			       ((1 << LP_UNWIND_CACHE_BITS) - 1)];
+	return rc;
+}
 
 /* Walks by how they stopped, and frames walked: record -v prints them. */
 __u64 unwind_stops[LP_USTOP_MAX];
@@ -125,14 +153,21 @@ struct unwind_cursor {
 	__u32 stop;       /* enum lp_ustop, once the walk ends */
 	__u32 win_len;    /* bytes of the stack copied, from win_lo */
 	__u64 win_lo;
+	__u32 refills;    /* windows copied after the first */
+	__u32 reads;      /* reads past the copy (record -v) */
 	/* LuaJIT, while it runs Lua (see unwind_vm_step()): */
 	__u64 cframe;     /* the innermost C frame of the VM not passed yet */
 	__u64 vm_lo, vm_hi; /* the interpreter's code */
 	__u16 cf_size, cf_prev; /* a C frame's size, where it links the next */
+	__u16 cf_l, l_cframe;   /* where a C frame saves L, where L links it */
+	__u16 ref_size;         /* of the saved L: 8 with GC64, else 4 */
 	__u32 in_trace;   /* g->vmstate says a trace may run: code in no
 			     known mapping is taken for a new trace's */
 	__u32 regs_ok;    /* regs holds the interrupted frame's registers */
 	__u32 jit_frame;  /* out: 1 + the frame stepped over as a trace's */
+	__u32 vm_helper;  /* frame 0 is a helper the interpreter called */
+	__u32 find_vm;    /* the Lua walk found no L: look for its C frame */
+	__u64 vm_cfa;     /* out: the CFA of the C frame found so */
 	__u64 regs[16];   /* by DWARF number: rax rdx rcx rbx rsi rdi rbp
 			     rsp r8..r15, for LP_CFA_REG at frame 0 */
 };
@@ -252,16 +287,47 @@ static __always_inline int unwind_find_row(__u32 objid, __u64 vaddr,
 	return 0;
 }
 
+/* Copies the stack from addr (rounded down to a cache line) into the
+ * window: LP_STACK_WINDOW bytes, or to the end of addr's page when those
+ * run past the top of the stack.  0, or -1 if not even that was read. */
+static __always_inline int unwind_window_fill(struct unwind_cursor *c,
+					      struct unwind_window *w, __u64 addr)
+{
+	__u64 lo = addr & ~63ull;
+	__u32 len = LP_STACK_WINDOW;
+
+	c->win_lo = lo;
+	c->win_len = 0;
+	if (bpf_probe_read_user(w->bytes, LP_STACK_WINDOW, (const void *)lo)) {
+		len = 4096 - (lo & 4095);
+		if (len > LP_STACK_WINDOW)
+			len = LP_STACK_WINDOW;
+		if (bpf_probe_read_user(w->bytes, len, (const void *)lo))
+			return -1;
+	}
+	c->win_len = len;
+	return 0;
+}
+
 /* Reads size (8 or 16) bytes of the stack at addr: from the copy when
- * they lie in it, else from the target. */
-static __always_inline int unwind_read_n(const struct unwind_cursor *c, __u64 addr,
+ * they lie in it, else from the target.  The walk goes up the stack: a
+ * read above the copy moves it there, as often as LP_STACK_REFILLS allows
+ * (frames past a big buffer on the stack, as nginx's workers have, lie
+ * all together 8 KiB up). */
+static __always_inline int unwind_read_n(struct unwind_cursor *c, __u64 addr,
 					 void *v, __u32 size)
 {
-	const struct unwind_window *w;
+	struct unwind_window *w;
 	__u32 zero = 0;
 
-	if (addr >= c->win_lo && addr - c->win_lo + size <= c->win_len &&
-	    (w = bpf_map_lookup_elem(&unwind_windows, &zero))) {
+	w = bpf_map_lookup_elem(&unwind_windows, &zero);
+	if (w && !(addr >= c->win_lo && addr - c->win_lo + size <= c->win_len) &&
+	    addr >= c->win_lo && addr - c->sp0 < LP_STACK_SPAN &&
+	    c->refills < LP_STACK_REFILLS) {
+		c->refills++;
+		unwind_window_fill(c, w, addr);
+	}
+	if (w && addr >= c->win_lo && addr - c->win_lo + size <= c->win_len) {
 		/* The offset is below LP_STACK_WINDOW: the mask is for the
 		 * verifier. */
 		__u32 off = (addr - c->win_lo) & (LP_STACK_WINDOW - 1);
@@ -272,10 +338,11 @@ static __always_inline int unwind_read_n(const struct unwind_cursor *c, __u64 ad
 			__builtin_memcpy(v, &w->bytes[off], 8);
 		return 0;
 	}
+	c->reads++;
 	return bpf_probe_read_user(v, size, (const void *)addr);
 }
 
-static __always_inline int unwind_read(const struct unwind_cursor *c, __u64 addr,
+static __always_inline int unwind_read(struct unwind_cursor *c, __u64 addr,
 				       __u64 *v)
 {
 	return unwind_read_n(c, addr, v, 8);
@@ -325,6 +392,33 @@ static __always_inline int unwind_vm_step(struct unwind_cursor *c)
 	return 0;
 }
 
+/*
+ * The Lua walk found no L (no tick in the interpreter has shown this
+ * thread's G yet, as in a program that lives in C functions called from
+ * Lua), so the VM's C frames are unknown: the first VM frame met may
+ * show one.  When the interpreter calls out to C, its stack pointer is
+ * its C frame, so at a return address into the VM the walk's sp is that
+ * C frame, if the frame is one: it is if the lua_State it saved has it
+ * as its innermost C frame (L->cframe).  From there on the walk steps
+ * over the VM's frames with the C frame chain, as if the Lua walk had
+ * found L, and reports the frame's CFA: sampler.bpf.c walks Lua again
+ * from it (bpf/walk_lua.bpf.h validates that L's G).
+ */
+static __always_inline void unwind_vm_find(struct unwind_cursor *c)
+{
+	__u64 cf = c->sp, L = 0, lcf = 0;
+
+	if (!c->pc_is_ra ||
+	    bpf_probe_read_user(&L, c->ref_size == 8 ? 8 : 4,
+				(const void *)(cf + c->cf_l)) ||
+	    !L || bpf_probe_read_user(&lcf, sizeof(lcf), (const void *)(L + c->l_cframe)) ||
+	    (lcf & ~3ull) != cf)
+		return;
+	c->cframe = cf;
+	c->vm_cfa = cf + c->cf_size;
+	c->find_vm = 0;
+}
+
 /* Code without CFI in anonymous memory: a JIT's, LuaJIT's traces. */
 static __always_inline int unwind_jit_step(struct unwind_cursor *c)
 {
@@ -335,6 +429,46 @@ static __always_inline int unwind_jit_step(struct unwind_cursor *c)
 	if (!stop)
 		c->jit_frame = c->n + 1;
 	return stop;
+}
+
+/*
+ * Is ra a return address: does a call instruction end right before it?
+ * E8 rel32 (5 bytes), or FF /2, an indirect call through a register
+ * (2 bytes, 3 with a REX prefix), through memory with a disp8 (3) or
+ * RIP-relative or disp32 (6).  Code that stack data points into rarely
+ * passes.
+ */
+static __always_inline int unwind_is_call_site(__u64 ra)
+{
+	__u8 b[7];
+
+	if (ra < 7 || bpf_probe_read_user(b, sizeof(b), (const void *)(ra - 7)))
+		return 0;
+	return b[2] == 0xe8 || (b[5] == 0xff && (b[6] & 0xf8) == 0xd0) ||
+	       (b[4] == 0xff && (b[5] & 0x38) == 0x10) ||
+	       (b[1] == 0xff && (b[2] & 0x38) == 0x10);
+}
+
+/*
+ * Frame 0's pc has no CFI row: a hand-written routine's instructions that
+ * its author left out of the CFI, such as glibc's clone3 after its system
+ * call (the parent's frame is still a plain leaf there, the child's ends
+ * the stack).  Taken as a frameless leaf, return address at [rsp], if
+ * that is a call site in known code; else the walk stops there.
+ */
+static __always_inline int unwind_leaf_no_row(const struct lp_unwind_proc *proc,
+					      struct unwind_cursor *c)
+{
+	__u64 ra;
+
+	if (c->n || c->pc_is_ra || unwind_read(c, c->sp, &ra))
+		return LP_USTOP_NO_ROW;
+	if (!ra)
+		return LP_USTOP_END;
+	if (unwind_map_index(proc, ra - 1) < 0 || !unwind_is_call_site(ra))
+		return LP_USTOP_NO_ROW;
+	unwind_move(c, ra, c->sp + 8, c->bp, 1);
+	return 0;
 }
 
 /*
@@ -377,8 +511,11 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 			    struct unwind_cursor *c)
 {
 	const struct lp_unwind_map *m;
-	struct lp_unwind_row row;
+	struct lp_unwind_row_cache *rc;
+	struct lp_unwind_cached *slot = NULL;
+	struct lp_unwind_row row = {};
 	__u64 lookup, cfa, ra, bp;
+	__u32 kind;
 	int idx;
 
 	if (!proc || !c)
@@ -387,11 +524,33 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 	lookup = c->pc - (c->pc_is_ra ? 1 : 0);
 	/* The VM's code: its C frame (see unwind_vm_step()). */
 	if (lookup >= c->vm_lo && lookup < c->vm_hi) {
-		int stop = unwind_vm_step(c);
+		int stop;
+
+		if (c->find_vm)
+			unwind_vm_find(c);
+		/* A helper the interpreter called (the Lua walk gave it an
+		 * ENTRY of its own, bpf/walk_lua.bpf.h): a frameless leaf,
+		 * return address at [rsp], under the interpreter's frame. */
+		if (!c->n && c->vm_helper) {
+			if (unwind_read(c, c->sp, &ra))
+				return LP_USTOP_READ;
+			unwind_move(c, ra, c->sp + 8, c->bp, 1);
+			return 0;
+		}
+		stop = unwind_vm_step(c);
 
 		if (stop >= 0)
 			return stop;
 	}
+	rc = unwind_cache_slot(lookup, &slot);
+	if (rc && slot->pc == lookup && slot->gen == proc->gen) {
+		kind = slot->kind;
+		row = slot->row;
+		rc->hits++;
+		goto found;
+	}
+	if (rc)
+		rc->misses++;
 	idx = unwind_map_index(proc, lookup);
 	if (idx < 0 && c->n == 1 && c->leaf_retry) {
 		/*
@@ -431,9 +590,19 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		return LP_USTOP_UNMAPPED;
 	}
 	m = &proc->maps[idx];
-	if (m->kind == LP_UMAP_JIT)
+	kind = m->kind;
+	if (kind == LP_UMAP_ROWS && unwind_find_row(m->obj, lookup - m->bias, &row))
+		return unwind_leaf_no_row(proc, c);
+	if (rc) {
+		slot->pc = lookup;
+		slot->gen = proc->gen;
+		slot->kind = kind;
+		slot->row = row;
+	}
+found:
+	if (kind == LP_UMAP_JIT)
 		return unwind_jit_step(c);
-	if (m->kind != LP_UMAP_ROWS) {
+	if (kind != LP_UMAP_ROWS) {
 		/* No CFI: trust rbp for this frame, [rbp] = caller's rbp,
 		 * [rbp + 8] = return address.  A zero rbp ends the chain: the
 		 * ABI has _start and a thread's start clear it. */
@@ -446,8 +615,6 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 			return LP_USTOP_READ;
 		goto next;
 	}
-	if (unwind_find_row(m->obj, lookup - m->bias, &row))
-		return LP_USTOP_NO_ROW;
 	bp = c->bp;
 	switch (LP_CFA_KIND(row.cfa_type)) {
 	case LP_CFA_RSP:
@@ -501,7 +668,7 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 	case LP_CFA_END:
 		return LP_USTOP_END;
 	case LP_CFA_GAP:
-		return LP_USTOP_NO_ROW;
+		return unwind_leaf_no_row(proc, c);
 	default:
 		return LP_USTOP_UNSUPPORTED;
 	}
@@ -569,30 +736,20 @@ static long unwind_step(__u32 i, void *arg)
 }
 
 /*
- * The registers of user mode when the tick came: the tick's own if it
- * interrupted user code, else those saved on entry to the kernel (the
- * thread was in a system call or a fault).  0, or -1 when the thread has
- * no user mode (a kernel thread).
+ * The registers of user mode when the tick came, as on_sample read them
+ * for both walks (sampler.bpf.c): the tick's own if it interrupted user
+ * code, else those saved on entry to the kernel (the thread was in a
+ * system call or a fault).  0, or -1 when the thread has no user mode (a
+ * kernel thread).
  */
-static __always_inline int unwind_user_regs(struct bpf_perf_event_data *ctx,
+static __always_inline int unwind_user_regs(const struct user_regs *regs,
 					    struct unwind_cursor *c)
 {
-	struct pt_regs *regs;
-
-	if (ctx_regs_user_mode(ctx)) {
-		c->pc = ctx->regs.ip;
-		c->sp = ctx->regs.sp;
-		c->bp = ctx->regs.bp;
-		return 0;
-	}
-	/* Read with helpers: plain loads let clang merge this branch's
-	 * pointer with ctx, which the verifier refuses. */
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!regs || !task_regs_user_mode(regs))
+	if (!regs->user)
 		return -1;
-	c->pc = BPF_CORE_READ(regs, ip);
-	c->sp = BPF_CORE_READ(regs, sp);
-	c->bp = BPF_CORE_READ(regs, bp);
+	c->pc = regs->ip;
+	c->sp = regs->sp;
+	c->bp = regs->bp;
 	return 0;
 }
 
@@ -627,22 +784,30 @@ static __always_inline void unwind_leaf_regs(struct bpf_perf_event_data *ctx,
 
 /*
  * Fills e->ustack, e->ustack_bytes and e->ustack_stop for a process whose
- * mappings the recorder loaded; returns 0 then.  Returns -1, with
+ * mappings the recorder loaded, from regs, the user registers at the tick
+ * (sampler.bpf.c reads them once for both walks); returns 0 then.  Returns -1, with
  * e->ustack_stop = LP_USTOP_FALLBACK and nothing else written, for any
  * other process: the caller takes the kernel's frame-pointer walk.
+ *
+ * e->lua_vm_cfa is the CFA of L's innermost C frame, if the Lua walk
+ * found L; if it found no L (LP_WALK_NO_G), the walk sets e->lua_vm_cfa
+ * to the CFA of the first of the VM's C frames it meets (unwind_vm_find()),
+ * for the Lua walk to find L there.
  *
  * Global, so verified once on its own: each way the walk can end would
  * otherwise be a state from which the verifier re-checks all of the
  * caller's code that follows.
  */
 __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
-					struct lp_event_sample *e, __u32 tgid)
+					struct lp_event_sample *e, __u32 tgid,
+					const struct user_regs *regs)
 {
+	const struct lj_proc *lj = NULL;
 	struct unwind_walk w = { .e = e };
 	struct unwind_cursor *c;
 	__u32 zero = 0, stop, n;
 
-	if (!ctx || !e)
+	if (!ctx || !e || !regs)
 		return -1;
 	e->ustack_stop = LP_USTOP_FALLBACK;
 	e->ustack_jit = 0;
@@ -659,19 +824,25 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	c->in_trace = e->lua_state == LP_WALK_WALKED &&
 		      (e->vmstate >= 0 || e->vmstate == ~LJ_VMST_INTERP ||
 		       e->vmstate == ~LJ_VMST_EXIT || e->vmstate == ~LJ_VMST_GC);
-	if (e->lua_vm_cfa) {
-		const struct lj_proc *lj = bpf_map_lookup_elem(&lj_procs, &tgid);
-
-		if (lj && e->lua_vm_cfa > lj->layout.cf_size) {
-			c->cframe = e->lua_vm_cfa - lj->layout.cf_size;
-			c->cf_size = lj->layout.cf_size;
-			c->cf_prev = lj->layout.cf_prev;
-			c->vm_lo = lj->vm_start;
-			c->vm_hi = lj->vm_end;
-		}
+	/* The VM's C frames: from L->cframe when the Lua walk found L, else
+	 * from the first VM frame the walk meets (unwind_vm_find()). */
+	if (e->lua_vm_cfa || e->lua_state == LP_WALK_NO_G)
+		lj = bpf_map_lookup_elem(&lj_procs, &tgid);
+	if (lj) {
+		c->cf_size = lj->layout.cf_size;
+		c->cf_prev = lj->layout.cf_prev;
+		c->vm_lo = lj->vm_start;
+		c->vm_hi = lj->vm_end;
+		c->cf_l = lj->layout.cf_l;
+		c->l_cframe = lj->layout.l_cframe;
+		c->ref_size = lj->layout.ref_size;
+		if (e->lua_vm_cfa > c->cf_size)
+			c->cframe = e->lua_vm_cfa - c->cf_size;
+		else if (!e->lua_vm_cfa)
+			c->find_vm = 1;
 	}
 	w.c = c;
-	if (unwind_user_regs(ctx, c)) {
+	if (unwind_user_regs(regs, c)) {
 		c->stop = LP_USTOP_NO_REGS;
 	} else if (!w.proc) {
 		/* The tables are on but this process's mappings are not
@@ -685,16 +856,13 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		struct unwind_window *win = bpf_map_lookup_elem(&unwind_windows, &zero);
 
 		unwind_leaf_regs(ctx, c);
+		c->vm_helper = c->cframe && e->lua_depth &&
+			       e->lua[0].kind == LP_LUA_FRAME_ENTRY && e->lua[0].addr == c->sp;
 		c->sp0 = c->sp;
 		c->bp0 = c->bp;
-		/* Near the top of the stack the big copy runs past its end. */
-		c->win_lo = c->sp;
-		if (win && !bpf_probe_read_user(win->bytes, LP_STACK_WINDOW,
-						(const void *)c->sp))
-			c->win_len = LP_STACK_WINDOW;
-		else if (win && !bpf_probe_read_user(win->bytes, LP_STACK_WINDOW_SMALL,
-						     (const void *)c->sp))
-			c->win_len = LP_STACK_WINDOW_SMALL;
+		if (win)
+			unwind_window_fill(c, win, c->sp);
+		phase_end(LP_PHASE_COPY);
 		bpf_loop(LP_MAX_USTACK + 1, unwind_step, &w, 0);
 	}
 	/* bpf_loop ran out of iterations only after LP_MAX_USTACK frames. */
@@ -705,9 +873,12 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	e->ustack_stop = stop;
 	e->ustack_jit = c->jit_frame;
 	e->ustack_bytes = n ? (__s32)(n * sizeof(__u64)) : -EFAULT;
+	if (!e->lua_vm_cfa)
+		e->lua_vm_cfa = c->vm_cfa;
 	if (stop < LP_USTOP_MAX)
 		__sync_fetch_and_add(&unwind_stops[stop], 1);
 	__sync_fetch_and_add(&unwind_frames, n);
+	phase_count_reads(c->reads);
 	return 0;
 }
 

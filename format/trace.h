@@ -553,11 +553,11 @@ struct trace_writer;
 
 struct trace_writer_stats {
 	uint64_t chunks;       /* chunks written */
+	uint64_t samples;      /* sample records in them: after a write
+				* error, those the file keeps */
 	uint64_t raw_bytes;    /* payload bytes before compression */
 	uint64_t file_bytes;   /* bytes written to the file, header included */
 	uint64_t records;
-	uint64_t samples;      /* sample records in the chunks written: after
-				* a write error, those the file keeps */
 };
 
 int trace_writer_open(struct trace_writer **out, const char *path,

@@ -356,6 +356,8 @@ int sampler_load(struct sampler **out, int follow_children, int verbose, const c
 		err = -errno;
 	} else {
 		skel->rodata->follow_children = follow_children;
+		/* -v prints where the sampler's time goes (bpf/phases.h). */
+		skel->rodata->time_phases = verbose;
 		err = sampler__load(skel);
 	}
 	libbpf_set_print(old);

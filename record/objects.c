@@ -14,7 +14,12 @@
  * records, so a trace cut short still symbolizes what it holds.  It also
  * keeps every address samples hit, once (addrset.c), and at each flush
  * hands the new ones to their object's DWARF, which resolves their
- * source lines and writes them as SRCLINES records (srclines.c).
+ * source lines and writes them as SRCLINES records (srclines.c).  The
+ * symbols and DWARF of an object are read on a thread of their own
+ * (objects_prep.c) from the moment a sample first hits it, so that a
+ * flush never holds up the recorder for them: an object not read yet
+ * waits for the next flush, with the addresses that hit it, and the last
+ * flush waits for all.
  * `--no-embed` keeps the OBJECT records (a report can then check the
  * files it finds) and leaves the rest out.
  *
@@ -57,6 +62,7 @@ struct object {
 	int fd;      /* -1 once closed */
 	int hit;     /* a sample hit it */
 	int written; /* its symbols are in the trace (or cannot be) */
+	int queued;  /* being read by the worker (objects_prep.c) */
 	struct srclines_object *dwarf; /* open for addresses hit later */
 	struct srclines_count lines;   /* its lines embedded so far */
 };
@@ -71,6 +77,7 @@ struct object_set {
 	uint64_t lines_left;   /* SRCLINES bytes the trace may still embed */
 	struct addr_set addrs; /* (object, file offset) of addresses hit */
 	size_t ndwarf;         /* objects with dwarf open */
+	struct obj_prep *prep; /* reads symbols and DWARF; NULL: no embedding */
 };
 
 struct object_set *object_set_new(int embed)
@@ -80,6 +87,10 @@ struct object_set *object_set_new(int embed)
 	if (s) {
 		s->embed = embed;
 		s->lines_left = SRCLINES_MAX_TRACE;
+		if (embed && !(s->prep = obj_prep_new())) {
+			free(s);
+			return NULL;
+		}
 	}
 	return s;
 }
@@ -88,6 +99,7 @@ void object_set_free(struct object_set *s)
 {
 	if (!s)
 		return;
+	obj_prep_free(s->prep);
 	for (size_t i = 0; i < s->n; i++) {
 		if (s->v[i].fd >= 0)
 			close(s->v[i].fd);
@@ -199,6 +211,21 @@ void object_set_assign(struct object_set *s, pid_t pid, struct maps_table *t,
 	}
 }
 
+/* Has the worker read o's symbols and DWARF (objects_prep.c), with a
+ * descriptor of its own; o stays unqueued if none can be had (its
+ * frames then print as module+offset). */
+static void queue(struct object_set *s, struct object *o)
+{
+	int fd;
+
+	if (!s->prep || o->queued)
+		return;
+	fd = o->fd >= 0 ? fcntl(o->fd, F_DUPFD_CLOEXEC, 0) :
+			  open(o->path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && !obj_prep_submit(s->prep, o->id, fd, o->path))
+		o->queued = 1;
+}
+
 void object_set_note_id(struct object_set *s, uint64_t id)
 {
 	struct object *o;
@@ -208,8 +235,10 @@ void object_set_note_id(struct object_set *s, uint64_t id)
 	o = &s->v[id - 1];
 	if (!o->hit) {
 		o->hit = 1;
-		if (!o->written)
+		if (!o->written) {
 			s->pending++;
+			queue(s, o);
+		}
 	}
 }
 
@@ -244,90 +273,48 @@ void object_set_note_stack(struct object_set *s, const struct maps_table *t,
 	note(s, t, addrs, n, 1);
 }
 
-/* Writes the SYMTAB records of one object. */
+/* Writes the SYMTAB records of one object from what the worker read of
+ * it (j: NULL when nothing could be) and keeps its DWARF. */
 static int embed_object(struct object_set *s, struct object *o,
-			struct trace_writer *w)
+			struct obj_prepared *j, struct trace_writer *w)
 {
-	struct lp_objseg *segs = NULL;
-	struct lp_objsym *syms = NULL;
-	struct elf_fsym *fsyms = NULL;
-	size_t nsyms = 0, nsegs = 0, nph;
 	struct lp_record rec;
-	Elf *elf = NULL;
-	int fd = o->fd, err = 0;
+	int err = 0;
 
-	if (fd < 0)
-		fd = open(o->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0; /* gone: its frames print as module+offset */
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		goto cleanup;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph))
-		goto cleanup;
-	segs = calloc(nph ? nph : 1, sizeof(*segs));
-	if (!segs) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	for (size_t i = 0; i < nph && i < INT_MAX; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)i, &ph))
-			break;
-		if (ph.p_type == PT_LOAD)
-			segs[nsegs++] = (struct lp_objseg){ ph.p_offset, ph.p_filesz,
-							    ph.p_vaddr };
-	}
-	/* The same names the report would choose from the file. */
-	err = elf_function_symbols(elf, &fsyms, &nsyms);
-	if (err)
-		goto cleanup;
-	syms = calloc(nsyms ? nsyms : 1, sizeof(*syms));
-	if (!syms) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	for (size_t i = 0; i < nsyms; i++)
-		syms[i] = (struct lp_objsym){ fsyms[i].addr, fsyms[i].size, fsyms[i].name };
+	if (!j || !j->ok)
+		return j ? j->err : 0; /* gone: its frames print as module+offset */
 	/* The segments go in every piece: each record stands alone. */
-	for (size_t i = 0; !err && (i < nsyms || i == 0); i += SYMS_PER_RECORD) {
-		size_t k = nsyms - i < SYMS_PER_RECORD ? nsyms - i : SYMS_PER_RECORD;
+	for (size_t i = 0; !err && (i < j->nsyms || i == 0); i += SYMS_PER_RECORD) {
+		size_t k = j->nsyms - i < SYMS_PER_RECORD ? j->nsyms - i : SYMS_PER_RECORD;
 
 		memset(&rec, 0, sizeof(rec));
 		rec.type = LP_REC_SYMTAB;
 		rec.u.symtab.object = o->id;
-		rec.u.symtab.nseg = (uint32_t)nsegs;
-		rec.u.symtab.segs = segs;
+		rec.u.symtab.nseg = (uint32_t)j->nsegs;
+		rec.u.symtab.segs = j->segs;
 		rec.u.symtab.nsym = (uint32_t)k;
-		rec.u.symtab.syms = syms + i;
+		rec.u.symtab.syms = j->syms + i;
 		err = trace_write(w, &rec);
 	}
 	if (!err) {
 		s->embedded++;
-		s->symbols += nsyms;
-		err = srclines_open(&o->dwarf, fd, o->path, o->id, segs, nsegs);
+		s->symbols += j->nsyms;
+		o->dwarf = j->dwarf;
+		j->dwarf = NULL;
 		s->ndwarf += !!o->dwarf;
 	}
-cleanup:
-	if (elf)
-		elf_end(elf);
-	if (fd != o->fd)
-		close(fd);
-	free(fsyms);
-	free(segs);
-	free(syms);
 	return err;
 }
 
 /* Writes the source lines of the addresses hit since the last flush,
- * object by object (the keys sort by object), then closes the DWARF of
- * the objects past MAX_OPEN_DWARF. */
+ * object by object (the keys sort by object), keeping those of objects
+ * still being read for the next flush, then closes the DWARF of the
+ * objects past MAX_OPEN_DWARF. */
 static int write_lines(struct object_set *s, struct trace_writer *w)
 {
 	const uint64_t off_mask = (1ull << ADDR_OFF_BITS) - 1;
 	uint64_t *keys = s->addrs.fresh;
-	size_t n = s->addrs.nfresh;
+	size_t n = s->addrs.nfresh, kept = 0;
 	int err = 0;
 
 	if (n)
@@ -337,12 +324,19 @@ static int write_lines(struct object_set *s, struct trace_writer *w)
 		struct object *o = id && id <= s->n ? &s->v[id - 1] : NULL;
 
 		for (j = i; j < n && keys[j] >> ADDR_OFF_BITS == id; j++)
-			keys[j] &= off_mask; /* the file offset alone */
+			;
+		if (o && o->queued && !o->written) {
+			memmove(keys + kept, keys + i, (j - i) * sizeof(*keys));
+			kept += j - i;
+			continue;
+		}
+		for (size_t k = i; k < j; k++)
+			keys[k] &= off_mask; /* the file offset alone */
 		if (o && o->dwarf)
 			err = srclines_write(o->dwarf, keys + i, j - i, &o->lines,
 					     &s->lines_left, w);
 	}
-	s->addrs.nfresh = 0;
+	s->addrs.nfresh = kept;
 	for (size_t i = s->n; i-- > 0 && s->ndwarf > MAX_OPEN_DWARF;) {
 		if (s->v[i].dwarf) {
 			srclines_free(s->v[i].dwarf);
@@ -353,7 +347,7 @@ static int write_lines(struct object_set *s, struct trace_writer *w)
 	return err;
 }
 
-int object_set_write(struct object_set *s, struct trace_writer *w)
+int object_set_write(struct object_set *s, struct trace_writer *w, int last)
 {
 	int err = 0;
 
@@ -364,8 +358,16 @@ int object_set_write(struct object_set *s, struct trace_writer *w)
 
 		if (!o->hit || o->written)
 			continue;
-		if (s->embed)
-			err = embed_object(s, o, w);
+		if (s->embed) {
+			struct obj_prepared *j;
+
+			queue(s, o);
+			j = o->queued ? obj_prep_take(s->prep, o->id, last) : NULL;
+			if (o->queued && !j)
+				continue; /* still being read: the next flush */
+			err = embed_object(s, o, j, w);
+			obj_prepared_free(j);
+		}
 		o->written = 1;
 		s->pending--;
 		if (o->fd >= 0) {

@@ -139,14 +139,46 @@ void object_set_note_stack(struct object_set *s, const struct maps_table *t,
 			   const uint64_t *addrs, uint32_t n);
 void object_set_note_id(struct object_set *s, uint64_t id);
 /* Writes the SYMTAB records of the objects noted and not yet embedded,
- * and the SRCLINES records of the addresses new since the last call. */
-int object_set_write(struct object_set *s, struct trace_writer *w);
+ * and the SRCLINES records of the addresses new since the last call;
+ * those of an object whose symbols are still being read wait for the
+ * next call, unless last (which waits for them). */
+int object_set_write(struct object_set *s, struct trace_writer *w, int last);
 void object_set_stats(const struct object_set *s, uint64_t *objects,
 		      uint64_t *embedded, uint64_t *symbols);
 /* For record's summary: the source lines embedded, the objects left out
  * in part over a bound, and with `verbose` each object's lines. */
 void object_set_print_srclines(const struct object_set *s, int verbose);
 void object_set_free(struct object_set *s);
+
+/* ---- objects_prep.c: an object's symbols and DWARF, read aside ------- */
+struct srclines_object;
+/* One object's reading: the job, then what it read (ok), owned by whoever
+ * holds it. */
+struct obj_prepared {
+	uint64_t id;
+	int fd;     /* the job's own; closed once read */
+	char *path;
+	int ok;     /* segments and symbols read */
+	int err;    /* -ENOMEM, or 0 */
+	struct lp_objseg *segs;
+	size_t nsegs;
+	struct lp_objsym *syms; /* ascending addr; names in `names` */
+	size_t nsyms;
+	char *names;
+	struct srclines_object *dwarf; /* NULL: no lines */
+	struct obj_prepared *next;
+};
+struct obj_prep;
+/* Starts the worker (if no thread can start, a job is read when taken). */
+struct obj_prep *obj_prep_new(void);
+/* Queues the object id (fd, which the job owns, and path); 0 or -ENOMEM. */
+int obj_prep_submit(struct obj_prep *p, uint64_t id, int fd, const char *path);
+/* Object id once read, which the caller then owns; NULL while it is
+ * being read, unless wait (id must have been queued). */
+struct obj_prepared *obj_prep_take(struct obj_prep *p, uint64_t id, int wait);
+void obj_prepared_free(struct obj_prepared *j);
+/* Waits for the job being read, drops the others. */
+void obj_prep_free(struct obj_prep *p);
 
 /* ---- srclines.c: the source lines of the addresses hit, embedded ------ */
 /* The most SRCLINES bytes (bodies, as lp_srclines_size() counts them)

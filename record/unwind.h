@@ -26,6 +26,7 @@ struct unwind_stats {
 	uint32_t objects_full;   /* of those, refused for want of room */
 	uint32_t objects_unindexed; /* loaded without a bucket index (full) */
 	uint32_t processes;      /* mapping lists loaded now */
+	uint32_t lists;          /* distinct mapping lists published */
 	uint32_t maps_dropped;   /* mappings past LP_UNWIND_MAX_MAPS */
 	uint64_t rows, rows_max;
 	uint64_t rows_deref;     /* realigned frames' rows (DWARF expressions) */
@@ -35,6 +36,7 @@ struct unwind_stats {
 	uint64_t build_ns;       /* time spent computing tables */
 	uint64_t stops[LP_USTOP_MAX]; /* walks by how they stopped */
 	uint64_t frames;         /* frames walked */
+	uint64_t cache_hits, cache_misses; /* the walker's row cache */
 };
 
 /* After the skeleton is loaded.  0 or -errno. */
@@ -51,8 +53,10 @@ void unwind_remove_process(struct unwinder *u, pid_t pid);
  * would; 0 or -errno. */
 int unwind_preload_file(struct unwinder *u, int fd);
 /* The same for the command cmd (found as execvp() would) and the
- * libraries it needs, before it runs: record/unwind_preload.c. */
-int unwind_preload(struct unwinder *u, const char *cmd);
+ * libraries it needs, before it runs: record/unwind_preload.c.  also
+ * (may be NULL) is called with each file's path too; u may be NULL. */
+int unwind_preload(struct unwinder *u, const char *cmd,
+		   void (*also)(const char *path, void *arg), void *arg);
 void unwind_stats(const struct unwinder *u, struct unwind_stats *st);
 /* How a walk stopped (enum lp_ustop), as record -v names it. */
 const char *unwind_stop_name(uint32_t stop);

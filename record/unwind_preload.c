@@ -19,7 +19,9 @@
  * them up, less its cache: DT_RPATH, LD_LIBRARY_PATH, DT_RUNPATH (with
  * $ORIGIN), then the system's directories.  A library it cannot find is
  * built when it is mapped, as before; a library it finds that is not the
- * one loaded costs only the time to build it.
+ * one loaded costs only the time to build it.  The caller may do its own
+ * work on each file too (`also`): LuaJIT's detection reads the DWARF of
+ * the one that holds LuaJIT then (record/luajit_detect.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +43,8 @@ static const char *const system_dirs[] = {
 
 struct preload {
 	struct unwinder *u;
+	void (*also)(const char *path, void *arg); /* each file, or NULL */
+	void *arg;
 	char *paths[PRELOAD_MAX]; /* found, in the order they were queued */
 	char *names[PRELOAD_MAX]; /* DT_NEEDED names met, to look up once */
 	int npaths, nnames;
@@ -127,7 +131,10 @@ static void follow(struct preload *p, const char *path)
 
 	if (fd < 0)
 		return;
-	unwind_preload_file(p->u, fd);
+	if (p->u)
+		unwind_preload_file(p->u, fd);
+	if (p->also)
+		p->also(path, p->arg);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (elf && !elf_getphdrnum(elf, &nph)) {
 		for (size_t i = 0; i < nph; i++) {
@@ -177,12 +184,13 @@ static void follow(struct preload *p, const char *path)
 	close(fd);
 }
 
-int unwind_preload(struct unwinder *u, const char *cmd)
+int unwind_preload(struct unwinder *u, const char *cmd,
+		   void (*also)(const char *path, void *arg), void *arg)
 {
-	struct preload p = { .u = u };
+	struct preload p = { .u = u, .also = also, .arg = arg };
 	char path[4096];
 
-	if (!u || !cmd || elf_version(EV_CURRENT) == EV_NONE)
+	if ((!u && !also) || !cmd || elf_version(EV_CURRENT) == EV_NONE)
 		return 0;
 	if (strchr(cmd, '/')) {
 		if (snprintf(path, sizeof(path), "%s", cmd) >= (int)sizeof(path))
