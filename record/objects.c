@@ -9,12 +9,14 @@
  * names it, an OBJECT record saying which file that is by content (its
  * GNU build-id, or a content hash; format/objid.c).  It notes the objects
  * that samples hit (user stack addresses, the C functions of Lua frames)
- * and, at each flush and at the end, embeds for each object hit and not
- * yet embedded its PT_LOAD headers and function symbols as SYMTAB
- * records, so a trace cut short still symbolizes what it holds.  It also
- * keeps every address samples hit, once (addrset.c), and at each flush
- * hands the new ones to their object's DWARF, which resolves their
- * source lines and writes them as SRCLINES records (srclines.c).
+ * and keeps every address they hit, once (addrset.c).  At each flush and
+ * at the end it reads the symbol table of each object newly hit, and for
+ * the addresses new since the last flush embeds the symbols that name
+ * them (symtab.c: a few hundred of a few thousand) as SYMTAB records and
+ * their source lines, resolved by the object's DWARF, as SRCLINES
+ * records (srclines.c), so a trace cut short still symbolizes what it
+ * holds.  An address that cannot be kept (the set is full) makes its
+ * object embed its whole table.
  * `--no-embed` keeps the OBJECT records (a report can then check the
  * files it finds) and leaves the rest out.
  *
@@ -39,9 +41,6 @@
 /* Descriptors kept open for objects not yet embedded; past this many the
  * file is opened again by path when its symbols are written. */
 #define MAX_OPEN_FDS 512
-/* Symbols per SYMTAB record: keeps every record far below the format's
- * 16 MiB limit, whatever the object. */
-#define SYMS_PER_RECORD 32768
 /* Objects whose DWARF is kept open for addresses hit later: libdw's
  * state and the decompressed sections cost memory (libc's: some 10 MiB).
  * Past this many, an object embeds the lines of the addresses hit up to
@@ -56,7 +55,9 @@ struct object {
 	uint64_t inode;
 	int fd;      /* -1 once closed */
 	int hit;     /* a sample hit it */
-	int written; /* its symbols are in the trace (or cannot be) */
+	int written; /* its table is read (or cannot be) */
+	int all;     /* an address was not kept: embed the whole table */
+	struct obj_symtab *syms;       /* its table, while embedding */
 	struct srclines_object *dwarf; /* open for addresses hit later */
 	struct srclines_count lines;   /* its lines embedded so far */
 };
@@ -67,10 +68,11 @@ struct object_set {
 	size_t n, cap;
 	size_t nopen;
 	size_t pending; /* hit and not written */
-	uint64_t embedded, symbols;
+	uint64_t embedded;
 	uint64_t lines_left;   /* SRCLINES bytes the trace may still embed */
 	struct addr_set addrs; /* (object, file offset) of addresses hit */
 	size_t ndwarf;         /* objects with dwarf open */
+	size_t nall, nall_done; /* objects marked all; as of the last write */
 };
 
 struct object_set *object_set_new(int embed)
@@ -92,6 +94,7 @@ void object_set_free(struct object_set *s)
 		if (s->v[i].fd >= 0)
 			close(s->v[i].fd);
 		free(s->v[i].path);
+		obj_symtab_free(s->v[i].syms);
 		srclines_free(s->v[i].dwarf);
 	}
 	addr_set_free(&s->addrs);
@@ -226,9 +229,15 @@ static void note(struct object_set *s, const struct maps_table *t,
 			continue;
 		object_set_note_id(s, m->object);
 		off = at - m->start + m->pgoff;
-		if (s->embed && m->object < (1ull << (64 - ADDR_OFF_BITS)) &&
-		    off < (1ull << ADDR_OFF_BITS))
-			addr_set_add(&s->addrs, m->object << ADDR_OFF_BITS | off);
+		if (!s->embed || m->object > s->n)
+			continue;
+		if (m->object >= (1ull << (64 - ADDR_OFF_BITS)) ||
+		    off >= (1ull << ADDR_OFF_BITS) ||
+		    addr_set_add(&s->addrs, m->object << ADDR_OFF_BITS | off) < 0) {
+			/* Its symbols cannot be chosen: all of them. */
+			s->nall += !s->v[m->object - 1].all;
+			s->v[m->object - 1].all = 1;
+		}
 	}
 }
 
@@ -244,17 +253,13 @@ void object_set_note_stack(struct object_set *s, const struct maps_table *t,
 	note(s, t, addrs, n, 1);
 }
 
-/* Writes the SYMTAB records of one object. */
-static int embed_object(struct object_set *s, struct object *o,
-			struct trace_writer *w)
+/* Reads the symbol table of an object newly hit and opens its DWARF. */
+static int open_object(struct object_set *s, struct object *o)
 {
-	struct lp_objseg *segs = NULL;
-	struct lp_objsym *syms = NULL;
-	struct elf_fsym *fsyms = NULL;
-	size_t nsyms = 0, nsegs = 0, nph;
-	struct lp_record rec;
+	const struct lp_objseg *segs;
 	Elf *elf = NULL;
 	int fd = o->fd, err = 0;
+	size_t nsegs;
 
 	if (fd < 0)
 		fd = open(o->path, O_RDONLY | O_CLOEXEC);
@@ -263,67 +268,30 @@ static int embed_object(struct object_set *s, struct object *o,
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		goto cleanup;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph))
+	if (!elf)
 		goto cleanup;
-	segs = calloc(nph ? nph : 1, sizeof(*segs));
-	if (!segs) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	for (size_t i = 0; i < nph && i < INT_MAX; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)i, &ph))
-			break;
-		if (ph.p_type == PT_LOAD)
-			segs[nsegs++] = (struct lp_objseg){ ph.p_offset, ph.p_filesz,
-							    ph.p_vaddr };
-	}
-	/* The same names the report would choose from the file. */
-	err = elf_function_symbols(elf, &fsyms, &nsyms);
-	if (err)
-		goto cleanup;
-	syms = calloc(nsyms ? nsyms : 1, sizeof(*syms));
-	if (!syms) {
-		err = -ENOMEM;
+	err = obj_symtab_read(&o->syms, elf);
+	if (err) {
+		err = err < 0 ? err : 0; /* not ELF: module+offset */
 		goto cleanup;
 	}
-	for (size_t i = 0; i < nsyms; i++)
-		syms[i] = (struct lp_objsym){ fsyms[i].addr, fsyms[i].size, fsyms[i].name };
-	/* The segments go in every piece: each record stands alone. */
-	for (size_t i = 0; !err && (i < nsyms || i == 0); i += SYMS_PER_RECORD) {
-		size_t k = nsyms - i < SYMS_PER_RECORD ? nsyms - i : SYMS_PER_RECORD;
-
-		memset(&rec, 0, sizeof(rec));
-		rec.type = LP_REC_SYMTAB;
-		rec.u.symtab.object = o->id;
-		rec.u.symtab.nseg = (uint32_t)nsegs;
-		rec.u.symtab.segs = segs;
-		rec.u.symtab.nsym = (uint32_t)k;
-		rec.u.symtab.syms = syms + i;
-		err = trace_write(w, &rec);
-	}
-	if (!err) {
-		s->embedded++;
-		s->symbols += nsyms;
-		err = srclines_open(&o->dwarf, fd, o->path, o->id, segs, nsegs);
-		s->ndwarf += !!o->dwarf;
-	}
+	s->embedded++;
+	segs = obj_symtab_segs(o->syms, &nsegs);
+	err = srclines_open(&o->dwarf, fd, o->path, o->id, segs, nsegs);
+	s->ndwarf += !!o->dwarf;
 cleanup:
 	if (elf)
 		elf_end(elf);
 	if (fd != o->fd)
 		close(fd);
-	free(fsyms);
-	free(segs);
-	free(syms);
 	return err;
 }
 
-/* Writes the source lines of the addresses hit since the last flush,
- * object by object (the keys sort by object), then closes the DWARF of
- * the objects past MAX_OPEN_DWARF. */
-static int write_lines(struct object_set *s, struct trace_writer *w)
+/* Writes the symbols and source lines of the addresses hit since the
+ * last flush, object by object (the keys sort by object), then the
+ * symbols of objects that need their whole table or have not been
+ * announced, then closes the DWARF of the objects past MAX_OPEN_DWARF. */
+static int write_fresh(struct object_set *s, struct trace_writer *w)
 {
 	const uint64_t off_mask = (1ull << ADDR_OFF_BITS) - 1;
 	uint64_t *keys = s->addrs.fresh;
@@ -336,13 +304,27 @@ static int write_lines(struct object_set *s, struct trace_writer *w)
 		uint64_t id = keys[i] >> ADDR_OFF_BITS;
 		struct object *o = id && id <= s->n ? &s->v[id - 1] : NULL;
 
-		for (j = i; j < n && keys[j] >> ADDR_OFF_BITS == id; j++)
+		for (j = i; j < n && keys[j] >> ADDR_OFF_BITS == id; j++) {
 			keys[j] &= off_mask; /* the file offset alone */
-		if (o && o->dwarf)
+			if (o && o->syms)
+				obj_symtab_need(o->syms, keys[j]);
+		}
+		if (o && o->syms)
+			err = obj_symtab_write(o->syms, o->id, w);
+		if (!err && o && o->dwarf)
 			err = srclines_write(o->dwarf, keys + i, j - i, &o->lines,
 					     &s->lines_left, w);
 	}
 	s->addrs.nfresh = 0;
+	for (size_t i = 0; i < s->n && !err; i++) {
+		struct object *o = &s->v[i];
+
+		if (!o->syms)
+			continue;
+		if (o->all)
+			obj_symtab_need_all(o->syms);
+		err = obj_symtab_write(o->syms, o->id, w);
+	}
 	for (size_t i = s->n; i-- > 0 && s->ndwarf > MAX_OPEN_DWARF;) {
 		if (s->v[i].dwarf) {
 			srclines_free(s->v[i].dwarf);
@@ -357,15 +339,16 @@ int object_set_write(struct object_set *s, struct trace_writer *w)
 {
 	int err = 0;
 
-	if (!s->pending && !s->addrs.nfresh)
+	if (!s->pending && !s->addrs.nfresh && s->nall == s->nall_done)
 		return 0;
+	s->nall_done = s->nall;
 	for (size_t i = 0; i < s->n && !err; i++) {
 		struct object *o = &s->v[i];
 
 		if (!o->hit || o->written)
 			continue;
 		if (s->embed)
-			err = embed_object(s, o, w);
+			err = open_object(s, o);
 		o->written = 1;
 		s->pending--;
 		if (o->fd >= 0) {
@@ -375,16 +358,25 @@ int object_set_write(struct object_set *s, struct trace_writer *w)
 		}
 	}
 	if (!err)
-		err = write_lines(s, w);
+		err = write_fresh(s, w);
 	return err;
 }
 
 void object_set_stats(const struct object_set *s, uint64_t *objects,
-		      uint64_t *embedded, uint64_t *symbols)
+		      uint64_t *embedded, uint64_t *symbols, uint64_t *of)
 {
 	*objects = s->n;
 	*embedded = s->embedded;
-	*symbols = s->symbols;
+	*symbols = *of = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		uint64_t written, total;
+
+		if (!s->v[i].syms)
+			continue;
+		obj_symtab_counts(s->v[i].syms, &written, &total);
+		*symbols += written;
+		*of += total;
+	}
 }
 
 void object_set_print_srclines(const struct object_set *s, int verbose)

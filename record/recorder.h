@@ -14,6 +14,7 @@
 
 struct bpf_program;
 struct bpf_link;
+struct Elf; /* libelf's Elf */
 
 /* ---- procmaps.c: executable mappings of a process ---------------------- */
 struct maps_table {
@@ -91,15 +92,43 @@ void object_set_note(struct object_set *s, const struct maps_table *t,
 void object_set_note_stack(struct object_set *s, const struct maps_table *t,
 			   const uint64_t *addrs, uint32_t n);
 void object_set_note_id(struct object_set *s, uint64_t id);
-/* Writes the SYMTAB records of the objects noted and not yet embedded,
- * and the SRCLINES records of the addresses new since the last call. */
+/* Writes the SYMTAB and SRCLINES records the addresses noted since the
+ * last call need (symtab.c, srclines.c). */
 int object_set_write(struct object_set *s, struct trace_writer *w);
+/* Objects mapped and embedded, and the symbols embedded of how many
+ * their tables hold. */
 void object_set_stats(const struct object_set *s, uint64_t *objects,
-		      uint64_t *embedded, uint64_t *symbols);
+		      uint64_t *embedded, uint64_t *symbols, uint64_t *of);
 /* For record's summary: the source lines embedded, the objects left out
  * in part over a bound, and with `verbose` each object's lines. */
 void object_set_print_srclines(const struct object_set *s, int verbose);
 void object_set_free(struct object_set *s);
+
+/* ---- symtab.c: an object's symbols, and those the trace embeds -------- */
+struct obj_symtab;
+
+/* Reads the PT_LOAD headers and function symbols of elf: 0, 1 when it is
+ * not an ELF file with program headers (nothing to embed), -ENOMEM. */
+int obj_symtab_read(struct obj_symtab **out, struct Elf *elf);
+/* The same from segments and symbols already read (elf_function_symbols()
+ * order: ascending, one per address).  0 or -ENOMEM. */
+struct elf_fsym;
+int obj_symtab_new(struct obj_symtab **out, const struct lp_objseg *segs,
+		   size_t nsegs, const struct elf_fsym *v, size_t n);
+const struct lp_objseg *obj_symtab_segs(const struct obj_symtab *t, size_t *n);
+/* Marks the symbols a report looks at to name the code at file offset
+ * off; obj_symtab_need_all() marks them all. */
+void obj_symtab_need(struct obj_symtab *t, uint64_t off);
+void obj_symtab_need_all(struct obj_symtab *t);
+/* Writes the symbols marked since the last call as SYMTAB records of
+ * object `object`; the first call writes one even with none, so that
+ * the object counts as embedded.  0 or -errno. */
+int obj_symtab_write(struct obj_symtab *t, uint64_t object,
+		     struct trace_writer *w);
+/* Symbols written so far, and in the whole table. */
+void obj_symtab_counts(const struct obj_symtab *t, uint64_t *written,
+		       uint64_t *total);
+void obj_symtab_free(struct obj_symtab *t);
 
 /* ---- srclines.c: the source lines of the addresses hit, embedded ------ */
 /* The most SRCLINES bytes (bodies, as lp_srclines_size() counts them)

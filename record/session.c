@@ -943,14 +943,15 @@ static void print_summary(struct session *s, uint64_t end_ns)
 		s->samples ? (double)bytes / s->samples : 0.0,
 		(unsigned long long)stack_table_count(s->stacks));
 	{
-		uint64_t nobj, nemb, nsym;
+		uint64_t nobj, nemb, nsym, of;
 
-		object_set_stats(s->objs, &nobj, &nemb, &nsym);
+		object_set_stats(s->objs, &nobj, &nemb, &nsym, &of);
 		if (nobj)
 			fprintf(stderr, "luaprof record: %llu objects mapped, symbols of "
-				"%llu embedded (%llu symbols)%s\n",
-				(unsigned long long)nobj, (unsigned long long)nemb,
-				(unsigned long long)nsym,
+				"%llu embedded (%llu symbols of %llu: those samples "
+				"hit)%s\n", (unsigned long long)nobj,
+				(unsigned long long)nemb, (unsigned long long)nsym,
+				(unsigned long long)of,
 				s->o->no_embed ? " (--no-embed)" : "");
 		if (!s->o->no_embed)
 			object_set_print_srclines(s->objs, s->o->verbose);
