@@ -833,11 +833,12 @@ static void record_loop(struct session *s)
 		now = mono_ns();
 		emit_lost(s);
 		if (now - last_flush >= FLUSH_NS) {
-			/* Samples first, symbol tables in chunks of their
-			 * own: a disk that fills on a big table keeps the
-			 * samples before it. */
-			int err = write_ksyms(s) ?: trace_writer_flush(s->w) ?:
-				  write_objects(s) ?: trace_writer_flush(s->w);
+			/* The symbols and lines of what the second's samples
+			 * hit go in the same chunk: they are small (only
+			 * what was hit), and a chunk of their own would cost
+			 * its header and its compressor's start each time. */
+			int err = write_ksyms(s) ?: write_objects(s) ?:
+				  trace_writer_flush(s->w);
 
 			if (err)
 				write_failed(s, err);
@@ -1011,7 +1012,7 @@ static int finish(struct session *s)
 	/* What is still in the ring buffer was sampled: keep it. */
 	ring_buffer__consume(s->rb);
 	emit_lost(s);
-	err = write_ksyms(s) ?: trace_writer_flush(s->w) ?: write_objects(s);
+	err = write_ksyms(s) ?: write_objects(s);
 	if (err)
 		write_failed(s, err);
 	footer.samples = s->samples;
