@@ -57,12 +57,19 @@ _Static_assert((int)LP_LUA_FRAME_LUA == (int)LP_LFRAME_LUA &&
 		       (int)LP_LUA_FRAME_TRUNC == (int)LP_LFRAME_TRUNC,
 	       "BPF frame kinds and trace frame kinds agree");
 
+/* Builtins whose names a LUAJIT record carries only once hit; one
+ * past (no build has that many) makes the record name them all. */
+#define FF_NAMED_MAX 1024
+
 struct target {
 	pid_t pid;
 	int alive;
 	struct maps_table maps;
 	uint64_t maps_read_ns;
 	struct lj_target *lj; /* its LuaJIT VM, NULL if none */
+	/* The builtins (fast functions) its samples ran, by id: its LUAJIT
+	 * record names only these, and is written again when one is new. */
+	uint8_t ff_named[FF_NAMED_MAX / 8];
 	int puc_noted;        /* a PUC Lua VM was said (until an exec) */
 	/* Samples in its interpreter while its layout had not validated,
 	 * for print_summary(). */
@@ -230,20 +237,58 @@ static void emit_process(struct session *s, pid_t pid, pid_t ppid,
 	emit(s, &rec);
 }
 
+/* The LUAJIT record of t's VM.  Of its builtins' names (some 180, 3 KB)
+ * it carries those t's samples ran so far, "" for the others: a report
+ * names a sample's builtins from the latest record before it, so a
+ * builtin run for the first time writes the record again first
+ * (note_builtins()). */
+static void emit_luajit(struct session *s, struct target *t)
+{
+	static const char *names[FF_NAMED_MAX];
+	struct lp_record rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_LUAJIT;
+	lj_target_record(t->lj, &rec.u.luajit);
+	if (rec.u.luajit.nff <= FF_NAMED_MAX) {
+		for (uint32_t i = 0; i < rec.u.luajit.nff; i++)
+			names[i] = t->ff_named[i / 8] & (1u << i % 8) ?
+				rec.u.luajit.ffnames[i] : "";
+		rec.u.luajit.ffnames = names;
+	}
+	emit(s, &rec);
+}
+
+/* Notes the builtins of a Lua stack, and writes t's LUAJIT record again
+ * when one was not named yet: before the stack and the sample. */
+static void note_builtins(struct session *s, struct target *t,
+			  const struct lp_lframe *frames, uint32_t n)
+{
+	int fresh = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t id = frames[i].value;
+
+		if (frames[i].kind != LP_LFRAME_FF || id >= FF_NAMED_MAX)
+			continue;
+		if (!(t->ff_named[id / 8] & (1u << id % 8))) {
+			t->ff_named[id / 8] |= (uint8_t)(1u << id % 8);
+			fresh = 1;
+		}
+	}
+	if (fresh)
+		emit_luajit(s, t);
+}
+
 static void publish_luajit(struct session *s, struct target *t)
 {
 	struct lj_proc proc;
 	uint32_t key = (uint32_t)t->pid;
-	struct lp_record rec;
 
 	lj_target_proc(t->lj, &proc);
 	bpf_map_update_elem(bpf_map__fd(s->skel->maps.lj_procs), &key, &proc, BPF_ANY);
-	if (t->lj->state != LJ_READY)
-		return;
-	memset(&rec, 0, sizeof(rec));
-	rec.type = LP_REC_LUAJIT;
-	lj_target_record(t->lj, &rec.u.luajit);
-	emit(s, &rec);
+	if (t->lj->state == LJ_READY)
+		emit_luajit(s, t);
 }
 
 /* Whether a line about pid's VM is worth printing: always for a process
@@ -297,6 +342,7 @@ static void attach_luajit(struct session *s, struct target *t, struct target *pa
 
 	free(t->lj);
 	t->lj = NULL;
+	memset(t->ff_named, 0, sizeof(t->ff_named)); /* a new VM */
 	if (parent && parent->lj && parent->lj->state != LJ_REFUSED) {
 		t->lj = lj_target_fork(parent->lj, t->pid);
 	} else {
@@ -518,6 +564,7 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 				(unsigned long long)e->lua[n - 1].addr, n - 1, e->vmstate);
 		s->lua.truncated++;
 	}
+	note_builtins(s, t, frames, n);
 	id = stack_table_intern(s->stacks, STACK_KIND_LUA, triplets, 3 * n, &is_new);
 	if (is_new) {
 		memset(&rec, 0, sizeof(rec));
