@@ -57,6 +57,9 @@ _Static_assert((int)LP_LUA_FRAME_LUA == (int)LP_LFRAME_LUA &&
 		       (int)LP_LUA_FRAME_TRUNC == (int)LP_LFRAME_TRUNC,
 	       "BPF frame kinds and trace frame kinds agree");
 
+/* The precision of sample times in the trace (docs/format.md §3.6). */
+#define SAMPLE_TIME_NS 1000
+
 /* Builtins whose names a LUAJIT record carries only once hit; one
  * past (no build has that many) makes the record name them all. */
 #define FF_NAMED_MAX 1024
@@ -631,7 +634,9 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 		t->lj_unvalidated++;
 	memset(&rec, 0, sizeof(rec));
 	rec.type = LP_REC_SAMPLE;
-	rec.u.sample.time_ns = e->h.time_ns;
+	/* To the microsecond, down: the tick comes with tens of them of
+	 * jitter, and the nanoseconds would cost 2 bytes a sample. */
+	rec.u.sample.time_ns = e->h.time_ns / SAMPLE_TIME_NS * SAMPLE_TIME_NS;
 	rec.u.sample.pid = e->h.pid;
 	rec.u.sample.tid = e->h.tid;
 	rec.u.sample.cpu = e->h.cpu;
