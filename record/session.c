@@ -254,9 +254,16 @@ static void emit_luajit(struct session *s, struct target *t)
 	rec.type = LP_REC_LUAJIT;
 	lj_target_record(t->lj, &rec.u.luajit);
 	if (rec.u.luajit.nff <= FF_NAMED_MAX) {
-		for (uint32_t i = 0; i < rec.u.luajit.nff; i++)
-			names[i] = t->ff_named[i / 8] & (1u << i % 8) ?
-				rec.u.luajit.ffnames[i] : "";
+		uint32_t n = 0;
+
+		for (uint32_t i = 0; i < rec.u.luajit.nff; i++) {
+			names[i] = "";
+			if (t->ff_named[i / 8] & (1u << i % 8)) {
+				names[i] = rec.u.luajit.ffnames[i];
+				n = i + 1; /* the ids past the last named: none */
+			}
+		}
+		rec.u.luajit.nff = n;
 		rec.u.luajit.ffnames = names;
 	}
 	emit(s, &rec);
