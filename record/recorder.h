@@ -8,6 +8,7 @@
 #define LUAPROF_RECORD_RECORDER_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "format/trace.h"
@@ -182,6 +183,25 @@ void addr_set_free(struct addr_set *a);
 /* qsort's comparison of uint64_t, ascending: for the keys drained from
  * fresh (objects.c) and the addresses they become (srclines.c). */
 int u64_cmp(const void *a, const void *b);
+
+/* ---- mapsize.c: the BPF maps' sizes, chosen before loading ------------- */
+struct sampler;
+
+struct map_plan {
+	uint32_t ring_bytes;       /* the ring buffer */
+	uint32_t rows, buckets;    /* unwind rows and bucket index entries */
+	uint64_t rows_need, buckets_need; /* the targets' objects, estimated */
+	uint32_t objects;          /* objects estimated */
+	int launched;              /* for a command not started yet */
+};
+
+/* Sizes the maps of skel (opened, not loaded) for recording pids (the
+ * targets and their descendants) or a command to launch, at rate_hz;
+ * map_plan_apply() sets them (0 or -errno), map_plan_print() says them. */
+void map_plan_make(struct map_plan *p, struct sampler *skel, const pid_t *pids,
+		   int npids, int launched, unsigned int rate_hz);
+int map_plan_apply(const struct map_plan *p, struct sampler *skel);
+void map_plan_print(const struct map_plan *p, FILE *f);
 
 /* ---- perf.c: one cpu-clock perf_event per CPU --------------------------- */
 struct perf_sampling {

@@ -98,6 +98,7 @@ struct session {
 	struct ksym_set *ksyms;
 	struct object_set *objs; /* ELF objects hit, embedded (objects.c) */
 	struct unwinder *unw; /* native unwinder; NULL: frame pointers only */
+	struct map_plan maps_plan; /* the BPF maps' sizes (mapsize.c) */
 	struct proto_table *protos;
 	struct trace_table *traces;
 	struct source_table *sources; /* Lua source files embedded */
@@ -795,12 +796,31 @@ static int libbpf_stderr(enum libbpf_print_level level, const char *fmt,
 
 static int load_sampler(struct session *s)
 {
-	int err;
+	pid_t *desc = NULL, *pids = NULL;
+	int ndesc = 0, err;
 
 	s->skel = sampler__open();
 	if (!s->skel)
 		return -errno;
 	s->skel->rodata->follow_children = s->o->follow_children;
+	/* The maps sized to the targets as they are now (mapsize.c). */
+	if (!s->o->command && s->o->follow_children)
+		proc_descendants(s->o->pids, s->o->npids, &desc, &ndesc);
+	pids = calloc(s->o->npids + ndesc + 1, sizeof(*pids));
+	if (pids) {
+		memcpy(pids, s->o->pids, s->o->npids * sizeof(*pids));
+		if (ndesc)
+			memcpy(pids + s->o->npids, desc, ndesc * sizeof(*pids));
+	}
+	map_plan_make(&s->maps_plan, s->skel, pids, pids ? s->o->npids + ndesc : 0,
+		      !!s->o->command, s->o->freq_hz);
+	free(desc);
+	free(pids);
+	err = map_plan_apply(&s->maps_plan, s->skel);
+	if (err)
+		return err;
+	if (s->o->verbose)
+		map_plan_print(&s->maps_plan, stderr);
 	err = sampler__load(s->skel);
 	if (err)
 		return err;
