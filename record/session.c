@@ -1075,6 +1075,19 @@ static void print_summary(struct session *s, uint64_t end_ns)
 				"are probably wrong for this build\n", (int)t->pid,
 				t->lj->object, t->lj->source);
 	}
+	if (s->unw) {
+		struct unwind_stats us;
+
+		/* The unwind maps are sized at the start (mapsize.c): what
+		 * came later and did not fit is said, -v or not. */
+		unwind_stats(s->unw, &us);
+		if (us.objects_full || us.objects_unindexed)
+			fprintf(stderr, "luaprof record: native unwind: %u objects did not "
+				"fit the unwind tables and were walked with frame "
+				"pointers, %u without an index (slower); sized at the "
+				"start for %u rows and %u buckets\n", us.objects_full,
+				us.objects_unindexed, s->maps_plan.rows, s->maps_plan.buckets);
+	}
 	if (s->o->verbose) {
 		print_bpf_stats(s);
 		unwind_print_stats(s->unw, stderr); /* native unwinder */
