@@ -108,6 +108,13 @@ static struct vm_ent *find_vm(const struct lua *l, uint32_t pid)
 	return NULL;
 }
 
+uint32_t lua_vm_id(const struct lua *l, uint32_t pid)
+{
+	const struct vm_ent *v = find_vm(l, pid);
+
+	return v ? (uint32_t)(v - l->vms) : UINT32_MAX;
+}
+
 int lua_add_luajit(struct lua *l, const struct lp_luajit *rec)
 {
 	struct vm_ent *v;

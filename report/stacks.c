@@ -26,11 +26,29 @@ struct ures_ent {
 	uint32_t useq;
 };
 
+/* A sample as it came, and the count entry it went to: a sample like an
+ * earlier one (most of them) costs one probe, not the five of placing it
+ * anew.  The layout generation is part of the key: the same stack ids
+ * may name other frames after the process's mappings changed. */
+struct seen_ent {
+	uint64_t ustack, lstack, kstack, gen;
+	uint32_t pid, root, vm; /* vm: vm_class(), as unsigned */
+	uint32_t cnt;     /* the count entry */
+	uint32_t missing; /* it names an undefined stack */
+};
+
 /* What is counted: one entry per distinct (root, user frames, kernel
  * stack, VM-state pseudo-frame). */
 struct count_ent {
 	uint32_t root, useq, kstack, vm;
 	uint64_t count;
+};
+
+/* (pid, layout generation, Lua stack, VM record) -> the Lua stack's
+ * names: a Lua stack runs under many native stacks, and is named once. */
+struct lnames_ent {
+	uint32_t pid, lstack, vm, seq;
+	uint64_t gen;
 };
 
 struct stacks {
@@ -52,6 +70,16 @@ struct stacks {
 	struct count_ent *cnt;
 	size_t ncnt, capcnt;
 	struct htab cnt_h;
+
+	struct lnames_ent *lnames;
+	size_t nlnames, caplnames;
+	struct htab lnames_h;
+	struct seqtab lseqs;
+
+	struct seen_ent *seen;
+	size_t nseen, capseen;
+	struct htab seen_h;
+	uint32_t vm_ids[3]; /* the VM pseudo-frames' names, + 1; 0 unknown */
 
 	uint32_t *buf; /* scratch for one stack's name ids */
 	size_t capbuf;
@@ -86,6 +114,11 @@ void stacks_free(struct stacks *s)
 	seqtab_free(&s->useqs);
 	free(s->cnt);
 	htab_free(&s->cnt_h);
+	free(s->seen);
+	htab_free(&s->seen_h);
+	free(s->lnames);
+	htab_free(&s->lnames_h);
+	seqtab_free(&s->lseqs);
 	free(s->buf);
 	free(s->final);
 	free(s);
@@ -136,6 +169,41 @@ static int reserve_buf(struct stacks *s, size_t n)
 	return GROW(s->buf, s->capbuf, n);
 }
 
+/* lua_stack_names(), once per Lua stack, process, layout and VM record
+ * (the names of its C functions depend on the layout): the names are
+ * copied to out, *n of them. */
+static int lua_names(struct stacks *s, uint32_t pid, uint32_t lidx, uint32_t *out,
+		     uint32_t *n)
+{
+	uint64_t gen = maps_generation(s->maps, pid), hash;
+	uint32_t vm = lua_vm_id(s->lua, pid), seq, len;
+	const uint32_t *v;
+	struct htab_probe p;
+	int64_t i;
+	int err;
+
+	hash = hash_mix(hash_mix(hash_mix(hash_u64(pid), gen), lidx), vm);
+	htab_probe_start(&s->lnames_h, hash, &p);
+	while ((i = htab_probe_next(&s->lnames_h, &p)) >= 0) {
+		const struct lnames_ent *e = &s->lnames[i];
+
+		if (e->pid == pid && e->lstack == lidx && e->vm == vm && e->gen == gen) {
+			v = seqtab_get(&s->lseqs, e->seq, &len);
+			memcpy(out, v, len * sizeof(*v));
+			*n = len;
+			return 0;
+		}
+	}
+	err = lua_stack_names(s->lua, pid, lidx, out, n) ?:
+	      seqtab_intern(&s->lseqs, out, *n, &seq, NULL) ?:
+	      GROW(s->lnames, s->caplnames, s->nlnames + 1) ?:
+	      htab_insert(&s->lnames_h, hash, s->nlnames);
+	if (err)
+		return err;
+	s->lnames[s->nlnames++] = (struct lnames_ent){ pid, lidx, vm, seq, gen };
+	return 0;
+}
+
 /* Names a user stack's frames against pid's layout as it is now, with
  * the Lua stack's frames in place of the native frames of each VM entry.
  * uidx or lidx may be NONE. */
@@ -159,7 +227,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	/* The Lua names go after the result's room. */
 	lua = s->buf + room;
 	if (lidx < MISSING) {
-		err = lua_stack_names(s->lua, pid, lidx, lua, &nl);
+		err = lua_names(s, pid, lidx, lua, &nl);
 		if (err)
 			return err;
 	}
@@ -262,34 +330,49 @@ static const struct frame_info vm_info = {
 	.mapping = FRAMEINFO_NONE,
 };
 
-/* The leaf pseudo-frame for time the LuaJIT VM spent outside Lua code
- * (docs: [GC], [trace exit], [JIT compiler]), or NONE. */
-static int vm_pseudo_frame(struct stacks *s, const struct lp_sample *smp,
-			   uint32_t *id)
-{
-	const char *name = NULL;
+/* Which leaf pseudo-frame a sample gets for time the LuaJIT VM spent
+ * outside Lua code (docs: [GC], [trace exit], [JIT compiler]): its index
+ * in vm_names, or -1 for none. */
+static const char *const vm_names[3] = { "[GC]", "[trace exit]", "[JIT compiler]" };
 
-	*id = NONE;
+static int vm_class(const struct lp_sample *smp)
+{
 	if (smp->lua_state == LP_LUA_NONE || smp->vmstate >= 0)
-		return 0;
+		return -1;
 	switch (~smp->vmstate) {
 	case 2: /* LJ_VMST_GC */
-		name = "[GC]";
-		break;
+		return 0;
 	case 3: /* LJ_VMST_EXIT */
-		name = "[trace exit]";
-		break;
+		return 1;
 	case 4: /* LJ_VMST_RECORD */
 	case 5: /* LJ_VMST_OPT */
 	case 6: /* LJ_VMST_ASM */
-		name = "[JIT compiler]";
-		break;
+		return 2;
 	}
-	return name ? frames_name_as(s->fr, name, &vm_info, id) : 0;
+	return -1;
 }
 
-int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
-		      uint32_t root, int *missing)
+/* The name id of pseudo-frame class k, or NONE for -1. */
+static int vm_pseudo_frame(struct stacks *s, int k, uint32_t *id)
+{
+	int err;
+
+	*id = NONE;
+	if (k < 0)
+		return 0;
+	if (!s->vm_ids[k]) {
+		err = frames_name_as(s->fr, vm_names[k], &vm_info, id);
+		if (err)
+			return err;
+		s->vm_ids[k] = *id + 1;
+	}
+	*id = s->vm_ids[k] - 1;
+	return 0;
+}
+
+/* The count entry of a sample not seen before: its frames resolved. */
+static int place_sample(struct stacks *s, const struct lp_sample *smp,
+			uint32_t root, int vmk, uint32_t *entry, int *missing)
 {
 	uint32_t useq = NONE, kstack = NONE, vm;
 	struct count_ent *c;
@@ -306,18 +389,16 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 	if (smp->kstack)
 		kstack = find_stack(s, smp->kstack);
 	*missing = useq == MISSING || kstack == MISSING;
-	err = vm_pseudo_frame(s, smp, &vm);
+	err = vm_pseudo_frame(s, vmk, &vm);
 	if (err)
 		return err;
-
 	hash = hash_mix(hash_mix(hash_mix(hash_u64(root), useq), kstack), vm);
 	htab_probe_start(&s->cnt_h, hash, &p);
 	while ((i = htab_probe_next(&s->cnt_h, &p)) >= 0) {
 		c = &s->cnt[i];
 		if (c->root == root && c->useq == useq && c->kstack == kstack &&
 		    c->vm == vm) {
-			c->count++;
-			s->last = i;
+			*entry = (uint32_t)i;
 			return 0;
 		}
 	}
@@ -326,13 +407,52 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		err = htab_insert(&s->cnt_h, hash, s->ncnt);
 	if (err)
 		return err;
-	s->last = s->ncnt;
+	*entry = s->ncnt;
 	c = &s->cnt[s->ncnt++];
 	c->root = root;
 	c->useq = useq;
 	c->kstack = kstack;
 	c->vm = vm;
-	c->count = 1;
+	c->count = 0;
+	return 0;
+}
+
+int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
+		      uint32_t root, int *missing)
+{
+	uint64_t gen = maps_generation(s->maps, smp->pid), hash;
+	uint32_t vm = (uint32_t)vm_class(smp), entry;
+	struct seen_ent *e;
+	struct htab_probe p;
+	int64_t i;
+	int err;
+
+	hash = hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_u64(smp->pid),
+		smp->ustack), smp->lstack), smp->kstack), gen), root), vm);
+	htab_probe_start(&s->seen_h, hash, &p);
+	while ((i = htab_probe_next(&s->seen_h, &p)) >= 0) {
+		e = &s->seen[i];
+		if (e->ustack == smp->ustack && e->lstack == smp->lstack &&
+		    e->kstack == smp->kstack && e->gen == gen && e->pid == smp->pid &&
+		    e->root == root && e->vm == vm) {
+			s->cnt[e->cnt].count++;
+			s->last = e->cnt;
+			*missing = (int)e->missing;
+			return 0;
+		}
+	}
+	err = place_sample(s, smp, root, (int)vm, &entry, missing);
+	if (!err)
+		err = GROW(s->seen, s->capseen, s->nseen + 1);
+	if (!err)
+		err = htab_insert(&s->seen_h, hash, s->nseen);
+	if (err)
+		return err;
+	s->seen[s->nseen++] = (struct seen_ent){ smp->ustack, smp->lstack, smp->kstack,
+						 gen, smp->pid, root, vm, entry,
+						 (uint32_t)*missing };
+	s->cnt[entry].count++;
+	s->last = entry;
 	return 0;
 }
 
