@@ -29,6 +29,9 @@ struct lstack_ent {
 	uint64_t id;
 	uint32_t depth;
 	struct lp_lframe *frames;
+	/* lua_leaf_function()'s answer, for VM record leaf_vm - 1 (0: not
+	 * asked yet): asked once per sample by --vmstate. */
+	uint32_t leaf, leaf_vm;
 };
 
 struct lua {
@@ -271,6 +274,7 @@ int lua_add_stack(struct lua *l, const struct lp_lua_stack *rec)
 	e = &l->stacks[l->nstacks++];
 	e->id = rec->id;
 	e->depth = rec->depth;
+	e->leaf_vm = 0;
 	e->frames = dup_mem(rec->frames, rec->depth * sizeof(*rec->frames));
 	if (!e->frames) {
 		e->depth = 0;
@@ -428,19 +432,31 @@ uint32_t lua_stack_lines(struct lua *l, uint32_t pid, uint32_t idx,
 
 int lua_leaf_function(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *id)
 {
-	const struct lstack_ent *e;
+	const struct vm_ent *vm = find_vm(l, pid);
+	uint32_t vm_key = vm ? (uint32_t)(vm - l->vms) + 1 : UINT32_MAX;
+	struct lstack_ent *e;
+	int err = 0;
 
 	*id = UINT32_MAX;
 	if (idx >= l->nstacks)
 		return 0;
 	e = &l->stacks[idx];
+	if (e->leaf_vm == vm_key) {
+		*id = e->leaf;
+		return 0;
+	}
 	for (uint32_t i = 0; i < e->depth; i++) {
 		if (e->frames[i].kind != LP_LFRAME_LUA)
 			continue;
-		return name_lua_frame(l, find_vm(l, pid), &e->frames[i],
-				      i + 1 < e->depth ? &e->frames[i + 1] : NULL, NULL, id);
+		err = name_lua_frame(l, vm, &e->frames[i],
+				     i + 1 < e->depth ? &e->frames[i + 1] : NULL, NULL, id);
+		break;
 	}
-	return 0;
+	if (!err) {
+		e->leaf = *id;
+		e->leaf_vm = vm_key;
+	}
+	return err;
 }
 
 static const struct frame_info builtin_info = {
