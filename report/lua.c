@@ -34,9 +34,24 @@ struct lstack_ent {
 	uint32_t leaf, leaf_vm;
 };
 
+/* What names a Lua frame (name_lua_frame()): its function, the call site
+ * in its caller that names it, the pc and trace that give its line, and
+ * whether the build is GC64 -> the name id.  A function appears in many
+ * Lua stacks, called from the same few sites. */
+struct fname_ent {
+	const struct lp_proto *pt, *caller;
+	uint32_t caller_pc, pc;
+	uint64_t trace_proto; /* with trace_pc, the running trace's start */
+	uint32_t trace_pc, gc64;
+	uint32_t id;
+};
+
 struct lua {
 	struct frames *fr;
 	int current_lines;
+	struct fname_ent *fnames;
+	size_t nfnames, capfnames;
+	struct htab fnames_h;
 	struct vm_ent *vms;
 	size_t nvms, capvms;
 	struct lp_proto **protos;
@@ -99,6 +114,8 @@ void lua_free(struct lua *l)
 	htab_free(&l->stacks_h);
 	free(l->traces);
 	htab_free(&l->traces_h);
+	free(l->fnames);
+	htab_free(&l->fnames_h);
 	free(l);
 }
 
@@ -362,9 +379,9 @@ static uint32_t frame_line(const struct lp_proto *pt, const struct lp_lframe *f,
 }
 
 /* trace: the compiled trace running in this (leaf) frame, or NULL. */
-static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
-			  const struct lp_lframe *f, const struct lp_lframe *caller,
-			  const struct trace_ent *trace, uint32_t *id)
+static int name_lua_frame_now(struct lua *l, const struct vm_ent *vm,
+			      const struct lp_lframe *f, const struct lp_lframe *caller,
+			      const struct trace_ent *trace, uint32_t *id)
 {
 	const struct lp_proto *pt = find_proto(l, f->value);
 	struct frame_info fi = { .kind = FRAME_LUA, .func = FRAMEINFO_NONE,
@@ -396,6 +413,55 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 	if (l->current_lines && fi.line)
 		snprintf(text, sizeof(text), "%s (%s:%u)", name, chunk, fi.line);
 	return err ?: frames_name_as(l->fr, text, &fi, id);
+}
+
+/* name_lua_frame_now(), once per fname_ent key: what it reads of its
+ * arguments, and nothing else, makes the key. */
+static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
+			  const struct lp_lframe *f, const struct lp_lframe *caller,
+			  const struct trace_ent *trace, uint32_t *id)
+{
+	struct fname_ent k = { .pt = find_proto(l, f->value), .pc = f->pc };
+	struct htab_probe p;
+	uint64_t hash;
+	int64_t i;
+	int err;
+
+	if (!k.pt)
+		return name_lua_frame_now(l, vm, f, caller, trace, id);
+	if (f->link == LP_LFRAME_LINK_LUA && caller && caller->kind == LP_LFRAME_LUA) {
+		k.caller = find_proto(l, caller->value);
+		k.caller_pc = caller->pc;
+		if (!k.caller)
+			k.caller_pc = UINT32_MAX; /* a caller not known */
+	}
+	if (trace) {
+		k.trace_proto = trace->proto;
+		k.trace_pc = trace->startpc + 1;
+	}
+	k.gc64 = vm && (vm->flags & LP_LUAJIT_GC64);
+	hash = hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_u64((uintptr_t)k.pt),
+		(uintptr_t)k.caller), (uint64_t)k.caller_pc << 32 | k.pc), k.trace_proto),
+		k.trace_pc), k.gc64);
+	htab_probe_start(&l->fnames_h, hash, &p);
+	while ((i = htab_probe_next(&l->fnames_h, &p)) >= 0) {
+		const struct fname_ent *e = &l->fnames[i];
+
+		if (e->pt == k.pt && e->caller == k.caller && e->caller_pc == k.caller_pc &&
+		    e->pc == k.pc && e->trace_proto == k.trace_proto &&
+		    e->trace_pc == k.trace_pc && e->gc64 == k.gc64) {
+			*id = e->id;
+			return 0;
+		}
+	}
+	err = name_lua_frame_now(l, vm, f, caller, trace, id) ?:
+	      GROW(l->fnames, l->capfnames, l->nfnames + 1) ?:
+	      htab_insert(&l->fnames_h, hash, l->nfnames);
+	if (err)
+		return err;
+	k.id = *id;
+	l->fnames[l->nfnames++] = k;
+	return 0;
 }
 
 uint32_t lua_stack_lines(struct lua *l, uint32_t pid, uint32_t idx,
