@@ -32,10 +32,13 @@ struct ures_ent {
  * may name other frames after the process's mappings changed. */
 struct seen_ent {
 	uint64_t ustack, lstack, kstack, gen;
-	uint32_t pid, root, vm; /* vm: vm_class(), as unsigned */
+	uint64_t count;   /* its samples, added to cnt's at the end */
+	uint32_t pid, root;
 	uint32_t cnt;     /* the count entry */
-	uint32_t missing; /* it names an undefined stack */
-};
+	uint8_t vm;       /* vm_class() + 1 */
+	uint8_t missing;  /* it names an undefined stack */
+	uint8_t used;     /* the slot holds an entry */
+} __attribute__((aligned(64))); /* one cache line a probe, not two */
 
 /* What is counted: one entry per distinct (root, user frames, kernel
  * stack, VM-state pseudo-frame). */
@@ -76,9 +79,8 @@ struct stacks {
 	struct htab lnames_h;
 	struct seqtab lseqs;
 
-	struct seen_ent *seen;
-	size_t nseen, capseen;
-	struct htab seen_h;
+	struct seen_ent *seen; /* open addressing, entries in place */
+	size_t nseen, capseen; /* capseen: 0 or a power of two */
 	uint32_t vm_ids[3]; /* the VM pseudo-frames' names, + 1; 0 unknown */
 
 	uint32_t *buf; /* scratch for one stack's name ids */
@@ -115,7 +117,6 @@ void stacks_free(struct stacks *s)
 	free(s->cnt);
 	htab_free(&s->cnt_h);
 	free(s->seen);
-	htab_free(&s->seen_h);
 	free(s->lnames);
 	htab_free(&s->lnames_h);
 	seqtab_free(&s->lseqs);
@@ -417,41 +418,82 @@ static int place_sample(struct stacks *s, const struct lp_sample *smp,
 	return 0;
 }
 
+static uint64_t seen_hash(const struct seen_ent *e)
+{
+	return hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_u64(e->pid),
+		e->ustack), e->lstack), e->kstack), e->gen), e->root), e->vm);
+}
+
+/* Doubles the seen table (from 0: 4096 slots), keeping it at most half
+ * full. */
+static int seen_grow(struct stacks *s)
+{
+	size_t ncap = s->capseen ? 2 * s->capseen : 4096;
+	struct seen_ent *v;
+
+	if (ncap > SIZE_MAX / 2 / sizeof(*v))
+		return -ENOMEM;
+	v = aligned_alloc(64, ncap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	memset(v, 0, ncap * sizeof(*v));
+	for (size_t i = 0; i < s->capseen; i++) {
+		size_t pos;
+
+		if (!s->seen[i].used)
+			continue;
+		for (pos = seen_hash(&s->seen[i]) & (ncap - 1); v[pos].used;
+		     pos = (pos + 1) & (ncap - 1))
+			;
+		v[pos] = s->seen[i];
+	}
+	free(s->seen);
+	s->seen = v;
+	s->capseen = ncap;
+	return 0;
+}
+
 int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		      uint32_t root, int *missing)
 {
-	uint64_t gen = maps_generation(s->maps, smp->pid), hash;
-	uint32_t vm = (uint32_t)vm_class(smp), entry;
-	struct seen_ent *e;
-	struct htab_probe p;
-	int64_t i;
+	struct seen_ent k = { .ustack = smp->ustack, .lstack = smp->lstack,
+			      .kstack = smp->kstack,
+			      .gen = maps_generation(s->maps, smp->pid),
+			      .pid = smp->pid, .root = root,
+			      .vm = (uint8_t)(vm_class(smp) + 1), .used = 1 };
+	size_t pos = 0;
+	uint32_t entry;
 	int err;
 
-	hash = hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_u64(smp->pid),
-		smp->ustack), smp->lstack), smp->kstack), gen), root), vm);
-	htab_probe_start(&s->seen_h, hash, &p);
-	while ((i = htab_probe_next(&s->seen_h, &p)) >= 0) {
-		e = &s->seen[i];
-		if (e->ustack == smp->ustack && e->lstack == smp->lstack &&
-		    e->kstack == smp->kstack && e->gen == gen && e->pid == smp->pid &&
-		    e->root == root && e->vm == vm) {
-			s->cnt[e->cnt].count++;
-			s->last = e->cnt;
-			*missing = (int)e->missing;
-			return 0;
+	if (s->capseen) {
+		for (pos = seen_hash(&k) & (s->capseen - 1); s->seen[pos].used;
+		     pos = (pos + 1) & (s->capseen - 1)) {
+			struct seen_ent *e = &s->seen[pos];
+
+			if (e->ustack == k.ustack && e->lstack == k.lstack &&
+			    e->kstack == k.kstack && e->gen == k.gen && e->pid == k.pid &&
+			    e->root == k.root && e->vm == k.vm) {
+				e->count++;
+				s->last = e->cnt;
+				*missing = e->missing;
+				return 0;
+			}
 		}
 	}
-	err = place_sample(s, smp, root, (int)vm, &entry, missing);
-	if (!err)
-		err = GROW(s->seen, s->capseen, s->nseen + 1);
-	if (!err)
-		err = htab_insert(&s->seen_h, hash, s->nseen);
+	err = place_sample(s, smp, root, (int)k.vm - 1, &entry, missing);
+	if (!err && (s->nseen + 1) * 2 > s->capseen) {
+		err = seen_grow(s);
+		for (pos = seen_hash(&k) & (s->capseen - 1); !err && s->seen[pos].used;
+		     pos = (pos + 1) & (s->capseen - 1))
+			;
+	}
 	if (err)
 		return err;
-	s->seen[s->nseen++] = (struct seen_ent){ smp->ustack, smp->lstack, smp->kstack,
-						 gen, smp->pid, root, vm, entry,
-						 (uint32_t)*missing };
-	s->cnt[entry].count++;
+	k.cnt = entry;
+	k.missing = (uint8_t)*missing;
+	k.count = 1;
+	s->seen[pos] = k;
+	s->nseen++;
 	s->last = entry;
 	return 0;
 }
@@ -511,6 +553,9 @@ int stacks_finish(struct stacks *s, struct profile *p)
 	uint32_t n, id;
 	int created, err;
 
+	for (size_t i = 0; i < s->capseen; i++)
+		if (s->seen[i].used)
+			s->cnt[s->seen[i].cnt].count += s->seen[i].count;
 	s->final = calloc(s->ncnt ? s->ncnt : 1, sizeof(*s->final));
 	if (!s->final)
 		return -ENOMEM;
