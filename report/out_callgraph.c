@@ -63,6 +63,24 @@ static int child(struct tree *t, uint32_t parent, uint32_t name,
 	return 0;
 }
 
+static const struct profile *sort_p; /* qsort has no context argument */
+
+/* Stacks in the order of their frame ids, so that each shares the most
+ * of its path with the one before. */
+static int seq_cmp(const void *a, const void *b)
+{
+	const uint32_t *x, *y;
+	uint32_t nx, ny, n;
+
+	x = seqtab_get(&sort_p->stacks, *(const uint32_t *)a, &nx);
+	y = seqtab_get(&sort_p->stacks, *(const uint32_t *)b, &ny);
+	n = nx < ny ? nx : ny;
+	for (uint32_t i = 0; i < n; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return nx < ny ? -1 : nx > ny;
+}
+
 static int build(struct tree *t)
 {
 	const struct profile *p = t->p;
@@ -74,21 +92,51 @@ static int build(struct tree *t)
 		return err;
 	memset(&t->v[0], 0, sizeof(t->v[0])); /* the root above all roots */
 	t->n = 1;
-	for (size_t s = 0; s < p->stacks.len; s++) {
+	/* The nodes of the last stack's path, for the frames the next one
+	 * shares with it (stacks of one program share long roots). */
+	const uint32_t *prev = NULL;
+	uint32_t nprev = 0, *path = NULL, *order;
+	size_t cappath = 0, norder = 0;
+
+	order = malloc((p->stacks.len ? p->stacks.len : 1) * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (size_t s = 0; s < p->stacks.len; s++)
+		if (p->counts[s])
+			order[norder++] = (uint32_t)s;
+	sort_p = p;
+	qsort(order, norder, sizeof(*order), seq_cmp);
+	for (size_t k = 0; k < norder; k++) {
+		uint32_t s = order[k];
 		const uint32_t *v;
-		uint32_t n, cur = 0;
+		uint32_t n, cur = 0, i = 0;
 
 		v = seqtab_get(&p->stacks, s, &n);
-		if (!p->counts[s])
-			continue;
-		for (uint32_t i = 0; i < n; i++) {
+		if (GROW(path, cappath, n + 1)) {
+			free(path);
+			free(order);
+			return -ENOMEM;
+		}
+		for (; i < n && i < nprev && v[i] == prev[i]; i++) {
+			cur = path[i];
+			t->v[cur].total += p->counts[s];
+		}
+		for (; i < n; i++) {
 			err = child(t, cur, v[i], &cur);
-			if (err)
+			if (err) {
+				free(path);
+				free(order);
 				return err;
+			}
+			path[i] = cur;
 			t->v[cur].total += p->counts[s];
 		}
 		t->v[cur].self += p->counts[s];
+		prev = v;
+		nprev = n;
 	}
+	free(path);
+	free(order);
 	/* A child is always created after its parent, so one backward pass
 	 * sums subtree sizes and a forward one lays out children. */
 	for (size_t i = t->n; i-- > 1;) {
