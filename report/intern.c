@@ -104,3 +104,23 @@ void seqtab_free(struct seqtab *t)
 	htab_free(&t->h);
 	memset(t, 0, sizeof(*t));
 }
+
+static int seq_cmp(const void *a, const void *b, void *arg)
+{
+	const struct seqtab *t = arg;
+	const uint32_t *x, *y;
+	uint32_t nx, ny, n;
+
+	x = seqtab_get(t, *(const uint32_t *)a, &nx);
+	y = seqtab_get(t, *(const uint32_t *)b, &ny);
+	n = nx < ny ? nx : ny;
+	for (uint32_t i = 0; i < n; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return nx < ny ? -1 : nx > ny;
+}
+
+void seqtab_sort(const struct seqtab *t, uint32_t *ids, size_t n)
+{
+	qsort_r(ids, n, sizeof(*ids), seq_cmp, (void *)t);
+}

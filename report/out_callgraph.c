@@ -63,24 +63,6 @@ static int child(struct tree *t, uint32_t parent, uint32_t name,
 	return 0;
 }
 
-static const struct profile *sort_p; /* qsort has no context argument */
-
-/* Stacks in the order of their frame ids, so that each shares the most
- * of its path with the one before. */
-static int seq_cmp(const void *a, const void *b)
-{
-	const uint32_t *x, *y;
-	uint32_t nx, ny, n;
-
-	x = seqtab_get(&sort_p->stacks, *(const uint32_t *)a, &nx);
-	y = seqtab_get(&sort_p->stacks, *(const uint32_t *)b, &ny);
-	n = nx < ny ? nx : ny;
-	for (uint32_t i = 0; i < n; i++)
-		if (x[i] != y[i])
-			return x[i] < y[i] ? -1 : 1;
-	return nx < ny ? -1 : nx > ny;
-}
-
 static int build(struct tree *t)
 {
 	const struct profile *p = t->p;
@@ -104,8 +86,7 @@ static int build(struct tree *t)
 	for (size_t s = 0; s < p->stacks.len; s++)
 		if (p->counts[s])
 			order[norder++] = (uint32_t)s;
-	sort_p = p;
-	qsort(order, norder, sizeof(*order), seq_cmp);
+	seqtab_sort(&p->stacks, order, norder);
 	for (size_t k = 0; k < norder; k++) {
 		uint32_t s = order[k];
 		const uint32_t *v;

@@ -115,6 +115,49 @@ static int kid_cmp(const void *a, const void *b, void *arg)
 	return strcmp(node_name(t, *(const uint32_t *)a), node_name(t, *(const uint32_t *)b));
 }
 
+/* Adds p's stacks to the tree, in frame order: each shares most of its
+ * path with the one before, whose nodes it takes without a lookup. */
+static int add_stacks(struct ftree *t, const struct profile *p)
+{
+	uint32_t *order, *path = NULL, nprev = 0;
+	const uint32_t *prev = NULL;
+	size_t norder = 0, cappath = 0;
+	int err = 0;
+
+	order = malloc((p->stacks.len ? p->stacks.len : 1) * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (size_t s = 0; s < p->stacks.len; s++)
+		if (p->counts[s])
+			order[norder++] = (uint32_t)s;
+	seqtab_sort(&p->stacks, order, norder);
+	for (size_t k = 0; k < norder && !err; k++) {
+		uint64_t c = p->counts[order[k]];
+		const uint32_t *v;
+		uint32_t n, node = 0, i = 0;
+
+		v = seqtab_get(&p->stacks, order[k], &n);
+		err = GROW(path, cappath, n + 1);
+		t->v[0].total += c;
+		for (; !err && i < n && i < nprev && v[i] == prev[i]; i++) {
+			node = path[i];
+			t->v[node].total += c;
+		}
+		for (; !err && i < n; i++) {
+			err = tree_child(t, node, v[i], &node);
+			if (!err) {
+				path[i] = node;
+				t->v[node].total += c;
+			}
+		}
+		prev = v;
+		nprev = n;
+	}
+	free(path);
+	free(order);
+	return err;
+}
+
 /* Builds the tree of p's stacks and each node's children, by name. */
 static int tree_build(struct ftree *t, const struct profile *p)
 {
@@ -127,22 +170,9 @@ static int tree_build(struct ftree *t, const struct profile *p)
 		return err;
 	t->v[0] = (struct fnode){ .name = ROOT, .parent = NONE, .base = NONE };
 	t->n = 1;
-	for (size_t s = 0; s < p->stacks.len; s++) {
-		uint64_t c = p->counts[s];
-		const uint32_t *v;
-		uint32_t n, node = 0;
-
-		if (!c)
-			continue;
-		v = seqtab_get(&p->stacks, s, &n);
-		t->v[0].total += c;
-		for (uint32_t i = 0; i < n; i++) {
-			err = tree_child(t, node, v[i], &node);
-			if (err)
-				return err;
-			t->v[node].total += c;
-		}
-	}
+	err = add_stacks(t, p);
+	if (err)
+		return err;
 	t->kids = malloc(t->n * sizeof(*t->kids));
 	fill = calloc(t->n + 1, sizeof(*fill));
 	if (!t->kids || !fill) {
