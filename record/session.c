@@ -31,6 +31,7 @@
 
 #include "bpf/sampler.h"
 #include "record/luajit.h"
+#include "format/grow.h"
 #include "record/recorder.h"
 #include "record/session.h"
 #include "record/unwind.h"
@@ -101,6 +102,8 @@ struct session {
 	struct object_set *objs; /* ELF objects hit, embedded (objects.c) */
 	struct unwinder *unw; /* native unwinder; NULL: frame pointers only */
 	struct map_plan maps_plan; /* the BPF maps' sizes (mapsize.c) */
+	struct lp_sample *held; /* samples not written yet (emit()) */
+	size_t nheld, capheld;
 	struct proto_table *protos;
 	struct trace_table *traces;
 	struct source_table *sources; /* Lua source files embedded */
@@ -139,13 +142,57 @@ static void write_failed(struct session *s, int err)
 		s->o->output, strerror(-err));
 }
 
+/* Records that only define what later records name (stacks, functions,
+ * symbols...): the trace may hold them earlier than they came. */
+static int is_definition(enum lp_record_type type)
+{
+	switch (type) {
+	case LP_REC_STACK: case LP_REC_LUA_STACK: case LP_REC_PROTO:
+	case LP_REC_TRACE: case LP_REC_LUA_SOURCE: case LP_REC_KSYMS:
+	case LP_REC_OBJECT: case LP_REC_SYMTAB: case LP_REC_SRCLINES:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Writes the samples held since the last flush, in the order they came. */
+static void release_samples(struct session *s)
+{
+	struct lp_record rec = { .type = LP_REC_SAMPLE };
+	int err = 0;
+
+	for (size_t i = 0; i < s->nheld && !s->write_err && !err; i++) {
+		rec.u.sample = s->held[i];
+		err = trace_write(s->w, &rec);
+	}
+	s->nheld = 0;
+	if (err)
+		write_failed(s, err);
+}
+
+/*
+ * Samples are held until the next flush or the next record that is not a
+ * definition (a process, its mappings, its VM...: what a sample is read
+ * against), and the definitions go out as they come, before them: a
+ * chunk then holds its stacks together and its samples together, which
+ * compress better than interleaved (3% of an 8 s nginx trace).  Every
+ * definition still precedes the samples that name it.
+ */
 static void emit(struct session *s, const struct lp_record *rec)
 {
 	int err;
 
 	if (s->write_err)
 		return;
-	err = trace_write(s->w, rec);
+	if (rec->type == LP_REC_SAMPLE &&
+	    !GROW(s->held, s->capheld, s->nheld + 1)) {
+		s->held[s->nheld++] = rec->u.sample;
+		return;
+	}
+	if (!is_definition(rec->type))
+		release_samples(s);
+	err = s->write_err ? 0 : trace_write(s->w, rec);
 	if (err)
 		write_failed(s, err);
 }
@@ -918,8 +965,11 @@ static void record_loop(struct session *s)
 			 * hit go in the same chunk: they are small (only
 			 * what was hit), and a chunk of their own would cost
 			 * its header and its compressor's start each time. */
-			int err = write_ksyms(s) ?: write_objects(s) ?:
-				  trace_writer_flush(s->w);
+			int err;
+
+			release_samples(s);
+			err = write_ksyms(s) ?: write_objects(s) ?:
+			      trace_writer_flush(s->w);
 
 			if (err)
 				write_failed(s, err);
@@ -1106,6 +1156,7 @@ static int finish(struct session *s)
 	/* What is still in the ring buffer was sampled: keep it. */
 	ring_buffer__consume(s->rb);
 	emit_lost(s);
+	release_samples(s);
 	err = write_ksyms(s) ?: write_objects(s);
 	if (err)
 		write_failed(s, err);
@@ -1252,5 +1303,6 @@ cleanup:
 		free(s.targets[i].lj);
 	}
 	free(s.targets);
+	free(s.held);
 	return ret;
 }
