@@ -94,6 +94,12 @@ struct lj_layout {
 	 * are then recorded by number only. */
 	__u16 g2j, j_trace, j_sizetrace;
 	__u16 tr_startpt, tr_startpc, tr_mcode, tr_szmcode, tr_root, tr_traceno;
+	/* A trace's snapshots, read by the recorder only: GCtrace's counts
+	 * (nsnap u16, nsnapmap u32, nk u32) and pointers (snap, snapmap,
+	 * ir), and SnapShot's size and fields (mapofs u32, mcofs u16, nent
+	 * u8).  sn_size 0: not known, traces are recorded without them. */
+	__u16 tr_nsnap, tr_nsnapmap, tr_nk, tr_snap, tr_snapmap, tr_ir;
+	__u16 sn_size, sn_mapofs, sn_mcofs, sn_nent;
 };
 
 /* Per target process, in the BPF map lj_procs, keyed by tgid. */
@@ -119,7 +125,7 @@ static inline __u16 lj_proto_fingerprint(__u64 chunkname, __u32 firstline,
 	return (__u16)(h ^ (h >> 16)) | 1; /* never 0: 0 means "none" */
 }
 
-_Static_assert(sizeof(struct lj_layout) == 108, "lj_layout layout");
-_Static_assert(sizeof(struct lj_proc) == 136, "lj_proc layout");
+_Static_assert(sizeof(struct lj_layout) == 128, "lj_layout layout");
+_Static_assert(sizeof(struct lj_proc) == 152, "lj_proc layout");
 
 #endif

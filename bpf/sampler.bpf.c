@@ -21,6 +21,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "bpf/regs.bpf.h"
 #include "bpf/sampler.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -66,9 +67,7 @@ static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
 {
 	struct pt_regs *regs;
 
-	/* A user-mode tick has a user address in ip (cs is not readable
-	 * through the context on every kernel). */
-	if (ctx->regs.ip < (1ull << 47)) {
+	if (ctx_regs_user_mode(ctx)) {
 		r->ip = ctx->regs.ip;
 		r->sp = ctx->regs.sp;
 		r->bp = ctx->regs.bp;
@@ -121,7 +120,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	e->h.cpu = bpf_get_smp_processor_id();
 	e->h.time_ns = t0 = bpf_ktime_get_ns();
 	/* A tick in user mode has no kernel stack: skip the helper. */
-	e->kstack_bytes = (ctx->regs.csx & 3) == 3 ? 0 :
+	e->kstack_bytes = ctx_regs_user_mode(ctx) ? 0 :
 		bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
 	/* Lua first: a running trace's C frame is where the native walk
 	 * resumes past the trace's code. */

@@ -113,7 +113,9 @@ struct lp_event_sample {
 	 * stopped, enum lp_ustop in bpf/unwind.h.  Before lua[], which is
 	 * sent cut to lua_depth frames. */
 	__u32 ustack_stop;
-	__u32 ustack_pad;
+	/* 1 + the index in ustack[] of the frame the walk stepped over as
+	 * compiled code without CFI (a LuaJIT trace), 0 if none. */
+	__u32 ustack_jit;
 	/* While Lua runs: the CFA of the innermost VM entry's C frame, on
 	 * which compiled traces run, where the native unwinder resumes past
 	 * a trace's code (which has no CFI).  0 otherwise. */

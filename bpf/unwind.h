@@ -39,22 +39,42 @@
  *
  * A row covers the object's addresses (ELF virtual addresses, "vaddr")
  * from its pc up to the next row's pc.  For a pc inside a mapping,
- * vaddr = pc - bias.  In each row:
+ * vaddr = pc - bias.  cfa_type packs the rule's kind (low 4 bits) and an
+ * operand, aux (high 4 bits: LP_CFA_KIND, LP_CFA_AUX).  In each row:
  *
  *   CFA  = rsp + cfa_off   (LP_CFA_RSP)          the caller's rsp: the
  *        = rbp + cfa_off   (LP_CFA_RBP)          return address is at
  *        = rsp + 8 + (((pc & 15) >= cfa_off) ? 8 : 0)   CFA - 8
  *                          (LP_CFA_PLT: the expression every lazy-binding
  *                           .plt section shares)
+ *        = *(rsp + (s16)cfa_off) + 8 * aux   (LP_CFA_DEREF_RSP)
+ *        = *(rbp + (s16)cfa_off) + 8 * aux   (LP_CFA_DEREF_RBP)
+ *                          (a realigned frame that saved the old stack
+ *                           pointer: GCC's DRAP, OpenSSL's assembly)
+ *        = reg[aux] + cfa_off   (LP_CFA_REG: aux a DWARF register
+ *                           number; only the interrupted frame has its
+ *                           registers, as in a DRAP prologue, CFA = r10)
  *   rbp  = *(CFA + 8 * rbp_off) if rbp_off < 0; unchanged if 0;
+ *          *rbp if LP_RBP_AT_RBP (DRAP: "rbp saved at rbp + 0");
  *          unknown if LP_RBP_UNKNOWN.
+ *
+ * GCC's DRAP frame, for example, as its prologue leaves it:
+ *
+ *   lea 0x8(%rsp),%r10      CFA = r10           +----------------+ <- CFA
+ *   and $-64,%rsp                               | return address |
+ *   push -0x8(%r10)                             +~~~~~~~~~~~~~~~~+ (align)
+ *   push %rbp                                   | return address | copy
+ *   mov %rsp,%rbp           rbp at [rbp]        | caller's rbp   | <- rbp
+ *   push %r15 ... %r12                          | r15 .. r12      |
+ *   push %r10               CFA = *(rbp - 40)   | r10 = CFA       | rbp-40
  *
  * LP_CFA_SIGNAL marks the kernel's signal trampoline (__restore_rt): rsp
  * points at a ucontext_t whose saved registers give the interrupted pc,
  * rsp and rbp.  LP_CFA_END marks the outermost frame (_start, a thread's
  * clone): the return address is undefined.  LP_CFA_GAP covers addresses no
  * FDE describes and LP_CFA_UNSUPPORTED a rule the walker cannot follow
- * (any other DWARF expression): the walk stops at both.
+ * (an expression of another form, a register that is not saved in
+ * memory): the walk stops at both.
  */
 #ifndef LUAPROF_BPF_UNWIND_H
 #define LUAPROF_BPF_UNWIND_H
@@ -84,14 +104,22 @@ enum lp_cfa_type {
 	LP_CFA_SIGNAL = 4,      /* __restore_rt: registers in a ucontext_t */
 	LP_CFA_END = 5,         /* outermost frame: return address undefined */
 	LP_CFA_UNSUPPORTED = 6, /* a DWARF expression, or an odd rule */
+	LP_CFA_DEREF_RSP = 7,   /* *(rsp + (s16)cfa_off) + 8 * aux */
+	LP_CFA_DEREF_RBP = 8,   /* *(rbp + (s16)cfa_off) + 8 * aux */
+	LP_CFA_REG = 9,         /* DWARF register aux + cfa_off, frame 0 only */
 };
 
+#define LP_CFA_KIND(t) ((t) & 15)
+#define LP_CFA_AUX(t) (((t) >> 4) & 15)
+#define LP_CFA_TYPE(kind, aux) ((kind) | (aux) << 4)
+
 #define LP_RBP_UNKNOWN 127 /* rbp_off: rbp cannot be recovered */
+#define LP_RBP_AT_RBP 126  /* rbp_off: the caller's rbp is at [rbp] */
 
 struct lp_unwind_row {
 	__u32 pc;      /* first vaddr covered (objects above 4 GiB are refused) */
 	__u16 cfa_off; /* bytes */
-	__u8 cfa_type; /* enum lp_cfa_type */
+	__u8 cfa_type; /* enum lp_cfa_type | aux << 4 */
 	__s8 rbp_off;  /* in 8-byte words from the CFA; 0: unchanged */
 };
 
@@ -148,7 +176,9 @@ enum lp_ustop {
 	LP_USTOP_READ = 7,      /* reading the target's stack failed */
 	LP_USTOP_BAD_FRAME = 8, /* the stack pointer did not move up */
 	LP_USTOP_NO_REGS = 9,   /* no user registers to start from */
-	LP_USTOP_MAX = 10,
+	LP_USTOP_NO_TABLE = 10, /* the process's mappings are not loaded yet:
+				   the leaf only */
+	LP_USTOP_MAX = 11,
 };
 
 _Static_assert(sizeof(struct lp_unwind_row) == 8, "lp_unwind_row layout");

@@ -22,14 +22,18 @@
  *   | ... locals ...  |
  *   +-----------------+ <- rsp of this frame
  *
+ * LuaJIT's own code is stepped over with the VM's C frames, which the
+ * Lua walk found (unwind_vm_step()): a compiled trace has no CFI, and the
+ * interpreter's CFI does not hold where its code runs on a trace's frame.
+ *
  * The walk stops, and says why in the sample (enum lp_ustop), at the
- * outermost frame, at a pc no mapping or row covers, at anonymous code (a
- * LuaJIT trace has no CFI: a later change follows the Lua side instead),
- * at a rule it cannot follow, at a stack read that fails, or when the
- * stack pointer stops moving towards the stack's base.  An object mapped
+ * outermost frame, at a pc no mapping or row covers, at anonymous code it
+ * cannot step over, at a rule it cannot follow, at a stack read that
+ * fails, or when the stack pointer stops moving towards the stack's base.  An object mapped
  * without usable CFI is walked with frame pointers for its frames only.
- * Processes without a mapping list keep bpf_get_stack()'s frame-pointer
- * walk.
+ * A process without a mapping list yet (just exec'd) gets its leaf only;
+ * when the tables could not be set up at all, bpf_get_stack()'s
+ * frame-pointer walk.
  *
  * The stack above the first frame's rsp is copied in one read when the
  * walk starts (LP_STACK_WINDOW bytes, or a smaller window near the top of
@@ -44,6 +48,7 @@
 #ifndef LUAPROF_BPF_UNWIND_NATIVE_BPF_H
 #define LUAPROF_BPF_UNWIND_NATIVE_BPF_H
 
+#include "bpf/regs.bpf.h"
 #include "bpf/unwind.h"
 
 #ifndef EFAULT
@@ -104,6 +109,9 @@ struct {
 /* Walks by how they stopped, and frames walked: record -v prints them. */
 __u64 unwind_stops[LP_USTOP_MAX];
 __u64 unwind_frames;
+/* Set by the recorder once the tables work: a process without a mapping
+ * list then gets its leaf only, not a frame-pointer walk. */
+__u32 unwind_tables_on;
 
 /* Where the walk is: the registers of the frame about to be recorded. */
 struct unwind_cursor {
@@ -117,7 +125,16 @@ struct unwind_cursor {
 	__u32 stop;       /* enum lp_ustop, once the walk ends */
 	__u32 win_len;    /* bytes of the stack copied, from win_lo */
 	__u64 win_lo;
-	__u64 jit_cfa;    /* the CFA to resume at past a LuaJIT trace, or 0 */
+	/* LuaJIT, while it runs Lua (see unwind_vm_step()): */
+	__u64 cframe;     /* the innermost C frame of the VM not passed yet */
+	__u64 vm_lo, vm_hi; /* the interpreter's code */
+	__u16 cf_size, cf_prev; /* a C frame's size, where it links the next */
+	__u32 in_trace;   /* g->vmstate says a trace may run: code in no
+			     known mapping is taken for a new trace's */
+	__u32 regs_ok;    /* regs holds the interrupted frame's registers */
+	__u32 jit_frame;  /* out: 1 + the frame stepped over as a trace's */
+	__u64 regs[16];   /* by DWARF number: rax rdx rcx rbx rsi rdi rbp
+			     rsp r8..r15, for LP_CFA_REG at frame 0 */
 };
 
 /*
@@ -264,6 +281,93 @@ static __always_inline int unwind_read(const struct unwind_cursor *c, __u64 addr
 	return unwind_read_n(c, addr, v, 8);
 }
 
+/* Moves the cursor to the caller's registers; its rbp is known. */
+static __always_inline void unwind_move(struct unwind_cursor *c, __u64 pc, __u64 sp,
+					__u64 bp, __u32 pc_is_ra)
+{
+	c->pc = pc;
+	c->sp = sp;
+	c->bp = bp;
+	c->bp_known = 1;
+	c->pc_is_ra = pc_is_ra;
+}
+
+/*
+ * Steps over a frame of LuaJIT's own code with the VM's C frame.  Every
+ * entry into the VM from C (lua_pcall, lua_call, lua_resume, lj_vm_cpcall
+ * inside the VM itself) pushes one C frame, CFRAME_SIZE bytes, links it
+ * to the previous one and makes it L->cframe; all of the VM's code runs
+ * on the innermost one.  The interpreter does (rsp is the C frame while it
+ * interprets), but so do a compiled trace, which has no CFI and lowers rsp
+ * by its spadjust, the math helpers a trace calls (lj_vm_floor, ...), and
+ * the trace exit handler, which pushes the trace's registers there and
+ * calls lj_trace_exit: for those, the interpreter's CFI (CFA = rsp +
+ * CFRAME_SIZE) is wrong, and the C frame is right.  The Lua walk found
+ * L->cframe; each VM frame met takes the innermost C frame not passed yet
+ * and moves to the one it links.  Return address just below the C frame's
+ * CFA, rbp below that, as the VM's own CFI says.
+ *
+ * Returns 0 (stepped), or an enum lp_ustop; -1 when no C frame is left to
+ * take, or the one left lies below the stack pointer (a coroutine resumed
+ * from Lua links none): the VM's CFI is all there is then.
+ */
+static __always_inline int unwind_vm_step(struct unwind_cursor *c)
+{
+	__u64 cf = c->cframe, cfa = cf + c->cf_size, ra, bp, prev = 0;
+
+	if (!cf || cfa <= c->sp)
+		return -1;
+	if (unwind_read(c, cfa - 8, &ra) || unwind_read(c, cfa - 16, &bp))
+		return LP_USTOP_READ;
+	unwind_read(c, cf + c->cf_prev, &prev);
+	c->cframe = prev & ~3ull;
+	unwind_move(c, ra, cfa, bp, 1);
+	return 0;
+}
+
+/* Code without CFI in anonymous memory: a JIT's, LuaJIT's traces. */
+static __always_inline int unwind_jit_step(struct unwind_cursor *c)
+{
+	int stop = unwind_vm_step(c);
+
+	if (stop < 0)
+		return LP_USTOP_JIT;
+	if (!stop)
+		c->jit_frame = c->n + 1;
+	return stop;
+}
+
+/*
+ * A register of the user state the kernel saved on entry, by DWARF number:
+ * the tick came while the thread was in the kernel, and may have
+ * interrupted any user instruction (an interrupt, a page fault).  0, or
+ * -1 for rsp and rbp, which the cursor has, and numbers beyond r15.
+ */
+static __noinline int unwind_saved_reg(__u32 dwarf, __u64 *v)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	if (!regs)
+		return -1;
+	switch (dwarf) {
+	case 0: *v = BPF_CORE_READ(regs, ax); return 0;
+	case 1: *v = BPF_CORE_READ(regs, dx); return 0;
+	case 2: *v = BPF_CORE_READ(regs, cx); return 0;
+	case 3: *v = BPF_CORE_READ(regs, bx); return 0;
+	case 4: *v = BPF_CORE_READ(regs, si); return 0;
+	case 5: *v = BPF_CORE_READ(regs, di); return 0;
+	case 8: *v = BPF_CORE_READ(regs, r8); return 0;
+	case 9: *v = BPF_CORE_READ(regs, r9); return 0;
+	case 10: *v = BPF_CORE_READ(regs, r10); return 0;
+	case 11: *v = BPF_CORE_READ(regs, r11); return 0;
+	case 12: *v = BPF_CORE_READ(regs, r12); return 0;
+	case 13: *v = BPF_CORE_READ(regs, r13); return 0;
+	case 14: *v = BPF_CORE_READ(regs, r14); return 0;
+	case 15: *v = BPF_CORE_READ(regs, r15); return 0;
+	}
+	return -1;
+}
+
 /*
  * One frame: sets c->rec_pc, the pc to record for it, and moves c to the
  * caller.  Returns 0 to go on, or the enum lp_ustop that ends the walk
@@ -281,6 +385,13 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		return LP_USTOP_BAD_FRAME;
 	c->rec_pc = c->pc;
 	lookup = c->pc - (c->pc_is_ra ? 1 : 0);
+	/* The VM's code: its C frame (see unwind_vm_step()). */
+	if (lookup >= c->vm_lo && lookup < c->vm_hi) {
+		int stop = unwind_vm_step(c);
+
+		if (stop >= 0)
+			return stop;
+	}
 	idx = unwind_map_index(proc, lookup);
 	if (idx < 0 && c->n == 1 && c->leaf_retry) {
 		/*
@@ -297,12 +408,8 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 			int ridx = unwind_map_index(proc, ra - 1);
 
 			if (ridx >= 0) {
-				c->pc = ra;
+				unwind_move(c, ra, c->sp0 + 8, c->bp0, 1);
 				c->rec_pc = ra;
-				c->sp = c->sp0 + 8;
-				c->bp = c->bp0;
-				c->bp_known = 1;
-				c->pc_is_ra = 1;
 				lookup = ra - 1;
 				idx = ridx;
 			}
@@ -311,34 +418,27 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 	/* clang knows the range unwind_map_index() returns and would drop
 	 * the upper check the verifier needs: hide it. */
 	barrier_var(idx);
-	if (idx < 0 || idx >= LP_UNWIND_MAX_MAPS)
-		return LP_USTOP_UNMAPPED;
-	m = &proc->maps[idx];
-	if (m->kind == LP_UMAP_JIT) {
+	if (idx < 0 || idx >= LP_UNWIND_MAX_MAPS) {
 		/*
-		 * Code without CFI in anonymous memory: a JIT.  A LuaJIT trace
-		 * runs on the interpreter's C frame (rsp lowered by the trace's
-		 * spadjust), so the walk resumes at that frame's CFA, which
-		 * the Lua walk found: return address just below it, rbp below
-		 * that, as the VM's own CFI says.  Once only: the trace is the
-		 * innermost VM entry.
+		 * While a trace runs, code in no known mapping is most likely
+		 * a trace's too: LuaJIT maps new machine code areas as it
+		 * compiles, and makes its newest area writable, not
+		 * executable, while it writes a trace there, so a read of the
+		 * mappings at that moment leaves it out.
 		 */
-		cfa = c->jit_cfa;
-		c->jit_cfa = 0;
-		if (!cfa || cfa < c->sp)
-			return LP_USTOP_JIT;
-		if (unwind_read(c, cfa - 8, &ra) || unwind_read(c, cfa - 16, &bp))
-			return LP_USTOP_READ;
-		c->pc = ra;
-		c->sp = cfa;
-		c->bp = bp;
-		c->bp_known = 1;
-		c->pc_is_ra = 1;
-		return 0;
+		if (c->in_trace && c->cframe)
+			return unwind_jit_step(c);
+		return LP_USTOP_UNMAPPED;
 	}
+	m = &proc->maps[idx];
+	if (m->kind == LP_UMAP_JIT)
+		return unwind_jit_step(c);
 	if (m->kind != LP_UMAP_ROWS) {
 		/* No CFI: trust rbp for this frame, [rbp] = caller's rbp,
-		 * [rbp + 8] = return address. */
+		 * [rbp + 8] = return address.  A zero rbp ends the chain: the
+		 * ABI has _start and a thread's start clear it. */
+		if (c->bp_known && !c->bp)
+			return LP_USTOP_END;
 		if (!c->bp_known || c->bp < c->sp)
 			return LP_USTOP_BAD_FRAME;
 		cfa = c->bp + 16;
@@ -349,7 +449,7 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 	if (unwind_find_row(m->obj, lookup - m->bias, &row))
 		return LP_USTOP_NO_ROW;
 	bp = c->bp;
-	switch (row.cfa_type) {
+	switch (LP_CFA_KIND(row.cfa_type)) {
 	case LP_CFA_RSP:
 		cfa = c->sp + row.cfa_off;
 		c->leaf_retry = !c->n;
@@ -359,6 +459,26 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 			return LP_USTOP_BAD_FRAME;
 		cfa = c->bp + row.cfa_off;
 		c->leaf_retry = !c->n;
+		break;
+	case LP_CFA_DEREF_RSP:
+	case LP_CFA_DEREF_RBP:
+		/* A realigned frame: the stack pointer it saved (bpf/unwind.h). */
+		if (LP_CFA_KIND(row.cfa_type) == LP_CFA_DEREF_RBP && !c->bp_known)
+			return LP_USTOP_BAD_FRAME;
+		if (unwind_read(c, (LP_CFA_KIND(row.cfa_type) == LP_CFA_DEREF_RSP ?
+				    c->sp : c->bp) + (__s16)row.cfa_off, &cfa))
+			return LP_USTOP_READ;
+		cfa += LP_CFA_AUX(row.cfa_type) * 8;
+		break;
+	case LP_CFA_REG:
+		/* Only the interrupted frame's registers are known. */
+		if (c->n)
+			return LP_USTOP_UNSUPPORTED;
+		if (c->regs_ok)
+			cfa = c->regs[LP_CFA_AUX(row.cfa_type)];
+		else if (unwind_saved_reg(LP_CFA_AUX(row.cfa_type), &cfa))
+			return LP_USTOP_UNSUPPORTED;
+		cfa += row.cfa_off;
 		break;
 	case LP_CFA_PLT:
 		/* The expression reads rip itself, not the lookup pc. */
@@ -375,11 +495,7 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 			return LP_USTOP_READ;
 		if (!ra)
 			return LP_USTOP_END;
-		c->pc = ra;
-		c->sp = sp;
-		c->bp = bp;
-		c->bp_known = 1;
-		c->pc_is_ra = 0;
+		unwind_move(c, ra, sp, bp, 0);
 		return 0;
 	}
 	case LP_CFA_END:
@@ -403,7 +519,12 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 	}
 	if (unwind_read(c, cfa - 8, &ra))
 		return LP_USTOP_READ;
-	if (row.rbp_off == LP_RBP_UNKNOWN) {
+	if (row.rbp_off == LP_RBP_AT_RBP) {
+		/* rbp points into its own (DRAP) frame, below the CFA, until
+		 * the epilogue pops it: the rule outlives the pop there. */
+		if (c->bp_known && c->bp < cfa)
+			c->bp_known = !unwind_read(c, c->bp, &bp);
+	} else if (row.rbp_off == LP_RBP_UNKNOWN) {
 		c->bp_known = 0;
 	} else if (row.rbp_off < 0) {
 		if (unwind_read(c, cfa + (__s64)row.rbp_off * 8, &bp))
@@ -458,8 +579,7 @@ static __always_inline int unwind_user_regs(struct bpf_perf_event_data *ctx,
 {
 	struct pt_regs *regs;
 
-	/* Only 8-byte reads of a perf_event context's registers pass. */
-	if ((ctx->regs.csx & 3) == 3) {
+	if (ctx_regs_user_mode(ctx)) {
 		c->pc = ctx->regs.ip;
 		c->sp = ctx->regs.sp;
 		c->bp = ctx->regs.bp;
@@ -468,12 +588,41 @@ static __always_inline int unwind_user_regs(struct bpf_perf_event_data *ctx,
 	/* Read with helpers: plain loads let clang merge this branch's
 	 * pointer with ctx, which the verifier refuses. */
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!regs || (BPF_CORE_READ(regs, csx) & 3) != 3)
+	if (!regs || !task_regs_user_mode(regs))
 		return -1;
 	c->pc = BPF_CORE_READ(regs, ip);
 	c->sp = BPF_CORE_READ(regs, sp);
 	c->bp = BPF_CORE_READ(regs, bp);
 	return 0;
+}
+
+/*
+ * All of the interrupted frame's registers, for LP_CFA_REG rows, when the
+ * tick hit user mode: ctx's registers are the user's then (their ip is
+ * the walk's pc).  Otherwise unwind_saved_reg() reads the one a row needs.
+ */
+static __always_inline void unwind_leaf_regs(struct bpf_perf_event_data *ctx,
+					     struct unwind_cursor *c)
+{
+	if (ctx->regs.ip != c->pc || ctx->regs.sp != c->sp)
+		return;
+	c->regs[0] = ctx->regs.ax;
+	c->regs[1] = ctx->regs.dx;
+	c->regs[2] = ctx->regs.cx;
+	c->regs[3] = ctx->regs.bx;
+	c->regs[4] = ctx->regs.si;
+	c->regs[5] = ctx->regs.di;
+	c->regs[6] = ctx->regs.bp;
+	c->regs[7] = ctx->regs.sp;
+	c->regs[8] = ctx->regs.r8;
+	c->regs[9] = ctx->regs.r9;
+	c->regs[10] = ctx->regs.r10;
+	c->regs[11] = ctx->regs.r11;
+	c->regs[12] = ctx->regs.r12;
+	c->regs[13] = ctx->regs.r13;
+	c->regs[14] = ctx->regs.r14;
+	c->regs[15] = ctx->regs.r15;
+	c->regs_ok = 1;
 }
 
 /*
@@ -496,19 +645,46 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	if (!ctx || !e)
 		return -1;
 	e->ustack_stop = LP_USTOP_FALLBACK;
+	e->ustack_jit = 0;
 	w.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	c = bpf_map_lookup_elem(&unwind_cursors, &zero);
-	if (!w.proc || !c)
+	if (!c || (!w.proc && !unwind_tables_on))
 		return -1;
 	__builtin_memset(c, 0, sizeof(*c));
 	c->bp_known = 1;
-	c->jit_cfa = e->lua_vm_cfa;
+	/* A trace runs, or may: it sets vmstate only after its first
+	 * instructions, its exit stubs run before the handler sets EXIT, and
+	 * it calls the GC.  (In a C function or the compiler, code in no
+	 * known mapping is more likely a library loaded a moment ago.) */
+	c->in_trace = e->lua_state == LP_WALK_WALKED &&
+		      (e->vmstate >= 0 || e->vmstate == ~LJ_VMST_INTERP ||
+		       e->vmstate == ~LJ_VMST_EXIT || e->vmstate == ~LJ_VMST_GC);
+	if (e->lua_vm_cfa) {
+		const struct lj_proc *lj = bpf_map_lookup_elem(&lj_procs, &tgid);
+
+		if (lj && e->lua_vm_cfa > lj->layout.cf_size) {
+			c->cframe = e->lua_vm_cfa - lj->layout.cf_size;
+			c->cf_size = lj->layout.cf_size;
+			c->cf_prev = lj->layout.cf_prev;
+			c->vm_lo = lj->vm_start;
+			c->vm_hi = lj->vm_end;
+		}
+	}
 	w.c = c;
 	if (unwind_user_regs(ctx, c)) {
 		c->stop = LP_USTOP_NO_REGS;
+	} else if (!w.proc) {
+		/* The tables are on but this process's mappings are not
+		 * loaded yet (an exec a moment ago): a frame-pointer walk
+		 * would take stack data for frames in code built without
+		 * them.  Only the leaf is known. */
+		e->ustack[0] = c->pc;
+		c->n = 1;
+		c->stop = LP_USTOP_NO_TABLE;
 	} else {
 		struct unwind_window *win = bpf_map_lookup_elem(&unwind_windows, &zero);
 
+		unwind_leaf_regs(ctx, c);
 		c->sp0 = c->sp;
 		c->bp0 = c->bp;
 		/* Near the top of the stack the big copy runs past its end. */
@@ -527,6 +703,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	if (n > LP_MAX_USTACK)
 		n = LP_MAX_USTACK;
 	e->ustack_stop = stop;
+	e->ustack_jit = c->jit_frame;
 	e->ustack_bytes = n ? (__s32)(n * sizeof(__u64)) : -EFAULT;
 	if (stop < LP_USTOP_MAX)
 		__sync_fetch_and_add(&unwind_stops[stop], 1);

@@ -163,6 +163,7 @@ static int decode_sample(struct trace_reader *r, struct lp_cursor *c,
 	s->lstack = 0;
 	s->vmstate = 0;
 	s->lua_state = 0;
+	s->ustop = 0;
 	if (lp_cursor_left(c)) {
 		int64_t vmstate;
 
@@ -173,6 +174,12 @@ static int decode_sample(struct trace_reader *r, struct lp_cursor *c,
 		if (vmstate < INT32_MIN || vmstate > INT32_MAX)
 			return -EBADMSG;
 		s->vmstate = (int32_t)vmstate;
+	}
+	/* How the native walk ended came later still: absent, not said. */
+	if (lp_cursor_left(c)) {
+		err = lp_get_uv32(c, &s->ustop);
+		if (err)
+			return err;
 	}
 	/* Only a sample that decoded moves the time base, as in the writer. */
 	s->time_ns = r->prev_sample_time + (uint64_t)dtime;
@@ -524,6 +531,81 @@ static int decode_srclines(struct trace_reader *r, struct lp_cursor *c,
 	return 0;
 }
 
+/*
+ * A trace's snapshots.  A first pass checks the structure and counts the
+ * frames the snapshots hold in all, each snapshot repeating keep frames
+ * of the one before: a few bytes could otherwise claim millions of
+ * frames.  The second pass decodes into one arena.
+ */
+static int scan_trace_snaps(struct lp_cursor c, uint64_t nsnap, uint64_t *total)
+{
+	uint64_t prev_n = 0, dmcofs, keep, nnew, v, mcofs = 0;
+
+	*total = 0;
+	for (uint64_t i = 0; i < nsnap; i++) {
+		if (lp_get_uv(&c, &dmcofs) || lp_get_uv(&c, &keep) || lp_get_uv(&c, &nnew) ||
+		    (i && !dmcofs) || dmcofs > UINT32_MAX - mcofs || keep > prev_n ||
+		    nnew > LP_TSNAP_MAX_FRAMES - keep || (keep && !nnew))
+			return -EBADMSG;
+		mcofs += dmcofs;
+		for (uint64_t k = 0; k < 4 * nnew; k++)
+			if (lp_get_uv(&c, &v))
+				return -EBADMSG;
+		prev_n = keep + nnew;
+		*total += prev_n;
+		if (*total > LP_TSNAP_MAX_TOTAL)
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+static int decode_trace_snaps(struct trace_reader *r, struct lp_cursor *c,
+			      struct lp_trace_snaps *ts)
+{
+	uint64_t nsnap, total, dmcofs, keep, nnew, mcofs = 0;
+	struct lp_lframe *frames, *prev = NULL;
+	struct lp_tsnap *snaps;
+	uint8_t *arena;
+	int err;
+
+	err = lp_get_uv(c, &ts->trace) ?: lp_get_uv32(c, &ts->bcofs) ?:
+	      lp_get_uv(c, &ts->bcbase) ?: lp_get_uv(c, &nsnap);
+	if (err)
+		return err;
+	/* A snapshot takes at least 3 bytes. */
+	if (!ts->trace || nsnap > lp_cursor_left(c) / 3 ||
+	    scan_trace_snaps(*c, nsnap, &total))
+		return -EBADMSG;
+	arena = get_array(r, (nsnap + 1) * sizeof(*snaps) + (total + 1) * sizeof(*frames), 1);
+	if (!arena)
+		return -ENOMEM;
+	snaps = carve(&arena, nsnap * sizeof(*snaps));
+	frames = carve(&arena, total * sizeof(*frames));
+	for (uint64_t i = 0; i < nsnap; i++) {
+		struct lp_tsnap *s = &snaps[i];
+
+		/* scan_trace_snaps() checked these. */
+		lp_get_uv(c, &dmcofs);
+		lp_get_uv(c, &keep);
+		lp_get_uv(c, &nnew);
+		mcofs += dmcofs;
+		s->mcofs = (uint32_t)mcofs;
+		s->nframe = (uint32_t)(keep + nnew);
+		s->frames = frames;
+		if (keep)
+			memcpy(frames, prev, keep * sizeof(*frames));
+		for (uint64_t k = keep; k < s->nframe; k++)
+			if (lp_get_uv32(c, &frames[k].kind) || lp_get_uv(c, &frames[k].value) ||
+			    lp_get_uv32(c, &frames[k].pc) || lp_get_uv32(c, &frames[k].link))
+				return -EBADMSG;
+		prev = frames;
+		frames += s->nframe;
+	}
+	ts->nsnap = (uint32_t)nsnap;
+	ts->snaps = snaps;
+	return 0;
+}
+
 static int decode_body(struct trace_reader *r, uint64_t type,
 		       struct lp_cursor *c, struct lp_record *rec)
 {
@@ -579,6 +661,8 @@ static int decode_body(struct trace_reader *r, uint64_t type,
 		return lp_get_uv32(c, &rec->u.puc_lua.pid) ?:
 		       get_str(r, c, &rec->u.puc_lua.version) ?:
 		       get_str(r, c, &rec->u.puc_lua.object);
+	case LP_REC_TRACE_SNAPS:
+		return decode_trace_snaps(r, c, &rec->u.trace_snaps);
 	}
 	return -ENOENT;
 }

@@ -83,6 +83,13 @@
  *                 (ascending vaddr, previous = 0 first; leaf first)
  *   srcframe   := func:uv file:uv line:uv   (func, file: 1 + an index
  *                                            into str, 0 none)
+ *   trace_snaps := trace:uv bcofs:uv bcbase:uv nsnap:uv snap[nsnap]
+ *                 (a trace's snapshots: the Lua frames its machine code
+ *                  stands for, by offset; trace = the trace record's id)
+ *   snap       := (mcofs - previous mcofs):uv keep:uv nframe:uv
+ *                 lframe[nframe]   (frames base first: the previous
+ *                                   snapshot's first keep, then these;
+ *                                   keep = nframe = 0: code not placed)
  *
  * A sample's time is dtime added to the time of the previous sample in the
  * same chunk (0 at a chunk's start), so each chunk decodes on its own.
@@ -138,6 +145,7 @@ enum lp_record_type {
 	LP_REC_LUA_SOURCE = 17,
 	LP_REC_SRCLINES = 18,
 	LP_REC_PUC_LUA = 19,
+	LP_REC_TRACE_SNAPS = 20,
 };
 
 /* meta.flags */
@@ -158,6 +166,29 @@ enum lp_stack_kind { LP_STACK_KERNEL = 1, LP_STACK_USER = 2 };
 /* sample.flags */
 #define LP_SAMPLE_KSTACK_FAILED 0x1u /* kernel stack could not be read */
 #define LP_SAMPLE_USTACK_FAILED 0x2u /* user stack could not be read */
+/* sample.ustop: how the native walk of the user stack ended (as
+ * bpf/unwind.h's enum lp_ustop).  Only COMPLETE is a whole stack; UNKNOWN
+ * is a frame-pointer walk or an older trace, which did not say. */
+enum lp_ustop_reason {
+	LP_USTOP_R_UNKNOWN = 0,
+	LP_USTOP_R_COMPLETE = 1,   /* reached the outermost frame */
+	LP_USTOP_R_DEPTH = 2,      /* too many frames */
+	LP_USTOP_R_UNMAPPED = 3,   /* a return address in no known code */
+	LP_USTOP_R_JIT = 4,        /* compiled code it could not step over */
+	LP_USTOP_R_NO_CFI = 5,     /* code its object's CFI does not cover */
+	LP_USTOP_R_UNSUPPORTED = 6, /* a CFI rule the walker cannot run */
+	LP_USTOP_R_READ = 7,       /* the stack could not be read */
+	LP_USTOP_R_BAD_FRAME = 8,  /* a frame that did not make sense */
+	LP_USTOP_R_NO_REGS = 9,    /* no user registers */
+	LP_USTOP_R_NO_TABLE = 10,  /* the process's tables were not loaded yet */
+	LP_USTOP_R_MAX = 11,
+};
+/* A user stack that was cut: a report ends it with [truncated].  Without
+ * user registers there is no user stack to cut. */
+static inline int lp_ustop_cut(uint32_t ustop)
+{
+	return ustop >= LP_USTOP_R_DEPTH && ustop != LP_USTOP_R_NO_REGS;
+}
 /* sample.lua_state: as bpf/sampler.h's enum lp_lua_state */
 enum lp_lua_state {
 	LP_LUA_NONE = 0,   /* no LuaJIT VM known in the process */
@@ -177,6 +208,11 @@ enum lp_lframe_kind {
 	LP_LFRAME_TRACE = 5, /* value = compiled trace number (leaf), pc =
 			      * its trace record's id (0: none) */
 	LP_LFRAME_TRUNC = 6, /* the walk stopped; value = reason */
+	LP_LFRAME_BASE = 7,  /* only as a trace_snaps snapshot's first frame:
+			      * the function the walk finds at the trace's
+			      * base; value = zigzag((address of its bytecode
+			      * position after the current instruction -
+			      * bcbase) / 4), pc = 0 */
 };
 /* lframe.link: the frame type of the frame's link (LuaJIT's FRAME_*);
  * LUA means the next frame is its Lua caller, whose call site names it. */
@@ -203,6 +239,10 @@ enum lp_luasrc_status {
 #define LP_SRCLINES_SKIPPED_BUDGET 0x2u /* the writer's bound for the trace */
 /* The most frames one chain may have; a deeper one is a bad record. */
 #define LP_SRCLINES_MAX_FRAMES 16
+/* trace_snaps bounds: deeper snapshots or more frames in all are a bad
+ * record (LuaJIT's frames are slots of a u8, at most 250 deep). */
+#define LP_TSNAP_MAX_FRAMES 256
+#define LP_TSNAP_MAX_TOTAL (1u << 18)
 /* lost.reason */
 enum lp_lost_reason {
 	LP_LOST_RINGBUF = 1, /* BPF ring buffer was full */
@@ -261,6 +301,7 @@ struct lp_sample {
 	uint64_t lstack;  /* Lua stack id, 0 = none */
 	int32_t vmstate;  /* g->vmstate: ~LJ_VMST_* or a trace number */
 	uint32_t lua_state; /* enum lp_lua_state */
+	uint32_t ustop;   /* enum lp_ustop_reason */
 };
 
 struct lp_lost {
@@ -336,6 +377,28 @@ struct lp_trace {
 	uint64_t proto; /* proto id, 0 unknown */
 	uint32_t startpc, root;
 	uint64_t mcode, szmcode;
+};
+
+/* One snapshot of a trace: from mcofs (bytes from the trace's mcode) to
+ * the next snapshot's, its machine code stands for these Lua frames, base
+ * first: the first is the trace's base frame (LP_LFRAME_BASE, or the
+ * function that replaced it), the last runs the code.  nframe 0: the
+ * recorder could not read the snapshot, its code is not placed. */
+struct lp_tsnap {
+	uint32_t mcofs;
+	uint32_t nframe;
+	const struct lp_lframe *frames;
+};
+
+/* The snapshots of a compiled trace (docs/format.md, trace_snaps): what
+ * a report needs to place a sample's address in the trace's machine
+ * code among the functions the trace inlined, and at their lines. */
+struct lp_trace_snaps {
+	uint64_t trace;  /* the trace record's id, never 0 */
+	uint32_t bcofs;  /* bytes from a proto's address to its bytecode */
+	uint64_t bcbase; /* the address LP_LFRAME_BASE positions count from */
+	uint32_t nsnap;
+	const struct lp_tsnap *snaps; /* ascending mcofs, the first 0 */
 };
 
 /* The source text of a Lua chunk loaded from a file (chunkname "@path"),
@@ -443,6 +506,7 @@ struct lp_record {
 		struct lp_lua_source lua_source;
 		struct lp_srclines srclines;
 		struct lp_puc_lua puc_lua;
+		struct lp_trace_snaps trace_snaps;
 	} u;
 };
 
@@ -489,6 +553,8 @@ void trace_writer_get_stats(const struct trace_writer *w,
  * (0 for one it would refuse), so that a writer can bound what it embeds
  * before it writes, and `info` count what a trace holds. */
 size_t lp_srclines_size(const struct lp_srclines *sl);
+/* Likewise for a TRACE_SNAPS record (0 for one the writer would refuse). */
+size_t lp_trace_snaps_size(const struct lp_trace_snaps *ts);
 
 /* ---- reader.c ----------------------------------------------------------
  * The reader treats the file as untrusted.  Opening fails with a message

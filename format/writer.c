@@ -380,6 +380,90 @@ size_t lp_srclines_size(const struct lp_srclines *sl)
 	return n;
 }
 
+/* How many of snapshot s's first frames equal those of the snapshot
+ * before it (prev NULL: none): what the keep field saves writing. */
+static uint32_t tsnap_keep(const struct lp_tsnap *prev, const struct lp_tsnap *s)
+{
+	uint32_t k = 0;
+
+	if (!prev || !s->nframe)
+		return 0;
+	/* At least the last frame is written: a snapshot with nothing new
+	 * would be indistinguishable from a duplicate. */
+	while (k < prev->nframe && k + 1 < s->nframe &&
+	       prev->frames[k].kind == s->frames[k].kind &&
+	       prev->frames[k].value == s->frames[k].value &&
+	       prev->frames[k].pc == s->frames[k].pc &&
+	       prev->frames[k].link == s->frames[k].link)
+		k++;
+	return k;
+}
+
+/* Whether the writer can encode ts: the grammar's rules a reader checks. */
+static int trace_snaps_valid(const struct lp_trace_snaps *ts)
+{
+	uint64_t total = 0;
+
+	if (!ts->trace || (ts->nsnap && !ts->snaps))
+		return 0;
+	for (uint32_t i = 0; i < ts->nsnap; i++) {
+		const struct lp_tsnap *s = &ts->snaps[i];
+
+		if (s->nframe > LP_TSNAP_MAX_FRAMES || (s->nframe && !s->frames) ||
+		    (i && s->mcofs <= ts->snaps[i - 1].mcofs))
+			return 0;
+		total += s->nframe;
+	}
+	return total <= LP_TSNAP_MAX_TOTAL;
+}
+
+static int put_trace_snaps(struct lp_buf *b, const struct lp_trace_snaps *ts)
+{
+	uint32_t prev_mcofs = 0;
+	int err;
+
+	if (!trace_snaps_valid(ts))
+		return -EINVAL;
+	err = lp_put_uv(b, ts->trace) ?: lp_put_uv(b, ts->bcofs) ?:
+	      lp_put_uv(b, ts->bcbase) ?: lp_put_uv(b, ts->nsnap);
+	for (uint32_t i = 0; !err && i < ts->nsnap; i++) {
+		const struct lp_tsnap *s = &ts->snaps[i];
+		uint32_t keep = tsnap_keep(i ? &ts->snaps[i - 1] : NULL, s);
+
+		err = lp_put_uv(b, s->mcofs - prev_mcofs) ?: lp_put_uv(b, keep) ?:
+		      lp_put_uv(b, s->nframe - keep);
+		for (uint32_t k = keep; !err && k < s->nframe; k++) {
+			const struct lp_lframe *f = &s->frames[k];
+
+			err = lp_put_uv(b, f->kind) ?: lp_put_uv(b, f->value) ?:
+			      lp_put_uv(b, f->pc) ?: lp_put_uv(b, f->link);
+		}
+		prev_mcofs = s->mcofs;
+	}
+	return err;
+}
+
+size_t lp_trace_snaps_size(const struct lp_trace_snaps *ts)
+{
+	uint32_t prev_mcofs = 0;
+	size_t n;
+
+	if (!trace_snaps_valid(ts))
+		return 0;
+	n = uv_size(ts->trace) + uv_size(ts->bcofs) + uv_size(ts->bcbase) + uv_size(ts->nsnap);
+	for (uint32_t i = 0; i < ts->nsnap; i++) {
+		const struct lp_tsnap *s = &ts->snaps[i];
+		uint32_t keep = tsnap_keep(i ? &ts->snaps[i - 1] : NULL, s);
+
+		n += uv_size(s->mcofs - prev_mcofs) + uv_size(keep) + uv_size(s->nframe - keep);
+		for (uint32_t k = keep; k < s->nframe; k++)
+			n += uv_size(s->frames[k].kind) + uv_size(s->frames[k].value) +
+			     uv_size(s->frames[k].pc) + uv_size(s->frames[k].link);
+		prev_mcofs = s->mcofs;
+	}
+	return n;
+}
+
 /* Appends the body of rec to b; returns 0, -EINVAL or -E2BIG/-ENOMEM. */
 static int put_body(struct trace_writer *w, struct lp_buf *b,
 		    const struct lp_record *rec)
@@ -429,7 +513,7 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 		       lp_put_uv(b, sa->cpu) ?: lp_put_uv(b, sa->kstack) ?:
 		       lp_put_uv(b, sa->ustack) ?: lp_put_uv(b, sa->flags) ?:
 		       lp_put_uv(b, sa->lstack) ?: lp_put_sv(b, sa->vmstate) ?:
-		       lp_put_uv(b, sa->lua_state);
+		       lp_put_uv(b, sa->lua_state) ?: lp_put_uv(b, sa->ustop);
 	case LP_REC_LOST:
 		return lp_put_uv(b, rec->u.lost.time_ns) ?:
 		       lp_put_uv(b, rec->u.lost.count) ?:
@@ -465,6 +549,8 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 		return put_lua_source(b, &rec->u.lua_source);
 	case LP_REC_SRCLINES:
 		return put_srclines(b, &rec->u.srclines);
+	case LP_REC_TRACE_SNAPS:
+		return put_trace_snaps(b, &rec->u.trace_snaps);
 	case LP_REC_DEBUG_RETIRED:
 		break; /* a type no writer writes any more */
 	}

@@ -137,18 +137,56 @@ void source_table_free(struct source_table *st);
 
 /* ---- luajit_traces.c ----------------------------------------------------
  * Compiled traces by (pid, number, GCtrace address, fingerprint), read
- * once each: a number reused after a flush gets a new id.  *rec is set
- * when a TRACE record must be written, *prec when the proto it starts in
- * was read for it (write that first). */
+ * once each: a number reused after a flush gets a new id, and so does a
+ * trace found changed when it is looked at again (at most every 100 ms).
+ * *rec is set when a TRACE record must be written, *snaps when a
+ * TRACE_SNAPS record must follow it; the protos either names are handed
+ * to emit_proto first, in the order they must be written. */
 struct trace_table;
+
+typedef void (*snap_emit_proto_fn)(void *ctx, const struct lp_proto *rec);
+
+/* What the table read, for record's summary. */
+struct snap_stats {
+	uint64_t traces;     /* traces whose snapshots were written */
+	uint64_t stale;      /* ... gone or changed before they were read */
+	uint64_t unreadable; /* ... that could not be read or made no sense */
+	uint64_t snaps;      /* snapshots written */
+	uint64_t unplaced;   /* ... of them not decoded: code not placed */
+};
+
+#define LJ_TRACE_HDR 256 /* bytes of a GCtrace read: every field used */
 
 struct trace_table *trace_table_new(void);
 uint64_t trace_table_get(struct trace_table *tt, struct proto_table *pt,
 			 const struct lj_target *t, uint64_t addr, uint32_t traceno,
 			 uint16_t fingerprint, const struct lp_trace **rec,
-			 const struct lp_proto **prec);
+			 const struct lp_trace_snaps **snaps,
+			 snap_emit_proto_fn emit_proto, void *ctx);
 uint64_t trace_table_count(const struct trace_table *tt);
+void trace_table_stats(const struct trace_table *tt, struct snap_stats *out);
 void trace_table_free(struct trace_table *tt);
+/* The id of the proto at addr, reading it if it is new (*prec is then
+ * set, and owned by pt until its next call), and its bytecode's length
+ * in *sizebc; 0 if it cannot be read. */
+uint64_t lj_proto_get(struct proto_table *pt, const struct lj_target *t,
+		      uint64_t addr, uint32_t *sizebc, const struct lp_proto **prec);
+
+/* ---- luajit_snaps.c -----------------------------------------------------
+ * A trace's snapshots, read from the target and decoded into the frames
+ * its machine code stands for (see the file).  hdr holds the GCtrace's
+ * first LJ_TRACE_HDR bytes.  0 with *out set (owned by sr until its next
+ * call); -ENOTSUP if the layout has no snapshot offsets; -ESTALE if the
+ * trace is gone or changed; another -errno if it could not be read. */
+struct snap_reader;
+
+struct snap_reader *snap_reader_new(void);
+int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
+		     const struct lj_target *t, uint64_t addr, uint32_t traceno,
+		     const uint8_t *hdr, uint64_t trace_id, snap_emit_proto_fn emit,
+		     void *ctx, const struct lp_trace_snaps **out);
+void snap_reader_stats(const struct snap_reader *sr, struct snap_stats *out);
+void snap_reader_free(struct snap_reader *sr);
 
 /* A GCRef or MRef copied out of target memory: ref_size bytes,
  * zero-extended (x86_64 is little-endian). */

@@ -215,14 +215,18 @@ static const struct {
 	FIELD(ffid_coroutine_resume), FIELD(ffid_coroutine_wrap_aux),
 	FIELD(g2j), FIELD(j_trace), FIELD(j_sizetrace), FIELD(tr_startpt),
 	FIELD(tr_startpc), FIELD(tr_mcode), FIELD(tr_szmcode), FIELD(tr_root),
-	FIELD(tr_traceno),
+	FIELD(tr_traceno), FIELD(tr_nsnap), FIELD(tr_nsnapmap), FIELD(tr_nk),
+	FIELD(tr_snap), FIELD(tr_snapmap), FIELD(tr_ir), FIELD(sn_size),
+	FIELD(sn_mapofs), FIELD(sn_mcofs), FIELD(sn_nent),
 };
 
 /* Fields a file may leave out: without them Lua frames are still walked
- * (fast-function ids: no coroutine crossing; traces: number only). */
+ * (fast-function ids: no coroutine crossing; traces: number only;
+ * snapshots: compiled code placed in the trace's first function). */
 static int optional_field(const char *name)
 {
 	return !strncmp(name, "ffid_", 5) || !strncmp(name, "tr_", 3) ||
+	       !strncmp(name, "sn_", 3) ||
 	       !strncmp(name, "j_", 2) || !strcmp(name, "g2j");
 }
 #undef FIELD

@@ -70,6 +70,7 @@ enum lj_dwarf_type {
 	T_GCREF,
 	T_JIT,
 	T_TRACE,
+	T_SNAP,
 	T_COUNT,
 };
 
@@ -77,7 +78,7 @@ static const char *const type_names[T_COUNT] = {
 	[T_GG] = "GG_State",   [T_G] = "global_State", [T_L] = "lua_State",
 	[T_FUNCC] = "GCfuncC", [T_FUNCL] = "GCfuncL",  [T_FUNC] = "GCfunc",
 	[T_PROTO] = "GCproto", [T_STR] = "GCstr",      [T_GCREF] = "GCRef",
-	[T_JIT] = "jit_State", [T_TRACE] = "GCtrace",
+	[T_JIT] = "jit_State", [T_TRACE] = "GCtrace", [T_SNAP] = "SnapShot",
 };
 
 #define FF_MAX 256 /* fast function ids fit the walker's u8 */
@@ -147,6 +148,25 @@ static const struct member_field trace_fields[] = {
 	MF(T_TRACE, "szmcode", tr_szmcode),
 	MF(T_TRACE, "root", tr_root),
 	MF(T_TRACE, "traceno", tr_traceno),
+};
+
+/* A trace's snapshots (luajit_snaps.c): all of them or none, each of the
+ * size luajit_snaps.c reads (a u16 mapofs and no mcofs before 2020). */
+static const struct {
+	enum lj_dwarf_type type;
+	const char *member;
+	size_t field;
+	unsigned size;
+} snap_fields[] = {
+	{ T_TRACE, "nsnap", offsetof(struct lj_layout, tr_nsnap), 2 },
+	{ T_TRACE, "nsnapmap", offsetof(struct lj_layout, tr_nsnapmap), 4 },
+	{ T_TRACE, "nk", offsetof(struct lj_layout, tr_nk), 4 },
+	{ T_TRACE, "snap", offsetof(struct lj_layout, tr_snap), 8 },
+	{ T_TRACE, "snapmap", offsetof(struct lj_layout, tr_snapmap), 8 },
+	{ T_TRACE, "ir", offsetof(struct lj_layout, tr_ir), 8 },
+	{ T_SNAP, "mapofs", offsetof(struct lj_layout, sn_mapofs), 4 },
+	{ T_SNAP, "mcofs", offsetof(struct lj_layout, sn_mcofs), 2 },
+	{ T_SNAP, "nent", offsetof(struct lj_layout, sn_nent), 1 },
 };
 #undef MF
 
@@ -314,8 +334,11 @@ static void scan_unit(Dwarf_Die *unit, struct lj_types *ty, int depth,
 static bool types_complete(const struct lj_types *ty)
 {
 	for (int i = 0; i < T_COUNT; i++)
-		if (!ty->have[i] && i != T_FUNC && i != T_FUNCC && i != T_FUNCL)
+		if (!ty->have[i] && i != T_FUNC && i != T_FUNCC && i != T_FUNCL &&
+		    i != T_TRACE && i != T_SNAP)
 			return false;
+	if (!ty->have[T_TRACE] || !ty->have[T_SNAP])
+		return false; /* worth looking on for, not required */
 	return (ty->have[T_FUNCC] && ty->have[T_FUNCL]) || ty->have[T_FUNC];
 }
 
@@ -543,6 +566,50 @@ static void trace_layout(struct lj_types *ty, struct lj_layout *lo, uint16_t gg_
 	*lo = t;
 }
 
+/* The size of a member's type, through typedefs; 0 if unknown. */
+static unsigned member_size(Dwarf_Die *m)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Die type;
+	Dwarf_Word size;
+
+	if (!dwarf_attr_integrate(m, DW_AT_type, &attr) ||
+	    !dwarf_formref_die(&attr, &type) || dwarf_aggregate_size(&type, &size) ||
+	    size > UINT16_MAX)
+		return 0;
+	return (unsigned)size;
+}
+
+/* The snapshot fields from GCtrace and SnapShot, as luajit_snaps.c reads
+ * them: all from DWARF or none (then no snapshots are read), never the
+ * built-in row's, for the reason trace_layout() gives; types of another
+ * shape (an older release) leave them 0 too. */
+static void snap_layout(struct lj_types *ty, struct lj_layout *lo)
+{
+	struct lj_layout sl = *lo;
+	int size;
+
+	if (!ty->have[T_TRACE] || !ty->have[T_SNAP])
+		return;
+	for (size_t i = 0; i < sizeof(snap_fields) / sizeof(snap_fields[0]); i++) {
+		Dwarf_Die m;
+		uint64_t off;
+		uint16_t v;
+
+		if (find_member(&ty->die[snap_fields[i].type], snap_fields[i].member,
+				&off, &m, 0) || off > UINT16_MAX ||
+		    member_size(&m) != snap_fields[i].size)
+			return;
+		v = (uint16_t)off;
+		memcpy((char *)&sl + snap_fields[i].field, &v, sizeof(v));
+	}
+	size = dwarf_bytesize(&ty->die[T_SNAP]);
+	if (size <= 0 || size > 64)
+		return;
+	sl.sn_size = (uint16_t)size;
+	*lo = sl;
+}
+
 static int fill_layout(struct lj_types *ty, struct lj_layout *lo,
 		       const char *path, char *msg, size_t msglen)
 {
@@ -621,6 +688,7 @@ static int fill_layout(struct lj_types *ty, struct lj_layout *lo,
 	lo->cf_prev = cf->layout.cf_prev;
 	lo->cf_size = cf->layout.cf_size;
 	trace_layout(ty, lo, gg_g);
+	snap_layout(ty, lo);
 
 	/* Without the enum (a compiler drops unused types), the ids of the
 	 * variant's built-in row. */

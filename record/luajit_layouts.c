@@ -14,7 +14,8 @@
  * way its debian/rules does (`make amalg` with dpkg-buildflags) plus -g,
  * with and without GC64, and a probe compiled against LuaJIT's internal
  * headers (lj_obj.h, lj_frame.h, lj_dispatch.h, lj_jit.h, lj_ff.h) with
- * the same defines printed every offsetof, sizeof and constant below.  The
+ * the same defines printed every offsetof, sizeof and constant below
+ * (GCtrace and SnapShot too, with lj_ir.h for luajit_snaps.c's IR).  The
  * fast-function names are buildvm's jit/vmdef.lua of those builds, which is
  * identical to the one each Debian package ships.  The GC64 builds' .text
  * and .rodata are byte for byte those of the Debian objects, so the flags
@@ -41,6 +42,13 @@
 #include "record/luajit_layouts.h"
 
 /*
+ * SnapShot (lj_jit.h), the same in all four: { u32 mapofs; IRRef1 ref;
+ * u16 mcofs; u8 nslots, topslot, nent, count; }.  Releases before 2020
+ * had no mcofs and a u16 mapofs: DWARF tells them apart.
+ */
+#define LJ_SNAPSHOT .sn_size = 12, .sn_mapofs = 0, .sn_mcofs = 6, .sn_nent = 10
+
+/*
  * Offsets shared by upstream and OpenResty: they differ only in the size
  * of lua_State, global_State and jit_State, i.e. in gg_g and g2disp.
  */
@@ -64,7 +72,9 @@
 	.ffid_coroutine_resume = 35, .ffid_coroutine_wrap_aux = 36,        \
 	.j_trace = 384, .j_sizetrace = 396, /* trace: a pointer, 8 bytes */ \
 	.tr_startpt = 64, .tr_startpc = 72, .tr_mcode = 88,                \
-	.tr_szmcode = 84, .tr_root = 108, .tr_traceno = 104
+	.tr_szmcode = 84, .tr_root = 108, .tr_traceno = 104,               \
+	.tr_nsnap = 10, .tr_nsnapmap = 44, .tr_nk = 40, .tr_snap = 48,     \
+	.tr_snapmap = 56, .tr_ir = 32, LJ_SNAPSHOT
 
 /*
  * Without GC64 a GCRef or MRef is 4 bytes, but some fields stay 8: L->base
@@ -91,7 +101,9 @@
 	.ffid_coroutine_resume = 35, .ffid_coroutine_wrap_aux = 36,        \
 	.j_trace = 360, .j_sizetrace = 372,                                \
 	.tr_startpt = 48, .tr_startpc = 52, .tr_mcode = 64,                \
-	.tr_szmcode = 60, .tr_root = 84, .tr_traceno = 80
+	.tr_szmcode = 60, .tr_root = 84, .tr_traceno = 80,                 \
+	.tr_nsnap = 6, .tr_nsnapmap = 28, .tr_nk = 24, .tr_snap = 32,      \
+	.tr_snapmap = 40, .tr_ir = 16, LJ_SNAPSHOT
 
 /*
  * Fast-function names by id.  Index 0 is a Lua function, 1 a C function;

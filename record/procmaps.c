@@ -6,6 +6,14 @@
  * The recorder keeps one table per target and compares a fresh read with
  * the last one, so a library loaded while recording (dlopen) is written to
  * the trace as an added mapping rather than as another full snapshot.
+ *
+ * Anonymous memory that held code keeps counting as code while it stays
+ * mapped, whatever its permissions say at the moment of a read: LuaJIT
+ * makes its newest machine-code area writable and not executable while it
+ * writes a trace there, many times a second while it compiles, and a read
+ * at such a moment would otherwise drop the traces already running there.
+ * Which anonymous memory held code: what the last read said was
+ * executable, and the addresses where the sampler saw code run.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,7 +29,9 @@ static int mapping_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* One line: "start-end perms offset dev inode   path". */
+/* One line: "start-end perms offset dev inode   path".  Returns 1 for a
+ * mapping that is not code, with *m's range and path filled in (path not
+ * owned) so that the caller may keep it anyway. */
 static int parse_line(char *line, struct lp_mapping *m)
 {
 	unsigned long long start, end, pgoff, inode;
@@ -32,8 +42,6 @@ static int parse_line(char *line, struct lp_mapping *m)
 	if (sscanf(line, "%llx-%llx %7s %llx %*s %llu %n", &start, &end, perms,
 		   &pgoff, &inode, &pathpos) < 5)
 		return -EINVAL;
-	if (perms[2] != 'x')
-		return 1; /* not code: skip */
 	path = pathpos ? line + pathpos : (char *)"";
 	nl = strchr(path, '\n');
 	if (nl)
@@ -42,13 +50,60 @@ static int parse_line(char *line, struct lp_mapping *m)
 	m->end = end;
 	m->pgoff = pgoff;
 	m->inode = inode;
+	m->path = path;
+	if (perms[2] != 'x')
+		return 1; /* not code: skip, unless it held code */
 	m->prot = LP_PROT_EXEC | (perms[0] == 'r' ? LP_PROT_READ : 0) |
 		  (perms[1] == 'w' ? LP_PROT_WRITE : 0);
 	m->path = strdup(path);
 	return m->path ? 0 : -ENOMEM;
 }
 
-int procmaps_read(pid_t pid, struct maps_table *out)
+/* Anonymous, as a JIT's code is: no file, no pseudo-file name. */
+static int anonymous(const struct lp_mapping *m)
+{
+	return !m->inode && (!m->path[0] || !strncmp(m->path, "[anon", 5));
+}
+
+/*
+ * For an anonymous mapping that is not executable now: the part of it that
+ * held code, [*lo, *hi): all of it if one of the addresses code ran at
+ * lies in it, else its overlap with anonymous code of the last read.  0
+ * if none did.
+ */
+static int held_code(const struct lp_mapping *m, const struct maps_table *prev,
+		     const uint64_t *code, uint32_t ncode, uint64_t *lo,
+		     uint64_t *hi)
+{
+	*lo = m->end;
+	*hi = m->start;
+	for (uint32_t i = 0; i < ncode; i++) {
+		if (code[i] >= m->start && code[i] < m->end) {
+			*lo = m->start;
+			*hi = m->end;
+			return 1;
+		}
+	}
+	for (uint32_t i = 0; prev && i < prev->n; i++) {
+		const struct lp_mapping *p = &prev->v[i];
+
+		uint64_t a, b;
+
+		if (!anonymous(p) || p->end <= m->start || p->start >= m->end)
+			continue;
+		a = p->start > m->start ? p->start : m->start;
+		b = p->end < m->end ? p->end : m->end;
+		if (a < *lo)
+			*lo = a;
+		if (b > *hi)
+			*hi = b;
+	}
+	return *lo < *hi;
+}
+
+int procmaps_read_code(pid_t pid, const struct maps_table *prev,
+		       const uint64_t *code, uint32_t ncode,
+		       struct maps_table *out)
 {
 	char fname[64], *line = NULL;
 	size_t linecap = 0;
@@ -64,10 +119,22 @@ int procmaps_read(pid_t pid, struct maps_table *out)
 		return -errno;
 	while (getline(&line, &linecap, f) > 0) {
 		struct lp_mapping m;
+		uint64_t lo, hi;
 		int r = parse_line(line, &m);
 
-		if (r == 1 || r == -EINVAL)
+		if (r == -EINVAL)
 			continue;
+		if (r == 1) {
+			if (!anonymous(&m) || !held_code(&m, prev, code, ncode, &lo, &hi))
+				continue;
+			/* As it was when it ran: readable, executable. */
+			m.start = lo;
+			m.end = hi;
+			m.pgoff = 0;
+			m.prot = LP_PROT_READ | LP_PROT_EXEC;
+			m.path = strdup(m.path);
+			r = m.path ? 0 : -ENOMEM;
+		}
 		if (r < 0) {
 			err = r;
 			break;
@@ -96,6 +163,11 @@ int procmaps_read(pid_t pid, struct maps_table *out)
 	return 0;
 }
 
+int procmaps_read(pid_t pid, struct maps_table *out)
+{
+	return procmaps_read_code(pid, NULL, NULL, 0, out);
+}
+
 const struct lp_mapping *maps_table_find(const struct maps_table *t,
 					 uint64_t addr)
 {
@@ -112,6 +184,59 @@ const struct lp_mapping *maps_table_find(const struct maps_table *t,
 			return &t->v[mid];
 	}
 	return NULL;
+}
+
+/*
+ * Adds an anonymous, executable page for an address where the sampler saw
+ * code run though no mapping of the last read holds it (the process is
+ * gone, or unmapped the code since): that much is known to have been
+ * there.  Clipped to its neighbours.  1 if added, 0 if already held.
+ */
+int maps_table_add_code(struct maps_table *t, uint64_t addr)
+{
+	struct lp_mapping m = { .start = addr & ~4095ull, .end = (addr & ~4095ull) + 4096,
+				.prot = LP_PROT_READ | LP_PROT_EXEC };
+	struct lp_mapping *v;
+	uint32_t i = 0;
+
+	if (maps_table_find(t, addr))
+		return 0;
+	while (i < t->n && t->v[i].start <= addr)
+		i++;
+	if (i > 0 && t->v[i - 1].end > m.start)
+		m.start = t->v[i - 1].end;
+	if (i < t->n && t->v[i].start < m.end)
+		m.end = t->v[i].start;
+	m.path = strdup("");
+	v = m.path ? realloc(t->v, (t->n + 1) * sizeof(*v)) : NULL;
+	if (!v) {
+		free((char *)m.path);
+		return -ENOMEM;
+	}
+	memmove(v + i + 1, v + i, (t->n - i) * sizeof(*v));
+	v[i] = m;
+	t->v = v;
+	t->n++;
+	return 1;
+}
+
+/* A copy of t, paths and all. */
+int maps_table_copy(const struct maps_table *t, struct maps_table *out)
+{
+	out->n = 0;
+	out->v = malloc((t->n ? t->n : 1) * sizeof(*out->v));
+	if (!out->v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->n; i++) {
+		out->v[i] = t->v[i];
+		out->v[i].path = strdup(t->v[i].path);
+		if (!out->v[i].path) {
+			maps_table_free(out);
+			return -ENOMEM;
+		}
+		out->n++;
+	}
+	return 0;
 }
 
 static int same_mapping(const struct lp_mapping *a, const struct lp_mapping *b)

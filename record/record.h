@@ -1,10 +1,12 @@
 /*
  * record.h - `luaprof record`: sample target processes with BPF and write a
- * trace.  The only entry point record/ offers the rest of the program.
+ * trace; and `luaprof check`: will it run on this kernel?  The only entry
+ * points record/ offers the rest of the program.
  */
 #ifndef LUAPROF_RECORD_RECORD_H
 #define LUAPROF_RECORD_RECORD_H
 
 int cmd_record(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 #endif

@@ -24,8 +24,18 @@ struct maps_table {
 };
 
 int procmaps_read(pid_t pid, struct maps_table *out);
+/* The same, also keeping anonymous memory that held code though it is not
+ * executable now: prev's anonymous code, and the mappings holding the
+ * addresses in code[] (where the sampler saw code run). */
+int procmaps_read_code(pid_t pid, const struct maps_table *prev,
+		       const uint64_t *code, uint32_t ncode,
+		       struct maps_table *out);
 const struct lp_mapping *maps_table_find(const struct maps_table *t,
 					 uint64_t addr);
+/* An anonymous executable page at addr, where code was seen to run though
+ * no mapping holds it: 1 added, 0 already held, -ENOMEM. */
+int maps_table_add_code(struct maps_table *t, uint64_t addr);
+int maps_table_copy(const struct maps_table *t, struct maps_table *out);
 /* Mappings of `now` not present, identical, in `old`; borrowed pointers. */
 uint32_t maps_table_added(const struct maps_table *old,
 			  const struct maps_table *now,
@@ -213,6 +223,38 @@ struct perf_sampling {
 int perf_sampling_attach(struct perf_sampling *ps, struct bpf_program *prog,
 			 unsigned int freq_hz);
 void perf_sampling_detach(struct perf_sampling *ps);
+
+/* ---- kernel.c: what the kernel offers; loading the BPF sampler --------- */
+/* Something luaprof needs of the kernel, and the version that brought it. */
+struct kernel_feature {
+	const char *what;  /* "bpf_loop()" */
+	const char *since; /* "5.17" */
+	const char *use;   /* what luaprof needs it for */
+	int (*probe)(int arg);
+	int arg;
+};
+
+extern const struct kernel_feature kernel_features[];
+extern const int kernel_nfeatures;
+
+/* 1: the kernel has it; 0: it does not; -errno: cannot tell (no root). */
+int kernel_feature_probe(const struct kernel_feature *f);
+/* How many features the kernel lacks; their names and versions into out
+ * ("bpf_loop() (Linux 5.17), ..."), *newest the index of the one of the
+ * most recent Linux version (-1 if none). */
+int kernel_missing_features(char *out, size_t cap, int *newest);
+
+struct sampler;
+/*
+ * Opens and loads the BPF sampler (bpf/sampler.bpf.c) with follow_children
+ * in its config; size (if not NULL) sizes its maps between open and load
+ * (0 or -errno).  libbpf's messages go to stderr as they come if verbose.
+ * On failure, with who ("luaprof record") as the prefix, says what the
+ * kernel lacks, or which field or verifier check failed.  0 or -errno.
+ */
+int sampler_load(struct sampler **out, int follow_children,
+		 int (*size)(struct sampler *skel, void *arg), void *arg,
+		 int verbose, const char *who);
 
 /* ---- launch.c: `record -- CMD ARGS` ------------------------------------ */
 struct launched {

@@ -52,6 +52,19 @@ _Static_assert((int)LP_WALK_WALKED == (int)LP_LUA_WALKED &&
 		       (int)LP_WALK_NO_G == (int)LP_LUA_NO_G &&
 		       (int)LP_WALK_BAD_L == (int)LP_LUA_BAD_L,
 	       "BPF walk states and trace lua states agree");
+_Static_assert((int)LP_USTOP_FALLBACK == (int)LP_USTOP_R_UNKNOWN &&
+		       (int)LP_USTOP_END == (int)LP_USTOP_R_COMPLETE &&
+		       (int)LP_USTOP_DEPTH == (int)LP_USTOP_R_DEPTH &&
+		       (int)LP_USTOP_UNMAPPED == (int)LP_USTOP_R_UNMAPPED &&
+		       (int)LP_USTOP_JIT == (int)LP_USTOP_R_JIT &&
+		       (int)LP_USTOP_NO_ROW == (int)LP_USTOP_R_NO_CFI &&
+		       (int)LP_USTOP_UNSUPPORTED == (int)LP_USTOP_R_UNSUPPORTED &&
+		       (int)LP_USTOP_READ == (int)LP_USTOP_R_READ &&
+		       (int)LP_USTOP_BAD_FRAME == (int)LP_USTOP_R_BAD_FRAME &&
+		       (int)LP_USTOP_NO_REGS == (int)LP_USTOP_R_NO_REGS &&
+		       (int)LP_USTOP_NO_TABLE == (int)LP_USTOP_R_NO_TABLE &&
+		       (int)LP_USTOP_MAX == (int)LP_USTOP_R_MAX,
+	       "BPF walk stops and trace stop reasons agree");
 _Static_assert((int)LP_LUA_FRAME_LUA == (int)LP_LFRAME_LUA &&
 		       (int)LP_LUA_FRAME_C == (int)LP_LFRAME_C &&
 		       (int)LP_LUA_FRAME_FF == (int)LP_LFRAME_FF &&
@@ -205,8 +218,9 @@ static struct target *find_target(struct session *s, pid_t pid)
 	return NULL;
 }
 
-static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
-		      int replace)
+/* code[]: addresses the sampler saw code run at (see procmaps.c). */
+static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns,
+			   int replace, const uint64_t *code, uint32_t ncode)
 {
 	struct maps_table now;
 	const struct lp_mapping **added = NULL;
@@ -215,22 +229,30 @@ static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
 	uint32_t n;
 
 	t->maps_read_ns = mono_ns();
-	if (procmaps_read(t->pid, &now))
-		return; /* gone already: its samples print as [unmapped] */
-	if (!s->write_err)
-		object_set_assign(s->objs, t->pid, &now, s->w);
+	if (procmaps_read_code(t->pid, replace ? NULL : &t->maps, code, ncode, &now)) {
+		/* Gone already: its samples print as [unmapped], but for code
+		 * the sampler saw run (below). */
+		if (!ncode || replace || maps_table_copy(&t->maps, &now))
+			return;
+	}
+	for (uint32_t i = 0; i < ncode; i++)
+		maps_table_add_code(&now, code[i]);
 	added = calloc(now.n ? now.n : 1, sizeof(*added));
 	list = calloc(now.n ? now.n : 1, sizeof(*list));
 	if (!added || !list)
 		goto cleanup;
-	if (replace) {
-		for (n = 0; n < now.n; n++)
-			list[n] = now.v[n];
-	} else {
-		n = maps_table_added(&t->maps, &now, added, now.n);
-		for (uint32_t i = 0; i < n; i++)
-			list[i] = *added[i];
-	}
+	n = replace ? now.n : maps_table_added(&t->maps, &now, added, now.n);
+	/* native unwinder first: until it has the list, walks of the
+	 * process stop at their leaf (bpf/unwind_native.bpf.h). */
+	if (replace)
+		unwind_add_process(s->unw, t->pid, &now);
+	else if (n)
+		unwind_update_process(s->unw, t->pid, &now);
+	if (!s->write_err)
+		object_set_assign(s->objs, t->pid, &now, s->w);
+	/* After the assignment: the records name each mapping's object. */
+	for (uint32_t i = 0; i < n; i++)
+		list[i] = replace ? now.v[i] : *added[i];
 	if (replace || n) {
 		memset(&rec, 0, sizeof(rec));
 		rec.type = LP_REC_MAPS;
@@ -243,23 +265,17 @@ static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
 	}
 	maps_table_free(&t->maps);
 	t->maps = now;
-	/* native unwinder: the mappings the BPF walker searches.  A full
-	 * read is often taken before the dynamic loader has mapped the
-	 * libraries (exec), and one that found new code may be followed by
-	 * more (dlopen): then the next address outside them re-reads at once
-	 * rather than after MAPS_REREAD_NS, since walks stop there.  Only a
-	 * read that found nothing new waits. */
+	/* A full read is often taken before the dynamic loader has mapped
+	 * the libraries (exec), and one that found new code may be followed
+	 * by more (dlopen): then the next address outside them re-reads at
+	 * once rather than after MAPS_REREAD_NS, since walks stop there.
+	 * Only a read that found nothing new waits. */
 	if (replace || n)
 		t->maps_read_ns = 0;
-	if (replace) {
-		unwind_add_process(s->unw, t->pid, &t->maps);
-	} else if (n) {
-		unwind_update_process(s->unw, t->pid, &t->maps);
-		/* A LuaJIT loaded with dlopen (a host program, a C module)
-		 * shows up as new mappings: look again. */
-		if (!t->lj)
-			attach_luajit(s, t, NULL);
-	}
+	/* A LuaJIT loaded with dlopen (a host program, a C module) shows up
+	 * as new mappings: look again. */
+	if (!replace && n && !t->lj)
+		attach_luajit(s, t, NULL);
 	now.v = NULL;
 	now.n = 0;
 cleanup:
@@ -394,6 +410,12 @@ static void note_puc_lua(struct session *s, struct target *t, const struct lua_p
 
 /* Finds the LuaJIT VM of a new target (or inherits its parent's, for a
  * forked child) and tells the BPF walker about it. */
+static void emit_maps(struct session *s, struct target *t, uint64_t time_ns,
+		      int replace)
+{
+	emit_maps_code(s, t, time_ns, replace, NULL, 0);
+}
+
 static void attach_luajit(struct session *s, struct target *t, struct target *parent)
 {
 	char msg[512], what[PATH_MAX + 400];
@@ -450,6 +472,37 @@ static void locate_luajit(struct session *s, struct target *t, uint64_t G)
 
 /* Adds pid to the table (if new) and writes what the trace needs to know
  * about it: its PROCESS record and a full mappings snapshot. */
+/*
+ * A child just forked maps what its parent did at the fork: it takes the
+ * parent's mappings, as the report does (a forked process record) and as
+ * the BPF walker did in the kernel, rather than a read of /proc, which by
+ * now may show an image the child exec'd since: its exec event, and the
+ * samples it took before, come later, and the old image's addresses would
+ * print as [unmapped].  1 if it did; the first address outside them has
+ * the mappings read as for any process.
+ */
+static int inherit_maps(struct session *s, struct target *t,
+			const struct target *parent)
+{
+	struct maps_table copy, now;
+
+	if (!parent || !parent->alive || !parent->maps.n ||
+	    maps_table_copy(&parent->maps, &copy))
+		return 0;
+	maps_table_free(&t->maps);
+	t->maps = copy;
+	t->maps_read_ns = 0;
+	/* The walker got the parent's list at the fork, if the parent had
+	 * one yet.  Its own is what the child maps now: the parent's
+	 * layout would be wrong for an image exec'd since, whose samples
+	 * the walker takes before its exec event reaches us. */
+	if (!procmaps_read(t->pid, &now)) {
+		unwind_add_process(s->unw, t->pid, &now);
+		maps_table_free(&now);
+	}
+	return 1;
+}
+
 static struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 				 uint64_t time_ns, uint32_t flags,
 				 const char *comm)
@@ -477,7 +530,8 @@ static struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 	if (flags & LP_PROC_EXEC)
 		t->puc_noted = 0; /* a new image */
 	emit_process(s, pid, ppid, time_ns, flags, comm);
-	emit_maps(s, t, time_ns, 1);
+	if (!inherit_maps(s, t, flags == LP_PROC_FORKED ? find_target(s, ppid) : NULL))
+		emit_maps(s, t, time_ns, 1);
 	attach_luajit(s, t, flags & LP_PROC_FORKED ? find_target(s, ppid) : NULL);
 	return t;
 }
@@ -555,6 +609,19 @@ static void emit_proto(struct session *s, pid_t pid, const struct lp_proto *pr)
 	emit(s, &rec);
 }
 
+struct proto_emit {
+	struct session *s;
+	pid_t pid;
+};
+
+/* emit_proto() for what luajit_traces.c reads. */
+static void emit_proto_cb(void *ctx, const struct lp_proto *pr)
+{
+	const struct proto_emit *pe = ctx;
+
+	emit_proto(pe->s, pe->pid, pr);
+}
+
 /* Interns the Lua frames of a sample (reading new protos on the way) and
  * returns the Lua stack id, 0 if none. */
 static uint64_t intern_lua_stack(struct session *s, struct target *t,
@@ -580,16 +647,24 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 
 		if (f->kind == LP_LUA_FRAME_TRACE) {
 			const struct lp_trace *tr;
-			const struct lp_proto *pr;
+
+			const struct lp_trace_snaps *snaps;
+			struct proto_emit pe = { s, t->pid };
 
 			/* value: the trace's number; pc: its record's id. */
 			pc = (uint32_t)trace_table_get(s->traces, s->protos, t->lj, f->addr,
-						       f->pc, f->fingerprint, &tr, &pr);
-			emit_proto(s, t->pid, pr);
+						       f->pc, f->fingerprint, &tr, &snaps,
+						       emit_proto_cb, &pe);
 			if (tr) {
 				memset(&rec, 0, sizeof(rec));
 				rec.type = LP_REC_TRACE;
 				rec.u.trace = *tr;
+				emit(s, &rec);
+			}
+			if (snaps) {
+				memset(&rec, 0, sizeof(rec));
+				rec.type = LP_REC_TRACE_SNAPS;
+				rec.u.trace_snaps = *snaps;
 				emit(s, &rec);
 			}
 			value = f->pc;
@@ -658,13 +733,45 @@ static void check_mappings(struct session *s, struct target *t,
 {
 	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
 	int unknown = e->ustack_stop == LP_USTOP_UNMAPPED;
+	uint64_t code[1];
+	uint32_t ncode = 0;
 
+	if (n > LP_MAX_USTACK)
+		n = LP_MAX_USTACK;
 	/* The native unwinder stops, frameless, at a pc in a mapping it does
-	 * not know yet: that too means new mappings. */
-	for (int i = 0; !unknown && i < n && i < LP_MAX_USTACK; i++)
-		unknown = !maps_table_find(&t->maps, e->ustack[i]);
-	if (unknown && mono_ns() - t->maps_read_ns >= MAPS_REREAD_NS)
-		emit_maps(s, t, e->h.time_ns, 0);
+	 * not know yet: that too means new mappings.  The frame it stepped
+	 * over as a trace's was code (bpf/unwind_native.bpf.h), whatever the
+	 * mappings say now, and the re-read keeps it. */
+	for (int i = 0; i < n; i++) {
+		if (maps_table_find(&t->maps, e->ustack[i]))
+			continue;
+		unknown = 1;
+		if ((uint32_t)i + 1 == e->ustack_jit)
+			code[ncode++] = e->ustack[i];
+	}
+	/* Code that ran is worth a read at once: the read keeps it (or a
+	 * page of it), so its next samples do not ask again.  The rest waits
+	 * its turn. */
+	if (ncode || (unknown && mono_ns() - t->maps_read_ns >= MAPS_REREAD_NS))
+		emit_maps_code(s, t, e->h.time_ns, 0, code, ncode);
+}
+
+/*
+ * The bytes of the user stack worth keeping.  A walk that stopped at a
+ * return address in no known code recorded it: new code (dlopen), which
+ * the re-read of the mappings found, or stack data taken for a return
+ * address, which it did not.  The latter is no frame: the stack ends
+ * before it, cut (the sample's ustop says so).  The leaf is never data.
+ */
+static int validated_ustack_bytes(const struct target *t,
+				  const struct lp_event_sample *e)
+{
+	int n = e->ustack_bytes / 8;
+
+	if (e->ustack_stop == LP_USTOP_UNMAPPED && t && n >= 2 && n <= LP_MAX_USTACK &&
+	    !maps_table_find(&t->maps, e->ustack[n - 1]))
+		return (n - 1) * 8;
+	return e->ustack_bytes;
 }
 
 static void handle_sample(struct session *s, const struct lp_event_sample *e,
@@ -700,7 +807,8 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	rec.u.sample.kstack = intern_stack(s, LP_STACK_KERNEL, (const uint64_t *)e->kstack,
 						 e->kstack_bytes);
 	rec.u.sample.ustack = intern_stack(s, LP_STACK_USER, (const uint64_t *)e->ustack,
-						 e->ustack_bytes);
+					   validated_ustack_bytes(t, e));
+	rec.u.sample.ustop = e->ustack_stop;
 	if (e->kstack_bytes < 0)
 		rec.u.sample.flags |= LP_SAMPLE_KSTACK_FAILED;
 	if (e->ustack_bytes < 0)
@@ -843,16 +951,13 @@ static int libbpf_stderr(enum libbpf_print_level level, const char *fmt,
 	return vfprintf(stderr, fmt, args);
 }
 
-static int load_sampler(struct session *s)
+/* The maps sized to the targets as they are now (mapsize.c). */
+static int size_maps(struct sampler *skel, void *arg)
 {
+	struct session *s = arg;
 	pid_t *desc = NULL, *pids = NULL;
 	int ndesc = 0, err;
 
-	s->skel = sampler__open();
-	if (!s->skel)
-		return -errno;
-	s->skel->rodata->follow_children = s->o->follow_children;
-	/* The maps sized to the targets as they are now (mapsize.c). */
 	if (!s->o->command && s->o->follow_children)
 		proc_descendants(s->o->pids, s->o->npids, &desc, &ndesc);
 	pids = calloc(s->o->npids + ndesc + 1, sizeof(*pids));
@@ -861,19 +966,30 @@ static int load_sampler(struct session *s)
 		if (ndesc)
 			memcpy(pids + s->o->npids, desc, ndesc * sizeof(*pids));
 	}
-	map_plan_make(&s->maps_plan, s->skel, pids, pids ? s->o->npids + ndesc : 0,
+	map_plan_make(&s->maps_plan, skel, pids, pids ? s->o->npids + ndesc : 0,
 		      !!s->o->command, s->o->freq_hz);
 	free(desc);
 	free(pids);
-	err = map_plan_apply(&s->maps_plan, s->skel);
-	if (err)
-		return err;
-	if (s->o->verbose)
+	err = map_plan_apply(&s->maps_plan, skel);
+	if (!err && s->o->verbose)
 		map_plan_print(&s->maps_plan, stderr);
-	err = sampler__load(s->skel);
+	return err;
+}
+
+/* sampler_load() says why the sampler did not load (kernel.c). */
+static int load_sampler(struct session *s)
+{
+	int err = sampler_load(&s->skel, s->o->follow_children, size_maps, s,
+			       s->o->verbose, "luaprof record");
+
 	if (err)
 		return err;
-	return sampler__attach(s->skel);
+	err = sampler__attach(s->skel);
+	if (err)
+		fprintf(stderr, "luaprof record: cannot attach the BPF sampler: %s%s\n",
+			strerror(-err), err == -EPERM ? " (recording needs root, or "
+			"CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)" : "");
+	return err;
 }
 
 /* Puts the initial targets in the BPF map and the trace. */
@@ -1102,6 +1218,19 @@ static void print_summary(struct session *s, uint64_t end_ns)
 			(unsigned long long)(s->lua.no_g + s->lua.bad_l + s->lua.no_vm),
 			(unsigned long long)proto_table_count(s->protos),
 			(unsigned long long)proto_table_failed(s->protos));
+	if (trace_table_count(s->traces)) {
+		struct snap_stats ts;
+
+		trace_table_stats(s->traces, &ts);
+		fprintf(stderr, "luaprof record: compiled traces: %llu met, read %llu "
+			"times: with their snapshots %llu (%llu snapshots, %llu not "
+			"decoded), gone or changed %llu, unreadable %llu\n",
+			(unsigned long long)trace_table_count(s->traces),
+			(unsigned long long)(ts.traces + ts.stale + ts.unreadable),
+			(unsigned long long)ts.traces, (unsigned long long)ts.snaps,
+			(unsigned long long)ts.unplaced, (unsigned long long)ts.stale,
+			(unsigned long long)ts.unreadable);
+	}
 	{
 		struct source_stats ss;
 
@@ -1217,13 +1346,8 @@ int record_session_run(const struct record_opts *o)
 			strerror(-err));
 		goto cleanup;
 	}
-	err = load_sampler(&s);
-	if (err) {
-		fprintf(stderr, "luaprof record: cannot load the BPF sampler: %s%s\n",
-			strerror(-err), err == -EPERM ? " (recording needs root, or "
-			"CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)" : "");
+	if (load_sampler(&s))
 		goto cleanup;
-	}
 	err = unwind_init(&s.unw, s.skel); /* native unwinder */
 	if (err && !o->quiet)
 		fprintf(stderr, "luaprof record: native unwinding off (%s); user "
@@ -1236,6 +1360,8 @@ int record_session_run(const struct record_opts *o)
 			goto cleanup;
 		}
 		s.launched_running = 1;
+		/* native unwinder: its tables ready before it runs */
+		unwind_preload(s.unw, o->command[0]);
 	}
 	s.start_ns = mono_ns();
 	emit_meta(&s);

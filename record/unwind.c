@@ -113,6 +113,9 @@ int unwind_init(struct unwinder **out, struct sampler *skel)
 		err = -errno;
 		goto cleanup;
 	}
+	/* From now on a process without a mapping list gets its leaf,
+	 * not a frame-pointer walk (bpf/unwind_native.bpf.h). */
+	skel->bss->unwind_tables_on = 1;
 	u->st.rows_max = u->rows_max;
 	u->st.map_bytes = u->rows_map_bytes + u->buckets_map_bytes +
 			  (uint64_t)u->objs_max * sizeof(struct lp_unwind_obj) +
@@ -226,6 +229,9 @@ static struct uobj *get_obj(struct unwinder *u, const struct obj_key *key,
 	o->kind = LP_UMAP_FP;
 	t0 = mono_ns();
 	if (!(key->vdso ? build_vdso(&t) : unwind_table_build_fd(fd, &t))) {
+		u->st.rows_deref += t.deref_rows;
+		u->st.rows_unsupported += t.unsupported;
+		u->st.exprs_unsupported += t.unsupported_exprs;
 		load_rows(u, o, &t);
 		free(t.rows);
 		t.rows = NULL;
@@ -238,6 +244,25 @@ static struct uobj *get_obj(struct unwinder *u, const struct obj_key *key,
 	else
 		u->st.objects_fp++;
 	return o;
+}
+
+static void key_of_file(const struct stat *st, struct obj_key *key)
+{
+	key->dev = st->st_dev;
+	key->ino = st->st_ino;
+	key->size = st->st_size;
+	key->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+int unwind_preload_file(struct unwinder *u, int fd)
+{
+	struct obj_key key = { 0 };
+	struct stat st;
+
+	if (!u || fstat(fd, &st))
+		return u ? -errno : 0;
+	key_of_file(&st, &key);
+	return get_obj(u, &key, fd) ? 0 : -ENOMEM;
 }
 
 /* Opens the file behind a mapping: the mapped file itself through
@@ -290,10 +315,7 @@ static int resolve_mapping(struct unwinder *u, pid_t pid,
 			out->kind = LP_UMAP_FP;
 			return 0;
 		}
-		key.dev = st.st_dev;
-		key.ino = st.st_ino;
-		key.size = st.st_size;
-		key.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		key_of_file(&st, &key);
 	}
 	o = get_obj(u, &key, fd);
 	if (fd >= 0)
@@ -387,6 +409,7 @@ void unwind_print_stats(const struct unwinder *u, FILE *f)
 		[LP_USTOP_JIT] = "jit", [LP_USTOP_NO_ROW] = "no-cfi",
 		[LP_USTOP_UNSUPPORTED] = "unsupported", [LP_USTOP_READ] = "read",
 		[LP_USTOP_BAD_FRAME] = "bad-frame", [LP_USTOP_NO_REGS] = "no-regs",
+		[LP_USTOP_NO_TABLE] = "no-table",
 	};
 	struct unwind_stats st;
 	uint64_t walks = 0;
@@ -401,6 +424,13 @@ void unwind_print_stats(const struct unwinder *u, FILE *f)
 		st.objects, (unsigned long long)st.rows, st.rows * 8 / 1024.0,
 		st.build_ns / 1e6, st.objects_fp, st.objects_full ? " (tables full)" : "",
 		st.map_bytes / 1048576.0);
+	if (st.rows_deref || st.rows_unsupported)
+		fprintf(f, "luaprof record: native unwind: %llu rows of realigned frames "
+			"(DWARF expressions); %llu rows the walker cannot run (%llu "
+			"expressions of no known form)\n",
+			(unsigned long long)st.rows_deref,
+			(unsigned long long)st.rows_unsupported,
+			(unsigned long long)st.exprs_unsupported);
 	if (st.objects_unindexed)
 		fprintf(f, "luaprof record: native unwind: %u objects searched without "
 			"a bucket index (index full): slower walks\n", st.objects_unindexed);

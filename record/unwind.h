@@ -28,6 +28,9 @@ struct unwind_stats {
 	uint32_t processes;      /* mapping lists loaded now */
 	uint32_t maps_dropped;   /* mappings past LP_UNWIND_MAX_MAPS */
 	uint64_t rows, rows_max;
+	uint64_t rows_deref;     /* realigned frames' rows (DWARF expressions) */
+	uint64_t rows_unsupported; /* rows whose rule the walker cannot run */
+	uint64_t exprs_unsupported; /* expressions of no known form met */
 	uint64_t map_bytes;      /* BPF map memory, fixed at load */
 	uint64_t build_ns;       /* time spent computing tables */
 	uint64_t stops[LP_USTOP_MAX]; /* walks by how they stopped */
@@ -44,6 +47,12 @@ int unwind_add_process(struct unwinder *u, pid_t pid,
 int unwind_update_process(struct unwinder *u, pid_t pid,
 			  const struct maps_table *maps);
 void unwind_remove_process(struct unwinder *u, pid_t pid);
+/* Builds and loads the tables of the open file fd, as a mapping of it
+ * would; 0 or -errno. */
+int unwind_preload_file(struct unwinder *u, int fd);
+/* The same for the command cmd (found as execvp() would) and the
+ * libraries it needs, before it runs: record/unwind_preload.c. */
+int unwind_preload(struct unwinder *u, const char *cmd);
 void unwind_stats(const struct unwinder *u, struct unwind_stats *st);
 /* Two or three lines for `record -v`. */
 void unwind_print_stats(const struct unwinder *u, FILE *f);

@@ -37,6 +37,8 @@ struct unwind_table {
 	uint32_t fdes;        /* FDEs turned into rows */
 	uint32_t bad_entries; /* CIEs/FDEs skipped as malformed or foreign */
 	uint32_t unsupported; /* rows marked LP_CFA_UNSUPPORTED */
+	uint32_t unsupported_exprs; /* CFA, rbp or RA expressions of no known form */
+	uint32_t deref_rows;  /* LP_CFA_DEREF_*: realigned frames */
 	uint32_t plt_rows, signal_rows, end_rows;
 };
 

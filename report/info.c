@@ -31,11 +31,14 @@ struct info {
 	struct procs procs;
 	uint64_t samples, first_ns, last_ns;
 	uint64_t kstack_failed, ustack_failed;
+	uint64_t ustop[LP_USTOP_R_MAX + 1]; /* by sample.ustop; [MAX]: others */
 	uint64_t lost[3]; /* other reasons, ringbuf, write */
 	uint64_t stacks[3]; /* other kinds, kernel, user */
 	uint64_t maps_records, mappings, ksyms;
 	struct info_obj *objs; /* OBJECT records, with their SYMTAB totals */
 	uint64_t lua_src[6], lua_src_bytes; /* LUA_SOURCE records by status */
+	/* TRACE records, and the TRACE_SNAPS records of some of them */
+	uint64_t traces, traces_snapped, snaps, snaps_undecoded, snap_bytes;
 	size_t nobjs, capobjs;
 	struct info_vm *vms; /* each process's Lua VM, as last described */
 	size_t nvms, capvms;
@@ -44,6 +47,37 @@ struct info {
 };
 
 static const char usage_line[] = "usage: luaprof info TRACE\n";
+
+/* How the native walks ended: whole, cut (and why), or not said. */
+static void print_ustops(const struct info *in)
+{
+	static const char *const why[LP_USTOP_R_MAX + 1] = {
+		[LP_USTOP_R_DEPTH] = "too deep", [LP_USTOP_R_UNMAPPED] = "unmapped",
+		[LP_USTOP_R_JIT] = "jit code", [LP_USTOP_R_NO_CFI] = "no cfi",
+		[LP_USTOP_R_UNSUPPORTED] = "unsupported cfi",
+		[LP_USTOP_R_READ] = "stack unreadable",
+		[LP_USTOP_R_BAD_FRAME] = "bad frame",
+		[LP_USTOP_R_NO_TABLE] = "tables not loaded yet",
+		[LP_USTOP_R_MAX] = "other",
+	};
+	uint64_t cut = 0;
+
+	for (int i = 0; i <= LP_USTOP_R_MAX; i++)
+		if (lp_ustop_cut((uint32_t)i))
+			cut += in->ustop[i];
+	if (!in->samples || in->ustop[LP_USTOP_R_UNKNOWN] == in->samples)
+		return; /* frame pointers, or a trace from before ustop */
+	printf("native stacks: %" PRIu64 " whole, %" PRIu64 " cut (%.2f%%)",
+	       in->ustop[LP_USTOP_R_COMPLETE], cut, 100.0 * cut / in->samples);
+	for (int i = 0, n = 0; i <= LP_USTOP_R_MAX; i++)
+		if (lp_ustop_cut((uint32_t)i) && in->ustop[i])
+			printf("%s%s %" PRIu64, n++ ? ", " : ": ", why[i], in->ustop[i]);
+	if (in->ustop[LP_USTOP_R_NO_REGS])
+		printf("; no user registers %" PRIu64, in->ustop[LP_USTOP_R_NO_REGS]);
+	if (in->ustop[LP_USTOP_R_UNKNOWN])
+		printf("; not said %" PRIu64, in->ustop[LP_USTOP_R_UNKNOWN]);
+	printf("\n");
+}
 
 /* An object of the trace, for the listing of what is embedded. */
 struct info_obj {
@@ -235,6 +269,7 @@ static int on_record(struct info *in, const struct lp_record *rec)
 			in->last_ns = s->time_ns;
 		in->kstack_failed += !!(s->flags & LP_SAMPLE_KSTACK_FAILED);
 		in->ustack_failed += !!(s->flags & LP_SAMPLE_USTACK_FAILED);
+		in->ustop[s->ustop < LP_USTOP_R_MAX ? s->ustop : LP_USTOP_R_MAX]++;
 		err = procs_get(&in->procs, s->pid, &p);
 		if (!err)
 			p->samples++;
@@ -265,6 +300,16 @@ static int on_record(struct info *in, const struct lp_record *rec)
 		return set_vm(in, rec->u.puc_lua.pid, "PUC %s in %s: not walked (luaprof "
 			      "walks LuaJIT 2.1 only): native frames only",
 			      rec->u.puc_lua.version, rec->u.puc_lua.object);
+	case LP_REC_TRACE:
+		in->traces++;
+		return 0;
+	case LP_REC_TRACE_SNAPS:
+		in->traces_snapped++;
+		in->snaps += rec->u.trace_snaps.nsnap;
+		for (uint32_t i = 0; i < rec->u.trace_snaps.nsnap; i++)
+			in->snaps_undecoded += !rec->u.trace_snaps.snaps[i].nframe;
+		in->snap_bytes += lp_trace_snaps_size(&rec->u.trace_snaps);
+		return 0;
 	case LP_REC_FOOTER:
 		in->footer = rec->u.footer;
 		in->footer_seen = 1;
@@ -493,6 +538,7 @@ static void print_info(const char *path, const struct info *in,
 		if (in->procs.v[i].samples)
 			printf("  pid %" PRIu32 ": %" PRIu64 "\n",
 			       in->procs.v[i].pid, in->procs.v[i].samples);
+	print_ustops(in);
 	printf("lost: %" PRIu64, lost);
 	if (lost)
 		printf(" (%.2f%% of %" PRIu64 "; ring buffer full %" PRIu64
@@ -509,6 +555,13 @@ static void print_info(const char *path, const struct info *in,
 	printf("kernel symbols: %" PRIu64 "\n", in->ksyms);
 	print_objects(in);
 	print_lua_sources(in);
+	if (in->traces)
+		printf("compiled traces: %" PRIu64 ", with snapshots %" PRIu64 " (%" PRIu64
+		       " snapshots, %" PRIu64 " not decoded, %" PRIu64 " bytes); without %"
+		       PRIu64 ": their samples show the function the trace runs in\n",
+		       in->traces, in->traces_snapped, in->snaps, in->snaps_undecoded,
+		       in->snap_bytes, in->traces > in->traces_snapped ?
+		       in->traces - in->traces_snapped : 0);
 	printf("chunks: %" PRIu64 " good, %" PRIu64 " bad, %" PRIu64
 	       " skipped (unknown type)\n",
 	       st->chunks, st->bad_chunks, st->skipped_chunks);

@@ -9,61 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/htab.h"
-#include "report/lua.h"
-
-struct vm_ent {
-	uint32_t pid;
-	uint64_t vm_start, vm_end;
-	uint32_t flags;
-	char **ffnames;
-	uint32_t nff;
-};
-
-struct trace_ent {
-	uint64_t id, proto;
-	uint32_t startpc;
-};
-
-struct lstack_ent {
-	uint64_t id;
-	uint32_t depth;
-	struct lp_lframe *frames;
-	/* lua_leaf_function()'s answer, for VM record leaf_vm - 1 (0: not
-	 * asked yet): asked once per sample by --vmstate. */
-	uint32_t leaf, leaf_vm;
-};
-
-/* What names a Lua frame (name_lua_frame()): its function, the call site
- * in its caller that names it, the pc and trace that give its line, and
- * whether the build is GC64 -> the name id.  A function appears in many
- * Lua stacks, called from the same few sites. */
-struct fname_ent {
-	const struct lp_proto *pt, *caller;
-	uint32_t caller_pc, pc;
-	uint64_t trace_proto; /* with trace_pc, the running trace's start */
-	uint32_t trace_pc, gc64;
-	uint32_t id;
-};
-
-struct lua {
-	struct frames *fr;
-	int current_lines;
-	struct fname_ent *fnames;
-	size_t nfnames, capfnames;
-	struct htab fnames_h;
-	struct vm_ent *vms;
-	size_t nvms, capvms;
-	struct lp_proto **protos;
-	size_t nprotos, capprotos;
-	struct htab protos_h;
-	struct lstack_ent *stacks;
-	size_t nstacks, capstacks;
-	struct htab stacks_h;
-	struct trace_ent *traces;
-	size_t ntraces, captraces;
-	struct htab traces_h;
-};
+#include "report/lua_priv.h"
 
 int lua_new(struct lua **out, struct frames *fr, int current_lines)
 {
@@ -112,6 +58,7 @@ void lua_free(struct lua *l)
 		free(l->stacks[i].frames);
 	free(l->stacks);
 	htab_free(&l->stacks_h);
+	lua_place_free(l);
 	free(l->traces);
 	htab_free(&l->traces_h);
 	free(l->fnames);
@@ -234,7 +181,12 @@ nomem:
 	return -ENOMEM;
 }
 
-static const struct trace_ent *find_trace(const struct lua *l, uint64_t id)
+const struct lp_proto *lua_proto(const struct lua *l, uint64_t id)
+{
+	return find_proto(l, id);
+}
+
+int64_t lua_trace_index(const struct lua *l, uint64_t id)
 {
 	struct htab_probe p;
 	int64_t i;
@@ -242,8 +194,15 @@ static const struct trace_ent *find_trace(const struct lua *l, uint64_t id)
 	htab_probe_start(&l->traces_h, hash_u64(id), &p);
 	while ((i = htab_probe_next(&l->traces_h, &p)) >= 0)
 		if (l->traces[i].id == id)
-			return &l->traces[i];
-	return NULL;
+			return i;
+	return -1;
+}
+
+static const struct trace_ent *find_trace(const struct lua *l, uint64_t id)
+{
+	int64_t i = lua_trace_index(l, id);
+
+	return i < 0 ? NULL : &l->traces[i];
 }
 
 int lua_add_trace(struct lua *l, const struct lp_trace *rec)
@@ -257,9 +216,12 @@ int lua_add_trace(struct lua *l, const struct lp_trace *rec)
 		err = htab_insert(&l->traces_h, hash_u64(rec->id), l->ntraces);
 	if (err)
 		return err;
+	memset(&l->traces[l->ntraces], 0, sizeof(l->traces[0]));
 	l->traces[l->ntraces].id = rec->id;
 	l->traces[l->ntraces].proto = rec->proto;
 	l->traces[l->ntraces].startpc = rec->startpc;
+	l->traces[l->ntraces].mcode = rec->mcode;
+	l->traces[l->ntraces].szmcode = rec->szmcode;
 	l->ntraces++;
 	return 0;
 }
@@ -276,28 +238,38 @@ uint32_t lua_find_stack(const struct lua *l, uint64_t id)
 	return UINT32_MAX;
 }
 
-int lua_add_stack(struct lua *l, const struct lp_lua_stack *rec)
+int lua_push_stack(struct lua *l, const struct lp_lframe *frames, uint32_t depth,
+		   uint32_t *idx)
 {
 	struct lstack_ent *e;
+	int err = GROW(l->stacks, l->capstacks, l->nstacks + 1);
+
+	if (err)
+		return err;
+	e = &l->stacks[l->nstacks];
+	e->id = 0;
+	e->depth = depth;
+	e->leaf_vm = 0;
+	e->frames = dup_mem(frames, depth * sizeof(*frames));
+	if (!e->frames)
+		return -ENOMEM;
+	*idx = (uint32_t)l->nstacks++;
+	return 0;
+}
+
+int lua_add_stack(struct lua *l, const struct lp_lua_stack *rec)
+{
+	uint32_t idx;
 	int err;
 
 	if (!rec->id || lua_find_stack(l, rec->id) != UINT32_MAX)
 		return 0;
-	err = GROW(l->stacks, l->capstacks, l->nstacks + 1);
+	err = lua_push_stack(l, rec->frames, rec->depth, &idx);
 	if (!err)
-		err = htab_insert(&l->stacks_h, hash_u64(rec->id), l->nstacks);
-	if (err)
-		return err;
-	e = &l->stacks[l->nstacks++];
-	e->id = rec->id;
-	e->depth = rec->depth;
-	e->leaf_vm = 0;
-	e->frames = dup_mem(rec->frames, rec->depth * sizeof(*rec->frames));
-	if (!e->frames) {
-		e->depth = 0;
-		return -ENOMEM;
-	}
-	return 0;
+		err = htab_insert(&l->stacks_h, hash_u64(rec->id), idx);
+	if (!err)
+		l->stacks[idx].id = rec->id;
+	return err;
 }
 
 int lua_stack_in_trace(const struct lua *l, uint32_t idx)
@@ -366,8 +338,10 @@ static void func_name(struct lua *l, const struct vm_ent *vm,
 }
 
 /* The line a frame runs: that of the instruction before its pc, or, in
- * the function a compiled trace starts in, where the trace starts (a
- * trace keeps no pc of its own).  0 when unknown. */
+ * the function a compiled trace starts in, where the trace starts, when
+ * no snapshot placed the sample (the pc the walker finds for a trace's
+ * base frame is the interpreter's, from before the trace ran).  0 when
+ * unknown. */
 static uint32_t frame_line(const struct lp_proto *pt, const struct lp_lframe *f,
 			   const struct trace_ent *trace)
 {
@@ -376,6 +350,13 @@ static uint32_t frame_line(const struct lp_proto *pt, const struct lp_lframe *f,
 	if (f->pc > 0 && f->pc <= pt->nbc)
 		return pt->lines[f->pc - 1];
 	return 0;
+}
+
+/* The trace a Lua stack's TRACE frame f names, unless the stack was
+ * placed by the trace's snapshots (lua_place.c), whose frames have pcs. */
+static const struct trace_ent *unplaced_trace(const struct lua *l, const struct lp_lframe *f)
+{
+	return f->pc && f->link != LUA_PLACED_MARK ? find_trace(l, f->pc) : NULL;
 }
 
 /* trace: the compiled trace running in this (leaf) frame, or NULL. */
@@ -480,7 +461,7 @@ uint32_t lua_stack_lines(struct lua *l, uint32_t pid, uint32_t idx,
 		const struct lp_proto *pt;
 
 		if (f->kind == LP_LFRAME_TRACE)
-			trace = f->pc ? find_trace(l, f->pc) : NULL;
+			trace = unplaced_trace(l, f);
 		if (f->kind != LP_LFRAME_LUA)
 			continue;
 		pt = find_proto(l, f->value);
@@ -576,7 +557,7 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 		case LP_LFRAME_TRACE:
 			/* Compiled or not, it is the Lua function's time; the
 			 * trace's own code stands for the VM entry (stacks.c). */
-			trace = f->pc ? find_trace(l, f->pc) : NULL;
+			trace = unplaced_trace(l, f);
 			continue;
 		case LP_LFRAME_TRUNC:
 			err = frames_name(l->fr, "[truncated]", id);

@@ -27,6 +27,29 @@ int lua_add_luajit(struct lua *l, const struct lp_luajit *rec);
 int lua_add_proto(struct lua *l, const struct lp_proto *rec);
 int lua_add_stack(struct lua *l, const struct lp_lua_stack *rec);
 int lua_add_trace(struct lua *l, const struct lp_trace *rec);
+int lua_add_trace_snaps(struct lua *l, const struct lp_trace_snaps *rec);
+
+/* ---- lua_place.c: compiled code in the functions its trace inlined ---- */
+/* How a sample's Lua stack was placed (lua_place()). */
+enum lua_place {
+	LUA_NOT_COMPILED,      /* not taken in a compiled trace */
+	LUA_PLACED,            /* in its snapshot's inlined frames and line */
+	LUA_UNPLACED_NO_SNAPS, /* the trace file has no snapshots of it */
+	LUA_UNPLACED_OUTSIDE,  /* no address in the trace's machine code */
+	LUA_UNPLACED_SNAP,     /* its snapshot was not decoded by the recorder */
+	LUA_UNPLACED_BASE,     /* the snapshot and the walked base frame differ */
+	LUA_PLACE_MAX,
+};
+/* The Lua stack a sample ran: Lua stack idx itself, or, when it was
+ * taken in a compiled trace, idx with the frames that trace inlined put
+ * in at the snapshot the first of the sample's user stack addresses
+ * (leaf first) that lies in the trace's code falls in.  *out gets the
+ * stack's index, *how what happened.  0 or -ENOMEM. */
+int lua_place(struct lua *l, uint32_t idx, const uint64_t *addrs, uint32_t naddrs,
+	      uint32_t *out, enum lua_place *how);
+/* The machine code of the trace Lua stack idx was taken in: 0, or
+ * -ENOENT if it was not, or the trace is unknown. */
+int lua_trace_code(const struct lua *l, uint32_t idx, uint64_t *start, uint64_t *end);
 
 /* Index of Lua stack id, or UINT32_MAX when it was never defined. */
 uint32_t lua_find_stack(const struct lua *l, uint64_t id);

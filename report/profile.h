@@ -55,10 +55,13 @@ struct profile {
 	size_t ntraces;
 	uint64_t samples;         /* samples read, before filters */
 	uint64_t lost;            /* samples the recorder lost */
+	uint64_t cut;             /* shown samples whose native stack was cut */
 	uint64_t first_ns, last_ns; /* first and last sample time */
 	uint64_t span_ns;         /* the traces' spans, added up */
 	const struct procs *procs;
 	int complete;             /* every trace had a footer */
+	uint64_t compiled;        /* shown samples taken in compiled traces */
+	uint64_t compiled_placed; /* ... placed in the functions they inlined */
 };
 
 /* The "# ..." block that opens top and callgraph output. */

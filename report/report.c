@@ -65,6 +65,7 @@ struct report_pass {
 	struct luasrc *src;   /* --annotate, --by line: the Lua sources */
 	struct annotate *ann;
 	uint64_t samples, lost, missing;
+	uint64_t place[LUA_PLACE_MAX]; /* compiled samples, by how placed */
 	uint64_t origin;      /* the first sample's time: --from, --to */
 	uint64_t win_first, win_last; /* samples in the window */
 	uint64_t in_window;
@@ -245,9 +246,9 @@ static int on_sample(struct run *r, struct report_pass *ps, const struct lp_samp
 {
 	const struct load_opts *o = r->o;
 	struct profile *prof = r->prof;
-	uint32_t root = STACKS_NO_ROOT;
+	uint32_t root = STACKS_NO_ROOT, lidx;
 	struct proc *p;
-	int err, missing;
+	int err, missing = 0;
 
 	if (!prof->samples++ || smp->time_ns < prof->first_ns)
 		prof->first_ns = smp->time_ns;
@@ -267,16 +268,18 @@ static int on_sample(struct run *r, struct report_pass *ps, const struct lp_samp
 		if (err)
 			return err;
 	}
-	err = stacks_add_sample(ps->st, smp, root, &missing);
+	err = stacks_add_sample(ps->st, smp, root, &lidx, &missing);
 	ps->missing += missing;
+	if (smp->ustack && lp_ustop_cut(smp->ustop))
+		prof->cut++;
 	if (!err && o->keep_samples)
 		err = keep_sample(r, ps, smp, p);
+	/* --vmstate names the function a trace runs in, not those inlined. */
 	if (!err && ps->vms)
 		err = vmstate_add(ps->vms, smp, smp->lstack ?
 				  lua_find_stack(ps->lua, smp->lstack) : UINT32_MAX);
 	if (!err && ps->ann)
-		err = annotate_add(ps->ann, smp, smp->lstack ?
-				   lua_find_stack(ps->lua, smp->lstack) : UINT32_MAX);
+		err = annotate_add(ps->ann, smp, lidx);
 	return err;
 }
 
@@ -329,6 +332,8 @@ static int on_record(struct run *r, struct report_pass *ps, const struct lp_reco
 		return lua_add_stack(ps->lua, &rec->u.lua_stack);
 	case LP_REC_TRACE:
 		return lua_add_trace(ps->lua, &rec->u.trace);
+	case LP_REC_TRACE_SNAPS:
+		return lua_add_trace_snaps(ps->lua, &rec->u.trace_snaps);
 	case LP_REC_LUA_SOURCE:
 		return ps->src ? luasrc_add(ps->src, &rec->u.lua_source) : 0;
 	case LP_REC_SAMPLE:
@@ -357,6 +362,36 @@ static void warn_prefix(const struct run *r, const struct report_pass *ps)
 		fprintf(stderr, "%s: %s: ", r->o->who, ps->path);
 	else
 		fprintf(stderr, "%s: ", r->o->who);
+}
+
+/* Samples in compiled code that keep the function their trace runs in,
+ * and not the ones it inlined, and why. */
+static void warn_unplaced(struct run *r, struct report_pass *ps)
+{
+	const uint64_t *c = ps->place;
+	uint64_t n = c[LUA_UNPLACED_OUTSIDE] + c[LUA_UNPLACED_SNAP] + c[LUA_UNPLACED_BASE];
+	uint64_t compiled = 0;
+
+	for (int i = LUA_PLACED; i < LUA_PLACE_MAX; i++)
+		compiled += c[i];
+	if (c[LUA_UNPLACED_NO_SNAPS]) {
+		warn_prefix(r, ps);
+		fprintf(stderr, "note: %" PRIu64 " of %" PRIu64 " samples in compiled code are in "
+			"traces recorded without their snapshots (an older luaprof, a LuaJIT "
+			"whose layout has none, a trace gone before it was read): they show "
+			"the function the trace runs in, not those it inlined\n",
+			c[LUA_UNPLACED_NO_SNAPS], compiled);
+	}
+	if (n) {
+		warn_prefix(r, ps);
+		fprintf(stderr, "note: %" PRIu64 " of %" PRIu64 " samples in compiled code were "
+			"not placed by their trace's snapshots (%" PRIu64 " at no address in "
+			"the trace's code, %" PRIu64 " in a snapshot the recorder could not "
+			"read, %" PRIu64 " whose base frame disagrees): they show the function "
+			"the trace runs in\n",
+			n, compiled, c[LUA_UNPLACED_OUTSIDE], c[LUA_UNPLACED_SNAP],
+			c[LUA_UNPLACED_BASE]);
+	}
 }
 
 static void warn_health(struct run *r, struct report_pass *ps, const struct trace_reader_stats *st)
@@ -401,6 +436,7 @@ static void warn_health(struct run *r, struct report_pass *ps, const struct trac
 		fprintf(stderr, "warning: %" PRIu64 " samples name a stack that was never defined; "
 			"their frames print as [missing stack]\n", ps->missing);
 	}
+	warn_unplaced(r, ps);
 }
 
 void report_pass_free(struct report_pass *ps)
@@ -490,6 +526,10 @@ static int load_one(struct run *r, const char *path, uint32_t index)
 	reader = NULL;
 	if (!st.footer_seen)
 		prof->complete = 0;
+	stacks_place_counts(ps->st, ps->place);
+	for (int i = LUA_PLACED; i < LUA_PLACE_MAX; i++)
+		prof->compiled += ps->place[i];
+	prof->compiled_placed += ps->place[LUA_PLACED];
 	err = stacks_finish(ps->st, prof);
 	if (err) {
 		fprintf(stderr, "%s: %s\n", r->o->who, strerror(-err));
@@ -638,8 +678,15 @@ void profile_header(FILE *out, const struct profile *p, const char *title)
 	fprintf(out, ", lost: %" PRIu64, p->lost);
 	if (p->lost)
 		fprintf(out, " (%.2f%%)", 100.0 * p->lost / taken);
+	if (p->cut)
+		fprintf(out, ", native stack cut: %" PRIu64 " (%.2f%%, [truncated])",
+			p->cut, p->shown ? 100.0 * p->cut / p->shown : 0.0);
 	fprintf(out, "\n# duration: %.3f s (first to last sample%s)\n", p->span_ns / 1e9,
 		p->ntraces > 1 ? ", each trace's added up" : "");
+	if (p->compiled)
+		fprintf(out, "# compiled code: %" PRIu64 " samples, %" PRIu64 " (%.1f%%) placed "
+			"in the functions their traces inlined\n", p->compiled,
+			p->compiled_placed, 100.0 * p->compiled_placed / p->compiled);
 	fprintf(out, "# processes: %zu", t->len);
 	for (size_t i = 0; i < t->len && listed < 8; i++, listed++)
 		fprintf(out, "%s%" PRIu32 " %s", i ? ", " : " (",

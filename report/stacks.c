@@ -19,11 +19,19 @@ struct stack_ent {
 	uint32_t depth;
 };
 
-/* (pid, stack, Lua stack, layout generation) -> user frames, root first. */
+/* (pid, stack, Lua stack, layout generation, cut) -> user frames, root
+ * first. */
 struct ures_ent {
 	uint32_t pid, stack, lstack;
 	uint64_t gen;
 	uint32_t useq;
+	int cut;
+};
+
+/* (user stack, Lua stack) -> the Lua stack as placed (lua_place()). */
+struct lplace_ent {
+	uint32_t stack, lstack, placed;
+	enum lua_place how;
 };
 
 /* A sample as it came, and the count entry it went to: a sample like an
@@ -35,8 +43,9 @@ struct seen_ent {
 	uint64_t count;   /* its samples, added to cnt's at the end */
 	uint32_t pid, root;
 	uint32_t cnt;     /* the count entry */
+	uint32_t lidx;    /* its Lua stack as placed (lua_stack()) */
+	uint8_t how;      /* how it was placed, LUA_PLACE_MAX: not */
 	uint8_t vm;       /* vm_class() + 1 */
-	uint8_t missing;  /* it names an undefined stack */
 	uint8_t used;     /* the slot holds an entry */
 } __attribute__((aligned(64))); /* one cache line a probe, not two */
 
@@ -69,6 +78,11 @@ struct stacks {
 	size_t nures, capures;
 	struct htab ures_h;
 	struct seqtab useqs;
+
+	struct lplace_ent *lplace;
+	size_t nlplace, caplplace;
+	struct htab lplace_h;
+	uint64_t place[LUA_PLACE_MAX]; /* samples by how they were placed */
 
 	struct count_ent *cnt;
 	size_t ncnt, capcnt;
@@ -114,6 +128,8 @@ void stacks_free(struct stacks *s)
 	free(s->ures);
 	htab_free(&s->ures_h);
 	seqtab_free(&s->useqs);
+	free(s->lplace);
+	htab_free(&s->lplace_h);
 	free(s->cnt);
 	htab_free(&s->cnt_h);
 	free(s->seen);
@@ -206,10 +222,11 @@ static int lua_names(struct stacks *s, uint32_t pid, uint32_t lidx, uint32_t *ou
 }
 
 /* Names a user stack's frames against pid's layout as it is now, with
- * the Lua stack's frames in place of the native frames of each VM entry.
- * uidx or lidx may be NONE. */
+ * the Lua stack's frames in place of the native frames of each VM entry,
+ * and [truncated] at the root of a native stack that was cut.  uidx or
+ * lidx may be NONE. */
 static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
-			uint32_t lidx, uint32_t *useq)
+			uint32_t lidx, int cut, uint32_t *useq)
 {
 	const struct stack_ent *e = uidx < MISSING ? &s->st[uidx] : NULL;
 	const uint64_t *a = e ? s->addrs + e->off : NULL;
@@ -217,8 +234,8 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	uint32_t last = UINT32_MAX; /* the function of the frame last added */
 	uint32_t leaf_n = 0;        /* frames of the leaf address */
 	size_t ld = lidx < MISSING ? lua_stack_depth(s->lua, lidx) : 0;
-	size_t room = (size_t)nd * FRAMES_MAX_CHAIN + ld + 2;
-	uint64_t vs = 0, ve = 0;
+	size_t room = (size_t)nd * FRAMES_MAX_CHAIN + ld + 3;
+	uint64_t vs = 0, ve = 0, ts = 0, te = 0;
 	int have_vm, trace, any_vm = 0, err;
 
 	/* A native address may be several frames (inlined functions). */
@@ -234,6 +251,8 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	}
 	have_vm = nl && lua_vm_range(s->lua, pid, &vs, &ve) == 0;
 	trace = lidx < MISSING && lua_stack_in_trace(s->lua, lidx);
+	if (trace)
+		lua_trace_code(s->lua, lidx, &ts, &te);
 	for (uint32_t i = 0, n; i < nd; i++) {
 		uint64_t at = i ? a[i] - 1 : a[i];
 		const struct map_ent *m;
@@ -241,10 +260,12 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 
 		/* Trace code (anonymous memory, before any VM frame) stands
 		 * for the innermost VM entry, as the interpreter's frame
-		 * would: it runs on that entry's C frame. */
+		 * would: it runs on that entry's C frame.  The sample's own
+		 * trace is known to be code even where the mappings lag
+		 * behind (LuaJIT remaps its code areas when it flushes). */
 		if (!vm && (trace || li == 0) && !any_vm) {
 			m = maps_find(s->maps, pid, at);
-			vm = m && !m->path[0];
+			vm = (m && !m->path[0]) || (trace && at >= ts && at < te);
 		}
 		if (have_vm && li < nl && vm) {
 			/* This VM entry's Lua frames; a C function's Lua-level
@@ -269,6 +290,11 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	for (; li < nl; li++)
 		if (lua[li] != LUA_ENTRY_MARK)
 			s->buf[k++] = lua[li];
+	if (cut) {
+		err = frames_name(s->fr, "[truncated]", &s->buf[k++]);
+		if (err)
+			return err;
+	}
 	/* Leaf first so far; root first in the result. */
 	for (uint32_t i = 0; i < k / 2; i++) {
 		uint32_t t = s->buf[i];
@@ -279,38 +305,39 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	return seqtab_intern(&s->useqs, s->buf, k, useq, NULL);
 }
 
+/* The user frames of a sample: user stack id (0: none), Lua stack id
+ * lid (0: none) as placed at lidx (UINT32_MAX: none or undefined), cut
+ * when the native walk could not reach the outermost frame. */
 static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
-		       uint64_t lid, uint32_t *useq)
+		       uint64_t lid, uint32_t lidx, int cut, uint32_t *useq)
 {
 	uint32_t idx = id ? find_stack(s, id) : NONE;
-	uint32_t lidx = NONE;
 	uint64_t gen, hash;
 	struct htab_probe p;
 	int64_t i;
 	int err;
 
-	if (lid) {
-		lidx = lua_find_stack(s->lua, lid);
-		if (lidx == UINT32_MAX)
-			lidx = MISSING;
-	}
+	if (lid && lidx == UINT32_MAX)
+		lidx = MISSING;
+	else if (!lid)
+		lidx = NONE;
 	if (idx == MISSING || lidx == MISSING) {
 		*useq = MISSING;
 		return 0;
 	}
 	gen = maps_generation(s->maps, pid);
-	hash = hash_mix(hash_mix(hash_mix(hash_u64(pid), idx), lidx), gen);
+	hash = hash_mix(hash_mix(hash_mix(hash_mix(hash_u64(pid), idx), lidx), gen), cut);
 	htab_probe_start(&s->ures_h, hash, &p);
 	while ((i = htab_probe_next(&s->ures_h, &p)) >= 0) {
 		const struct ures_ent *u = &s->ures[i];
 
 		if (u->pid == pid && u->stack == idx && u->lstack == lidx &&
-		    u->gen == gen) {
+		    u->gen == gen && u->cut == cut) {
 			*useq = u->useq;
 			return 0;
 		}
 	}
-	err = resolve_user(s, pid, idx, lidx, useq);
+	err = resolve_user(s, pid, idx, lidx, cut, useq);
 	if (!err)
 		err = GROW(s->ures, s->capures, s->nures + 1);
 	if (!err)
@@ -322,6 +349,7 @@ static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
 	s->ures[s->nures].lstack = lidx;
 	s->ures[s->nures].gen = gen;
 	s->ures[s->nures].useq = *useq;
+	s->ures[s->nures].cut = cut;
 	s->nures++;
 	return 0;
 }
@@ -330,6 +358,60 @@ static const struct frame_info vm_info = {
 	.kind = FRAME_VM, .func = FRAMEINFO_NONE, .file = FRAMEINFO_NONE,
 	.mapping = FRAMEINFO_NONE,
 };
+
+/* The Lua stack of a sample, placed in the functions its trace inlined
+ * if it was taken in compiled code (lua_place(), once per distinct user
+ * and Lua stack): its index in the lua, UINT32_MAX if the sample has none
+ * or names one never defined; *how how it was placed, LUA_PLACE_MAX when
+ * it was not in compiled code. */
+static int lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t *lidx,
+		     enum lua_place *how)
+{
+	uint32_t idx = smp->ustack ? find_stack(s, smp->ustack) : NONE;
+	uint32_t l = smp->lstack ? lua_find_stack(s->lua, smp->lstack) : UINT32_MAX;
+	uint64_t hash = hash_mix(hash_u64(idx), l);
+	const struct stack_ent *e;
+	struct lplace_ent *pe;
+	struct htab_probe p;
+	int64_t i;
+	int err;
+
+	*lidx = l;
+	*how = LUA_PLACE_MAX;
+	if (l == UINT32_MAX || !lua_stack_in_trace(s->lua, l))
+		return 0;
+	htab_probe_start(&s->lplace_h, hash, &p);
+	while ((i = htab_probe_next(&s->lplace_h, &p)) >= 0) {
+		pe = &s->lplace[i];
+		if (pe->stack == idx && pe->lstack == l) {
+			*how = pe->how;
+			*lidx = pe->placed;
+			return 0;
+		}
+	}
+	err = GROW(s->lplace, s->caplplace, s->nlplace + 1);
+	if (err)
+		return err;
+	pe = &s->lplace[s->nlplace];
+	pe->stack = idx;
+	pe->lstack = l;
+	e = idx < MISSING ? &s->st[idx] : NULL;
+	err = lua_place(s->lua, l, e ? s->addrs + e->off : NULL, e ? e->depth : 0,
+			&pe->placed, &pe->how);
+	if (!err)
+		err = htab_insert(&s->lplace_h, hash, s->nlplace);
+	if (err)
+		return err;
+	s->nlplace++;
+	*how = pe->how;
+	*lidx = pe->placed;
+	return 0;
+}
+
+void stacks_place_counts(const struct stacks *s, uint64_t counts[LUA_PLACE_MAX])
+{
+	memcpy(counts, s->place, sizeof(s->place));
+}
 
 /* Which leaf pseudo-frame a sample gets for time the LuaJIT VM spent
  * outside Lua code (docs: [GC], [trace exit], [JIT compiler]): its index
@@ -371,8 +453,9 @@ static int vm_pseudo_frame(struct stacks *s, int k, uint32_t *id)
 	return 0;
 }
 
-/* The count entry of a sample not seen before: its frames resolved. */
-static int place_sample(struct stacks *s, const struct lp_sample *smp,
+/* The count entry of a sample not seen before, whose Lua stack
+ * lua_stack() placed at lidx: its frames resolved. */
+static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t lidx,
 			uint32_t root, int vmk, uint32_t *entry, int *missing)
 {
 	uint32_t useq = NONE, kstack = NONE, vm;
@@ -383,7 +466,8 @@ static int place_sample(struct stacks *s, const struct lp_sample *smp,
 	int err;
 
 	if (smp->ustack || smp->lstack) {
-		err = user_frames(s, smp->pid, smp->ustack, smp->lstack, &useq);
+		err = user_frames(s, smp->pid, smp->ustack, smp->lstack, lidx,
+				  smp->ustack && lp_ustop_cut(smp->ustop), &useq);
 		if (err)
 			return err;
 	}
@@ -454,13 +538,14 @@ static int seen_grow(struct stacks *s)
 }
 
 int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
-		      uint32_t root, int *missing)
+		      uint32_t root, uint32_t *lidx, int *missing)
 {
 	struct seen_ent k = { .ustack = smp->ustack, .lstack = smp->lstack,
 			      .kstack = smp->kstack,
 			      .gen = maps_generation(s->maps, smp->pid),
 			      .pid = smp->pid, .root = root,
 			      .vm = (uint8_t)(vm_class(smp) + 1), .used = 1 };
+	enum lua_place how;
 	size_t pos = 0;
 	uint32_t entry;
 	int err;
@@ -475,13 +560,27 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 			    e->root == k.root && e->vm == k.vm) {
 				e->count++;
 				s->last = e->cnt;
-				*missing = e->missing;
+				*missing = 0;
+				*lidx = e->lidx;
+				if (e->how < LUA_PLACE_MAX)
+					s->place[e->how]++;
 				return 0;
 			}
 		}
 	}
-	err = place_sample(s, smp, root, (int)k.vm - 1, &entry, missing);
-	if (!err && (s->nseen + 1) * 2 > s->capseen) {
+	err = lua_stack(s, smp, lidx, &how) ?:
+	      place_sample(s, smp, *lidx, root, (int)k.vm - 1, &entry, missing);
+	if (err)
+		return err;
+	if (how < LUA_PLACE_MAX)
+		s->place[how]++;
+	s->last = entry;
+	if (*missing) {
+		/* Not kept: the stack may be defined later. */
+		s->cnt[entry].count++;
+		return 0;
+	}
+	if ((s->nseen + 1) * 2 > s->capseen) {
 		err = seen_grow(s);
 		for (pos = seen_hash(&k) & (s->capseen - 1); !err && s->seen[pos].used;
 		     pos = (pos + 1) & (s->capseen - 1))
@@ -490,11 +589,11 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 	if (err)
 		return err;
 	k.cnt = entry;
-	k.missing = (uint8_t)*missing;
+	k.lidx = *lidx;
+	k.how = (uint8_t)how;
 	k.count = 1;
 	s->seen[pos] = k;
 	s->nseen++;
-	s->last = entry;
 	return 0;
 }
 

@@ -5,7 +5,8 @@
  * its stacks right.  tests/e2e/native_unwind.sh records each mode and
  * checks that the chains below come out whole, down to main.
  *
- *   usage: nofp [chains|libc|signal] [SECONDS]   (default: chains 3)
+ *   usage: nofp [chains|libc|signal|realign|lies] [SECONDS]   (default: chains 3)
+ *          nofp execs N
  *
  *   chains  main;run_chains;chain_a;level1;level2;level3;spin_leaf
  *           main;run_chains;chain_b;vla_frame;level3;spin_leaf
@@ -15,15 +16,35 @@
  *           which calls back into this program
  *   signal  main;run_signal;wait_loop, and a SIGALRM handler that spins:
  *           ...;wait_loop;<__restore_rt>;on_alarm;spin_leaf
+ *   realign main;run_realign;realigned;level3;spin_leaf
+ *           main;run_realign;realigned_spin
+ *           main;run_realign;realigned_tiny
+ *           (each realigned* function keeps a 64-byte aligned local and
+ *           a variable-length array: GCC realigns its stack through a
+ *           DRAP register, and its CFI says CFA = *(rbp - N), rbp saved
+ *           at rbp: DWARF expressions.  realigned_spin is the sampled
+ *           frame itself; realigned_tiny is so short that its prologue
+ *           and epilogue, where CFA = r10, get samples of their own)
+ *   lies    main;run_lies;lying_spin, a leaf whose CFI lies: it says the
+ *           return address is where the leaf wrote 0x1010503, an address
+ *           in no mapping, and the leaf points rbp at a chain of fake
+ *           frames (stack data a frame-pointer walk would take for
+ *           frames).  No frame may be made of either: the stack ends at
+ *           lying_spin, cut, and says so.
+ *   execs N lying_spin for a moment, then exec itself as "execs N-1":
+ *           after each exec the recorder needs a moment to load the new
+ *           image's tables, and a walk then must not follow rbp
  *
  * Every function is noipa: no inlining, cloning or tail calls, so each
  * named function is one real frame.
  */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NOIPA __attribute__((noipa))
 #define UNIT 100000ul
@@ -167,6 +188,117 @@ NOIPA unsigned long run_signal(double seconds)
 	return n;
 }
 
+/* The DRAP frames described at the top; each uses its local and its
+ * array, so that neither is optimised away. */
+NOIPA unsigned long realigned(unsigned long n)
+{
+	volatile char aligned[64] __attribute__((aligned(64)));
+	volatile char vla[16 + n % 64];
+
+	aligned[n % 64] = 5;
+	vla[0] = 6;
+	return level3(n) + aligned[0] + vla[0];
+}
+
+NOIPA unsigned long realigned_spin(unsigned long n)
+{
+	volatile char aligned[64] __attribute__((aligned(64)));
+	volatile char vla[16 + n % 64];
+	unsigned long x = 0;
+
+	aligned[0] = 7;
+	vla[0] = 8;
+	for (unsigned long i = 0; i < n; i++)
+		x += i ^ (unsigned long)aligned[i % 64];
+	return x + vla[0];
+}
+
+NOIPA unsigned long realigned_tiny(unsigned long n)
+{
+	volatile char aligned[64] __attribute__((aligned(64)));
+	volatile char vla[16 + n % 64];
+
+	aligned[n % 64] = 9;
+	vla[n % 16] = 10;
+	return aligned[n % 64] + vla[n % 16];
+}
+
+NOIPA unsigned long run_realign(double seconds)
+{
+	double end = now() + seconds;
+	unsigned long sum = 0, k = 0;
+
+	/* The share of each varies with k: no fixed period. */
+	while (now() < end) {
+		k++;
+		sum += realigned(UNIT + k % 1000);
+		sum += realigned_spin(UNIT + (k * 7) % 1000);
+		for (unsigned long i = 0; i < 20000 + k % 3000; i++)
+			sum += realigned_tiny(i);
+	}
+	return sum;
+}
+
+/*
+ * lying_spin(n): spins n rounds under CFI that lies.  Its frame is 64
+ * bytes (return address, rbp, 48 of its own), but from the sub on the CFI
+ * says CFA = rsp + 48, so the return address would be at rsp + 40: there
+ * it writes 0x1010503.  rbp points at fake_frames, a chain of (next rbp,
+ * return address) pairs that lead nowhere.
+ */
+unsigned long fake_frames[8] = {
+	(unsigned long)&fake_frames[2], 0x1010503,
+	(unsigned long)&fake_frames[4], 0x2020604,
+	(unsigned long)&fake_frames[6], 0x3030705,
+	0, 0,
+};
+unsigned long lying_spin(unsigned long n);
+__asm__(".text\n"
+	".globl lying_spin\n"
+	".type lying_spin, @function\n"
+	"lying_spin:\n"
+	".cfi_startproc\n"
+	"	push %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"	sub $48, %rsp\n"
+	".cfi_def_cfa_offset 48\n" /* the lie: 64 */
+	"	movq $0x1010503, 40(%rsp)\n"
+	"	lea fake_frames(%rip), %rbp\n"
+	"	mov %rdi, %rax\n"
+	"1:	dec %rax\n"
+	"	jnz 1b\n"
+	"	add $48, %rsp\n"
+	".cfi_def_cfa_offset 16\n"
+	"	pop %rbp\n"
+	".cfi_def_cfa_offset 8\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size lying_spin, .-lying_spin\n");
+
+NOIPA unsigned long run_lies(double seconds)
+{
+	double end = now() + seconds;
+	unsigned long n = 0, k = 0;
+
+	while (now() < end)
+		n += lying_spin(UNIT + (k++ % 777) * 100);
+	return n;
+}
+
+/* Each image spins for 30 ms, then replaces itself; the last returns. */
+NOIPA unsigned long run_execs(const char *self, int left)
+{
+	char arg[16];
+	unsigned long n = run_lies(0.03);
+
+	if (left <= 0)
+		return n;
+	snprintf(arg, sizeof(arg), "%d", left - 1);
+	execl(self, self, "execs", arg, (char *)NULL);
+	return n; /* exec failed: stop here */
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "chains";
@@ -177,6 +309,12 @@ int main(int argc, char **argv)
 		r = run_libc(seconds);
 	else if (!strcmp(mode, "signal"))
 		r = run_signal(seconds);
+	else if (!strcmp(mode, "realign"))
+		r = run_realign(seconds);
+	else if (!strcmp(mode, "lies"))
+		r = run_lies(seconds);
+	else if (!strcmp(mode, "execs"))
+		r = run_execs("/proc/self/exe", argc > 2 ? atoi(argv[2]) : 0);
 	else
 		r = run_chains(seconds);
 	return r == 42; /* uses r: keeps the work */

@@ -57,6 +57,15 @@ wait_for() {
 # folded_total FILE : the sum of the counts of a folded file.
 folded_total() { awk '{ n += $NF } END { print n + 0 }' "$1"; }
 
+# lua_truncated FILE : samples whose stack holds a Lua frame, NAME
+# (CHUNK:LINE), and [truncated]: a Lua stack cut short, or a native one
+# cut where Lua ran.  A native stack cut before any Lua ran (the first
+# moments of a process, before its tables are loaded) is not counted.
+lua_truncated() {
+	awk '/\[truncated\]/ && / \([^;]*:[0-9]+\)(;| [0-9]+$)/ { n += $NF }
+		END { print n + 0 }' "$1"
+}
+
 # folded_incl FILE FRAME : samples whose stack holds FRAME (once each).
 # Frames may hold spaces (Lua frames do): the count is after the last one.
 folded_incl() {

@@ -19,9 +19,11 @@
 -- jit.p samples every 10 ms of CPU time but takes the sample at the VM's
 -- next safe point: time in C (builtins, FFI) is charged to the calling
 -- Lua function, and with the JIT on, to where the trace next exits.
--- Runs CPU-bound for SECONDS of CPU time (os.clock), then exits 0.
---   usage: luajit abc.lua [SECONDS]      (default 5)
-local UNIT = 200000
+-- Runs CPU-bound for SECONDS of CPU time (os.clock), then exits 0.  UNIT
+-- is the loop count of one unit of work (tests/kernels/smoke.sh makes it
+-- smaller where code runs emulated, for more calls in a run).
+--   usage: luajit abc.lua [SECONDS [UNIT]]  (default 5, 200000)
+local UNIT = tonumber(arg and arg[2]) or 200000
 
 function work(n)
 	local x = 0

@@ -43,7 +43,7 @@ withlua=$(awk -v a="($APP:" '/ngx_http_lua_run_thread;/ && index($0, a) { n += $
 output=$(awk '/ngx_http_lua_run_thread;ngx_http_lua_send_chain_link/ { n += $NF } END { print n + 0 }' $TMP/ng.folded)
 check_num "samples in ngx_http_lua_run_thread, besides output, with Lua frames" \
 	"$(share $withlua $((inlua - output)))" ">=" 0.98
-check "no truncated Lua stacks" bash -c "! grep -q '\[truncated\]' $TMP/ng.folded"
+check_num "truncated Lua stacks" "$(lua_truncated $TMP/ng.folded)" "==" 0
 
 # Lua source in the trace: app.lua, a file module, is embedded and its
 # lines are ranked with their text; the inline content_by_lua chunk has
@@ -82,4 +82,10 @@ done
 $LUAPROF report --format folded -o $TMP/ngj.folded $TMP/ngj.lp 2>/dev/null
 check "JIT on: compute_checksum runs under handle, on the nginx frames" \
 	grep -qE "ngx_http_lua_run_thread;main \(=content_by_lua\(nginx\.conf:[0-9]+\):0\);handle \($app_re:[0-9]+\);compute_checksum \($app_re:[0-9]+\)" $TMP/ngj.folded
+# The traces' snapshots place compiled time in the functions they inlined.
+check "JIT on: the traces' snapshots were read" \
+	grep -qE "compiled traces: [0-9]+ met, read [0-9]+ times: with their snapshots [1-9]" $TMP/ngj.err
+placed=$($LUAPROF report -n 1 $TMP/ngj.lp 2>/dev/null |
+	awk '/^# compiled code:/ { gsub(/[(%)]/, "", $7); print $7 / 100 }')
+check_num "JIT on: share of compiled samples placed by their trace's snapshots" "${placed:-0}" ">=" 0.9
 nginx_stop

@@ -28,6 +28,13 @@ folded_incl_prefix() {
 }
 
 # record_lua LABEL OUT COMMAND... : records at 999 Hz until the command ends.
+# lua_walks_whole ERR : the recorder's summary says no Lua walk was cut.
+# (A native stack may be, at [truncated]: in a process's first moments,
+# before the recorder has read a library the dynamic loader just mapped.)
+lua_walks_whole() {
+	grep -qE "Lua: [0-9]+ samples with Lua frames \([0-9.]+%\), 0 truncated," "$1"
+}
+
 record_lua() {
 	local label=$1 out=$2
 	shift 2
@@ -58,7 +65,7 @@ check_abc() {
 	check_num "$label: c's share of a+b+c ~3/6 (high)" "$(share $c $abc)" "<" 0.55
 	check "$label: work is named, under c, under main" \
 		grep -qF "main ($S/abc.lua:0);$(lua_frame c abc.lua '^function c()');$(lua_frame work abc.lua '^function work')" $out.folded
-	check "$label: no truncated Lua stacks" bash -c "! grep -q '\[truncated\]' $out.folded"
+	check "$label: no truncated Lua stacks" lua_walks_whole $out.err
 }
 
 check_abc "luajit2 executable" lj2 $LJ2 -joff
@@ -77,10 +84,10 @@ anon=$(awk '/\[anon\]/ { n += $NF } END { print n + 0 }' $TMP/abc-jit2.lp.folded
 check_num "JIT on: share of samples left with trace machine code as a frame" \
 	"$(share $anon $(folded_total $TMP/abc-jit2.lp.folded))" "<=" 0.01
 
-# A compiled trace keeps no pc: --lines shows where it starts, the loop.
+# The trace's snapshots place compiled time: --lines shows work's loop body.
 $LUAPROF report --format folded --lines -o $TMP/jit-lines.folded $TMP/abc-jit2.lp 2>/dev/null
-check "JIT on, --lines: work's time is on its loop, where the trace starts" \
-	grep -qF "work ($S/abc.lua:$(grep -n 'for i = 1, n \* UNIT' $S/abc.lua | cut -d: -f1))" $TMP/jit-lines.folded
+check "JIT on, --lines: work's time is on its loop's body, from the trace's snapshots" \
+	grep -qF "work ($S/abc.lua:$(grep -n 'x = (x + i \* 7)' $S/abc.lua | cut -d: -f1))" $TMP/jit-lines.folded
 
 # VM states: compiled with the JIT on, interpreted with it off.
 $LUAPROF report --vmstate $TMP/abc-jit2.lp >$TMP/vms-jit.txt 2>/dev/null
@@ -120,7 +127,7 @@ record_lua "recurse.lua" $out $LJ2 -joff $S/recurse.lua 2
 deepest=$(awk '{ n = gsub(/descend \(/, "&"); if (n > m) m = n } END { print m + 0 }' $out.folded)
 check_num "recurse.lua: the deepest stack holds all 300 descend frames" "$deepest" ">=" 300
 check "recurse.lua: bottom is the leaf below them" grep -qE "descend \([^;]*;bottom \($S/recurse.lua" $out.folded
-check "recurse.lua: no truncated Lua stacks" bash -c "! grep -q '\[truncated\]' $out.folded"
+check "recurse.lua: no truncated Lua stacks" lua_walks_whole $out.err
 
 # Coroutines resumed from Lua: the coroutine's frames stand on the
 # resumer's coroutine.resume (or the wrap function's caller).

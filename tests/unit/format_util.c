@@ -108,6 +108,28 @@ static int srclines_equal(const struct lp_srclines *a, const struct lp_srclines 
 	return 1;
 }
 
+static int lframe_equal(const struct lp_lframe *x, const struct lp_lframe *y)
+{
+	return x->kind == y->kind && x->link == y->link && x->value == y->value &&
+	       x->pc == y->pc;
+}
+
+static int trace_snaps_equal(const struct lp_trace_snaps *a, const struct lp_trace_snaps *b)
+{
+	if (a->trace != b->trace || a->bcofs != b->bcofs || a->bcbase != b->bcbase ||
+	    a->nsnap != b->nsnap)
+		return 0;
+	for (uint32_t i = 0; i < a->nsnap; i++) {
+		if (a->snaps[i].mcofs != b->snaps[i].mcofs ||
+		    a->snaps[i].nframe != b->snaps[i].nframe)
+			return 0;
+		for (uint32_t k = 0; k < a->snaps[i].nframe; k++)
+			if (!lframe_equal(&a->snaps[i].frames[k], &b->snaps[i].frames[k]))
+				return 0;
+	}
+	return 1;
+}
+
 int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 {
 	uint32_t i;
@@ -224,6 +246,8 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 				return 0;
 		}
 		return 1;
+	case LP_REC_TRACE_SNAPS:
+		return trace_snaps_equal(&a->u.trace_snaps, &b->u.trace_snaps);
 	case LP_REC_DEBUG_RETIRED:
 		break; /* never written, never returned */
 	}

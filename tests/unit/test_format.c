@@ -131,6 +131,7 @@ TEST(codecs_and_names)
 	CHECK(!strcmp(lp_record_name(LP_REC_FOOTER), "footer"));
 	CHECK(!strcmp(lp_record_name(LP_REC_SRCLINES), "srclines"));
 	CHECK(!strcmp(lp_record_name(LP_REC_PUC_LUA), "puc_lua"));
+	CHECK(!strcmp(lp_record_name(LP_REC_TRACE_SNAPS), "trace_snaps"));
 	CHECK(!strcmp(lp_record_name((enum lp_record_type)0), "unknown"));
 	CHECK(!strcmp(lp_record_name((enum lp_record_type)99), "unknown"));
 }
@@ -240,6 +241,40 @@ static size_t make_object_records(struct lp_record *r)
 	return n;
 }
 
+/* A trace's snapshots: a base frame far from where the trace starts,
+ * frames repeated from the snapshot before (keep) and not, a snapshot
+ * not decoded between two that are, the deepest snapshot, values at the
+ * top of their ranges; and a trace with no snapshots. */
+static struct lp_lframe tsnap_deep[LP_TSNAP_MAX_FRAMES];
+
+static size_t make_trace_snaps_records(struct lp_record *r)
+{
+	static const struct lp_lframe fr[] = {
+		{ LP_LFRAME_BASE, 0, UINT64_MAX, 0 },
+		{ LP_LFRAME_LUA, LP_LFRAME_LINK_LUA, 9, UINT32_MAX },
+		{ LP_LFRAME_FF, 6, 20, 0 },
+		{ LP_LFRAME_LUA, 0, 10, 3 },
+	};
+	static struct lp_tsnap snaps[6];
+	size_t n = 0;
+
+	for (uint32_t k = 0; k < LP_TSNAP_MAX_FRAMES; k++)
+		tsnap_deep[k] = (struct lp_lframe){ LP_LFRAME_LUA, k % 8, k, k };
+	snaps[0] = (struct lp_tsnap){ 0, 1, fr };
+	snaps[1] = (struct lp_tsnap){ 1, 3, fr };
+	snaps[2] = (struct lp_tsnap){ 200, 4, fr };
+	snaps[3] = (struct lp_tsnap){ 300, 0, NULL };
+	snaps[4] = (struct lp_tsnap){ 301, 2, fr + 2 };
+	snaps[5] = (struct lp_tsnap){ UINT32_MAX, LP_TSNAP_MAX_FRAMES, tsnap_deep };
+	r[n].type = LP_REC_TRACE_SNAPS;
+	r[n++].u.trace_snaps = (struct lp_trace_snaps){ 3, 104, 0x7f0000123450ull + 104,
+							ARRAY_SIZE(snaps), snaps };
+	r[n].type = LP_REC_TRACE_SNAPS;
+	r[n++].u.trace_snaps = (struct lp_trace_snaps){ .trace = UINT64_MAX, .bcofs = UINT32_MAX,
+							.bcbase = UINT64_MAX };
+	return n;
+}
+
 /* One or more records of every type; returns how many. */
 static size_t make_records(struct lp_record *r)
 {
@@ -304,7 +339,7 @@ static size_t make_records(struct lp_record *r)
 			.flags = i % 5 ? 0 : LP_SAMPLE_KSTACK_FAILED |
 					     LP_SAMPLE_USTACK_FAILED,
 			.lstack = i % 4 ? 0 : 7, .vmstate = i % 2 ? -1 - (int32_t)i : INT32_MAX,
-			.lua_state = (uint32_t)i % 6,
+			.lua_state = (uint32_t)i % 6, .ustop = (uint32_t)i % 12,
 		};
 	}
 	r[n].type = LP_REC_LUAJIT;
@@ -352,6 +387,7 @@ static size_t make_records(struct lp_record *r)
 	/* Times at both ends of the range: the deltas wrap around. */
 	r[n - 15].u.sample.time_ns = UINT64_MAX;
 	r[n - 14].u.sample.time_ns = 0;
+	n += make_trace_snaps_records(r + n);
 	r[n].type = LP_REC_LOST;
 	r[n++].u.lost = (struct lp_lost){ t0 + 1, 1ull << 40, LP_LOST_RINGBUF };
 	r[n].type = LP_REC_EXIT;
@@ -472,6 +508,26 @@ TEST(writer_refuses_bad_records)
 		CHECK(trace_write(w, &rec) == -EINVAL);
 		ch[1].vaddr = 0x20;
 		CHECK(trace_write(w, &rec) == -EINVAL);
+	}
+	/* TRACE_SNAPS: trace 0; offsets not ascending; a snapshot deeper
+	 * than allowed.  Its size is 0 for what the writer refuses. */
+	{
+		struct lp_lframe fr[LP_TSNAP_MAX_FRAMES + 1] = { { LP_LFRAME_BASE, 0, 2, 0 } };
+		struct lp_tsnap sn[2] = { { 10, 1, fr }, { 10, 1, fr } };
+		struct lp_trace_snaps *ts = &rec.u.trace_snaps;
+
+		rec = (struct lp_record){ .type = LP_REC_TRACE_SNAPS,
+					  .u.trace_snaps = { 0, 104, 0, 1, sn } };
+		CHECK(trace_write(w, &rec) == -EINVAL && lp_trace_snaps_size(ts) == 0);
+		ts->trace = 1;
+		CHECK(lp_trace_snaps_size(ts) == 11);
+		ts->nsnap = 2;
+		CHECK(trace_write(w, &rec) == -EINVAL && lp_trace_snaps_size(ts) == 0);
+		sn[1].mcofs = 11;
+		sn[1].nframe = LP_TSNAP_MAX_FRAMES + 1;
+		CHECK(trace_write(w, &rec) == -EINVAL);
+		sn[1].nframe = 2;
+		CHECK(lp_trace_snaps_size(ts) == 18); /* keeps the first frame */
 	}
 	/* A record that cannot fit in any chunk is refused; one that fits
 	 * only in an empty chunk gets a chunk of its own. */

@@ -777,3 +777,144 @@ TEST(older_luajit_without_build)
 	lp_buf_free(&p);
 	lp_buf_free(&body);
 }
+
+/* One TRACE_SNAPS body from its varints: trace, bcofs, bcbase, nsnap,
+ * then the snapshots as they are on disk. */
+static void put_uvs_body(struct lp_buf *body, const uint64_t *v, size_t n)
+{
+	body->len = 0;
+	for (size_t i = 0; i < n; i++)
+		lp_put_uv(body, v[i]);
+}
+
+/* A TRACE_SNAPS record decodes with its snapshots' frames (those kept
+ * from the snapshot before included); damaged ones are bad records, the
+ * reader going on: trace 0; more snapshots than bytes; offsets not
+ * ascending or past 2^32; keep above the previous snapshot's frames, or
+ * with no new frame; a snapshot deeper than allowed; a frame cut short;
+ * a pc beyond 32 bits.  Bytes after the snapshots are a later version's. */
+TEST(trace_snaps_records_good_and_bad)
+{
+	/* 3 snapshots: [BASE], [LUA f, LUA g] (keep 0), [f, LUA h] (keep 1) */
+	static const uint64_t good[] = { 5, 104, 0x1000, 3,
+					 0, 0, 1, 7, 13, 0, 0,
+					 40, 0, 2, 1, 1, 10, 0, 1, 2, 5, 0,
+					 16, 1, 1, 1, 3, 2, 2 };
+	static const struct { uint64_t v[20]; size_t n; } bad[] = {
+		{ { 0, 104, 0x1000, 1, 0, 0, 1, 7, 13, 0, 0 }, 11 },
+		{ { 5, 104, 0x1000, 1ull << 40 }, 4 },
+		{ { 5, 104, 0x1000, 2, 0, 0, 1, 7, 13, 0, 0, 0, 0, 1, 7, 13, 0, 0 }, 18 },
+		{ { 5, 104, 0x1000, 2, 1ull << 32, 0, 1, 7, 13, 0, 0 }, 11 },
+		{ { 5, 104, 0x1000, 2, 0, 0, 1, 7, 13, 0, 0, 4, 2, 1, 1, 1, 0, 0 }, 18 },
+		{ { 5, 104, 0x1000, 2, 0, 0, 1, 7, 13, 0, 0, 4, 1, 0 }, 14 },
+		{ { 5, 104, 0x1000, 1, 0, 0, LP_TSNAP_MAX_FRAMES + 1, 7, 13, 0, 0 }, 11 },
+		{ { 5, 104, 0x1000, 1, 0, 0, 1, 7, 13, 0 }, 10 },
+		{ { 5, 104, 0x1000, 1, 0, 0, 1, 1, 13, 1ull << 32, 0 }, 11 },
+	};
+	struct lp_buf b = { 0 }, p = { 0 }, body = { 0 };
+	const char *path = fmt_tmp_path("trace-snaps.lp");
+	struct trace_reader_stats st;
+	struct trace_reader *r;
+	struct lp_record rec;
+	size_t ngood = 0, good_len;
+	char msg[64];
+	int ret;
+
+	put_header(&b, 1, 0, 0);
+	put_exit(&p, 1);
+	put_uvs_body(&body, good, ARRAY_SIZE(good));
+	good_len = body.len;
+	put_record(&p, LP_REC_TRACE_SNAPS, &body);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		put_uvs_body(&body, bad[i].v, bad[i].n);
+		put_record(&p, LP_REC_TRACE_SNAPS, &body);
+	}
+	put_uvs_body(&body, good, ARRAY_SIZE(good));
+	lp_put_str(&body, "a later field");
+	put_record(&p, LP_REC_TRACE_SNAPS, &body);
+	put_exit(&p, 2);
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_LZ4, p.data, p.len);
+	CHECK(fmt_write_file(path, b.data, b.len) == 0);
+	CHECK(!strcmp(read_exits(path, &st, &ret), "12") && ret == 0);
+	CHECK(st.bad_records == ARRAY_SIZE(bad) && !st.unknown_records);
+	CHECK(trace_reader_open(&r, path, msg, sizeof(msg)) == 0);
+	while (trace_reader_next(r, &rec) == 1) {
+		const struct lp_trace_snaps *ts = &rec.u.trace_snaps;
+
+		if (rec.type != LP_REC_TRACE_SNAPS)
+			continue;
+		CHECK(ts->trace == 5 && ts->bcofs == 104 && ts->bcbase == 0x1000 && ts->nsnap == 3);
+		CHECK(ts->snaps[0].mcofs == 0 && ts->snaps[0].nframe == 1 &&
+		      ts->snaps[0].frames[0].kind == LP_LFRAME_BASE &&
+		      ts->snaps[0].frames[0].value == 13);
+		CHECK(ts->snaps[1].mcofs == 40 && ts->snaps[1].nframe == 2 &&
+		      ts->snaps[1].frames[1].value == 2 && ts->snaps[1].frames[1].pc == 5);
+		CHECK(ts->snaps[2].mcofs == 56 && ts->snaps[2].nframe == 2 &&
+		      ts->snaps[2].frames[0].value == 1 && ts->snaps[2].frames[0].pc == 10 &&
+		      ts->snaps[2].frames[1].value == 3 && ts->snaps[2].frames[1].link == 2);
+		CHECK(lp_trace_snaps_size(ts) == good_len);
+		ngood++;
+	}
+	trace_reader_close(r);
+	CHECK(ngood == 2);
+	lp_buf_free(&b);
+	lp_buf_free(&p);
+	lp_buf_free(&body);
+}
+
+/* Every byte of a good TRACE_SNAPS body overwritten, in turn: each record
+ * decodes or is bad, the reader reads on, and what decodes holds together
+ * (offsets ascending, frames within bounds, kept frames equal to the
+ * snapshot before's). */
+TEST(trace_snaps_every_byte_overwritten)
+{
+	static const uint64_t good[] = { 5, 104, 0x1000, 4,
+					 0, 0, 1, 7, 13, 0, 0,
+					 40, 0, 2, 1, 1, 10, 0, 1, 2, 5, 0,
+					 16, 1, 1, 1, 3, 2, 2,
+					 3, 0, 0 };
+	static const uint8_t vals[] = { 0x00, 0x01, 0x10, 0x7f, 0x80, 0xff };
+	struct lp_buf b = { 0 }, p = { 0 }, body = { 0 };
+	const char *path = fmt_tmp_path("trace-snaps-bytes.lp");
+	struct trace_reader_stats st;
+	struct trace_reader *r;
+	struct lp_record rec;
+	size_t nrec = 0, nexit = 0;
+	char msg[64];
+
+	put_uvs_body(&body, good, ARRAY_SIZE(good));
+	put_header(&b, 1, 0, 0);
+	for (size_t at = 0; at < body.len; at++) {
+		for (size_t v = 0; v < ARRAY_SIZE(vals); v++) {
+			uint8_t keep = body.data[at];
+
+			body.data[at] = vals[v];
+			put_record(&p, LP_REC_TRACE_SNAPS, &body);
+			body.data[at] = keep;
+		}
+	}
+	put_exit(&p, 1);
+	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_NONE, p.data, p.len);
+	CHECK(fmt_write_file(path, b.data, b.len) == 0);
+	CHECK(trace_reader_open(&r, path, msg, sizeof(msg)) == 0);
+	while (trace_reader_next(r, &rec) == 1) {
+		const struct lp_trace_snaps *ts = &rec.u.trace_snaps;
+
+		nexit += rec.type == LP_REC_EXIT;
+		if (rec.type != LP_REC_TRACE_SNAPS)
+			continue;
+		nrec++;
+		CHECK(ts->trace != 0);
+		for (uint32_t i = 0; i < ts->nsnap; i++) {
+			CHECK(ts->snaps[i].nframe <= LP_TSNAP_MAX_FRAMES);
+			CHECK(!i || ts->snaps[i].mcofs > ts->snaps[i - 1].mcofs);
+		}
+	}
+	trace_reader_get_stats(r, &st);
+	trace_reader_close(r);
+	CHECK(nexit == 1 && nrec + st.bad_records == body.len * ARRAY_SIZE(vals));
+	CHECK(nrec > 0 && st.bad_records > 0);
+	lp_buf_free(&b);
+	lp_buf_free(&p);
+	lp_buf_free(&body);
+}

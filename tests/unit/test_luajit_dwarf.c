@@ -115,11 +115,21 @@ typedef struct jit_State {
 	char pad1[300];
 } jit_State;
 
+/* A trace's snapshots: fields moved from where LuaJIT has them. */
+typedef struct SnapShot {
+	uint16_t ref;
+	uint16_t mcofs;
+	uint8_t nslots, nent, topslot, count;
+	uint32_t mapofs;
+	uint32_t pad;
+} SnapShot;
+
 typedef struct GCtrace {
 	GCRef nextgc;
 	uint8_t marked, gct;
 	uint16_t nins;
-	char pad0[28];
+	uint16_t nsnap;
+	char pad0[26];
 	GCRef startpt;
 	MRef startpc;
 	uint32_t pad1;
@@ -129,6 +139,10 @@ typedef struct GCtrace {
 	uint16_t traceno;
 	uint16_t link;
 	uint16_t root;
+	SnapShot *snap;
+	uint32_t nsnapmap, nk;
+	uint32_t *snapmap;
+	void *ir;
 } GCtrace;
 
 typedef struct GG_State {
@@ -271,6 +285,17 @@ TEST(lj_dwarf_reads_own_types)
 	CHECK(FIELD_IS(tr_szmcode, offsetof(GCtrace, szmcode)));
 	CHECK(FIELD_IS(tr_root, offsetof(GCtrace, root)));
 	CHECK(FIELD_IS(tr_traceno, offsetof(GCtrace, traceno)));
+	/* Snapshots, from GCtrace and SnapShot. */
+	CHECK(FIELD_IS(tr_nsnap, offsetof(GCtrace, nsnap)));
+	CHECK(FIELD_IS(tr_nsnapmap, offsetof(GCtrace, nsnapmap)));
+	CHECK(FIELD_IS(tr_nk, offsetof(GCtrace, nk)));
+	CHECK(FIELD_IS(tr_snap, offsetof(GCtrace, snap)));
+	CHECK(FIELD_IS(tr_snapmap, offsetof(GCtrace, snapmap)));
+	CHECK(FIELD_IS(tr_ir, offsetof(GCtrace, ir)));
+	CHECK(FIELD_IS(sn_size, sizeof(SnapShot)));
+	CHECK(FIELD_IS(sn_mapofs, offsetof(SnapShot, mapofs)));
+	CHECK(FIELD_IS(sn_mcofs, offsetof(SnapShot, mcofs)));
+	CHECK(FIELD_IS(sn_nent, offsetof(SnapShot, nent)));
 }
 
 /* The fast functions' names come from the enum: a known build's spelling
@@ -297,6 +322,40 @@ TEST(lj_dwarf_names_fast_functions)
 	}
 	lj_ffnames_free(&ff);
 	CHECK(ff.n == 0 && !ff.names);
+}
+
+/* Snapshot offsets: without SnapShot in DWARF, or with a SnapShot of
+ * another shape (no mcofs: before 2020), none, so that traces are
+ * recorded without snapshots rather than misread (a fork moves them: a
+ * built-in row's would be a guess). */
+TEST(lj_dwarf_snapshot_fields)
+{
+	char self[PATH_MAX], msg[512];
+	struct lp_debug_file f = { .fd = -1 };
+	struct lj_types ty, doctored;
+	struct lj_layout lo;
+	Dwarf *dbg;
+	int ok = 0;
+
+	CHECK(!self_path(self, sizeof(self)));
+	if (!have_own_dwarf(self))
+		return;
+	CHECK(!find_debug_info(self, &f));
+	dbg = dwarf_begin_elf(f.elf, DWARF_C_READ, NULL);
+	if (dbg && !find_types(dbg, &ty) && ty.have[T_TRACE] && ty.have[T_SNAP]) {
+		doctored = ty;
+		doctored.have[T_SNAP] = false;
+		ok = !fill_layout(&doctored, &lo, "x", msg, sizeof(msg)) &&
+		     !lo.sn_size && !lo.tr_snap && !lo.sn_mcofs;
+		doctored = ty;
+		doctored.die[T_SNAP] = ty.die[T_STR]; /* no mcofs */
+		ok = ok && !fill_layout(&doctored, &lo, "x", msg, sizeof(msg)) &&
+		     !lo.sn_size && !lo.tr_snap;
+	}
+	if (dbg)
+		dwarf_end(dbg);
+	lp_debug_file_close(&f);
+	CHECK(ok);
 }
 
 /* A missing type or member is named, and nothing is made up for it. */

@@ -274,6 +274,20 @@ TEST(lj_layout_invariants)
 			    "coroutine.resume"));
 		CHECK(streq(lj_ffname(b, l->ffid_coroutine_wrap_aux),
 			    "coroutine.wrap_aux"));
+		/* GCtrace: the IR, its constants' bound, the snapshots and
+		 * their map, then where the trace starts; a SnapShot is
+		 * { u32 mapofs; u16 ref, mcofs; u8 nslots, topslot, nent }.
+		 * tarantool's older LuaJIT has no SnapShot.mcofs: no
+		 * snapshots are read there (all 0). */
+		if (streq(b->name, "tarantool-2.6-nogc64")) {
+			CHECK(!l->sn_size && !l->tr_snap && !l->sn_mcofs);
+			continue;
+		}
+		CHECK(l->tr_nsnap == r + 2 && l->tr_nk == l->tr_ir + 8);
+		CHECK(l->tr_nsnapmap == l->tr_nk + 4 && l->tr_snap == l->tr_nsnapmap + 4);
+		CHECK(l->tr_snapmap == l->tr_snap + 8 && l->tr_startpt == l->tr_snapmap + 8);
+		CHECK(l->sn_size == 12 && l->sn_mapofs == 0 && l->sn_mcofs == 6 &&
+		      l->sn_nent == 10);
 	}
 }
 

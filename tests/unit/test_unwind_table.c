@@ -71,8 +71,10 @@ TEST(unwind_table_self)
 			if (r->cfa_off < 8 || r->cfa_off % 8)
 				other++;
 		}
-		/* A saved rbp is below the CFA, under the return address. */
-		if (r->rbp_off != 0 && r->rbp_off != LP_RBP_UNKNOWN && r->rbp_off > -2)
+		/* A saved rbp is below the CFA, under the return address
+		 * (or, in a realigned frame, where rbp points). */
+		if (r->rbp_off != 0 && r->rbp_off != LP_RBP_UNKNOWN &&
+		    r->rbp_off != LP_RBP_AT_RBP && r->rbp_off > -2)
 			other++;
 	}
 	CHECK(rsp > t.nrows / 2); /* -O2: rsp-based frames dominate */
@@ -129,14 +131,15 @@ TEST(unwind_table_known_function)
 struct walk {
 	uint64_t pcs[16];
 	int n;
-	uint64_t ret[3]; /* __builtin_return_address(0) of each level */
+	uint64_t ret[4]; /* __builtin_return_address(0) of each level */
 };
 
 /*
  * Walks from its own pc and registers, as the BPF walker does from a
- * sample's: row for pc (pc - 1 past frame 0), CFA, return address at
- * CFA - 8, rbp at CFA + 8 * rbp_off.  The stack is our own, so reading
- * it needs no bounds beyond the table's.
+ * sample's: row for pc (pc - 1 past frame 0), CFA (from rsp or rbp, or
+ * read where a realigned frame saved it), return address at CFA - 8, rbp
+ * at CFA + 8 * rbp_off or at [rbp].  The stack is our own, so reading it
+ * needs no bounds beyond the table's.
  */
 __attribute__((noinline)) void unwind_test_walk(const struct unwind_table *t,
 						 uint64_t bias, struct walk *w)
@@ -151,12 +154,28 @@ __attribute__((noinline)) void unwind_test_walk(const struct unwind_table *t,
 
 		w->pcs[w->n] = pc;
 		r = unwind_table_lookup(t, pc - bias - (w->n ? 1 : 0));
-		if (!r || (r->cfa_type != LP_CFA_RSP && r->cfa_type != LP_CFA_RBP))
+		if (!r)
 			break;
-		cfa = (r->cfa_type == LP_CFA_RSP ? sp : bp) + r->cfa_off;
+		switch (LP_CFA_KIND(r->cfa_type)) {
+		case LP_CFA_RSP:
+		case LP_CFA_RBP:
+			cfa = (r->cfa_type == LP_CFA_RSP ? sp : bp) + r->cfa_off;
+			break;
+		case LP_CFA_DEREF_RSP:
+		case LP_CFA_DEREF_RBP:
+			cfa = *(const uint64_t *)(uintptr_t)((LP_CFA_KIND(r->cfa_type) ==
+							      LP_CFA_DEREF_RSP ? sp : bp) +
+							     (int16_t)r->cfa_off) +
+			      8 * LP_CFA_AUX(r->cfa_type);
+			break;
+		default:
+			return;
+		}
 		if (r->rbp_off == LP_RBP_UNKNOWN)
 			break;
-		if (r->rbp_off)
+		if (r->rbp_off == LP_RBP_AT_RBP)
+			bp = *(const uint64_t *)(uintptr_t)bp;
+		else if (r->rbp_off)
 			bp = *(const uint64_t *)(uintptr_t)(cfa + 8 * (int64_t)r->rbp_off);
 		pc = *(const uint64_t *)(uintptr_t)(cfa - 8);
 		sp = cfa;
@@ -169,9 +188,24 @@ __attribute__((noinline)) int unwind_test_level2(const struct unwind_table *t,
 	volatile char vla[n + 8]; /* an rbp-based frame in the chain */
 
 	vla[0] = 1;
-	w->ret[2] = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	w->ret[3] = (uint64_t)(uintptr_t)__builtin_return_address(0);
 	unwind_test_walk(t, bias, w);
 	return vla[0] + 1;
+}
+
+/* A realigned frame: GCC keeps a 64-byte aligned local next to a
+ * variable-length array through a DRAP register, and describes the frame
+ * with DWARF expressions (CFA = *(rbp - N), rbp saved at [rbp]). */
+__attribute__((noinline)) int unwind_test_drap(const struct unwind_table *t,
+					       uint64_t bias, struct walk *w, int n)
+{
+	volatile char aligned[64] __attribute__((aligned(64)));
+	volatile char vla[n + 8];
+
+	aligned[0] = 3;
+	vla[0] = 1;
+	w->ret[2] = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	return unwind_test_level2(t, bias, w, n) + aligned[0] + vla[0];
 }
 
 __attribute__((noinline)) int unwind_test_level1(const struct unwind_table *t,
@@ -181,7 +215,7 @@ __attribute__((noinline)) int unwind_test_level1(const struct unwind_table *t,
 
 	buf[0] = 2;
 	w->ret[1] = (uint64_t)(uintptr_t)__builtin_return_address(0);
-	return unwind_test_level2(t, bias, w, 5) + buf[0];
+	return unwind_test_drap(t, bias, w, 5) + buf[0];
 }
 
 TEST(unwind_table_walks_own_stack)
@@ -193,12 +227,14 @@ TEST(unwind_table_walks_own_stack)
 	memset(&w, 0, sizeof(w));
 	CHECK(unwind_table_build_path("/proc/self/exe", &t) == 0);
 	r = unwind_test_level1(&t, main_bias(), &w);
-	CHECK(r == 4);
-	CHECK(w.n >= 4);
-	/* pcs[0] is in unwind_test_walk; then level2's, level1's and this
-	 * test's return addresses, each as its callee saw it. */
-	CHECK(w.pcs[2] == w.ret[2]);
-	CHECK(w.pcs[3] == w.ret[1]);
+	CHECK(r == 8);
+	CHECK(w.n >= 5);
+	/* pcs[0] is in unwind_test_walk; then level2's, the realigned
+	 * frame's, level1's and this test's return addresses, each as its
+	 * callee saw it. */
+	CHECK(w.pcs[2] == w.ret[3]);
+	CHECK(w.pcs[3] == w.ret[2]);
+	CHECK(w.pcs[4] == w.ret[1]);
 	unwind_table_free(&t);
 }
 

@@ -1,0 +1,202 @@
+/*
+ * unwind_preload.c - builds the unwind tables of a launched command and
+ * of the libraries it will load, before it runs (record -- CMD).
+ *
+ * Without this, the tables of an object are built when the recorder first
+ * sees it mapped: after the exec for the program and its interpreter, and
+ * a moment later for each library the dynamic loader maps.  A sample taken
+ * in between cannot be walked past its leaf (bpf/unwind_native.bpf.h: the
+ * stack is cut, NO_TABLE or UNMAPPED), and building libc's, libluajit's
+ * and a dozen others' tables takes tens of milliseconds: 76 ms of cut
+ * stacks at the start of every sysbench run.  The launched command waits
+ * for the recorder anyway, so the tables are built then, and the exec
+ * finds them ready: an object is known by what the file is (record/
+ * unwind.c), so a table built from the file here is the one its mapping
+ * uses later.
+ *
+ * Which files: the command as execvp() finds it, its PT_INTERP, and its
+ * DT_NEEDED libraries, recursively, looked up as the dynamic loader looks
+ * them up, less its cache: DT_RPATH, LD_LIBRARY_PATH, DT_RUNPATH (with
+ * $ORIGIN), then the system's directories.  A library it cannot find is
+ * built when it is mapped, as before; a library it finds that is not the
+ * one loaded costs only the time to build it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "record/unwind.h"
+
+#define PRELOAD_MAX 128 /* objects followed, the command included */
+
+static const char *const system_dirs[] = {
+	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+	"/lib64", "/usr/lib64", "/lib", "/usr/lib",
+};
+
+struct preload {
+	struct unwinder *u;
+	char *paths[PRELOAD_MAX]; /* found, in the order they were queued */
+	char *names[PRELOAD_MAX]; /* DT_NEEDED names met, to look up once */
+	int npaths, nnames;
+};
+
+static int seen_name(struct preload *p, const char *name)
+{
+	for (int i = 0; i < p->nnames; i++)
+		if (!strcmp(p->names[i], name))
+			return 1;
+	if (p->nnames < PRELOAD_MAX && (p->names[p->nnames] = strdup(name)))
+		p->nnames++;
+	return 0;
+}
+
+static void queue(struct preload *p, const char *path)
+{
+	for (int i = 0; i < p->npaths; i++)
+		if (!strcmp(p->paths[i], path))
+			return;
+	if (p->npaths < PRELOAD_MAX && (p->paths[p->npaths] = strdup(path)))
+		p->npaths++;
+}
+
+/* dir/name, with $ORIGIN (or ${ORIGIN}) as the directory of `from`. */
+static int join(char *out, size_t size, const char *dir, size_t dirlen,
+		const char *name, const char *from)
+{
+	const char *slash = strrchr(from, '/');
+	int n;
+
+	if (dirlen >= 7 && !strncmp(dir, "$ORIGIN", 7)) {
+		n = snprintf(out, size, "%.*s%.*s/%s", slash ? (int)(slash - from) : 1,
+			     slash ? from : ".", (int)(dirlen - 7), dir + 7, name);
+	} else if (dirlen >= 9 && !strncmp(dir, "${ORIGIN}", 9)) {
+		n = snprintf(out, size, "%.*s%.*s/%s", slash ? (int)(slash - from) : 1,
+			     slash ? from : ".", (int)(dirlen - 9), dir + 9, name);
+	} else {
+		n = snprintf(out, size, "%.*s/%s", (int)dirlen, dir, name);
+	}
+	return n > 0 && (size_t)n < size;
+}
+
+/* Looks name up in a colon-separated list of directories. */
+static int find_in(char *out, size_t size, const char *list, const char *name,
+		   const char *from)
+{
+	while (list && *list) {
+		size_t len = strcspn(list, ":");
+
+		if (len && join(out, size, list, len, name, from) && !access(out, R_OK))
+			return 1;
+		list += len + (list[len] == ':');
+	}
+	return 0;
+}
+
+static int find_library(char *out, size_t size, const char *name, const char *from,
+			const char *rpath, const char *runpath)
+{
+	if (strchr(name, '/'))
+		return snprintf(out, size, "%s", name) < (int)size && !access(out, R_OK);
+	if (!runpath && find_in(out, size, rpath, name, from))
+		return 1;
+	if (find_in(out, size, getenv("LD_LIBRARY_PATH"), name, from) ||
+	    find_in(out, size, runpath, name, from))
+		return 1;
+	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(*system_dirs); i++)
+		if (join(out, size, system_dirs[i], strlen(system_dirs[i]), name, from) &&
+		    !access(out, R_OK))
+			return 1;
+	return 0;
+}
+
+/* Builds one file's table and queues what it needs. */
+static void follow(struct preload *p, const char *path)
+{
+	const char *needed[64], *rpath = NULL, *runpath = NULL;
+	char found[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC), nneeded = 0;
+	Elf_Scn *scn = NULL;
+	size_t nph;
+	Elf *elf;
+
+	if (fd < 0)
+		return;
+	unwind_preload_file(p->u, fd);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && !elf_getphdrnum(elf, &nph)) {
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+			size_t len;
+			const char *img = elf_rawfile(elf, &len);
+
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_INTERP && img &&
+			    ph.p_offset < len && ph.p_filesz < sizeof(found) &&
+			    ph.p_filesz <= len - ph.p_offset) {
+				memcpy(found, img + ph.p_offset, ph.p_filesz);
+				found[ph.p_filesz] = '\0';
+				queue(p, found);
+			}
+		}
+	}
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Dyn dyn;
+			const char *s;
+
+			if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+				break;
+			s = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
+			if (!s)
+				continue;
+			if (dyn.d_tag == DT_NEEDED && nneeded < 64)
+				needed[nneeded++] = s;
+			else if (dyn.d_tag == DT_RPATH)
+				rpath = s;
+			else if (dyn.d_tag == DT_RUNPATH)
+				runpath = s;
+		}
+	}
+	for (int i = 0; i < nneeded; i++)
+		if (!seen_name(p, needed[i]) &&
+		    find_library(found, sizeof(found), needed[i], path, rpath, runpath))
+			queue(p, found);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+}
+
+int unwind_preload(struct unwinder *u, const char *cmd)
+{
+	struct preload p = { .u = u };
+	char path[4096];
+
+	if (!u || !cmd || elf_version(EV_CURRENT) == EV_NONE)
+		return 0;
+	if (strchr(cmd, '/')) {
+		if (snprintf(path, sizeof(path), "%s", cmd) >= (int)sizeof(path))
+			return -ENAMETOOLONG;
+	} else if (!find_in(path, sizeof(path), getenv("PATH") ?: "/usr/local/bin:/usr/bin:/bin",
+			    cmd, "")) {
+		return -ENOENT;
+	}
+	queue(&p, path);
+	for (int i = 0; i < p.npaths; i++)
+		follow(&p, p.paths[i]);
+	for (int i = 0; i < p.npaths; i++)
+		free(p.paths[i]);
+	for (int i = 0; i < p.nnames; i++)
+		free(p.names[i]);
+	return 0;
+}

@@ -1,0 +1,296 @@
+# tests/kernels/smoke.sh - the smoke subset of the end-to-end tests that
+# every kernel of the matrix runs (tests/kernels.sh boots the guests; this
+# runs inside them, from the host's tree).  It runs on the host as it is,
+# too (`bash tests/kernels/smoke.sh`), for figures to compare with.
+#
+# The checks are what must hold on any kernel: `luaprof check` passes,
+# every BPF program loads, a C program without frame pointers, both
+# LuaJITs with and without the JIT, and nginx with the Lua module come out
+# with their frames named and rooted at _start, abc.lua's 1:2:3 within
+# 15% (or its sampling noise, see within()), and report and info read the
+# traces.  Each check prints its figure.
+#
+# Emulated (qemu TCG, on a host others load too), code runs 10 to 20 times
+# slower and the guest's CPUs stall whenever the host runs something else.
+# So the shares are measured on targets already running, recorded with
+# -p: a launched target's first moments, before the recorder has read its
+# mappings and found its VM, are a few milliseconds here but a large part
+# of a short recording in a guest (its native walks stop "unmapped", its
+# samples have no Lua frames yet).  One launched recording checks launch.
+# And the five CPU-bound targets are recorded at once, each then reported
+# with --pid: loading the sampler, which the verifier takes seconds to
+# check in a guest, and reading the targets' objects are paid once.
+. tests/lib.sh
+. tests/nginx.sh
+
+LJ2=/usr/bin/luajit
+LJ1=$PWD/build/luajit-upstream/usr/bin/luajit
+S=samples/lua
+
+echo "  kernel $(uname -r), $(nproc) CPUs"
+# at WHAT: how long the smoke test has run, for the log.
+at() { echo "  [${SECONDS}s] $*"; }
+
+at "luaprof check"
+# --- luaprof check ----------------------------------------------------------
+$LUAPROF check >$TMP/check.txt 2>&1
+rc=$?
+sed 's/^/  | /' $TMP/check.txt
+check "luaprof check exits 0" test $rc -eq 0
+check "luaprof check: luaprof will run here" grep -q "^luaprof will run here" $TMP/check.txt
+# The rest would fail the same way, at length.
+grep -q "^luaprof will run here" $TMP/check.txt || exit 1
+
+# record NAME ARGS... : records into $TMP/NAME.lp with -v (the unwinder's
+# stops in $TMP/NAME.err), folds it into $TMP/NAME.folded.
+record() {
+	local name=$1 rc
+	shift
+	$LUAPROF record -v -o $TMP/$name.lp "$@" >/dev/null 2>$TMP/$name.err
+	rc=$?
+	check "$name: record exits 0" test $rc -eq 0
+	[ $rc -eq 0 ] || grep -v '^libbpf: ' $TMP/$name.err | tail -n 20 | sed 's/^/  | /'
+	$LUAPROF report --format folded -o $TMP/$name.folded $TMP/$name.lp 2>/dev/null
+	return $rc
+}
+
+# ticks_of PID... : the CPU time of the PIDs, summed, in clock ticks; in
+# bash alone, as it is polled (a process started in a guest costs tens of
+# milliseconds, and CPU the targets would have had).
+ticks_of() {
+	local p n=0
+	for p in "$@"; do
+		proc_stat $p && n=$((n + PROC_STAT[11] + PROC_STAT[12]))
+	done
+	echo $n
+}
+HZ=$(getconf CLK_TCK)
+
+# record_until NAME CPUSECS PIDS ARGS... : records like record, PIDS being
+# a comma-separated list, until they have had CPUSECS seconds of CPU
+# between them since sampling started (at most 240 s), then stops the
+# recorder with SIGINT.  Not -d: a guest the host starves gives its
+# targets a fraction of the wall clock, and the recorder's setup (reading
+# their objects) counts in -d.
+record_until() {
+	local name=$1 secs=$2 pids=${3//,/ } rec c0 want rc i
+	shift 3
+	$LUAPROF record -v -o $TMP/$name.lp "$@" >/dev/null 2>$TMP/$name.err &
+	rec=$!
+	CLEANUP_PIDS+=($rec)
+	for i in $(seq 600); do
+		grep -q "^luaprof record: recording" $TMP/$name.err && break
+		kill -0 $rec 2>/dev/null || break
+		sleep 0.2
+	done
+	c0=$(ticks_of $pids)
+	want=$(awk -v s=$secs -v hz=$HZ 'BEGIN { printf "%d", s * hz }')
+	for i in $(seq 1200); do
+		(($(ticks_of $pids) - c0 >= want)) && break
+		kill -0 $rec 2>/dev/null || break
+		sleep 0.2
+	done
+	echo "  $name: recorded while the targets had $(awk -v t=$(($(ticks_of $pids) - c0)) \
+		-v hz=$HZ 'BEGIN { print t / hz }') s of CPU"
+	kill -INT $rec 2>/dev/null
+	wait $rec
+	rc=$?
+	check "$name: record exits 0" test $rc -eq 0
+	[ $rc -eq 0 ] || grep -v '^libbpf: ' $TMP/$name.err | tail -n 20 | sed 's/^/  | /'
+	$LUAPROF report --format folded -o $TMP/$name.folded $TMP/$name.lp 2>/dev/null
+	return $rc
+}
+
+# busy PID SECS: PID has had SECS of CPU time.
+busy() { awk -v t="$(cpu_seconds $1)" -v s=$2 'BEGIN { exit !(t >= s) }'; }
+
+# start NAME COMMAND... : starts COMMAND in the background, as target NAME.
+TARGETS=()
+declare -A PID
+start() {
+	local name=$1
+	shift
+	"$@" >/dev/null 2>&1 &
+	PID[$name]=$!
+	CLEANUP_PIDS+=($!)
+	TARGETS+=($name)
+}
+
+# fold NAME: NAME's samples of the all-targets trace, folded.
+fold() {
+	$LUAPROF report --format folded --pid ${PID[$1]} -o $TMP/$1.folded $TMP/all.lp 2>/dev/null
+}
+
+# unit LUAJIT ARGS... : abc.lua's UNIT for a unit of work of about 5 ms
+# with this LuaJIT and these flags, here.  A fixed one would not do:
+# emulated, 200000 iterations take 40 to 65 ms interpreted (3 ms on the
+# host), so a recording holds a few dozen calls and each stall of the
+# guest's CPUs moves a share by percents; and 20000, a few hundred
+# microseconds on the host, makes a round of a, b and c close to the
+# sampling period, where ticks alias with it.
+unit() {
+	"$@" -e 'local t, x = os.clock(), 0
+		for i = 1, 2000000 do x = (x + i * 7) % 1000003 end
+		t = os.clock() - t
+		io.write(math.max(2000, math.floor(2000000 * 0.005 / (t > 0 and t or 1e-3))))'
+}
+
+# walks NAME [REASON]: native walks of NAME in all, or those that stopped
+# for REASON (record -v's "native unwind: ... stops:" line).
+walks() {
+	awk -v r="${2:-}" '/native unwind: .* walks/ {
+		for (i = 1; i < NF; i++) {
+			if (r == "" && $(i + 1) ~ /^walks,?$/) n += $i
+			if (r != "" && $i == r) n += $(i + 1) } }
+		END { print n + 0 }' $TMP/$1.err
+}
+
+# rooted FOLDED: the share of samples whose stack starts at _start and
+# holds main (a walk that stopped early starts elsewhere).
+rooted() {
+	awk '{ n += $NF } /^_start;(__libc_start_main|__libc_start_call_main)[^ ]*;.*main[; ]/ { r += $NF }
+		END { printf "%.4f", n ? r / n : 0 }' $1
+}
+
+# within NAME LABEL N SHARE EXPECTED: a share of N samples within 15% of
+# EXPECTED, or within 3.5 standard deviations of its sampling noise where
+# that is wider.  The noise is that of N/4 independent samples: emulated,
+# samples come in runs (a target runs for a time slice between the
+# others', and the host stalls the guest's CPUs), and the shares of
+# repeated guest runs spread some twice as wide as N samples' would.  At
+# 3500 samples that allows 1/6 +-0.044 (26%); 2/6 and 3/6 keep 15%.
+within() {
+	local tol lo hi
+	tol=$(awk -v e=$5 -v n=$3 'BEGIN { t = 0.15 * e; s = n ? 3.5 * sqrt(e * (1 - e) / (n / 4)) : 1;
+		printf "%.4f", (s > t ? s : t) }')
+	lo=$(awk -v e=$5 -v t=$tol 'BEGIN { printf "%.4f", e - t }')
+	hi=$(awk -v e=$5 -v t=$tol 'BEGIN { printf "%.4f", e + t }')
+	check_num "$1: $2 is $5 +-$tol (low)" "$4" ">" $lo
+	check_num "$1: $2 is $5 +-$tol (high)" "$4" "<" $hi
+}
+
+# --- five targets at once: a C program without frame pointers (the
+# .eh_frame unwinder), both LuaJITs with and without the JIT (abc.lua's
+# 1:2:3) ---------------------------------------------------------------------
+start nofp $SAMPLES/nofp chains 600
+start luajit2-joff $LJ2 -joff $S/abc.lua 600 $(unit $LJ2 -joff)
+start upstream-joff $LJ1 -joff $S/abc.lua 600 $(unit $LJ1 -joff)
+start luajit2-jit $LJ2 $S/abc.lua 600 $(unit $LJ2)
+start upstream-jit $LJ1 $S/abc.lua 600 $(unit $LJ1)
+# Each has run a while (the JIT's traces compiled, the heap grown).
+for t in "${TARGETS[@]}"; do
+	wait_for busy ${PID[$t]} 0.5 || wait_for busy ${PID[$t]} 0.5 ||
+		fail "$t: the target did not get 0.5 s of CPU in 40 s"
+done
+at "recording the five targets"
+pids=$(IFS=,; echo "${PID[*]}")
+# 2.5 s of CPU each: about a thousand samples each when the host leaves
+# the guest alone, a few hundred when it does not.
+record_until all 12.5 $pids -F 999 -p $pids
+at "recorded"
+for t in "${TARGETS[@]}"; do
+	kill ${PID[$t]} 2>/dev/null
+	wait ${PID[$t]} 2>/dev/null
+	fold $t
+done
+at "reported"
+echo "  all five: $(folded_total $TMP/all.folded) samples; native walks $(walks all)," \
+	"stopped unmapped $(walks all unmapped)"
+
+total=$(folded_total $TMP/nofp.folded)
+check_num "nofp: samples" "$total" ">=" 300
+check "nofp: main;run_chains;chain_a;level1;level2;level3;spin_leaf is named" \
+	grep -q "main;run_chains;chain_a;level1;level2;level3;spin_leaf " $TMP/nofp.folded
+check_num "nofp: share of samples rooted at _start, through main" \
+	"$(rooted $TMP/nofp.folded)" ">=" 0.9
+# No share: emulated, a chain takes tens of milliseconds, too few calls
+# in a recording for their 1:1 to show within 15%.
+check "nofp: main;run_chains;chain_b;vla_frame;level3;spin_leaf (rbp-based CFA) is named" \
+	grep -q "main;run_chains;chain_b;vla_frame;level3;spin_leaf " $TMP/nofp.folded
+echo "  nofp: $total samples, rooted $(rooted $TMP/nofp.folded)"
+
+lua_frame() { echo "$1 ($S/$2:$(grep -n "$3" $S/$2 | head -1 | cut -d: -f1))"; }
+A=$(lua_frame a abc.lua '^function a()')
+B=$(lua_frame b abc.lua '^function b()')
+C=$(lua_frame c abc.lua '^function c()')
+W=$(lua_frame work abc.lua '^function work')
+
+for name in luajit2-joff upstream-joff luajit2-jit upstream-jit; do
+	f=$TMP/$name.folded
+	total=$(folded_total $f)
+	lua=$(awk '/\(samples\/lua\/abc.lua:[0-9]+\)/ { n += $NF } END { print n + 0 }' $f)
+	a=$(folded_incl $f "$A")
+	b=$(folded_incl $f "$B")
+	c=$(folded_incl $f "$C")
+	abc=$((a + b + c))
+	check_num "$name: samples" "$total" ">=" 300
+	check_num "$name: share of samples with Lua frames" "$(share $lua $total)" ">=" 0.95
+	check_num "$name: share of samples rooted at _start, through main" "$(rooted $f)" ">=" 0.95
+	check "$name: work is named, under c, under main" grep -qF "main ($S/abc.lua:0);$C;$W" $f
+	within $name "a's share of a+b+c" $abc "$(share $a $abc)" 0.1667
+	within $name "b's share of a+b+c" $abc "$(share $b $abc)" 0.3333
+	within $name "c's share of a+b+c" $abc "$(share $c $abc)" 0.5
+	echo "  $name: $total samples, Lua $(share $lua $total), rooted $(rooted $f)," \
+		"a:b:c = 1:$(awk -v a=$a -v b=$b 'BEGIN { printf "%.2f", a ? b / a : 0 }'):$(awk -v a=$a -v c=$c 'BEGIN { printf "%.2f", a ? c / a : 0 }')"
+done
+check "the four LuaJITs were recognized" test "$(grep -c "LuaJIT in" $TMP/all.err)" -ge 4
+
+at "a launched target"
+# --- a launched target: record -- COMMAND -------------------------------------
+# 3 s of CPU: in a guest, finding the VM of a process just started takes
+# the recorder a second or more.
+if record launched -F 999 -- $LJ1 -joff $S/abc.lua 3 $(unit $LJ1 -joff); then
+	check "launched: work is named, under c, under main" \
+		grep -qF "main ($S/abc.lua:0);$C;$W" $TMP/launched.folded
+	echo "  launched: $(folded_total $TMP/launched.folded) samples;" \
+		"native walks $(walks launched), stopped unmapped $(walks launched unmapped)"
+fi
+
+# --- nginx with the Lua module, JIT on, under wrk ---------------------------
+NGINX_JIT=on nginx_start
+check "nginx starts" test -n "$NGINX_MASTER"
+if [ -n "$NGINX_MASTER" ]; then
+	wrk -t1 -c4 -d600s "http://127.0.0.1:$NGINX_PORT/" >/dev/null 2>&1 &
+	load=$!
+	CLEANUP_PIDS+=($load)
+	workers=$(nginx_workers)
+	# Both workers busy before the recording starts.
+	for w in $workers; do
+		wait_for busy $w 0.2 || wait_for busy $w 0.2
+	done
+	at "recording nginx"
+	record_until ng 2 "$(echo $workers | tr ' ' ,)" -F 499 -p $NGINX_MASTER
+	kill $load 2>/dev/null
+	wait $load 2>/dev/null
+	for w in $workers; do
+		$LUAPROF report --format folded --pid $w -o $TMP/w$w.folded $TMP/ng.lp 2>/dev/null
+		n=$(folded_total $TMP/w$w.folded)
+		check_num "nginx worker $w: samples" "$n" ">=" 50
+		check_num "nginx worker $w: share rooted at _start, through main" \
+			"$(rooted $TMP/w$w.folded)" ">=" 0.9
+	done
+	check "nginx: compute_checksum runs under handle, on the nginx frames" \
+		grep -qE "ngx_http_lua_run_thread;main \(=content_by_lua\(nginx\.conf:[0-9]+\):0\);handle \([^;]*app\.lua:[0-9]+\);compute_checksum \([^;]*app\.lua:[0-9]+\)" $TMP/ng.folded
+	echo "  nginx: $(folded_total $TMP/ng.folded) samples, rooted $(rooted $TMP/ng.folded);" \
+		"native walks $(walks ng), stopped unmapped $(walks ng unmapped)"
+	nginx_stop
+fi
+
+at "report and info"
+# --- report and info on the traces -------------------------------------------
+$LUAPROF info $TMP/all.lp >$TMP/info.txt 2>&1
+check "info reads a trace" grep -q "^status: complete" $TMP/info.txt
+check "info: nothing lost" grep -q "^lost: 0$" $TMP/info.txt
+$LUAPROF report $TMP/all.lp >$TMP/top.txt 2>&1
+check "report (top) names spin_leaf" grep -q "spin_leaf" $TMP/top.txt
+$LUAPROF report --format callgraph --pid ${PID[upstream-joff]} $TMP/all.lp >$TMP/cg.txt 2>&1
+check "report --format callgraph names work" grep -qF "work (" $TMP/cg.txt
+
+at "done"
+echo "  perf_event_max_sample_rate now $(cat /proc/sys/kernel/perf_event_max_sample_rate)"
+dmesg 2>/dev/null | grep -iE "perf:|hrtimer|clocksource|tsc" | tail -n 12 | sed 's/^/  | /'
+
+# LUAPROF_SMOKE_KEEP=DIR: the traces and their reports stay there.
+if [ -n "${LUAPROF_SMOKE_KEEP:-}" ]; then
+	mkdir -p "$LUAPROF_SMOKE_KEEP" && cp $TMP/*.lp $TMP/*.folded $TMP/*.err "$LUAPROF_SMOKE_KEEP/"
+fi
