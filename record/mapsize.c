@@ -14,16 +14,18 @@
  * (the first flush reads symbol tables and DWARF) on a loaded machine.
  *
  * The unwind rows and their bucket index (bpf/unwind.h) are sized to the
- * objects the targets have mapped when recording starts, with half again
- * as much for what they map later (dlopen, children that exec).  Building
- * the tables to count them would double the recorder's setup, so the
- * counts are estimated from the ELF headers: a row costs 4 to 7 bytes of
- * .eh_frame (libc, LuaJIT, nginx and its modules, ld.so, libm, tarantool,
- * neovim: 4.5 to 7.7), so a quarter of its size bounds the rows; the
- * index has a bucket per 256 bytes of code.  A command that record
- * launches has mapped nothing yet: it gets room for nginx with its
- * modules (200,000 rows), four times over.  An object that does not fit
- * is walked with frame pointers, and `record` says so (unwind.c).
+ * objects the targets have mapped when recording starts, twice over for
+ * what they map later (dlopen, children that exec), at least 1 MiB of
+ * rows.  Building the tables to count them would double the recorder's
+ * setup, so the counts are estimated from the ELF headers: a row costs
+ * 4 to 7 bytes of .eh_frame (libc, LuaJIT, nginx and its modules, ld.so,
+ * libm, tarantool, neovim: 4.5 to 7.7), so a quarter of its size bounds
+ * the rows; the index has a bucket per 256 bytes of code.  A command that
+ * record launches has mapped nothing yet: its executable (or a script's
+ * interpreter), the dynamic loader and the libraries they need, found as
+ * the loader finds them, stand for it, with the same room to grow, and
+ * at least 2 MiB of rows.  An object that does not fit is walked with
+ * frame pointers, and `record` says so (session.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,14 +40,15 @@
 #include "bpf/unwind.h"
 #include "format/grow.h"
 #include "record/recorder.h"
+#include "record/unwind.h"
 #include "sampler.skel.h"
 
 #define RING_SECONDS_DIV 2        /* half a second of samples */
 #define RING_MIN (1u << 20)
-#define ROWS_MIN (64u << 10)      /* 512 KiB */
+#define ROWS_MIN (128u << 10)     /* 1 MiB */
 #define ROWS_LAUNCHED (1u << 18)  /* 2 MiB */
 #define BUCKETS_MIN (16u << 10)   /* 128 KiB */
-#define BUCKETS_LAUNCHED (1u << 16)
+#define BUCKETS_LAUNCHED (1u << 15)
 #define ROUND (4u << 10)          /* entries: sizes are multiples of this */
 
 /* The distinct files the targets map code from: (inode, path). */
@@ -140,12 +143,24 @@ static void estimate_process(pid_t pid, struct seen *seen, struct map_plan *p)
 	maps_table_free(&t);
 }
 
-/* n and half again, rounded up to ROUND, between lo and hi. */
+/* Twice n, rounded up to ROUND, between lo and hi. */
 static uint32_t with_room(uint64_t n, uint32_t lo, uint32_t hi)
 {
-	n += n / 2;
+	n *= 2;
 	n = (n + ROUND - 1) / ROUND * ROUND;
 	return n < lo ? lo : n > hi ? hi : (uint32_t)n;
+}
+
+/* A command not started yet: what the loader will map (command_files()). */
+static void estimate_file(int fd, struct Elf *elf, void *arg)
+{
+	struct map_plan *p = arg;
+
+	(void)fd;
+	if (elf) {
+		estimate_object(elf, &p->rows_need, &p->buckets_need);
+		p->objects++;
+	}
 }
 
 static uint32_t ring_size(unsigned int rate_hz, uint32_t max)
@@ -161,7 +176,7 @@ static uint32_t ring_size(unsigned int rate_hz, uint32_t max)
 }
 
 void map_plan_make(struct map_plan *p, struct sampler *skel, const pid_t *pids,
-		   int npids, int launched, unsigned int rate_hz)
+		   int npids, char **command, unsigned int rate_hz)
 {
 	uint32_t rows_max = bpf_map__max_entries(skel->maps.unwind_rows);
 	uint32_t buckets_max = bpf_map__max_entries(skel->maps.unwind_buckets);
@@ -169,20 +184,19 @@ void map_plan_make(struct map_plan *p, struct sampler *skel, const pid_t *pids,
 
 	memset(p, 0, sizeof(*p));
 	p->ring_bytes = ring_size(rate_hz, bpf_map__max_entries(skel->maps.events));
-	p->launched = launched;
-	if (launched) {
-		p->rows = ROWS_LAUNCHED < rows_max ? ROWS_LAUNCHED : rows_max;
-		p->buckets = BUCKETS_LAUNCHED < buckets_max ? BUCKETS_LAUNCHED : buckets_max;
-		return;
-	}
-	if (elf_version(EV_CURRENT) != EV_NONE)
-		for (int i = 0; i < npids; i++)
+	p->launched = command != NULL;
+	if (elf_version(EV_CURRENT) != EV_NONE) {
+		if (command && command[0])
+			command_files(command[0], estimate_file, p);
+		for (int i = 0; !command && i < npids; i++)
 			estimate_process(pids[i], &seen, p);
+	}
 	for (size_t i = 0; i < seen.n; i++)
 		free((char *)seen.v[i].path);
 	free(seen.v);
-	p->rows = with_room(p->rows_need, ROWS_MIN, rows_max);
-	p->buckets = with_room(p->buckets_need, BUCKETS_MIN, buckets_max);
+	p->rows = with_room(p->rows_need, command ? ROWS_LAUNCHED : ROWS_MIN, rows_max);
+	p->buckets = with_room(p->buckets_need, command ? BUCKETS_LAUNCHED : BUCKETS_MIN,
+			       buckets_max);
 }
 
 int map_plan_apply(const struct map_plan *p, struct sampler *skel)
@@ -198,10 +212,7 @@ void map_plan_print(const struct map_plan *p, FILE *f)
 		"(%u KiB) and bucket index %u (%u KiB), for ", p->ring_bytes >> 10,
 		p->rows, (uint32_t)(p->rows * sizeof(struct lp_unwind_row) >> 10),
 		p->buckets, (uint32_t)(p->buckets * sizeof(struct lp_unwind_bucket) >> 10));
-	if (p->launched)
-		fprintf(f, "a command not started yet\n");
-	else
-		fprintf(f, "%u objects mapped needing about %llu rows and %llu buckets\n",
-			p->objects, (unsigned long long)p->rows_need,
-			(unsigned long long)p->buckets_need);
+	fprintf(f, "%u objects %s needing about %llu rows and %llu buckets\n",
+		p->objects, p->launched ? "the command will load" : "mapped",
+		(unsigned long long)p->rows_need, (unsigned long long)p->buckets_need);
 }

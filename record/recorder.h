@@ -206,10 +206,11 @@ struct map_plan {
 };
 
 /* Sizes the maps of skel (opened, not loaded) for recording pids (the
- * targets and their descendants) or a command to launch, at rate_hz;
- * map_plan_apply() sets them (0 or -errno), map_plan_print() says them. */
+ * targets and their descendants) or, command not NULL, a command to
+ * launch, at rate_hz; map_plan_apply() sets them (0 or -errno),
+ * map_plan_print() says them. */
 void map_plan_make(struct map_plan *p, struct sampler *skel, const pid_t *pids,
-		   int npids, int launched, unsigned int rate_hz);
+		   int npids, char **command, unsigned int rate_hz);
 int map_plan_apply(const struct map_plan *p, struct sampler *skel);
 void map_plan_print(const struct map_plan *p, FILE *f);
 

@@ -967,7 +967,7 @@ static int size_maps(struct sampler *skel, void *arg)
 			memcpy(pids + s->o->npids, desc, ndesc * sizeof(*pids));
 	}
 	map_plan_make(&s->maps_plan, skel, pids, pids ? s->o->npids + ndesc : 0,
-		      !!s->o->command, s->o->freq_hz);
+		      s->o->command, s->o->freq_hz);
 	free(desc);
 	free(pids);
 	err = map_plan_apply(&s->maps_plan, skel);

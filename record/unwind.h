@@ -53,6 +53,11 @@ int unwind_preload_file(struct unwinder *u, int fd);
 /* The same for the command cmd (found as execvp() would) and the
  * libraries it needs, before it runs: record/unwind_preload.c. */
 int unwind_preload(struct unwinder *u, const char *cmd);
+/* The walk behind it: each(fd, elf, arg) once for each file found (elf
+ * NULL if it is not an ELF file; both closed after).  0 or -errno. */
+struct Elf;
+int command_files(const char *cmd, void (*each)(int fd, struct Elf *elf, void *arg),
+		  void *arg);
 void unwind_stats(const struct unwinder *u, struct unwind_stats *st);
 /* Two or three lines for `record -v`. */
 void unwind_print_stats(const struct unwinder *u, FILE *f);
