@@ -46,6 +46,7 @@ struct seen_ent {
 	uint32_t lidx;    /* its Lua stack as placed (lua_stack()) */
 	uint8_t how;      /* how it was placed, LUA_PLACE_MAX: not */
 	uint8_t vm;       /* vm_class() + 1 */
+	uint8_t cut;      /* the native walk did not reach the root */
 	uint8_t used;     /* the slot holds an entry */
 } __attribute__((aligned(64))); /* one cache line a probe, not two */
 
@@ -505,7 +506,7 @@ static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t 
 static uint64_t seen_hash(const struct seen_ent *e)
 {
 	return hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_u64(e->pid),
-		e->ustack), e->lstack), e->kstack), e->gen), e->root), e->vm);
+		e->ustack), e->lstack), e->kstack), e->gen), e->root), e->vm << 1 | e->cut);
 }
 
 /* Doubles the seen table (from 0: 4096 slots), keeping it at most half
@@ -544,7 +545,8 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 			      .kstack = smp->kstack,
 			      .gen = maps_generation(s->maps, smp->pid),
 			      .pid = smp->pid, .root = root,
-			      .vm = (uint8_t)(vm_class(smp) + 1), .used = 1 };
+			      .vm = (uint8_t)(vm_class(smp) + 1),
+			      .cut = smp->ustack && lp_ustop_cut(smp->ustop), .used = 1 };
 	enum lua_place how;
 	size_t pos = 0;
 	uint32_t entry;
@@ -557,7 +559,7 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 
 			if (e->ustack == k.ustack && e->lstack == k.lstack &&
 			    e->kstack == k.kstack && e->gen == k.gen && e->pid == k.pid &&
-			    e->root == k.root && e->vm == k.vm) {
+			    e->root == k.root && e->vm == k.vm && e->cut == k.cut) {
 				e->count++;
 				s->last = e->cnt;
 				*missing = 0;
