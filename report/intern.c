@@ -124,3 +124,17 @@ void seqtab_sort(const struct seqtab *t, uint32_t *ids, size_t n)
 {
 	qsort_r(ids, n, sizeof(*ids), seq_cmp, (void *)t);
 }
+
+uint32_t *seqtab_sorted_counted(const struct seqtab *t, const uint64_t *counts, size_t *n)
+{
+	uint32_t *ids = malloc((t->len ? t->len : 1) * sizeof(*ids));
+
+	*n = 0;
+	if (!ids)
+		return NULL;
+	for (size_t s = 0; s < t->len; s++)
+		if (counts[s])
+			ids[(*n)++] = (uint32_t)s;
+	seqtab_sort(t, ids, *n);
+	return ids;
+}

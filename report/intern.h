@@ -50,6 +50,9 @@ void seqtab_free(struct seqtab *t);
  * walked in this order, each sequence shares the most with the one
  * before (building a tree of them looks up only what is new). */
 void seqtab_sort(const struct seqtab *t, uint32_t *ids, size_t n);
+/* The ids of t's sequences whose counts[id] is not 0, sorted so; *n of
+ * them.  NULL if out of memory; free() it. */
+uint32_t *seqtab_sorted_counted(const struct seqtab *t, const uint64_t *counts, size_t *n);
 
 static inline const uint32_t *seqtab_get(const struct seqtab *t, uint32_t id,
 					 uint32_t *n)

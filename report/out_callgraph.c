@@ -80,13 +80,9 @@ static int build(struct tree *t)
 	uint32_t nprev = 0, *path = NULL, *order;
 	size_t cappath = 0, norder = 0;
 
-	order = malloc((p->stacks.len ? p->stacks.len : 1) * sizeof(*order));
+	order = seqtab_sorted_counted(&p->stacks, p->counts, &norder);
 	if (!order)
 		return -ENOMEM;
-	for (size_t s = 0; s < p->stacks.len; s++)
-		if (p->counts[s])
-			order[norder++] = (uint32_t)s;
-	seqtab_sort(&p->stacks, order, norder);
 	for (size_t k = 0; k < norder; k++) {
 		uint32_t s = order[k];
 		const uint32_t *v;

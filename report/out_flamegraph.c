@@ -124,13 +124,9 @@ static int add_stacks(struct ftree *t, const struct profile *p)
 	size_t norder = 0, cappath = 0;
 	int err = 0;
 
-	order = malloc((p->stacks.len ? p->stacks.len : 1) * sizeof(*order));
+	order = seqtab_sorted_counted(&p->stacks, p->counts, &norder);
 	if (!order)
 		return -ENOMEM;
-	for (size_t s = 0; s < p->stacks.len; s++)
-		if (p->counts[s])
-			order[norder++] = (uint32_t)s;
-	seqtab_sort(&p->stacks, order, norder);
 	for (size_t k = 0; k < norder && !err; k++) {
 		uint64_t c = p->counts[order[k]];
 		const uint32_t *v;
