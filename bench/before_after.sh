@@ -45,7 +45,7 @@ pf_samples() { perf script -i "$1" -F pid 2>/dev/null | wc -l; }
 
 # ---- short traces: nginx at 99 Hz -----------------------------------------
 size_part() {
-	local r tool rec_b rec_n pf out
+	local r tool rec_b rec_n pf out f same
 	declare -A B
 	tests/deps.sh
 	NGINX_JIT=on nginx_start || return 1
@@ -74,7 +74,13 @@ size_part() {
 	for tool in base new perf; do
 		printf '  %-8s %14s   %s\n' $tool "$(echo ${B[$tool]} | median)" "${B[$tool]# }"
 	done
-	echo "  new: $(grep -E 'embedded' "$TMP/size-$ROUNDS-new.err" | head -1 | sed 's/^luaprof record: //')"
+	# The new build reads the base's traces as the base does.
+	for f in folded top; do
+		"$BASE" report --format $f -o "$TMP/base-reads.$f" "$TMP/size-$ROUNDS-base.lp" 2>/dev/null
+		"$NEW" report --format $f -o "$TMP/new-reads.$f" "$TMP/size-$ROUNDS-base.lp" 2>/dev/null
+		cmp -s "$TMP/base-reads.$f" "$TMP/new-reads.$f" && same=same || same=DIFFERENT
+		echo "  the base's trace, --format $f: the new build's report is the $same"
+	done
 }
 
 # ---- memory: one small LuaJIT target at 999 Hz ----------------------------

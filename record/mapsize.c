@@ -7,11 +7,13 @@
  * its resident memory: 26 MiB of the 56 MiB a recording of one small
  * LuaJIT program used to take.
  *
- * The ring buffer holds half a second of samples from every CPU at the
- * rate (a sample is some 2 KiB in the ring: both stacks go whole), at
- * least 1 MiB and at most what bpf/ declares.  The recorder drains it at
- * least 10 times a second; the half second covers its longer pauses
- * (the first flush reads symbol tables and DWARF) on a loaded machine.
+ * The ring buffer holds a second of samples from every CPU at the rate
+ * (a sample is some 2 KiB in the ring: both stacks go whole), at least
+ * 1 MiB and at most what bpf/ declares.  The recorder drains it at least
+ * 10 times a second; the second covers its longer pauses (the first
+ * flush reads symbol tables and DWARF) on a loaded machine, and in a
+ * guest the host emulates (tests/kernels: half a second lost samples
+ * there).
  *
  * The unwind rows and their bucket index (bpf/unwind.h) are sized to the
  * objects the targets have mapped when recording starts, twice over for
@@ -43,7 +45,7 @@
 #include "record/unwind.h"
 #include "sampler.skel.h"
 
-#define RING_SECONDS_DIV 2        /* half a second of samples */
+#define RING_SECONDS_DIV 1        /* a second of samples */
 #define RING_MIN (1u << 20)
 #define ROWS_MIN (128u << 10)     /* 1 MiB */
 #define ROWS_LAUNCHED (1u << 18)  /* 2 MiB */
