@@ -29,8 +29,13 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by the recorder before load. */
 const volatile bool follow_children = true;
 
-/* Wake the recorder only when this much is waiting; it polls anyway. */
+/* Wake the recorder only when this much is waiting, or for a sample it
+ * must see at once (on_sample); it takes the rest every 100 ms. */
 #define WAKEUP_BYTES (256 * 1024)
+/* ... but at each sample with Lua frames of a process younger than this:
+ * the recorder reads what those frames need (prototypes, traces) from the
+ * process's memory, and a short-lived one is gone after a poll or two. */
+#define YOUNG_NS 1000000000ull
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -91,6 +96,14 @@ static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
 #include "bpf/walk_lua.bpf.h"
 #include "bpf/unwind_native.bpf.h" /* native unwinder: unwind_* maps */
 
+/* Did the current process start less than YOUNG_NS before now? */
+static __always_inline int young_process(__u64 now)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return now - BPF_CORE_READ(task, group_leader, start_time) < YOUNG_NS;
+}
+
 static __always_inline long wakeup_flag(void)
 {
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ?
@@ -106,6 +119,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	struct user_regs regs;
 	__u64 t0, bucket;
 	__u32 nlua;
+	int wake = 0, have_regs;
 	long err;
 
 	if (!bpf_map_lookup_elem(&targets, &tgid))
@@ -123,14 +137,24 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	e->kstack_bytes = ctx_regs_user_mode(ctx) ? 0 :
 		bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
 	/* Lua first: a running trace's C frame is where the native walk
-	 * resumes past the trace's code. */
+	 * resumes past the trace's code.  If the Lua walk found no G, the
+	 * native walk may cross the VM's C frame, which holds the running
+	 * lua_State: then Lua again, from there. */
 	e->lua_depth = 0;
+	e->lua_state = LP_WALK_NONE;
+	e->vmstate = 0;
+	e->lua_G = 0;
 	e->lua_vm_cfa = 0;
-	if (get_user_regs(ctx, &regs) == 0)
-		walk_lua(e, &regs);
+	have_regs = get_user_regs(ctx, &regs) == 0;
+	if (have_regs)
+		wake = walk_lua(e, &regs, 0);
 	if (unwind_native_user_stack(ctx, e, tgid)) /* no tables: frame pointers */
 		e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
 						BPF_F_USER_STACK);
+	if (have_regs && e->lua_state == LP_WALK_NO_G && e->lua_vm_cfa)
+		wake = walk_lua(e, &regs, e->lua_vm_cfa);
+	if (!wake && e->lua_depth)
+		wake = young_process(t0);
 	if (e->kstack_bytes < 0)
 		__sync_fetch_and_add(&counters.kstack_failed, 1);
 	if (e->ustack_bytes < 0)
@@ -139,14 +163,15 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (nlua > LP_MAX_LUA)
 		nlua = LP_MAX_LUA;
 	/* A sample that shows a VM the recorder has not located yet wakes
-	 * it at once: until it answers, this process's samples lack Lua.
-	 * So does a native walk that left every known mapping (native
-	 * unwinder): new code was mapped, and walks stop there until the
-	 * recorder reads it. */
+	 * it at once: until it answers, this process's samples lack Lua, and
+	 * a short-lived process may be gone before the recorder can check
+	 * its VM.  So does a young process's (YOUNG_NS), a new compiled trace or
+	 * Lua stack (walk_lua: lj_traces_seen), and a native walk
+	 * that left every known mapping (native unwinder): new code was
+	 * mapped, and walks stop there until the recorder reads it. */
 	err = bpf_ringbuf_output(&events, e, lp_event_sample_size(nlua),
-				 e->lua_state == LP_WALK_NO_VM ||
-				 e->ustack_stop == LP_USTOP_UNMAPPED ? BPF_RB_FORCE_WAKEUP :
-								 wakeup_flag());
+				 wake || e->ustack_stop == LP_USTOP_UNMAPPED ?
+				 BPF_RB_FORCE_WAKEUP : wakeup_flag());
 	if (err)
 		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
 	bucket = (bpf_ktime_get_ns() - t0) / LP_RUNTIME_BUCKET_NS;
@@ -202,6 +227,31 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/* A process that execs a LuaJIT executable the recorder validated in
+ * another (lj_images) gets its layout now: a short-lived one has Lua frames
+ * before the recorder hears of it.  Its interpreter lies where it did in
+ * the other process, relative to the start of the executable's code. */
+static __always_inline void exec_known_luajit(struct task_struct *task, __u32 tgid)
+{
+	struct inode *ino = BPF_CORE_READ(task, mm, exe_file, f_inode);
+	struct lj_image_key key = {
+		.dev = BPF_CORE_READ(ino, i_sb, s_dev),
+		.ino = BPF_CORE_READ(ino, i_ino),
+		.size = BPF_CORE_READ(ino, i_size),
+	};
+	struct lj_proc *image = bpf_map_lookup_elem(&lj_images, &key);
+	struct lj_proc proc;
+	__u64 code;
+
+	if (!image)
+		return;
+	__builtin_memcpy(&proc, image, sizeof(proc));
+	code = BPF_CORE_READ(task, mm, start_code);
+	proc.vm_start += code;
+	proc.vm_end += code;
+	bpf_map_update_elem(&lj_procs, &tgid, &proc, BPF_ANY);
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *task)
 {
@@ -209,8 +259,10 @@ int BPF_PROG(on_exec, struct task_struct *task)
 
 	if (!bpf_map_lookup_elem(&targets, &tgid))
 		return 0;
-	/* A new image: whatever VM it had is gone until re-detected. */
+	/* A new image: whatever VM it had is gone until re-detected, unless
+	 * the image is one the recorder knows. */
 	bpf_map_delete_elem(&lj_procs, &tgid);
+	exec_known_luajit(task, tgid);
 	unwind_forget_process(tgid); /* native unwinder: old mappings */
 	send_task_event(LP_EVENT_EXEC, tgid, BPF_CORE_READ(task, real_parent, tgid),
 			task);

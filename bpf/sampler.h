@@ -34,6 +34,7 @@ enum lp_event_type {
 	LP_EVENT_FORK = 2, /* pid: the new process; ppid: its parent */
 	LP_EVENT_EXEC = 3, /* pid replaced its image */
 	LP_EVENT_EXIT = 4, /* the last thread of pid exited */
+	LP_EVENT_PROTO = 5, /* a Lua prototype's identity: lp_event_proto */
 };
 
 struct lp_event_header {
@@ -55,7 +56,8 @@ struct lp_event_header {
  *                coroutine boundary: native frames go here; addr = the
  *                C frame (native stack address) of the entry
  *         TRACE  pc = number of the compiled trace running at the leaf,
- *                addr = its GCtrace (0 if unknown)
+ *                addr = its GCtrace (0 if unknown), info = fingerprint of
+ *                its start and its machine code's address (see walk_lua)
  *         TRUNC  the walk stopped early; pc = enum lp_lua_trunc, addr =
  *                the frame it stopped at
  *   link  the frame type of this frame's link slot (enum lj_frame_type):
@@ -134,6 +136,23 @@ struct lp_event_task {
 	char comm[LP_COMM_LEN];
 };
 
+/* A Lua prototype's identity, sent once per prototype (by address and
+ * fingerprint) before the first sample that shows it: the recorder reads
+ * prototypes some time after their samples, and a function run once may
+ * be freed by then; this names it anyway.  name holds the first name_len
+ * bytes of its chunk name, which has name_full bytes. */
+#define LP_PROTO_NAME_MAX 256
+
+struct lp_event_proto {
+	struct lp_event_header h;
+	__u64 addr;       /* the GCproto */
+	__u32 firstline, numline;
+	__u16 fingerprint;
+	__u16 name_len;
+	__u32 name_full;
+	char name[LP_PROTO_NAME_MAX];
+};
+
 /*
  * The sampler's run time per target sample, by its own clock: bucket i
  * counts runs of [i, i + 1) * LP_RUNTIME_BUCKET_NS, the last bucket
@@ -159,6 +178,7 @@ _Static_assert(sizeof(struct lp_event_sample) ==
 		       32 + 8 * (LP_MAX_STACK + LP_MAX_USTACK) + 16 + 8 + 8 + 16 * LP_MAX_LUA,
 	       "lp_event_sample layout");
 _Static_assert(sizeof(struct lp_event_task) == 48, "lp_event_task layout");
+_Static_assert(sizeof(struct lp_event_proto) == 48 + LP_PROTO_NAME_MAX, "lp_event_proto layout");
 _Static_assert(sizeof(struct lp_bpf_counters) == 40, "lp_bpf_counters layout");
 
 #endif

@@ -23,8 +23,10 @@
  *   +-----------------+ <- rsp of this frame
  *
  * LuaJIT's own code is stepped over with the VM's C frames, which the
- * Lua walk found (unwind_vm_step()): a compiled trace has no CFI, and the
- * interpreter's CFI does not hold where its code runs on a trace's frame.
+ * Lua walk found (unwind_vm_step()), or which the walk finds at the first
+ * VM frame it meets when the Lua walk found none (unwind_vm_find()): a
+ * compiled trace has no CFI, and the interpreter's CFI does not hold
+ * where its code runs on a trace's frame.
  *
  * The walk stops, and says why in the sample (enum lp_ustop), at the
  * outermost frame, at a pc no mapping or row covers, at anonymous code it
@@ -129,10 +131,15 @@ struct unwind_cursor {
 	__u64 cframe;     /* the innermost C frame of the VM not passed yet */
 	__u64 vm_lo, vm_hi; /* the interpreter's code */
 	__u16 cf_size, cf_prev; /* a C frame's size, where it links the next */
+	__u16 cf_l, l_cframe;   /* where a C frame saves L, where L links it */
+	__u16 ref_size;         /* of the saved L: 8 with GC64, else 4 */
 	__u32 in_trace;   /* g->vmstate says a trace may run: code in no
 			     known mapping is taken for a new trace's */
 	__u32 regs_ok;    /* regs holds the interrupted frame's registers */
 	__u32 jit_frame;  /* out: 1 + the frame stepped over as a trace's */
+	__u32 vm_helper;  /* frame 0 is a helper the interpreter called */
+	__u32 find_vm;    /* the Lua walk found no L: look for its C frame */
+	__u64 vm_cfa;     /* out: the CFA of the C frame found so */
 	__u64 regs[16];   /* by DWARF number: rax rdx rcx rbx rsi rdi rbp
 			     rsp r8..r15, for LP_CFA_REG at frame 0 */
 };
@@ -325,6 +332,33 @@ static __always_inline int unwind_vm_step(struct unwind_cursor *c)
 	return 0;
 }
 
+/*
+ * The Lua walk found no L (no tick in the interpreter has shown this
+ * thread's G yet, as in a program that lives in C functions called from
+ * Lua), so the VM's C frames are unknown: the first VM frame met may
+ * show one.  When the interpreter calls out to C, its stack pointer is
+ * its C frame, so at a return address into the VM the walk's sp is that
+ * C frame, if the frame is one: it is if the lua_State it saved has it
+ * as its innermost C frame (L->cframe).  From there on the walk steps
+ * over the VM's frames with the C frame chain, as if the Lua walk had
+ * found L, and reports the frame's CFA: sampler.bpf.c walks Lua again
+ * from it (bpf/walk_lua.bpf.h validates that L's G).
+ */
+static __always_inline void unwind_vm_find(struct unwind_cursor *c)
+{
+	__u64 cf = c->sp, L = 0, lcf = 0;
+
+	if (!c->pc_is_ra ||
+	    bpf_probe_read_user(&L, c->ref_size == 8 ? 8 : 4,
+				(const void *)(cf + c->cf_l)) ||
+	    !L || bpf_probe_read_user(&lcf, sizeof(lcf), (const void *)(L + c->l_cframe)) ||
+	    (lcf & ~3ull) != cf)
+		return;
+	c->cframe = cf;
+	c->vm_cfa = cf + c->cf_size;
+	c->find_vm = 0;
+}
+
 /* Code without CFI in anonymous memory: a JIT's, LuaJIT's traces. */
 static __always_inline int unwind_jit_step(struct unwind_cursor *c)
 {
@@ -335,6 +369,46 @@ static __always_inline int unwind_jit_step(struct unwind_cursor *c)
 	if (!stop)
 		c->jit_frame = c->n + 1;
 	return stop;
+}
+
+/*
+ * Is ra a return address: does a call instruction end right before it?
+ * E8 rel32 (5 bytes), or FF /2, an indirect call through a register
+ * (2 bytes, 3 with a REX prefix), through memory with a disp8 (3) or
+ * RIP-relative or disp32 (6).  Code that stack data points into rarely
+ * passes.
+ */
+static __always_inline int unwind_is_call_site(__u64 ra)
+{
+	__u8 b[7];
+
+	if (ra < 7 || bpf_probe_read_user(b, sizeof(b), (const void *)(ra - 7)))
+		return 0;
+	return b[2] == 0xe8 || (b[5] == 0xff && (b[6] & 0xf8) == 0xd0) ||
+	       (b[4] == 0xff && (b[5] & 0x38) == 0x10) ||
+	       (b[1] == 0xff && (b[2] & 0x38) == 0x10);
+}
+
+/*
+ * Frame 0's pc has no CFI row: a hand-written routine's instructions that
+ * its author left out of the CFI, such as glibc's clone3 after its system
+ * call (the parent's frame is still a plain leaf there, the child's ends
+ * the stack).  Taken as a frameless leaf, return address at [rsp], if
+ * that is a call site in known code; else the walk stops there.
+ */
+static __always_inline int unwind_leaf_no_row(const struct lp_unwind_proc *proc,
+					      struct unwind_cursor *c)
+{
+	__u64 ra;
+
+	if (c->n || c->pc_is_ra || unwind_read(c, c->sp, &ra))
+		return LP_USTOP_NO_ROW;
+	if (!ra)
+		return LP_USTOP_END;
+	if (unwind_map_index(proc, ra - 1) < 0 || !unwind_is_call_site(ra))
+		return LP_USTOP_NO_ROW;
+	unwind_move(c, ra, c->sp + 8, c->bp, 1);
+	return 0;
 }
 
 /*
@@ -387,7 +461,20 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 	lookup = c->pc - (c->pc_is_ra ? 1 : 0);
 	/* The VM's code: its C frame (see unwind_vm_step()). */
 	if (lookup >= c->vm_lo && lookup < c->vm_hi) {
-		int stop = unwind_vm_step(c);
+		int stop;
+
+		if (c->find_vm)
+			unwind_vm_find(c);
+		/* A helper the interpreter called (the Lua walk gave it an
+		 * ENTRY of its own, bpf/walk_lua.bpf.h): a frameless leaf,
+		 * return address at [rsp], under the interpreter's frame. */
+		if (!c->n && c->vm_helper) {
+			if (unwind_read(c, c->sp, &ra))
+				return LP_USTOP_READ;
+			unwind_move(c, ra, c->sp + 8, c->bp, 1);
+			return 0;
+		}
+		stop = unwind_vm_step(c);
 
 		if (stop >= 0)
 			return stop;
@@ -447,7 +534,7 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		goto next;
 	}
 	if (unwind_find_row(m->obj, lookup - m->bias, &row))
-		return LP_USTOP_NO_ROW;
+		return unwind_leaf_no_row(proc, c);
 	bp = c->bp;
 	switch (LP_CFA_KIND(row.cfa_type)) {
 	case LP_CFA_RSP:
@@ -501,7 +588,7 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 	case LP_CFA_END:
 		return LP_USTOP_END;
 	case LP_CFA_GAP:
-		return LP_USTOP_NO_ROW;
+		return unwind_leaf_no_row(proc, c);
 	default:
 		return LP_USTOP_UNSUPPORTED;
 	}
@@ -631,6 +718,11 @@ static __always_inline void unwind_leaf_regs(struct bpf_perf_event_data *ctx,
  * e->ustack_stop = LP_USTOP_FALLBACK and nothing else written, for any
  * other process: the caller takes the kernel's frame-pointer walk.
  *
+ * e->lua_vm_cfa is the CFA of L's innermost C frame, if the Lua walk
+ * found L; if it found no L (LP_WALK_NO_G), the walk sets e->lua_vm_cfa
+ * to the CFA of the first of the VM's C frames it meets (unwind_vm_find()),
+ * for the Lua walk to find L there.
+ *
  * Global, so verified once on its own: each way the walk can end would
  * otherwise be a state from which the verifier re-checks all of the
  * caller's code that follows.
@@ -638,6 +730,7 @@ static __always_inline void unwind_leaf_regs(struct bpf_perf_event_data *ctx,
 __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 					struct lp_event_sample *e, __u32 tgid)
 {
+	const struct lj_proc *lj = NULL;
 	struct unwind_walk w = { .e = e };
 	struct unwind_cursor *c;
 	__u32 zero = 0, stop, n;
@@ -659,16 +752,22 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	c->in_trace = e->lua_state == LP_WALK_WALKED &&
 		      (e->vmstate >= 0 || e->vmstate == ~LJ_VMST_INTERP ||
 		       e->vmstate == ~LJ_VMST_EXIT || e->vmstate == ~LJ_VMST_GC);
-	if (e->lua_vm_cfa) {
-		const struct lj_proc *lj = bpf_map_lookup_elem(&lj_procs, &tgid);
-
-		if (lj && e->lua_vm_cfa > lj->layout.cf_size) {
-			c->cframe = e->lua_vm_cfa - lj->layout.cf_size;
-			c->cf_size = lj->layout.cf_size;
-			c->cf_prev = lj->layout.cf_prev;
-			c->vm_lo = lj->vm_start;
-			c->vm_hi = lj->vm_end;
-		}
+	/* The VM's C frames: from L->cframe when the Lua walk found L, else
+	 * from the first VM frame the walk meets (unwind_vm_find()). */
+	if (e->lua_vm_cfa || e->lua_state == LP_WALK_NO_G)
+		lj = bpf_map_lookup_elem(&lj_procs, &tgid);
+	if (lj) {
+		c->cf_size = lj->layout.cf_size;
+		c->cf_prev = lj->layout.cf_prev;
+		c->vm_lo = lj->vm_start;
+		c->vm_hi = lj->vm_end;
+		c->cf_l = lj->layout.cf_l;
+		c->l_cframe = lj->layout.l_cframe;
+		c->ref_size = lj->layout.ref_size;
+		if (e->lua_vm_cfa > c->cf_size)
+			c->cframe = e->lua_vm_cfa - c->cf_size;
+		else if (!e->lua_vm_cfa)
+			c->find_vm = 1;
 	}
 	w.c = c;
 	if (unwind_user_regs(ctx, c)) {
@@ -685,6 +784,8 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		struct unwind_window *win = bpf_map_lookup_elem(&unwind_windows, &zero);
 
 		unwind_leaf_regs(ctx, c);
+		c->vm_helper = c->cframe && e->lua_depth &&
+			       e->lua[0].kind == LP_LUA_FRAME_ENTRY && e->lua[0].addr == c->sp;
 		c->sp0 = c->sp;
 		c->bp0 = c->bp;
 		/* Near the top of the stack the big copy runs past its end. */
@@ -705,6 +806,8 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	e->ustack_stop = stop;
 	e->ustack_jit = c->jit_frame;
 	e->ustack_bytes = n ? (__s32)(n * sizeof(__u64)) : -EFAULT;
+	if (!e->lua_vm_cfa)
+		e->lua_vm_cfa = c->vm_cfa;
 	if (stop < LP_USTOP_MAX)
 		__sync_fetch_and_add(&unwind_stops[stop], 1);
 	__sync_fetch_and_add(&unwind_frames, n);

@@ -9,7 +9,13 @@
  * GG_State's main thread must be where G says (G->mainthref == G - gg_g)
  * and the running coroutine must point back (G->cur_L->glref == G).  A
  * validated G is cached per thread, for samples taken where r14 is not
- * DISPATCH (inside C functions, GC, libc).
+ * DISPATCH (inside C functions, GC, libc).  A thread that is seldom in the
+ * interpreter (a long string.gsub, a host's C code called from Lua) may
+ * show no such tick for long; but any sample whose native walk crossed the
+ * VM's C frame has its lua_State there (SAVE_L), so sampler.bpf.c calls
+ * walk_lua() again with that frame's CFA when r14 and the cache gave
+ * nothing: G is L->glref, trusted if L's innermost C frame is that very
+ * frame and G validates as above.
  *
  * Which base: the BASE register (rdx) is the only fresh one while the
  * interpreter runs, because L->base is written back only at calls and
@@ -28,6 +34,21 @@
  * there if that L's C frame is indeed that one and its G is ours.  Resumed
  * from C (lua_resume, as nginx does), the check fails and native frames
  * follow instead.
+ *
+ * The native walk meets one VM frame per VM entry (a C frame in L's chain)
+ * and report/stacks.c gives each, in order, the Lua frames up to the next
+ * ENTRY.  Two kinds of VM frame run no Lua frame of their own, and get an
+ * ENTRY with nothing before it, so that the Lua frames stay with the entry
+ * that runs them: a C frame lj_vm_cpcall pushed for C alone (the JIT
+ * compiler's trace_state, lua_load's parser; its nres is then negative,
+ * minus the stack top at entry, and the Lua frames below that top are
+ * older), and a helper the interpreter called (vm_mod, vm_floor: frameless
+ * leaves in the VM's code, below the interpreter's own frame: rsp is 8
+ * below L's C frame and holds a return address into the VM).  The native
+ * walk steps over such a helper as a leaf when the Lua walk's first frame
+ * says so (an ENTRY at the sampled rsp), and over any other VM code on
+ * the C frame: a JLOOP about to enter a trace (rsp 16 below it) is the
+ * interpreter's frame, not a helper's.
  *
  * Every read of target memory may fail (freed coroutine stack, garbage
  * pointer): the walk then ends with a TRUNC frame, and never emits a
@@ -48,6 +69,7 @@
 
 #define LUA_WALK_STEPS (2 * LP_MAX_LUA) /* frames + skipped dummy/varg frames */
 #define LUA_RESUMER_HOPS 16    /* Lua-resumed coroutines followed */
+#define LUA_C_ONLY_MAX 4       /* C-only C frames passed at one place */
 #define GC64_PTR_MASK ((1ull << 47) - 1)
 #define LJ_BLOCK 128 /* bytes read at once; a power of two */
 
@@ -64,6 +86,66 @@ struct {
 	__type(key, __u32);   /* tid */
 	__type(value, __u64); /* last validated G */
 } lj_thread_G SEC(".maps");
+
+/* Compiled traces a sample has shown, by process, GCtrace and number and
+ * where the trace starts: the first sample of each wakes the recorder,
+ * which reads the trace (its snapshots) from the process at once, before
+ * a jit.flush() or the trace's own abort and recompilation replaces it. */
+struct lj_trace_key {
+	__u64 tr;
+	__u32 tgid;
+	__u32 id; /* trace number << 16 | the frame's fingerprint (start, code) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct lj_trace_key);
+	__type(value, __u8);
+} lj_traces_seen SEC(".maps");
+
+/* Lua stacks samples have shown, by process and a hash of their frames'
+ * functions: the first sample of each wakes the recorder, which reads
+ * the prototypes it names while they live.  A function made by load()
+ * and run once is garbage a moment later, and its memory reused: read
+ * 100 ms late (the recorder's poll), it is unknown. */
+struct lj_stack_key {
+	__u64 hash;
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct lj_stack_key);
+	__type(value, __u8);
+} lj_stacks_seen SEC(".maps");
+
+/* Prototypes whose identity went to the recorder (lp_event_proto), by
+ * process, address and fingerprint. */
+struct lj_proto_key {
+	__u64 pt;
+	__u32 tgid;
+	__u16 fingerprint;
+	__u16 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct lj_proto_key);
+	__type(value, __u8);
+} lj_protos_seen SEC(".maps");
+
+/* LuaJIT executables the recorder validated (bpf/luajit.h): sampler.bpf.c
+ * gives a process that execs one an entry in lj_procs at once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct lj_image_key);
+	__type(value, struct lj_proc);
+} lj_images SEC(".maps");
 
 /* The fields of a lua_State the walk reads. */
 struct lj_state {
@@ -83,10 +165,14 @@ struct lua_walk {
 	__u64 pc;    /* the current frame's pc, 0 unknown */
 	__u64 cf;    /* the innermost C frame of L not yet passed */
 	__u64 outer_cf; /* the outermost C frame of L seen so far */
+	__u64 stack; /* L->stack */
+	__u64 last_entry; /* the C frame of the last ENTRY emitted */
+	__u64 hash;  /* of the frames' kinds, functions and fingerprints */
 	__u32 n;     /* frames emitted */
 	__u32 hops;  /* coroutine boundaries crossed */
-	int leaf_in_c; /* the tick hit C code called by the interpreter */
 	__u8 last_kind;
+	__u8 leaf;   /* the next frame is the innermost (not in a trace) */
+	__u8 pc_reg; /* ... and pc is the PC register's */
 	int skip_next; /* the next frame is a vararg function's own */
 	int done;
 };
@@ -182,7 +268,11 @@ static __always_inline struct lp_lua_frame *next_slot(struct lua_walk *w)
 	e = bpf_map_lookup_elem(&sample_scratch, &zero);
 	if (!e || n >= LP_MAX_LUA)
 		return NULL;
-	return &e->lua[n];
+	/* 6.1's verifier loses the bound of a copy spilled before the check
+	 * (clang does, with the walk's loop before): the mask bounds the
+	 * register the address is made of, and the barrier keeps it. */
+	barrier_var(n);
+	return &e->lua[n & (LP_MAX_LUA - 1)];
 }
 
 static __always_inline void emit(struct lua_walk *w, __u8 kind, __u64 addr,
@@ -197,16 +287,49 @@ static __always_inline void emit(struct lua_walk *w, __u8 kind, __u64 addr,
 	f->kind = kind;
 	f->link = link;
 	f->fingerprint = fingerprint;
+	w->hash = (w->hash ^ addr ^ (__u64)fingerprint << 40 ^ (__u64)kind << 56) *
+		  0x100000001b3ull;
 	w->n++;
 	w->last_kind = kind;
 }
 
 /* A VM entry from C: where the native frames of that entry belong.  Two
- * boundaries with no Lua frame between are one. */
+ * boundaries of one C frame with no Lua frame between (a coroutine's first
+ * frame and its bottom) are one. */
 static __always_inline void emit_entry(struct lua_walk *w, __u64 cf)
 {
-	if (w->last_kind != LP_LUA_FRAME_ENTRY)
-		emit(w, LP_LUA_FRAME_ENTRY, cf, 0, 0, 0);
+	if (w->last_kind == LP_LUA_FRAME_ENTRY && w->last_entry == cf)
+		return;
+	emit(w, LP_LUA_FRAME_ENTRY, cf, 0, 0, 0);
+	w->last_entry = cf;
+}
+
+/* nres of a C frame (CFRAME_OFS_NRES): 8 bytes below its saved L, GC64 or
+ * not. */
+#define LJ_CF_NRES(lo) ((lo)->cf_l - 8)
+
+/* Passes the C frames, from w->cf on, that lj_vm_cpcall pushed for C code
+ * alone after the Lua frame at `frame` was made (see the top of the file),
+ * with an ENTRY each. */
+static __always_inline void pass_c_only(struct lua_walk *w, __u64 frame)
+{
+	const struct lj_layout *lo = &w->lo;
+
+	for (int i = 0; i < LUA_C_ONLY_MAX; i++) {
+		__s32 nres;
+		__u64 prev;
+
+		if (!w->cf || bpf_probe_read_user(&nres, sizeof(nres),
+						  (const void *)(w->cf + LJ_CF_NRES(lo))) ||
+		    nres >= 0 || frame >= w->stack - (__s64)nres)
+			return;
+		emit_entry(w, w->cf);
+		if (read_u64(&prev, w->cf + lo->cf_prev))
+			prev = 0;
+		w->cf = prev & ~3ull;
+		if (w->cf)
+			w->outer_cf = w->cf;
+	}
 }
 
 static __always_inline void truncate_walk(struct lua_walk *w, __u32 why)
@@ -269,8 +392,10 @@ static __always_inline void start_thread(struct lua_walk *w, __u64 L,
 	w->L = L;
 	w->cf = st->cframe & ~3ull;
 	w->outer_cf = w->cf;
+	w->stack = st->stack;
 	w->bot = st->stack + ((lo->flags & LJ_LAYOUT_GC64) ? 8 : 0);
 	w->frame = base - 8;
+	pass_c_only(w, w->frame);
 	w->pc = pc;
 	if (!pc && w->cf)
 		read_ref(lo, &w->pc, w->cf + lo->cf_pc);
@@ -313,9 +438,35 @@ static __always_inline __u64 find_resumer(struct lua_walk *w, struct lj_state *s
 
 #define LJ_GCT_FUNC 8 /* the gct byte of a function: ~LJ_TFUNC */
 
-/* Emits the frame of function func; returns 0, or -1 if func is not a
- * function (after truncating the walk if a read failed). */
-static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u8 link)
+/* The frame type a link slot says, as lp_lua_frame.link records it. */
+static __always_inline __u8 link_kind(__u64 link)
+{
+	return (link & 3) == LJ_FRAME_LUA ? LJ_FRAME_LUA : (__u8)(link & 7);
+}
+
+/* The innermost frame's link when the interpreter was sampled calling it
+ * or returning from it, else *link unchanged.  The pc came from the PC
+ * register (rbx), which holds the frame's link while the interpreter
+ * moves from one frame to another: every call stores the link into the
+ * slot only after BASE has moved to the callee's frame, and every return
+ * loads it from the slot before its results overwrite the slot.  So a PC
+ * outside the function's own code (code_bytes from fnpc) is the link, and
+ * the slot may not hold it yet, or any more. */
+static __always_inline int leaf_link(struct lua_walk *w, __u64 fnpc,
+				     __u64 code_bytes, __u64 *link)
+{
+	if (!w->leaf || !w->pc_reg || w->pc == *link || (w->pc & 3))
+		return 0;
+	if (w->pc >= fnpc && w->pc - fnpc <= code_bytes)
+		return 0;
+	*link = w->pc;
+	return 1;
+}
+
+/* Emits the frame of function func, whose link slot holds *link (which
+ * leaf_link() may correct); returns 0, or -1 if func is not a function
+ * (after truncating the walk if a read failed). */
+static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u64 *link)
 {
 	const struct lj_layout *lo = &w->lo;
 	/* gct and ffid are adjacent in every layout; pc (GCfuncL) and f
@@ -335,7 +486,9 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u8 li
 	if (hdr[0] != LJ_GCT_FUNC)
 		return -1;
 	if (hdr[1] == LJ_FF_LUA) {
-		__u64 pos = 0;
+		__u64 pos = 0, pt;
+		__u32 sizebc = 0;
+		int between = 0; /* called or returning: no position */
 
 		if (have) {
 			fnpc = block_ref(w, lo->fn_pc - first);
@@ -343,24 +496,32 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u8 li
 			truncate_walk(w, LP_LUA_TRUNC_READ_FUNC);
 			return 0;
 		}
+		pt = fnpc - lo->pt_size;
+		if (w->leaf && w->pc_reg && w->pc != *link) {
+			bpf_probe_read_user(&sizebc, sizeof(sizebc),
+					    (const void *)(pt + lo->pt_sizebc));
+			between = leaf_link(w, fnpc, 4ull * sizebc, link);
+		}
 		/* pc of this frame as a bytecode position, when it lies
 		 * inside the function's bytecode; else unknown (0). */
-		if (w->pc >= fnpc && w->pc - fnpc < (1ull << 26))
+		if (!between && w->pc >= fnpc && w->pc - fnpc < (1ull << 26))
 			pos = (w->pc - fnpc) >> 2;
-		emit(w, LP_LUA_FRAME_LUA, fnpc - lo->pt_size, (__u32)pos, link,
-		     proto_fingerprint(w, fnpc - lo->pt_size));
+		emit(w, LP_LUA_FRAME_LUA, pt, (__u32)pos, link_kind(*link),
+		     proto_fingerprint(w, pt));
 		return 0;
 	}
 	if (have) {
 		f = block_u64(w, lo->fn_f - first);
+		/* A builtin's or C function's pc is its one instruction. */
+		leaf_link(w, block_ref(w, lo->fn_pc - first), 4, link);
 	} else if (read_u64(&f, func + lo->fn_f)) {
 		truncate_walk(w, LP_LUA_TRUNC_READ_FUNC);
 		return 0;
 	}
 	if (hdr[1] == LJ_FF_C)
-		emit(w, LP_LUA_FRAME_C, f, 0, link, 0);
+		emit(w, LP_LUA_FRAME_C, f, 0, link_kind(*link), 0);
 	else
-		emit(w, LP_LUA_FRAME_FF, f, hdr[1], link, 0);
+		emit(w, LP_LUA_FRAME_FF, f, hdr[1], link_kind(*link), 0);
 	return 0;
 }
 
@@ -401,32 +562,28 @@ static long lua_walk_step(__u32 i, void *ctx)
 		truncate_walk(w, LP_LUA_TRUNC_READ);
 		return 1;
 	}
-	type = link & 3;
-	typep = link & 7;
 	/* A dummy frame (the thread itself in the function slot) is skipped,
 	 * and so is a vararg function's own frame below its vararg frame. */
-	if (func != w->L && !w->skip_next &&
-	    emit_function(w, func, (__u8)(type == LJ_FRAME_LUA ? LJ_FRAME_LUA : typep))) {
-		/* Not a function.  A fast function returning writes its
+	if (func != w->L && !w->skip_next && emit_function(w, func, &link)) {
+		/* Not a function.  A function returning (a Lua function's
+		 * RET, a builtin's or a C function's results) writes its
 		 * results from its own function slot on, and so only the
-		 * innermost frame may hold no function.  Its C handler may
-		 * overwrite the link too, but the VM kept the link as the C
-		 * frame's saved PC; in the VM's own code, the link slot is
-		 * still the Lua return PC it was. */
-		__u64 ret = 0;
-
-		if (!w->n && w->leaf_in_c && w->pc && !(w->pc & 3))
-			ret = w->pc;
-		else if (!w->n && !w->leaf_in_c && link && !(link & 3))
-			ret = link;
-		if (!ret) {
+		 * innermost frame may hold no function; the second result
+		 * overwrites the link slot too.  The VM keeps the link
+		 * elsewhere: in the VM's own code, the PC register (rbx),
+		 * which every return path loads from the link slot before
+		 * moving results; in a C handler, the C frame's saved PC.
+		 * Both are w->pc here (see walk_lua()). */
+		if (!w->leaf || !w->pc || (w->pc & 3)) {
 			truncate_walk(w, LP_LUA_TRUNC_BAD);
 			return 1;
 		}
 		emit(w, LP_LUA_FRAME_FF, 0, 0, LJ_FRAME_LUA, 0);
-		link = ret;
-		type = typep = LJ_FRAME_LUA;
+		link = w->pc;
 	}
+	type = link & 3;
+	typep = link & 7;
+	w->leaf = 0;
 	w->skip_next = 0;
 	if (w->done)
 		return 1;
@@ -467,10 +624,11 @@ static long lua_walk_step(__u32 i, void *ctx)
 
 				read_u64(&prev, w->cf + lo->cf_prev);
 				w->cf = prev & ~3ull;
-				if (w->cf) {
+				if (w->cf)
 					w->outer_cf = w->cf;
+				pass_c_only(w, next);
+				if (w->cf)
 					read_ref(lo, &prev_pc, w->cf + lo->cf_pc);
-				}
 			}
 		}
 	}
@@ -483,10 +641,126 @@ static long lua_walk_step(__u32 i, void *ctx)
 	return 0;
 }
 
-/* Fills e->lua[] for a sample of a LuaJIT process; regs are the user
- * registers at the sample.  A global function: the verifier checks it once,
- * on its own, instead of once per path through the native unwinder. */
-__noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
+/* Does the memory mapping that holds the sampled stack pointer hold addr
+ * too (bpf_find_vma)?  1 yes, 0 no, -1 unknown (the mappings are locked:
+ * the process maps or faults at this moment). */
+struct stack_check {
+	__u64 addr;
+	int holds;
+};
+
+static long stack_check_cb(struct task_struct *task, struct vm_area_struct *vma,
+			   void *data)
+{
+	struct stack_check *sc = data;
+
+	sc->holds = sc->addr >= vma->vm_start && sc->addr < vma->vm_end;
+	return 0;
+}
+
+static __always_inline int on_sampled_stack(__u64 sp, __u64 addr)
+{
+	struct stack_check sc = { .addr = addr, .holds = -1 };
+
+	if (bpf_find_vma(bpf_get_current_task_btf(), sp, stack_check_cb, &sc, 0))
+		return -1;
+	return sc.holds;
+}
+
+/* Sends the identity of prototype pt (lp_event_proto): its lines, and
+ * the start of its chunk name. */
+static __always_inline void send_proto(struct lua_walk *w, __u32 tgid, __u64 pt,
+				       __u16 fingerprint)
+{
+	const struct lj_layout *lo = &w->lo;
+	struct lp_event_proto *ev;
+	__u64 chunk = 0;
+	__u32 len = 0, n;
+
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev)
+		return;
+	ev->h.type = LP_EVENT_PROTO;
+	ev->h.pid = tgid;
+	ev->h.tid = 0;
+	ev->h.cpu = 0;
+	ev->h.time_ns = bpf_ktime_get_ns();
+	ev->addr = pt;
+	ev->fingerprint = fingerprint;
+	ev->firstline = ev->numline = 0;
+	bpf_probe_read_user(&ev->firstline, 4, (const void *)(pt + lo->pt_firstline));
+	bpf_probe_read_user(&ev->numline, 4, (const void *)(pt + lo->pt_numline));
+	read_ref(lo, &chunk, pt + lo->pt_chunkname);
+	if (chunk)
+		bpf_probe_read_user(&len, 4, (const void *)(chunk + lo->str_len));
+	/* At most LP_PROTO_NAME_MAX - 1 bytes: the mask is for the verifier. */
+	n = len < LP_PROTO_NAME_MAX - 1 ? len : LP_PROTO_NAME_MAX - 1;
+	n &= LP_PROTO_NAME_MAX - 1;
+	ev->name_full = len;
+	ev->name_len = 0;
+	if (n && !bpf_probe_read_user(ev->name, n, (const void *)(chunk + lo->str_size)))
+		ev->name_len = n;
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/* bpf_loop step over the sample's Lua frames: the identity of each
+ * prototype not sent before. */
+static long note_proto_step(__u32 i, void *ctx)
+{
+	__u32 zero = 0, *tgid = ctx;
+	struct lp_event_sample *e = bpf_map_lookup_elem(&sample_scratch, &zero);
+	struct lua_walk *w = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
+	struct lj_proto_key key = {};
+	const struct lp_lua_frame *f;
+	__u8 one = 1;
+
+	if (!e || !w || i >= e->lua_depth)
+		return 1;
+	/* The mask, after the barrier, is for the verifier: the compiler
+	 * would drop it after a bounds check on a copy of i. */
+	barrier_var(i);
+	f = &e->lua[i & (LP_MAX_LUA - 1)];
+	if (f->kind != LP_LUA_FRAME_LUA || !f->addr)
+		return 0;
+	key.pt = f->addr;
+	key.tgid = *tgid;
+	key.fingerprint = f->fingerprint;
+	if (bpf_map_lookup_elem(&lj_protos_seen, &key))
+		return 0;
+	bpf_map_update_elem(&lj_protos_seen, &key, &one, BPF_ANY);
+	send_proto(w, key.tgid, key.pt, key.fingerprint);
+	return 0;
+}
+
+/* The G of the lua_State saved in the VM's C frame whose CFA is cfa, if
+ * that C frame is the lua_State's innermost (see the top of the file); 0
+ * otherwise.  Not yet validated. */
+static __always_inline __u64 G_from_vm_frame(struct lua_walk *w, __u64 cfa)
+{
+	const struct lj_layout *lo = &w->lo;
+	__u64 cf = cfa - lo->cf_size, L = 0;
+	struct lj_state st;
+
+	if (cfa < lo->cf_size || read_ref(lo, &L, cf + lo->cf_l) || !L ||
+	    read_state(w, L, &st) || (st.cframe & ~3ull) != cf)
+		return 0;
+	return st.glref;
+}
+
+/*
+ * Fills e->lua[] for a sample of a LuaJIT process; regs are the user
+ * registers at the sample.  vm_frame_cfa is 0 on the first try; on the
+ * second, the CFA of the VM's C frame the native walk crossed, to find G
+ * from when the first found none.  Returns 1 when the recorder should
+ * hear of this sample at once: it shows a G in a process whose VM the
+ * recorder has not located, which it must do while the process lives, or
+ * a trace or a Lua stack no sample showed before (lj_traces_seen,
+ * lj_stacks_seen).
+ * A global function: the verifier checks it once, on its own, instead of
+ * once per path through the native unwinder.
+ */
+__noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
+			__u64 vm_frame_cfa)
 {
 	struct lua_walk *wp;
 	struct lj_proc *p;
@@ -496,6 +770,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 	const struct lj_layout *lo;
 	struct lj_state st;
 	__s32 vmstate;
+	int wake, off_frame;
 
 	if (!e || !regs)
 		return 0;
@@ -517,17 +792,18 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 	__builtin_memcpy(&wp->lo, lo, sizeof(wp->lo));
 	ip = regs->ip;
 
-	/* r14 - g2disp first: a G this thread validated before is known
-	 * good (its main thread need not be looked at, nor the cache
-	 * written again). */
+	/* r14 - g2disp first (or the VM frame's L, on the second try): a G
+	 * this thread validated before is known good (its main thread need
+	 * not be looked at, nor the cache written again). */
 	cached = bpf_map_lookup_elem(&lj_thread_G, &tid);
-	G = regs->r14 - (__s64)lo->g2disp;
+	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa) :
+			   regs->r14 - (__s64)lo->g2disp;
 	if (valid_G(wp, G, cached && *cached == G, &L, &st)) {
 		if (!cached || *cached != G)
 			bpf_map_update_elem(&lj_thread_G, &tid, &G, BPF_ANY);
 	} else {
 		G = cached ? *cached : p->g_hint;
-		if (!valid_G(wp, G, cached != NULL, &L, &st)) {
+		if (vm_frame_cfa || !valid_G(wp, G, cached != NULL, &L, &st)) {
 			e->lua_state = LP_WALK_NO_G;
 			return 0;
 		}
@@ -535,20 +811,44 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 	wp->G = G;
 	wp->mainL = G - lo->gg_g;
 	e->lua_G = G;
+	wake = !p->g_hint;
 	if (bpf_probe_read_user(&vmstate, sizeof(vmstate), (const void *)(G + lo->g_vmstate)))
-		return 0;
+		return wake;
 	e->vmstate = vmstate;
 
 	if (!st.cframe) {
 		/* No C frame: this coroutine is not running; neither is Lua. */
 		e->lua_state = LP_WALK_IDLE;
-		return 0;
+		return wake;
+	}
+	/* G->cur_L is the coroutine that last entered the VM, which need not
+	 * run on this stack: a host that switches stacks in C (tarantool's
+	 * fibers) leaves the last fiber's L there until another one's code
+	 * returns to the VM, and a G found from the cache or the recorder's
+	 * hint may be another thread's VM (sysbench has one per thread).
+	 * Its C frame then lies on another stack: no G for this tick, and
+	 * the native walk looks for this stack's own VM frame. */
+	if (!vm_frame_cfa && on_sampled_stack(regs->sp, st.cframe & ~3ull) == 0) {
+		e->lua_state = LP_WALK_NO_G;
+		return wake;
 	}
 	/* Machine code of traces (and their exit stubs, and a trace's first
 	 * instructions before it sets vmstate) runs on the innermost VM
 	 * entry's C frame, lowered by the trace's spadjust: the native
 	 * walk resumes at that frame's CFA when it meets such code. */
 	e->lua_vm_cfa = (st.cframe & ~3ull) + lo->cf_size;
+	/* The tick hit VM code off L's C frame: a helper the interpreter
+	 * called (an ENTRY of its own: see the top of the file), a JLOOP
+	 * entering a trace, or the VM being entered or left (rbx may then be
+	 * the C caller's). */
+	off_frame = vmstate < 0 && ip >= p->vm_start && ip < p->vm_end &&
+		    regs->sp != (st.cframe & ~3ull);
+	if (off_frame && regs->sp + 8 == (st.cframe & ~3ull)) {
+		__u64 ra = 0;
+
+		if (!read_u64(&ra, regs->sp) && ra - 1 >= p->vm_start && ra - 1 < p->vm_end)
+			emit_entry(wp, regs->sp);
+	}
 	base = st.base;
 	if (vmstate >= 0) {
 		__u64 jb = 0;
@@ -563,19 +863,38 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 					 (const void *)(G + lo->g2j + lo->j_sizetrace)) &&
 		    (__u32)vmstate < sizetrace)
 			read_ref(lo, &tr, trarr + (__u64)vmstate * lo->ref_size);
-		/* Where it starts tells a trace from a later one that reused
-		 * the number and the memory after a flush. */
-		if (tr)
+		/* Where it starts and where its code is tell a trace from a
+		 * later one that reused the number and the GCtrace's memory
+		 * after a flush: the same loop compiled again starts where
+		 * it did, but its code is elsewhere (new machine-code areas). */
+		__u64 mcode = 0;
+		__u16 fp = 0;
+
+		if (tr) {
 			read_ref(lo, &trarr, tr + lo->tr_startpc);
-		emit(wp, LP_LUA_FRAME_TRACE, tr, (__u32)vmstate, 0,
-		     tr ? (__u16)(trarr >> 2) | 1 : 0);
+			read_u64(&mcode, tr + lo->tr_mcode);
+			fp = (__u16)((trarr >> 2) ^ (mcode >> 4) ^ (mcode >> 20)) | 1;
+		}
+		emit(wp, LP_LUA_FRAME_TRACE, tr, (__u32)vmstate, 0, fp);
+		if (tr) {
+			struct lj_trace_key tk = {
+				.tr = tr, .tgid = tgid,
+				.id = (__u32)vmstate << 16 | fp,
+			};
+			__u8 one = 1;
+
+			if (!bpf_map_lookup_elem(&lj_traces_seen, &tk)) {
+				bpf_map_update_elem(&lj_traces_seen, &tk, &one, BPF_ANY);
+				wake = 1;
+			}
+		}
 		if (!read_ref(lo, &jb, G + lo->g_jit_base) && jb)
 			base = jb;
 	} else if (~vmstate == LJ_VMST_INTERP && !p->vm_end) {
 		/* BASE is in a register we cannot yet tell from garbage;
 		 * the recorder locates the VM from this sample's G. */
 		e->lua_state = LP_WALK_NO_VM;
-		return 0;
+		return 1;
 	} else if (~vmstate == LJ_VMST_INTERP && ip >= p->vm_start && ip < p->vm_end) {
 		__u64 rdx = regs->dx;
 
@@ -584,17 +903,28 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs)
 			pc = regs->bx;
 		}
 	}
-	/* In C code the VM called (a fast function's handler, a helper),
-	 * the innermost frame may be the handler's, mid-rewrite. */
-	wp->leaf_in_c = ~vmstate == LJ_VMST_INTERP && !pc;
 	start_thread(wp, L, &st, base, pc);
+	wp->leaf = vmstate < 0;
+	wp->pc_reg = pc && !off_frame;
 	e->lua_state = LP_WALK_WALKED;
 	/* bpf_loop wants a stack context; the step finds the state itself. */
 	bpf_loop(LUA_WALK_STEPS, lua_walk_step, &zero, 0);
 	if (!wp->done)
 		truncate_walk(wp, LP_LUA_TRUNC_DEPTH);
 	e->lua_depth = wp->n;
-	return 0;
+	if (wp->n) {
+		struct lj_stack_key sk = { .hash = wp->hash, .tgid = tgid };
+		__u8 one = 1;
+
+		/* A new stack: the identity of the prototypes it shows first,
+		 * in case they are gone when the recorder reads them. */
+		if (!bpf_map_lookup_elem(&lj_stacks_seen, &sk)) {
+			bpf_map_update_elem(&lj_stacks_seen, &sk, &one, BPF_ANY);
+			bpf_loop(LP_MAX_LUA, note_proto_step, &tgid, 0);
+			wake = 1;
+		}
+	}
+	return wake;
 }
 
 #endif

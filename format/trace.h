@@ -534,6 +534,7 @@ struct trace_writer;
 
 struct trace_writer_stats {
 	uint64_t chunks;       /* chunks written */
+	uint64_t samples;      /* sample records in them */
 	uint64_t raw_bytes;    /* payload bytes before compression */
 	uint64_t file_bytes;   /* bytes written to the file, header included */
 	uint64_t records;

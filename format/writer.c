@@ -37,6 +37,7 @@ struct trace_writer {
 	struct lp_buf packed;
 	uint64_t prev_sample_time; /* of the last sample in this chunk */
 	uint64_t samples, lost;    /* for a footer the caller leaves to us */
+	uint64_t chunk_samples;    /* samples in the pending chunk */
 	struct trace_writer_stats stats;
 };
 
@@ -93,6 +94,7 @@ static int write_chunk(struct trace_writer *w)
 	size_t raw = pending_raw(w), stored = raw, bound;
 	enum lp_codec codec = LP_CODEC_NONE;
 	uint8_t *out = w->chunk.data;
+	uint64_t nsamples;
 	uint32_t crc;
 	int err;
 
@@ -129,6 +131,8 @@ static int write_chunk(struct trace_writer *w)
 	/* Whatever happens, this chunk's records are done with. */
 	w->chunk.len = LP_CHUNK_HEADER_SIZE;
 	w->prev_sample_time = 0;
+	nsamples = w->chunk_samples;
+	w->chunk_samples = 0;
 
 	err = write_full(w->fd, out, LP_CHUNK_HEADER_SIZE + stored);
 	if (err) {
@@ -136,6 +140,7 @@ static int write_chunk(struct trace_writer *w)
 		return err;
 	}
 	w->stats.chunks++;
+	w->stats.samples += nsamples;
 	w->stats.raw_bytes += raw;
 	w->stats.file_bytes += LP_CHUNK_HEADER_SIZE + stored;
 	return 0;
@@ -608,9 +613,10 @@ static int add_record(struct trace_writer *w, const struct lp_record *rec)
 	if (err)
 		return err;
 	w->stats.records++;
-	if (rec->type == LP_REC_SAMPLE)
+	if (rec->type == LP_REC_SAMPLE) {
 		w->samples++;
-	else if (rec->type == LP_REC_LOST)
+		w->chunk_samples++;
+	} else if (rec->type == LP_REC_LOST)
 		w->lost += rec->u.lost.count;
 	if (pending_raw(w) >= LP_CHUNK_TARGET_RAW)
 		return write_chunk(w);

@@ -55,6 +55,11 @@ struct lua_puc {
  * LuaJIT was found. */
 int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file,
 	      struct lj_target **out, struct lua_puc *puc, char *msg, size_t msglen);
+/* Reads, before a launched command runs, what lj_detect() will need of
+ * the file at path if it holds LuaJIT and the command maps it: its DWARF
+ * layout (tarantool's takes 100 ms, during which the command's first Lua
+ * would run with no Lua walk).  arg is unused (unwind_preload's `also`). */
+void lj_preload(const char *path, void *arg);
 /* Reads a layout from a file of "field = value" lines (luajit.h names). */
 int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 			size_t msglen);
@@ -91,6 +96,10 @@ int lj_vm_from_cfi(const char *path, uint16_t cf_size, uint64_t *start,
 		   uint64_t *end);
 /* The BPF map value for t. */
 void lj_target_proc(const struct lj_target *t, struct lj_proc *p);
+/* When t's LuaJIT, validated, is its executable: the BPF lj_images entry
+ * for the file (bpf/luajit.h), 0; else -ENOENT. */
+int lj_target_image(const struct lj_target *t, struct lj_image_key *key,
+		    struct lj_proc *proc);
 /* A LUAJIT record for t; ffnames borrowed from the build. */
 void lj_target_record(const struct lj_target *t, struct lp_luajit *rec);
 
@@ -107,6 +116,13 @@ struct proto_table *proto_table_new(void);
 uint64_t proto_table_get(struct proto_table *pt, const struct lj_target *t,
 			 uint64_t addr, uint16_t fingerprint,
 			 const struct lp_proto **rec);
+/* What the walker saw of a prototype before its first sample (chunk
+ * name: len of its full bytes): names it if it is gone when read. */
+void proto_table_note(struct proto_table *pt, uint32_t pid, uint64_t addr,
+		      uint16_t fingerprint, uint32_t firstline, uint32_t numline,
+		      const char *name, size_t len, size_t full);
+/* Prototypes gone when read, written from what the walker saw. */
+uint64_t proto_table_from_ident(const struct proto_table *pt);
 uint64_t proto_table_count(const struct proto_table *pt);
 uint64_t proto_table_failed(const struct proto_table *pt);
 void proto_table_free(struct proto_table *pt);

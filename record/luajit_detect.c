@@ -490,6 +490,21 @@ static int choose_layout(struct lj_target *t, const struct lp_mapping *m,
 	return 0;
 }
 
+void lj_preload(const char *path, void *arg)
+{
+	struct elf_exports ex;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	(void)arg;
+	if (fd < 0)
+		return;
+	elf_version(EV_CURRENT);
+	err = read_exports(fd, &ex);
+	close(fd);
+	if (!err)
+		dwarf_build(path);
+}
+
 /* Every LuaJIT 2.1 build's VM entry frame (CFRAME_SIZE) is 80 bytes
  * (96 with LUAJIT_NO_UNWIND, which only an offsets file can say). */
 #define LJ_CFRAME_SIZE 80

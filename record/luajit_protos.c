@@ -8,7 +8,20 @@
  * new prototype with a new id.  The recorder reads a prototype some time
  * after the sample (the ring buffer is drained every 100 ms or so); if by
  * then the memory no longer holds what the sample saw (fingerprint), the
- * frame maps to id 0, "unknown", and is counted, never misnamed.
+ * frame maps to id 0, "unknown", and is counted, never misnamed.  A proto
+ * the GC freed in the meantime may still show the old fingerprint (its
+ * header is intact) while its chunk name, as dead, holds another string
+ * or none: the allocator's free-list links overwrite a freed object's
+ * first words, type byte included, so the proto and its chunk name must
+ * both still be of their type, and the proto's header unchanged after
+ * everything it names was read.
+ *
+ * The walker sends, before the first sample that shows a prototype, what
+ * names it (lp_event_proto: its chunk name and lines, copied while it was
+ * on the stack); proto_table_note() keeps that until the prototype is
+ * read.  A prototype gone by then is written from it, without bytecode
+ * (nbc 0): its frames have a name and a definition line, not the line
+ * they ran.
  *
  * A GCproto is one allocation of sizept bytes holding, after the header,
  * the bytecode, upvalue slots, GC and number constants, line info, upvalue
@@ -28,17 +41,32 @@
 #define PROTO_MAX_SIZE (16u << 20)
 #define STRING_MAX 4096
 #define LJ_TSTR_GCT 4 /* gct of a string: ~LJ_TSTR, and LJ_TSTR is ~4u */
+#define LJ_TPROTO_GCT 7 /* gct of a prototype: ~LJ_TPROTO */
+#define PROTO_HDR_MAX 256 /* the most of a proto's header read */
+
+/* What the walker saw of a prototype (lp_event_proto). */
+struct proto_ident {
+	uint32_t firstline, numline;
+	char *chunkname;
+};
 
 struct proto_key {
 	uint64_t addr;
 	uint32_t pid;
 	uint16_t fingerprint;
-	uint64_t id;
+	uint64_t id; /* 0 empty; ID_FAILED; ID_NOTED: not read yet */
+	struct proto_ident *ident;
 };
+
+#define ID_FAILED UINT64_MAX
+#define ID_NOTED (UINT64_MAX - 1)
 
 struct proto_table {
 	struct proto_key *slots; /* open addressing; id 0 = empty */
 	uint64_t nslots, count, failed, next_id;
+	uint64_t noted;      /* slots ID_NOTED */
+	uint64_t from_ident; /* written from what the walker saw */
+	char *last_ident_name; /* the chunk name pt->rec points at, if so */
 	/* The decoded record handed out by proto_table_get. */
 	struct lp_proto rec;
 	uint8_t *block;
@@ -148,12 +176,29 @@ static size_t inner(uint64_t ptr, uint64_t base, size_t size)
 	return ptr > base && ptr < base + size ? (size_t)(ptr - base) : 0;
 }
 
+/* Whether two reads of a proto's header show the same live proto: its
+ * type, and the fields that never change while it lives (its GC list
+ * link, mark, flags and root trace do). */
+static int proto_same(const struct lj_layout *lo, const uint8_t *a, const uint8_t *b)
+{
+	const uint16_t fields[] = { lo->pt_sizept, lo->pt_sizebc, lo->pt_firstline,
+				    lo->pt_numline };
+
+	if (a[lo->ref_size + 1] != LJ_TPROTO_GCT || b[lo->ref_size + 1] != LJ_TPROTO_GCT ||
+	    lj_get_ref(lo, a + lo->pt_chunkname) != lj_get_ref(lo, b + lo->pt_chunkname))
+		return 0;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++)
+		if (get_u32(a + fields[i]) != get_u32(b + fields[i]))
+			return 0;
+	return 1;
+}
+
 /* Reads and decodes the proto at addr into pt->rec. */
 static int read_proto(struct proto_table *pt, const struct lj_target *t,
 		      uint64_t addr, uint16_t fingerprint)
 {
 	const struct lj_layout *lo = &t->layout;
-	uint8_t hdr[256];
+	uint8_t hdr[PROTO_HDR_MAX];
 	uint32_t sizept, sizebc, sizekgc, numline, firstline;
 	size_t lineinfo, uvinfo, varinfo, koff, chunk_off_str = 0;
 	uint64_t chunkref, k;
@@ -163,6 +208,8 @@ static int read_proto(struct proto_table *pt, const struct lj_target *t,
 
 	if (lo->pt_size > sizeof(hdr) || target_read(t->pid, addr, hdr, lo->pt_size))
 		return -EFAULT;
+	if (hdr[lo->ref_size + 1] != LJ_TPROTO_GCT)
+		return -ESTALE; /* freed (or never a proto) */
 	sizept = get_u32(hdr + lo->pt_sizept);
 	sizebc = get_u32(hdr + lo->pt_sizebc);
 	sizekgc = get_u32(hdr + lo->pt_sizekgc);
@@ -180,7 +227,7 @@ static int read_proto(struct proto_table *pt, const struct lj_target *t,
 		return -EFAULT;
 
 	pt->strings_len = 0;
-	chunk_off = read_gcstr(pt, t, chunkref, 0);
+	chunk_off = read_gcstr(pt, t, chunkref, 1);
 	if (chunk_off < 0)
 		return -EFAULT;
 	chunk_off_str = (size_t)chunk_off;
@@ -256,8 +303,14 @@ static int read_proto(struct proto_table *pt, const struct lj_target *t,
 		}
 	}
 
-	/* Everything is read: point the record at it (strings may have
-	 * moved while growing, so offsets become pointers only now). */
+	/* Everything is read.  The proto still alive and unchanged: what it
+	 * names was alive too while we read it. */
+	if (target_read(t->pid, addr, hdr, lo->pt_size) || !proto_same(lo, hdr, b)) {
+		err = -ESTALE;
+		goto out;
+	}
+	/* Point the record at it (strings may have moved while growing, so
+	 * offsets become pointers only now). */
 	pt->rec.addr = addr;
 	pt->rec.chunkname = pt->strings + chunk_off_str;
 	pt->rec.firstline = firstline;
@@ -282,33 +335,107 @@ out:
 	return err;
 }
 
+static void grow_if_full(struct proto_table *pt)
+{
+	if ((pt->count + pt->failed + pt->noted) * 2 > pt->nslots)
+		grow(pt);
+}
+
+void proto_table_note(struct proto_table *pt, uint32_t pid, uint64_t addr,
+		      uint16_t fingerprint, uint32_t firstline, uint32_t numline,
+		      const char *name, size_t len, size_t full)
+{
+	struct proto_key *slot = find_slot(pt->slots, pt->nslots, pid, addr, fingerprint);
+	struct proto_ident *id;
+
+	/* A name cut short is no file's or loader's name; a chunk loaded
+	 * from a string is named by the start of its first line. */
+	if (slot->id || !len || (len < full && (name[0] == '@' || name[0] == '=')))
+		return;
+	id = calloc(1, sizeof(*id));
+	if (!id || !(id->chunkname = strndup(name, len))) {
+		free(id);
+		return;
+	}
+	id->firstline = firstline;
+	id->numline = numline;
+	slot->addr = addr;
+	slot->pid = pid;
+	slot->fingerprint = fingerprint;
+	slot->id = ID_NOTED;
+	slot->ident = id;
+	pt->noted++;
+	grow_if_full(pt);
+}
+
+static void ident_free(struct proto_ident *id)
+{
+	if (id) {
+		free(id->chunkname);
+		free(id);
+	}
+}
+
+/* pt->rec from what the walker saw of a prototype: no bytecode. */
+static void rec_from_ident(struct proto_table *pt, uint64_t addr,
+			   const struct proto_ident *id)
+{
+	memset(&pt->rec, 0, sizeof(pt->rec));
+	pt->rec.addr = addr;
+	pt->rec.chunkname = id->chunkname;
+	pt->rec.firstline = id->firstline;
+	pt->rec.numline = id->numline;
+}
+
 uint64_t proto_table_get(struct proto_table *pt, const struct lj_target *t,
 			 uint64_t addr, uint16_t fingerprint,
 			 const struct lp_proto **rec)
 {
 	struct proto_key *slot;
+	struct proto_ident *id;
 
 	*rec = NULL;
 	slot = find_slot(pt->slots, pt->nslots, (uint32_t)t->pid, addr, fingerprint);
-	if (slot->id)
-		return slot->id == UINT64_MAX ? 0 : slot->id;
+	if (slot->id && slot->id != ID_NOTED)
+		return slot->id == ID_FAILED ? 0 : slot->id;
+	free(pt->last_ident_name);
+	pt->last_ident_name = NULL;
+	id = slot->ident;
+	slot->ident = NULL;
+	if (slot->id == ID_NOTED)
+		pt->noted--;
 	slot->addr = addr;
 	slot->pid = (uint32_t)t->pid;
 	slot->fingerprint = fingerprint;
-	/* A proto that could not be read is remembered as such (id
-	 * UINT64_MAX) so that it is not read again at every sample. */
-	if (read_proto(pt, t, addr, fingerprint)) {
-		slot->id = UINT64_MAX;
-		pt->failed++;
-	} else {
+	/* A proto that could not be read, nor named from what the walker
+	 * saw, is remembered as such (ID_FAILED) so that it is not read
+	 * again at every sample. */
+	if (!read_proto(pt, t, addr, fingerprint)) {
 		slot->id = pt->next_id++;
+		pt->count++;
+	} else if (id) {
+		rec_from_ident(pt, addr, id);
+		pt->last_ident_name = id->chunkname; /* until the next call */
+		id->chunkname = NULL;
+		slot->id = pt->next_id++;
+		pt->count++;
+		pt->from_ident++;
+	} else {
+		slot->id = ID_FAILED;
+		pt->failed++;
+	}
+	ident_free(id);
+	if (slot->id != ID_FAILED) {
 		pt->rec.id = slot->id;
 		*rec = &pt->rec;
-		pt->count++;
 	}
-	if ((pt->count + pt->failed) * 2 > pt->nslots)
-		grow(pt);
+	grow_if_full(pt);
 	return *rec ? pt->rec.id : 0;
+}
+
+uint64_t proto_table_from_ident(const struct proto_table *pt)
+{
+	return pt->from_ident;
 }
 
 uint64_t proto_table_count(const struct proto_table *pt)
@@ -325,7 +452,10 @@ void proto_table_free(struct proto_table *pt)
 {
 	if (!pt)
 		return;
+	for (uint64_t i = 0; i < pt->nslots; i++)
+		ident_free(pt->slots[i].ident);
 	free(pt->slots);
+	free(pt->last_ident_name);
 	free(pt->block);
 	free(pt->strings);
 	free(pt->kstr);

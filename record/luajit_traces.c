@@ -3,12 +3,14 @@
  * from the live process.
  *
  * A sample taken while trace N runs carries the GCtrace's address and a
- * fingerprint of where it starts.  Trace numbers are reused after a flush
- * (jit.flush, or the JIT running out of memory), so the key is (pid,
- * number, address, fingerprint): a later trace under the same number is
- * another trace with another id.  A trace flushed and compiled again
- * with all four the same (the same loop, its GCtrace at the same address)
- * may have other code: a known trace is looked at again when it was last
+ * fingerprint of where it starts and where its machine code is.  Trace
+ * numbers are reused after a flush (jit.flush, or the JIT running out of
+ * memory), so the key is (pid, number, address, fingerprint): a later
+ * trace under the same number is another trace with another id.  A trace
+ * flushed and compiled again with all four the same (the same loop, its
+ * GCtrace at the same address, its code in an area mapped where the old
+ * one was, or a fingerprint collision) may have other code or snapshots:
+ * a known trace is looked at again when it was last
  * read more than REVALIDATE_NS ago, and if its code or snapshots moved it
  * is read again under a new id.  What the file keeps is what a report
  * needs to place compiled time: the prototype and bytecode position where

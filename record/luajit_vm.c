@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -152,6 +154,57 @@ void lj_target_proc(const struct lj_target *t, struct lj_proc *p)
 	p->vm_end = t->vm_end;
 	if (t->state == LJ_READY)
 		p->g_hint = t->G;
+}
+
+/* mm->start_code of pid: field 26 of /proc/PID/stat, counted after the
+ * last ')' (the command name may hold any character). */
+static int start_code(pid_t pid, uint64_t *out)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	/* After ") ": field 3 (state) on; start_code is field 26. */
+	for (int field = 2; p && field < 26; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &v) != 1 || !v)
+		return -EIO;
+	*out = v;
+	return 0;
+}
+
+int lj_target_image(const struct lj_target *t, struct lj_image_key *key,
+		    struct lj_proc *proc)
+{
+	struct stat exe, obj;
+	char path[64];
+	uint64_t code = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)t->pid);
+	if (t->state != LJ_READY || stat(path, &exe) || stat(t->object, &obj) ||
+	    exe.st_dev != obj.st_dev || exe.st_ino != obj.st_ino ||
+	    start_code(t->pid, &code) || t->vm_start < code)
+		return -ENOENT;
+	memset(key, 0, sizeof(*key));
+	key->dev = (uint64_t)major(exe.st_dev) << 20 | minor(exe.st_dev);
+	key->ino = exe.st_ino;
+	key->size = exe.st_size;
+	lj_target_proc(t, proc);
+	proc->vm_start = t->vm_start - code;
+	proc->vm_end = t->vm_end - code;
+	proc->g_hint = 0; /* another process's */
+	return 0;
 }
 
 void lj_target_record(const struct lj_target *t, struct lp_luajit *rec)

@@ -154,10 +154,11 @@ static uint32_t with_room(uint64_t n, uint32_t lo, uint32_t hi)
 }
 
 /* A command not started yet: what the loader will map (command_files()). */
-static void estimate_file(int fd, struct Elf *elf, void *arg)
+static void estimate_file(const char *path, int fd, struct Elf *elf, void *arg)
 {
 	struct map_plan *p = arg;
 
+	(void)path;
 	(void)fd;
 	if (elf) {
 		estimate_object(elf, &p->rows_need, &p->buckets_need);

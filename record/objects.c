@@ -9,14 +9,17 @@
  * names it, an OBJECT record saying which file that is by content (its
  * GNU build-id, or a content hash; format/objid.c).  It notes the objects
  * that samples hit (user stack addresses, the C functions of Lua frames)
- * and keeps every address they hit, once (addrset.c).  At each flush and
- * at the end it reads the symbol table of each object newly hit, and for
- * the addresses new since the last flush embeds the symbols that name
- * them (symtab.c: a few hundred of a few thousand) as SYMTAB records and
- * their source lines, resolved by the object's DWARF, as SRCLINES
- * records (srclines.c), so a trace cut short still symbolizes what it
- * holds.  An address that cannot be kept (the set is full) makes its
- * object embed its whole table.
+ * and keeps every address they hit, once (addrset.c).  The symbols and
+ * DWARF of an object are read on a thread of their own (objects_prep.c)
+ * from the moment a sample first hits it, so that a flush never holds up
+ * the recorder for them.  At each flush and at the end, for the addresses
+ * new since the last flush, it embeds the symbols that name them
+ * (symtab.c: a few hundred of a few thousand) as SYMTAB records and their
+ * source lines, resolved by the object's DWARF, as SRCLINES records
+ * (srclines.c), so a trace cut short still symbolizes what it holds.  An
+ * object not read yet keeps the addresses that hit it for the next flush;
+ * the last flush waits for all.  An address that cannot be kept (the set
+ * is full) makes its object embed its whole table.
  * `--no-embed` keeps the OBJECT records (a report can then check the
  * files it finds) and leaves the rest out.
  *
@@ -56,6 +59,7 @@ struct object {
 	int fd;      /* -1 once closed */
 	int hit;     /* a sample hit it */
 	int written; /* its table is read (or cannot be) */
+	int queued;  /* being read by the worker (objects_prep.c) */
 	int all;     /* an address was not kept: embed the whole table */
 	struct obj_symtab *syms;       /* its table, while embedding */
 	struct srclines_object *dwarf; /* open for addresses hit later */
@@ -73,6 +77,7 @@ struct object_set {
 	struct addr_set addrs; /* (object, file offset) of addresses hit */
 	size_t ndwarf;         /* objects with dwarf open */
 	size_t nall, nall_done; /* objects marked all; as of the last write */
+	struct obj_prep *prep; /* reads symbols and DWARF; NULL: no embedding */
 };
 
 struct object_set *object_set_new(int embed)
@@ -82,6 +87,10 @@ struct object_set *object_set_new(int embed)
 	if (s) {
 		s->embed = embed;
 		s->lines_left = SRCLINES_MAX_TRACE;
+		if (embed && !(s->prep = obj_prep_new())) {
+			free(s);
+			return NULL;
+		}
 	}
 	return s;
 }
@@ -90,6 +99,7 @@ void object_set_free(struct object_set *s)
 {
 	if (!s)
 		return;
+	obj_prep_free(s->prep);
 	for (size_t i = 0; i < s->n; i++) {
 		if (s->v[i].fd >= 0)
 			close(s->v[i].fd);
@@ -202,6 +212,21 @@ void object_set_assign(struct object_set *s, pid_t pid, struct maps_table *t,
 	}
 }
 
+/* Has the worker read o's symbols and DWARF (objects_prep.c), with a
+ * descriptor of its own; o stays unqueued if none can be had (its
+ * frames then print as module+offset). */
+static void queue(struct object_set *s, struct object *o)
+{
+	int fd;
+
+	if (!s->prep || o->queued)
+		return;
+	fd = o->fd >= 0 ? fcntl(o->fd, F_DUPFD_CLOEXEC, 0) :
+			  open(o->path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && !obj_prep_submit(s->prep, o->id, fd, o->path))
+		o->queued = 1;
+}
+
 void object_set_note_id(struct object_set *s, uint64_t id)
 {
 	struct object *o;
@@ -211,8 +236,10 @@ void object_set_note_id(struct object_set *s, uint64_t id)
 	o = &s->v[id - 1];
 	if (!o->hit) {
 		o->hit = 1;
-		if (!o->written)
+		if (!o->written) {
 			s->pending++;
+			queue(s, o);
+		}
 	}
 }
 
@@ -253,49 +280,33 @@ void object_set_note_stack(struct object_set *s, const struct maps_table *t,
 	note(s, t, addrs, n, 1);
 }
 
-/* Reads the symbol table of an object newly hit and opens its DWARF. */
-static int open_object(struct object_set *s, struct object *o)
+/* Takes what the worker read of o (j: NULL when nothing could be): its
+ * table, whose symbols write_fresh() embeds as addresses need them, and
+ * its DWARF. */
+static int take_object(struct object_set *s, struct object *o,
+		       struct obj_prepared *j)
 {
-	const struct lp_objseg *segs;
-	Elf *elf = NULL;
-	int fd = o->fd, err = 0;
-	size_t nsegs;
-
-	if (fd < 0)
-		fd = open(o->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0; /* gone: its frames print as module+offset */
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		goto cleanup;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
-		goto cleanup;
-	err = obj_symtab_read(&o->syms, elf);
-	if (err) {
-		err = err < 0 ? err : 0; /* not ELF: module+offset */
-		goto cleanup;
-	}
+	if (!j || !j->syms) /* gone or not ELF: its frames print as module+offset */
+		return j ? j->err : 0;
 	s->embedded++;
-	segs = obj_symtab_segs(o->syms, &nsegs);
-	err = srclines_open(&o->dwarf, fd, o->path, o->id, segs, nsegs);
+	o->syms = j->syms;
+	j->syms = NULL;
+	o->dwarf = j->dwarf;
+	j->dwarf = NULL;
 	s->ndwarf += !!o->dwarf;
-cleanup:
-	if (elf)
-		elf_end(elf);
-	if (fd != o->fd)
-		close(fd);
-	return err;
+	return 0;
 }
 
 /* Writes the symbols and source lines of the addresses hit since the
- * last flush, object by object (the keys sort by object), then the
- * symbols of objects that need their whole table or have not been
- * announced, then closes the DWARF of the objects past MAX_OPEN_DWARF. */
+ * last flush, object by object (the keys sort by object), keeping those
+ * of objects still being read for the next flush, then the symbols of
+ * objects that need their whole table or have not been announced, then
+ * closes the DWARF of the objects past MAX_OPEN_DWARF. */
 static int write_fresh(struct object_set *s, struct trace_writer *w)
 {
 	const uint64_t off_mask = (1ull << ADDR_OFF_BITS) - 1;
 	uint64_t *keys = s->addrs.fresh;
-	size_t n = s->addrs.nfresh;
+	size_t n = s->addrs.nfresh, kept = 0;
 	int err = 0;
 
 	if (n)
@@ -304,10 +315,17 @@ static int write_fresh(struct object_set *s, struct trace_writer *w)
 		uint64_t id = keys[i] >> ADDR_OFF_BITS;
 		struct object *o = id && id <= s->n ? &s->v[id - 1] : NULL;
 
-		for (j = i; j < n && keys[j] >> ADDR_OFF_BITS == id; j++) {
-			keys[j] &= off_mask; /* the file offset alone */
+		for (j = i; j < n && keys[j] >> ADDR_OFF_BITS == id; j++)
+			;
+		if (o && o->queued && !o->written) {
+			memmove(keys + kept, keys + i, (j - i) * sizeof(*keys));
+			kept += j - i;
+			continue;
+		}
+		for (size_t k = i; k < j; k++) {
+			keys[k] &= off_mask; /* the file offset alone */
 			if (o && o->syms)
-				obj_symtab_need(o->syms, keys[j]);
+				obj_symtab_need(o->syms, keys[k]);
 		}
 		if (o && o->syms)
 			err = obj_symtab_write(o->syms, o->id, w);
@@ -315,7 +333,7 @@ static int write_fresh(struct object_set *s, struct trace_writer *w)
 			err = srclines_write(o->dwarf, keys + i, j - i, &o->lines,
 					     &s->lines_left, w);
 	}
-	s->addrs.nfresh = 0;
+	s->addrs.nfresh = kept;
 	for (size_t i = 0; i < s->n && !err; i++) {
 		struct object *o = &s->v[i];
 
@@ -335,7 +353,7 @@ static int write_fresh(struct object_set *s, struct trace_writer *w)
 	return err;
 }
 
-int object_set_write(struct object_set *s, struct trace_writer *w)
+int object_set_write(struct object_set *s, struct trace_writer *w, int last)
 {
 	int err = 0;
 
@@ -347,8 +365,16 @@ int object_set_write(struct object_set *s, struct trace_writer *w)
 
 		if (!o->hit || o->written)
 			continue;
-		if (s->embed)
-			err = open_object(s, o);
+		if (s->embed) {
+			struct obj_prepared *j;
+
+			queue(s, o);
+			j = o->queued ? obj_prep_take(s->prep, o->id, last) : NULL;
+			if (o->queued && !j)
+				continue; /* still being read: the next flush */
+			err = take_object(s, o, j);
+			obj_prepared_free(j);
+		}
 		o->written = 1;
 		s->pending--;
 		if (o->fd >= 0) {

@@ -104,8 +104,10 @@ void object_set_note_stack(struct object_set *s, const struct maps_table *t,
 			   const uint64_t *addrs, uint32_t n);
 void object_set_note_id(struct object_set *s, uint64_t id);
 /* Writes the SYMTAB and SRCLINES records the addresses noted since the
- * last call need (symtab.c, srclines.c). */
-int object_set_write(struct object_set *s, struct trace_writer *w);
+ * last call need (symtab.c, srclines.c); those of an object still being
+ * read (objects_prep.c) wait for the next call, unless last (which waits
+ * for them). */
+int object_set_write(struct object_set *s, struct trace_writer *w, int last);
 /* Objects mapped and embedded, and the symbols embedded of how many
  * their tables hold. */
 void object_set_stats(const struct object_set *s, uint64_t *objects,
@@ -140,6 +142,32 @@ int obj_symtab_write(struct obj_symtab *t, uint64_t object,
 void obj_symtab_counts(const struct obj_symtab *t, uint64_t *written,
 		       uint64_t *total);
 void obj_symtab_free(struct obj_symtab *t);
+
+/* ---- objects_prep.c: an object's symbols and DWARF, read aside ------- */
+struct srclines_object;
+/* One object's reading: the job, then what it read, owned by whoever
+ * holds it (the worker builds the obj_symtab, the recorder marks and
+ * writes it once taken). */
+struct obj_prepared {
+	uint64_t id;
+	int fd;     /* the job's own; closed once read */
+	char *path;
+	int err;    /* -ENOMEM, or 0 */
+	struct obj_symtab *syms;       /* NULL: gone or not ELF */
+	struct srclines_object *dwarf; /* NULL: no lines */
+	struct obj_prepared *next;
+};
+struct obj_prep;
+/* Starts the worker (if no thread can start, a job is read when taken). */
+struct obj_prep *obj_prep_new(void);
+/* Queues the object id (fd, which the job owns, and path); 0 or -ENOMEM. */
+int obj_prep_submit(struct obj_prep *p, uint64_t id, int fd, const char *path);
+/* Object id once read, which the caller then owns; NULL while it is
+ * being read, unless wait (id must have been queued). */
+struct obj_prepared *obj_prep_take(struct obj_prep *p, uint64_t id, int wait);
+void obj_prepared_free(struct obj_prepared *j);
+/* Waits for the job being read, drops the others. */
+void obj_prep_free(struct obj_prep *p);
 
 /* ---- srclines.c: the source lines of the addresses hit, embedded ------ */
 /* The most SRCLINES bytes (bodies, as lp_srclines_size() counts them)

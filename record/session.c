@@ -38,6 +38,10 @@
 #include "sampler.skel.h"
 
 #define MAPS_REREAD_NS 100000000ull /* at most 10 maps re-reads/s per pid */
+/* ... or 200/s when the pc a sample interrupted is in no known mapping:
+ * that pc runs, so the mappings we have are stale (a JIT's new code), and
+ * every sample until the next read loses its native frames. */
+#define MAPS_REREAD_LEAF_NS 5000000ull
 /* Flush once a second: a recorder killed at any instant loses at most
  * about a second of samples (docs/format.md's policy).  Twice a second
  * made chunks half as long, each starting its compressor cold: 12% more
@@ -85,14 +89,21 @@ struct target {
 	int alive;
 	struct maps_table maps;
 	uint64_t maps_read_ns;
+	/* What the walker got when the fork was heard of, if not the
+	 * parent's mappings: the image the child exec'd since (see
+	 * inherit_maps()). */
+	struct maps_table exec_maps;
 	struct lj_target *lj; /* its LuaJIT VM, NULL if none */
 	/* The builtins (fast functions) its samples ran, by id: its LUAJIT
 	 * record names only these, and is written again when one is new. */
 	uint8_t ff_named[FF_NAMED_MAX / 8];
 	int puc_noted;        /* a PUC Lua VM was said (until an exec) */
-	/* Samples in its interpreter while its layout had not validated,
-	 * for print_summary(). */
+	/* Samples whose native stack crossed its VM's C frame (whose
+	 * lua_State the BPF walker then tried) while its layout had not
+	 * validated, for print_summary(). */
 	uint64_t lj_unvalidated;
+	/* It exited before its VM could be checked (lj_locate_vm). */
+	int lj_gone;
 };
 
 /* What the Lua walk gave, for the summary. */
@@ -102,6 +113,9 @@ struct lua_stats {
 	uint64_t idle;          /* VM present, not running Lua */
 	uint64_t no_g, bad_l, no_vm;
 	uint64_t protos_unknown; /* frames whose proto could not be read */
+	/* LuaJIT processes that exited before their VM could be checked,
+	 * and their samples whose Lua frames were dropped for it. */
+	uint64_t procs_gone, gone_dropped;
 };
 
 struct session {
@@ -147,12 +161,21 @@ static void on_stop_signal(int sig)
 
 static void write_failed(struct session *s, int err)
 {
+	struct trace_writer_stats ws;
+	char kept[64] = "";
+
 	if (s->write_err)
 		return;
 	s->write_err = err;
+	/* How much survives, for whoever needs the trace (the writer is
+	 * gone when its close failed). */
+	if (s->w) {
+		trace_writer_get_stats(s->w, &ws);
+		snprintf(kept, sizeof(kept), ": %llu samples", (unsigned long long)ws.samples);
+	}
 	fprintf(stderr, "%sluaprof record: writing %s: %s; stopping (the trace keeps "
-		"what was written before)\n", s->status_shown ? "\n" : "",
-		s->o->output, strerror(-err));
+		"what was written before%s)\n", s->status_shown ? "\n" : "",
+		s->o->output, strerror(-err), kept);
 }
 
 /* Records that only define what later records name (stacks, functions,
@@ -227,14 +250,28 @@ static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns
 	struct lp_mapping *list = NULL;
 	struct lp_record rec;
 	uint32_t n;
+	int gone;
 
 	t->maps_read_ns = mono_ns();
-	if (procmaps_read_code(t->pid, replace ? NULL : &t->maps, code, ncode, &now)) {
-		/* Gone already: its samples print as [unmapped], but for code
-		 * the sampler saw run (below). */
-		if (!ncode || replace || maps_table_copy(&t->maps, &now))
-			return;
+	gone = procmaps_read_code(t->pid, replace ? NULL : &t->maps, code, ncode, &now);
+	if (!gone && !now.n) {
+		/* A zombie's mappings: none. */
+		maps_table_free(&now);
+		gone = 1;
 	}
+	if (gone) {
+		/* Gone already: its samples print as [unmapped], but for code
+		 * the sampler saw run (below), and for an exec'd image whose
+		 * mappings the walker got at the fork (inherit_maps()). */
+		if (replace && t->exec_maps.n) {
+			now = t->exec_maps;
+			t->exec_maps = (struct maps_table){ 0 };
+		} else if (!ncode || replace || maps_table_copy(&t->maps, &now)) {
+			return;
+		}
+	}
+	if (replace)
+		maps_table_free(&t->exec_maps);
 	for (uint32_t i = 0; i < ncode; i++)
 		maps_table_add_code(&now, code[i]);
 	added = calloc(now.n ? now.n : 1, sizeof(*added));
@@ -452,14 +489,29 @@ static void attach_luajit(struct session *s, struct target *t, struct target *pa
  * the Lua walk for that process, saying why. */
 static void locate_luajit(struct session *s, struct target *t, uint64_t G)
 {
-	uint32_t key = (uint32_t)t->pid;
+	uint32_t pid = (uint32_t)t->pid;
+	struct lj_image_key key;
+	struct lj_proc proc;
 	char msg[512];
 
-	if (lj_locate_vm(t->lj, G, msg, sizeof(msg))) {
+	int err = lj_locate_vm(t->lj, G, msg, sizeof(msg));
+
+	if (err == -ESRCH) {
+		/* Gone before we could look: nothing was wrong with the
+		 * layout, and nothing can be read any more (protos). */
+		t->lj_gone = 1;
+		s->lua.procs_gone++;
+		if (s->o->verbose)
+			fprintf(stderr, "%sluaprof record: pid %d exited before its LuaJIT "
+				"VM could be checked; its samples keep native frames "
+				"only\n", s->status_shown ? "\n" : "", (int)t->pid);
+		return;
+	}
+	if (err) {
 		fprintf(stderr, "%sluaprof record: pid %d: LuaJIT layout did not validate: "
 			"%s; recording native frames only\n", s->status_shown ? "\n" : "",
 			(int)t->pid, msg);
-		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.lj_procs), &key);
+		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.lj_procs), &pid);
 		return;
 	}
 	if (s->o->verbose)
@@ -468,6 +520,11 @@ static void locate_luajit(struct session *s, struct target *t, uint64_t G)
 			(unsigned long long)G, (unsigned long long)t->lj->vm_start,
 			(unsigned long long)t->lj->vm_end);
 	publish_luajit(s, t);
+	/* A LuaJIT executable: the next process to exec it has its layout
+	 * from its first tick (the map holds 64; past that, from attach). */
+	if (!lj_target_image(t->lj, &key, &proc))
+		bpf_map_update_elem(bpf_map__fd(s->skel->maps.lj_images), &key, &proc,
+				    BPF_ANY);
 }
 
 /* Adds pid to the table (if new) and writes what the trace needs to know
@@ -497,8 +554,17 @@ static int inherit_maps(struct session *s, struct target *t,
 	 * layout would be wrong for an image exec'd since, whose samples
 	 * the walker takes before its exec event reaches us. */
 	if (!procmaps_read(t->pid, &now)) {
+		const struct lp_mapping *added[1];
+
 		unwind_add_process(s->unw, t->pid, &now);
-		maps_table_free(&now);
+		/* Mappings the parent has not: the child exec'd, and the
+		 * exec event may find it gone; its samples were walked with
+		 * these, and are named with them then. */
+		maps_table_free(&t->exec_maps);
+		if (maps_table_added(&copy, &now, added, 1))
+			t->exec_maps = now;
+		else
+			maps_table_free(&now);
 	}
 	return 1;
 }
@@ -546,6 +612,7 @@ static void target_exited(struct session *s, struct target *t, uint64_t time_ns)
 	s->nalive--;
 	unwind_remove_process(s->unw, t->pid); /* native unwinder */
 	maps_table_free(&t->maps);
+	maps_table_free(&t->exec_maps);
 	/* A layout that never validated is kept for the summary's warning. */
 	if (!t->lj || t->lj->state != LJ_WAITING_G || !t->lj_unvalidated) {
 		free(t->lj);
@@ -622,6 +689,19 @@ static void emit_proto_cb(void *ctx, const struct lp_proto *pr)
 	emit_proto(pe->s, pe->pid, pr);
 }
 
+/* Why the BPF walk truncated a Lua stack (enum lp_lua_trunc), in words. */
+static const char *trunc_reason(uint32_t why)
+{
+	switch (why) {
+	case LP_LUA_TRUNC_READ: return "a frame's slots could not be read";
+	case LP_LUA_TRUNC_DEPTH: return "too deep";
+	case LP_LUA_TRUNC_BAD: return "a frame made no sense";
+	case LP_LUA_TRUNC_READ_FUNC: return "a function could not be read";
+	case LP_LUA_TRUNC_READ_CALL: return "a caller's CALL instruction could not be read";
+	}
+	return "unknown reason";
+}
+
 /* Interns the Lua frames of a sample (reading new protos on the way) and
  * returns the Lua stack id, 0 if none. */
 static uint64_t intern_lua_stack(struct session *s, struct target *t,
@@ -694,8 +774,8 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 		/* The first few, in detail, for whoever debugs a walk. */
 		if (s->o->verbose && s->lua.truncated < 5)
 			fprintf(stderr, "luaprof record: pid %d: Lua stack truncated "
-				"(reason %u) at frame 0x%llx after %u frames, vmstate %d\n",
-				(int)t->pid, e->lua[n - 1].pc,
+				"(%s) at frame 0x%llx after %u frames, vmstate %d\n",
+				(int)t->pid, trunc_reason(e->lua[n - 1].pc),
 				(unsigned long long)e->lua[n - 1].addr, n - 1, e->vmstate);
 		s->lua.truncated++;
 	}
@@ -735,6 +815,7 @@ static void check_mappings(struct session *s, struct target *t,
 	int unknown = e->ustack_stop == LP_USTOP_UNMAPPED;
 	uint64_t code[1];
 	uint32_t ncode = 0;
+	int leaf = n > 0 && !maps_table_find(&t->maps, e->ustack[0]);
 
 	if (n > LP_MAX_USTACK)
 		n = LP_MAX_USTACK;
@@ -752,7 +833,8 @@ static void check_mappings(struct session *s, struct target *t,
 	/* Code that ran is worth a read at once: the read keeps it (or a
 	 * page of it), so its next samples do not ask again.  The rest waits
 	 * its turn. */
-	if (ncode || (unknown && mono_ns() - t->maps_read_ns >= MAPS_REREAD_NS))
+	if (ncode || (unknown && mono_ns() - t->maps_read_ns >=
+			      (leaf ? MAPS_REREAD_LEAF_NS : MAPS_REREAD_NS)))
 		emit_maps_code(s, t, e->h.time_ns, 0, code, ncode);
 }
 
@@ -767,11 +849,32 @@ static int validated_ustack_bytes(const struct target *t,
 				  const struct lp_event_sample *e)
 {
 	int n = e->ustack_bytes / 8;
+	const struct lp_mapping *m;
 
-	if (e->ustack_stop == LP_USTOP_UNMAPPED && t && n >= 2 && n <= LP_MAX_USTACK &&
-	    !maps_table_find(&t->maps, e->ustack[n - 1]))
+	if (!t || n < 2 || n > LP_MAX_USTACK)
+		return e->ustack_bytes;
+	m = maps_table_find(&t->maps, e->ustack[n - 1]);
+	if (e->ustack_stop == LP_USTOP_UNMAPPED && !m)
+		return (n - 1) * 8;
+	/* A walk that stopped at a return address into anonymous code (a
+	 * trace, for LuaJIT) with no Lua frames to stand for it: nothing
+	 * says what ran there, nor that it is code at all. */
+	if ((e->ustack_stop == LP_USTOP_UNMAPPED || e->ustack_stop == LP_USTOP_JIT) &&
+	    m && !m->path[0] && !e->lua_depth)
 		return (n - 1) * 8;
 	return e->ustack_bytes;
+}
+
+/* Does the sample's native stack hold a return address into t's
+ * interpreter (the VM called out to C from there)? */
+static int crosses_vm(const struct lj_target *t, const struct lp_event_sample *e)
+{
+	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
+
+	for (int i = 1; i < n && i < LP_MAX_USTACK; i++)
+		if (e->ustack[i] - 1 >= t->vm_start && e->ustack[i] - 1 < t->vm_end)
+			return 1;
+	return 0;
 }
 
 static void handle_sample(struct session *s, const struct lp_event_sample *e,
@@ -788,13 +891,12 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 		object_set_note_stack(s->objs, &t->maps, (const uint64_t *)e->ustack,
 				e->ustack_bytes / 8 < LP_MAX_USTACK ?
 				e->ustack_bytes / 8 : LP_MAX_USTACK);
-	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G)
+	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G && !t->lj_gone)
 		locate_luajit(s, t, e->lua_G);
-	/* Still no valid G, at a pc in the interpreter (anywhere, if its
-	 * code is not located): the layout does not fit this build. */
+	/* Still no valid G, though the native stack crossed the VM's C frame,
+	 * whose lua_State the BPF walker read: the layout does not fit. */
 	if (t && t->lj && t->lj->state == LJ_WAITING_G &&
-	    (!t->lj->vm_end || (e->ustack_bytes >= 8 && e->ustack[0] >= t->lj->vm_start &&
-				e->ustack[0] < t->lj->vm_end)))
+	    e->lua_state == LP_WALK_NO_G && crosses_vm(t->lj, e))
 		t->lj_unvalidated++;
 	memset(&rec, 0, sizeof(rec));
 	rec.type = LP_REC_SAMPLE;
@@ -815,6 +917,8 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 		rec.u.sample.flags |= LP_SAMPLE_USTACK_FAILED;
 	rec.u.sample.lstack = e->lua_state == LP_WALK_WALKED ?
 		intern_lua_stack(s, t, e, size) : 0;
+	if (t && t->lj_gone && e->lua_state == LP_WALK_WALKED)
+		s->lua.gone_dropped++;
 	rec.u.sample.vmstate = e->vmstate;
 	rec.u.sample.lua_state = e->lua_state;
 	count_lua_state(s, e->lua_state, rec.u.sample.lstack);
@@ -835,6 +939,16 @@ static int handle_event(void *ctx, void *data, size_t size)
 	if (h->type == LP_EVENT_SAMPLE) {
 		if (size >= lp_event_sample_size(0))
 			handle_sample(s, data, size);
+		return 0;
+	}
+	if (h->type == LP_EVENT_PROTO) {
+		const struct lp_event_proto *pe = data;
+
+		if (size >= sizeof(*pe))
+			proto_table_note(s->protos, pe->h.pid, pe->addr, pe->fingerprint,
+					 pe->firstline, pe->numline, pe->name,
+					 pe->name_len < LP_PROTO_NAME_MAX ? pe->name_len : 0,
+					 pe->name_full);
 		return 0;
 	}
 	if (size < sizeof(*te))
@@ -877,12 +991,13 @@ static int write_ksyms(struct session *s)
 }
 
 /* The symbols of the objects hit so far, at every flush like the kernel
- * symbols, so that a trace cut short still symbolizes. */
-static int write_objects(struct session *s)
+ * symbols, so that a trace cut short still symbolizes; at the end (last)
+ * of those still being read too. */
+static int write_objects(struct session *s, int last)
 {
 	if (s->write_err)
 		return 0;
-	return object_set_write(s->objs, s->w);
+	return object_set_write(s->objs, s->w, last);
 }
 
 static void emit_lost(struct session *s)
@@ -1063,13 +1178,20 @@ static void record_loop(struct session *s)
 {
 	uint64_t deadline = s->o->duration_s > 0 ?
 		s->start_ns + (uint64_t)(s->o->duration_s * 1e9) : UINT64_MAX;
-	uint64_t last_flush = s->start_ns, last_status = 0, last_alive = s->start_ns;
+	/* Chunks every FLUSH_NS of sampling, not counting the setup. */
+	uint64_t last_flush = mono_ns(), last_status = 0, last_alive = s->start_ns;
 	int tty = isatty(STDERR_FILENO) && !s->o->quiet;
 
 	while (!stop_requested && !s->write_err) {
 		uint64_t now;
 		int n = ring_buffer__poll(s->rb, 100);
 
+		/* The sampler wakes us only for what cannot wait (see
+		 * WAKEUP_BYTES in bpf/sampler.bpf.c): what waits is taken
+		 * here, so that a flush below writes every sample taken
+		 * until 100 ms ago, however slowly they come. */
+		if (n >= 0)
+			n = ring_buffer__consume(s->rb);
 		if (n < 0 && n != -EINTR) {
 			fprintf(stderr, "luaprof record: ring buffer: %s\n", strerror(-n));
 			break;
@@ -1084,7 +1206,7 @@ static void record_loop(struct session *s)
 			int err;
 
 			release_samples(s);
-			err = write_ksyms(s) ?: write_objects(s) ?:
+			err = write_ksyms(s) ?: write_objects(s, 0) ?:
 			      trace_writer_flush(s->w);
 
 			if (err)
@@ -1210,14 +1332,16 @@ static void print_summary(struct session *s, uint64_t end_ns)
 	if (s->lua.samples_lua || s->lua.no_g || s->lua.bad_l || s->lua.no_vm)
 		fprintf(stderr, "luaprof record: Lua: %llu samples with Lua frames "
 			"(%.1f%%), %llu truncated, %llu in host code; no VM state in "
-			"%llu; %llu protos (%llu unreadable)\n",
+			"%llu; %llu protos (%llu unreadable, %llu gone before they were "
+			"read, named from their first sample)\n",
 			(unsigned long long)s->lua.samples_lua,
 			s->samples ? 100.0 * s->lua.samples_lua / s->samples : 0.0,
 			(unsigned long long)s->lua.truncated,
 			(unsigned long long)s->lua.idle,
 			(unsigned long long)(s->lua.no_g + s->lua.bad_l + s->lua.no_vm),
 			(unsigned long long)proto_table_count(s->protos),
-			(unsigned long long)proto_table_failed(s->protos));
+			(unsigned long long)proto_table_failed(s->protos),
+			(unsigned long long)proto_table_from_ident(s->protos));
 	if (trace_table_count(s->traces)) {
 		struct snap_stats ts;
 
@@ -1246,6 +1370,14 @@ static void print_summary(struct session *s, uint64_t end_ns)
 				(unsigned long long)ss.unreadable,
 				(unsigned long long)ss.budget, SOURCE_TRACE_MAX >> 20);
 	}
+	if (s->lua.procs_gone)
+		fprintf(stderr, "luaprof record: %llu LuaJIT process%s exited before "
+			"%s VM could be checked: %llu of %s samples without Lua "
+			"frames\n", (unsigned long long)s->lua.procs_gone,
+			s->lua.procs_gone == 1 ? "" : "es",
+			s->lua.procs_gone == 1 ? "its" : "their",
+			(unsigned long long)s->lua.gone_dropped,
+			s->lua.procs_gone == 1 ? "its" : "their");
 	for (int i = 0; i < s->ntargets; i++) {
 		const struct target *t = &s->targets[i];
 
@@ -1286,7 +1418,7 @@ static int finish(struct session *s)
 	ring_buffer__consume(s->rb);
 	emit_lost(s);
 	release_samples(s);
-	err = write_ksyms(s) ?: write_objects(s);
+	err = write_ksyms(s) ?: write_objects(s, 1);
 	if (err)
 		write_failed(s, err);
 	footer.samples = s->samples;
@@ -1360,8 +1492,9 @@ int record_session_run(const struct record_opts *o)
 			goto cleanup;
 		}
 		s.launched_running = 1;
-		/* native unwinder: its tables ready before it runs */
-		unwind_preload(s.unw, o->command[0]);
+		/* native unwinder: its tables ready before it runs; and
+		 * what finding its LuaJIT takes */
+		unwind_preload(s.unw, o->command[0], lj_preload, NULL);
 	}
 	s.start_ns = mono_ns();
 	emit_meta(&s);
@@ -1426,6 +1559,7 @@ cleanup:
 	source_table_free(s.sources);
 	for (int i = 0; i < s.ntargets; i++) {
 		maps_table_free(&s.targets[i].maps);
+		maps_table_free(&s.targets[i].exec_maps);
 		free(s.targets[i].lj);
 	}
 	free(s.targets);

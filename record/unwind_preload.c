@@ -20,7 +20,9 @@
  * looked up as the dynamic loader looks them up, less its cache: DT_RPATH, LD_LIBRARY_PATH, DT_RUNPATH (with
  * $ORIGIN), then the system's directories.  A library it cannot find is
  * built when it is mapped, as before; a library it finds that is not the
- * one loaded costs only the time to build it.
+ * one loaded costs only the time to build it.  The caller may do its own
+ * work on each file too (`also`): LuaJIT's detection reads the DWARF of
+ * the one that holds LuaJIT then (record/luajit_detect.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +43,7 @@ static const char *const system_dirs[] = {
 };
 
 struct preload {
-	void (*each)(int fd, struct Elf *elf, void *arg);
+	void (*each)(const char *path, int fd, struct Elf *elf, void *arg);
 	void *arg;
 	char *paths[PRELOAD_MAX]; /* found, in the order they were queued */
 	char *names[PRELOAD_MAX]; /* DT_NEEDED names met, to look up once */
@@ -156,7 +158,7 @@ static void follow(struct preload *p, const char *path)
 		elf_end(elf);
 		elf = NULL;
 	}
-	p->each(fd, elf, p->arg);
+	p->each(path, fd, elf, p->arg);
 	if (elf && !elf_getphdrnum(elf, &nph)) {
 		for (size_t i = 0; i < nph; i++) {
 			GElf_Phdr ph;
@@ -205,7 +207,8 @@ static void follow(struct preload *p, const char *path)
 	close(fd);
 }
 
-int command_files(const char *cmd, void (*each)(int fd, struct Elf *elf, void *arg),
+int command_files(const char *cmd,
+		  void (*each)(const char *path, int fd, struct Elf *elf, void *arg),
 		  void *arg)
 {
 	struct preload p = { .each = each, .arg = arg };
@@ -230,13 +233,27 @@ int command_files(const char *cmd, void (*each)(int fd, struct Elf *elf, void *a
 	return 0;
 }
 
-static void preload_one(int fd, struct Elf *elf, void *u)
+struct preload_also {
+	struct unwinder *u;
+	void (*also)(const char *path, void *arg);
+	void *arg;
+};
+
+static void preload_one(const char *path, int fd, struct Elf *elf, void *arg)
 {
+	struct preload_also *a = arg;
+
 	(void)elf;
-	unwind_preload_file(u, fd);
+	if (a->u)
+		unwind_preload_file(a->u, fd);
+	if (a->also)
+		a->also(path, a->arg);
 }
 
-int unwind_preload(struct unwinder *u, const char *cmd)
+int unwind_preload(struct unwinder *u, const char *cmd,
+		   void (*also)(const char *path, void *arg), void *arg)
 {
-	return u ? command_files(cmd, preload_one, u) : 0;
+	struct preload_also a = { .u = u, .also = also, .arg = arg };
+
+	return u || also ? command_files(cmd, preload_one, &a) : 0;
 }

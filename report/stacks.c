@@ -270,14 +270,20 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 		}
 		if (have_vm && li < nl && vm) {
 			/* This VM entry's Lua frames; a C function's Lua-level
-			 * frame repeats the native frame just above it. */
+			 * frame repeats the native frame just above it.  An
+			 * entry with none (a C frame the VM pushed for C code
+			 * alone, a helper the interpreter called: see
+			 * bpf/walk_lua.bpf.h) keeps its native frame. */
+			int empty = lua[li] == LUA_ENTRY_MARK;
+
 			any_vm = 1;
-			if (lua[li] != LUA_ENTRY_MARK && k && lua[li] == last)
+			if (!empty && k && lua[li] == last)
 				li++;
 			while (li < nl && lua[li] != LUA_ENTRY_MARK)
 				last = s->buf[k++] = lua[li++];
 			li += li < nl;
-			continue;
+			if (!empty)
+				continue;
 		}
 		err = frames_user_chain(s->fr, pid, a[i], i != 0, &s->buf[k], &n, &last);
 		if (err)

@@ -5,7 +5,8 @@
  * its stacks right.  tests/e2e/native_unwind.sh records each mode and
  * checks that the chains below come out whole, down to main.
  *
- *   usage: nofp [chains|libc|signal|realign|lies] [SECONDS]   (default: chains 3)
+ *   usage: nofp [chains|libc|signal|realign|lies|threads] [SECONDS]   (default: chains 3)
+ *          SECONDS of CPU time
  *          nofp execs N
  *
  *   chains  main;run_chains;chain_a;level1;level2;level3;spin_leaf
@@ -14,7 +15,8 @@
  *           array, so its CFA is rbp-based while the others' are rsp-based)
  *   libc    main;run_libc;sort_once;qsort;...;cmp_ints: time inside libc,
  *           which calls back into this program
- *   signal  main;run_signal;wait_loop, and a SIGALRM handler that spins:
+ *   signal  main;run_signal;wait_loop, and a SIGPROF handler (every 2 ms
+ *           of CPU time) that spins:
  *           ...;wait_loop;<__restore_rt>;on_alarm;spin_leaf
  *   realign main;run_realign;realigned;level3;spin_leaf
  *           main;run_realign;realigned_spin
@@ -31,6 +33,10 @@
  *           frames (stack data a frame-pointer walk would take for
  *           frames).  No frame may be made of either: the stack ends at
  *           lying_spin, cut, and says so.
+ *   threads main;run_threads;pthread_create;...;__clone3 (the parent, in
+ *           the system call that makes a thread: glibc's CFI leaves that
+ *           instruction out) and __clone3;start_thread;thread_body;
+ *           spin_leaf (the thread, which spins a varying while)
  *   execs N lying_spin for a moment, then exec itself as "execs N-1":
  *           after each exec the recorder needs a moment to load the new
  *           image's tables, and a walk then must not follow rbp
@@ -38,6 +44,7 @@
  * Every function is noipa: no inlining, cloning or tail calls, so each
  * named function is one real frame.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,11 +56,13 @@
 #define NOIPA __attribute__((noipa))
 #define UNIT 100000ul
 
+/* The CPU time this process has had: each mode runs for SECONDS of it,
+ * so that a busy machine makes the run longer, not its profile thinner. */
 static double now(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -164,10 +173,13 @@ NOIPA void on_alarm(int sig)
 
 NOIPA unsigned long wait_loop(double end)
 {
-	unsigned long n = 0;
+	volatile unsigned long n = 0;
 
-	while (now() < end)
-		n++;
+	/* The clock is a system call: looked at once in 1024 rounds. */
+	do {
+		for (int i = 0; i < 1024; i++)
+			n++;
+	} while (now() < end);
 	return n;
 }
 
@@ -180,11 +192,11 @@ NOIPA unsigned long run_signal(double seconds)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;
 	sa.sa_flags = SA_RESTART;
-	sigaction(SIGALRM, &sa, NULL);
-	setitimer(ITIMER_REAL, &it, NULL);
+	sigaction(SIGPROF, &sa, NULL);
+	setitimer(ITIMER_PROF, &it, NULL); /* every 2 ms of CPU time */
 	n = wait_loop(now() + seconds);
 	memset(&it, 0, sizeof(it));
-	setitimer(ITIMER_REAL, &it, NULL);
+	setitimer(ITIMER_PROF, &it, NULL);
 	return n;
 }
 
@@ -286,6 +298,29 @@ NOIPA unsigned long run_lies(double seconds)
 	return n;
 }
 
+NOIPA void *thread_body(void *arg)
+{
+	return (void *)spin_leaf((unsigned long)arg);
+}
+
+/* Threads made and joined one after the other, each spinning a little. */
+NOIPA unsigned long run_threads(double seconds)
+{
+	double end = now() + seconds;
+	unsigned long n = 0, k = 0;
+
+	while (now() < end) {
+		pthread_t t;
+		void *r;
+
+		if (pthread_create(&t, NULL, thread_body, (void *)(UNIT / 20 + (k++ % 97) * 50)))
+			break;
+		pthread_join(t, &r);
+		n += (unsigned long)r;
+	}
+	return n;
+}
+
 /* Each image spins for 30 ms, then replaces itself; the last returns. */
 NOIPA unsigned long run_execs(const char *self, int left)
 {
@@ -313,6 +348,8 @@ int main(int argc, char **argv)
 		r = run_realign(seconds);
 	else if (!strcmp(mode, "lies"))
 		r = run_lies(seconds);
+	else if (!strcmp(mode, "threads"))
+		r = run_threads(seconds);
 	else if (!strcmp(mode, "execs"))
 		r = run_execs("/proc/self/exe", argc > 2 ? atoi(argv[2]) : 0);
 	else

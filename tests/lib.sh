@@ -126,7 +126,8 @@ cpu_seconds() {
 #   - a root frame (above) anywhere but first, or __libc_start_main or
 #     _dl_start anywhere but second: nothing calls _start, a thread's or
 #     a fiber's first function, so what stands above it was read from
-#     beyond the stack's end.
+#     beyond the stack's end.  But for a parent in clone3's system call:
+#     __clone3 as its last user frame, only kernel frames after it.
 # A stack the walker could not follow to its end ends in "[truncated]":
 # not garbage, but counted (its own bar).
 #
@@ -150,12 +151,18 @@ stack_bars() {
 		printf "" >(out ".unrooted"); printf "" >(out ".garbage")
 		printf "" >(out ".truncated"); printf "" >(out ".nolua")
 	}
+	# Only kernel frames after frame i: a parent in clone3 system
+	# call, whose stack ends there, not a stack read past its end.
+	function kernel_after(i,   j) {
+		for (j = i + 1; j <= n; j++) if (fr[j] !~ /_\[k\]$/) return 0
+		return 1
+	}
 	function garbage(f, i) {
 		if (f ~ /^\[unmapped( [^]]*)?\]$/) return "an address in no mapping"
 		if (f ~ /^\[anon\]\+0x/) return "trace or stack data as a native frame"
 		if (f ~ /^\[(stack|heap|vvar)[^]]*\]$/) return "an address in a mapping of data"
 		if (f == "[unknown Lua function]") return "a Lua frame that is no function"
-		if (i > 1 && (f in isroot)) return "frames above a root (" f ")"
+		if (i > 1 && (f in isroot) && !kernel_after(i)) return "frames above a root (" f ")"
 		if (i > 2 && (f == "__libc_start_main" || f == "_dl_start"))
 			return "frames above a root (" f ")"
 		return ""

@@ -21,6 +21,11 @@
 #                     for SECS seconds into OUT.lp while wrk loads nginx
 #                     for SECS + 1; stderr in OUT.err, wrk's output in
 #                     OUT.wrk; returns record's exit status.
+#   nginx_record_cpu OUT CPU ARGS...
+#                     the same, but records until the workers have had CPU
+#                     seconds of CPU between them (at most 120 s), however
+#                     busy the machine; the workers' own CPU seconds in the
+#                     recording go to NGINX_WORKER_CPU[pid].
 #
 # NGINX_JIT=off before nginx_start runs the Lua VM without the JIT.
 
@@ -149,5 +154,50 @@ nginx_record_under_load() {
 	nginx_load $((secs + 1)) >$out.wrk 2>&1
 	wait $rec
 	rc=$?
+	return $rc
+}
+
+# _nginx_cpu_of PIDS...: "pid seconds" lines, one per pid.
+_nginx_cpu_of() {
+	local p
+	for p in "$@"; do echo "$p $(cpu_seconds $p)"; done
+}
+
+# _nginx_cpu_delta BEFORE AFTER: "pid seconds" lines, the CPU each pid of
+# BEFORE had until AFTER (both _nginx_cpu_of's output).
+_nginx_cpu_delta() {
+	awk 'NR == FNR { a[$1] = $2; next } ($1 in a) { print $1, $2 - a[$1] }' \
+		<(echo "$1") <(echo "$2")
+}
+
+nginx_record_cpu() {
+	local out=$1 cpu=$2 rec rc wrk i w start now
+	shift 2
+	declare -gA NGINX_WORKER_CPU=()
+	$LUAPROF record -p $NGINX_MASTER -o $out.lp "$@" 2>$out.err &
+	rec=$!
+	CLEANUP_PIDS+=($rec)
+	wait_for eval "grep -q recording $out.err || ! kill -0 $rec 2>/dev/null"
+	start=$(_nginx_cpu_of $(nginx_workers))
+	nginx_load 130 >$out.wrk 2>&1 &
+	wrk=$!
+	CLEANUP_PIDS+=($wrk)
+	# Polls the condition: the load must cover the whole recording.
+	for i in $(seq 1200); do
+		kill -0 $rec 2>/dev/null || break
+		now=$(_nginx_cpu_of $(nginx_workers))
+		_nginx_cpu_delta "$start" "$now" |
+			awk -v c=$cpu '{ t += $2 } END { exit !(t >= c) }' && break
+		sleep 0.1
+	done
+	kill -INT $rec 2>/dev/null
+	wait $rec
+	rc=$?
+	now=$(_nginx_cpu_of $(nginx_workers))
+	kill $wrk 2>/dev/null
+	wait $wrk 2>/dev/null
+	while read -r w i; do
+		NGINX_WORKER_CPU[$w]=$i
+	done < <(_nginx_cpu_delta "$start" "$now")
 	return $rc
 }

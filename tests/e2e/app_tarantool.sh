@@ -95,6 +95,12 @@ check "the LuaJIT in tarantool was recognized, offsets from its DWARF" \
 check "info: tarantool's VM, build dwarf" \
 	grep -qE "^  pid [0-9]+ \(tarantool\): LuaJIT 2.1 \(upstream, 32-bit refs\) in /usr/bin/tarantool; build dwarf, offsets from DWARF" $TMP/tt.info
 check_app_stacks "tarantool" $TMP/tt.folded coro_init
+# A fiber's Lua frames stand on its own C stack, under lua_pcall: never
+# on the scheduler's (ev_run, epoll) or another fiber's, where G->cur_L,
+# the last fiber to enter the VM, does not run.
+check_num "tarantool: samples with the workload's Lua frames not under lua_pcall" \
+	"$(grep -F "($W:" $TMP/tt.folded | grep -vF ';lua_pcall;' | awk '{ n += $NF } END { print n + 0 }')" "==" 0 ||
+	grep -F "($W:" $TMP/tt.folded | grep -vF ';lua_pcall;' | head -3 | cut -c1-300 | sed 's/^/    /'
 check "a fiber runs worker from coro_init, through lua_pcall" \
 	grep -qE "^coro_init;.*;lua_pcall;$(printf '%s' "$worker" | sed 's/[.()?]/\\&/g');" $TMP/tt.folded
 check_fork "tarantool" $TMP/tt

@@ -39,15 +39,21 @@ expect_fail "not root" 1 "needs root" \
 	$LUAPROF record -o $TMP/nobody/x.lp -- true
 
 # A disk that fills: recording stops with the reason, exits 1, and the
-# chunks written before the disk filled still report.
+# chunks written before the disk filled still report.  The disk fills at
+# the first write of the symbol tables, 0.5 s after record starts: how
+# many samples come before depends on how soon the target got the CPU
+# (a count of them per wall second, > 100, failed on a busy machine), so
+# the bar is that every sample record says it wrote is there.
 mkdir $TMP/small
 if mount -t tmpfs -o size=16k tmpfs $TMP/small; then
 	expect_fail "a disk that fills stops the recording" 1 "No space left on device" \
 		$LUAPROF record -F 999 -d 30 -o $TMP/small/t.lp -- $SAMPLES/hot 30
+	written=$(sed -n 's/.*the trace keeps what was written before: \([0-9]*\) samples.*/\1/p' $TMP/err)
 	$LUAPROF report --format folded -o $TMP/full.folded $TMP/small/t.lp 2>$TMP/full.err
 	check "the filled trace still reports" test $? -eq 0
-	check_num "samples written before the disk filled are kept" \
-		"$(folded_total $TMP/full.folded)" ">" 100
+	check_num "record says it wrote samples before the disk filled" "${written:-0}" ">" 0
+	check_num "the samples written before the disk filled are kept" \
+		"$(folded_total $TMP/full.folded)" "==" "${written:-0}"
 	umount $TMP/small
 else
 	fail "a disk that fills" "cannot mount a tmpfs"

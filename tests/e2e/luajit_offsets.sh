@@ -105,15 +105,30 @@ check_lua_frames "offsets file" $out
 check "offsets file: no warning about the layout" \
 	bash -c "! grep -q 'probably wrong' $out.err"
 
-# ---- (b) a wrong g2disp: G never validates -----------------------------
-wrong=$TMP/wrong-g2disp.offsets
-sed 's/^g2disp = 4008$/g2disp = 3968/' $good >$wrong
-check "wrong g2disp: the file differs from the right one" bash -c "! cmp -s $good $wrong"
-out=$TMP/wrong.lp
-record_abc "wrong g2disp" $out --luajit-offsets $wrong -- $LJ2 -joff
-check "wrong g2disp: no Lua frames" bash -c "! grep -q 'abc.lua:' $out.folded"
-check_num "wrong g2disp: samples were still recorded" "$(folded_total $out.folded)" ">=" 1000
-check "wrong g2disp: record warns that the layout never validated" \
+# record_wrong LABEL FIELD VALUE : records abc.lua with the right offsets
+# file but FIELD = VALUE, into $out (and $wrong, the file): no Lua frames.
+record_wrong() {
+	local label=$1
+	wrong=$TMP/wrong-$2.offsets
+	out=$TMP/wrong-$2.lp
+	sed "s/^$2 = .*/$2 = $3/" $good >$wrong
+	check "$label: the file differs from the right one" bash -c "! cmp -s $good $wrong"
+	record_abc "$label" $out --luajit-offsets $wrong -- $LJ2 -joff
+	check "$label: no Lua frames" bash -c "! grep -q 'abc.lua:' $out.folded"
+	check_num "$label: samples were still recorded" "$(folded_total $out.folded)" ">=" 1000
+}
+
+# ---- (b) a wrong g2disp: G validates (found from the VM's C frame, which
+# g2disp does not enter), its dispatch table does not ---------------------
+record_wrong "wrong g2disp" g2disp 3968
+check "wrong g2disp: record says the layout did not validate, and why" \
+	grep -qE "pid [0-9]+: LuaJIT layout did not validate: the dispatch table at G\+3968 does not point into one code range of $LJ2 .*; the layout is wrong for this build; recording native frames only" $out.err
+
+# ---- (b2) a wrong l_glref: no lua_State leads to its G ----------------
+# Neither from r14 nor from the VM's C frame, which samples in os.clock
+# show on their native stacks: the layout is said to be wrong at the end.
+record_wrong "wrong l_glref" l_glref 24
+check "wrong l_glref: record warns that the layout never validated" \
 	grep -qE "pid [0-9]+: LuaJIT found in $LJ2 but no sample showed a global_State that validates with the layout \(offsets from $wrong\): no Lua frames recorded; the offsets are probably wrong for this build" $out.err
 
 # ---- (c) bad files stop record, before any trace ----------------------

@@ -110,6 +110,17 @@ check_num "lies: lying_spin stacks end at the lie, as [truncated]" "$(share $cut
 check_num "lies: frames made of stack data" "$(user_garbage $TMP/lies.folded)" "==" 0
 check "lies: info counts the cut stacks" \
 	grep -qE "^native stacks: [0-9]+ whole, [1-9][0-9]* cut" <($LUAPROF info $TMP/lies.lp)
+# Threads made one after the other: the parent's samples in clone3's
+# system call sit at an instruction glibc's CFI leaves out (a frameless
+# leaf there, return address at [rsp]); the new thread's first ones, at
+# the same instruction on its new stack, are its whole stack.
+record threads $SAMPLES/nofp threads 2
+check "record -- nofp threads exits 0" test $? -eq 0
+check_num "threads: samples of the parent in clone3" \
+	"$(grep -F ';run_threads;' $TMP/threads.folded | grep -F ';__clone3' | awk '{ n += $NF } END { print n + 0 }')" ">=" 10
+check_num "threads: stacks cut at clone3" \
+	"$(grep -F '__clone3' $TMP/threads.folded | grep -F '[truncated]' | awk '{ n += $NF } END { print n + 0 }')" "==" 0 ||
+	grep -F '[truncated]' $TMP/threads.folded | head -3 | cut -c1-300 | sed 's/^/    /'
 # Each exec leaves the process without tables for a moment: the walk must
 # not fall back to following rbp (into fake_frames) then.
 record execs $SAMPLES/nofp execs 30

@@ -168,8 +168,17 @@ check "annotate: work's header, then the file's real lines" \
 	grep -qE "^work \(abc\.lua:[0-9]+-[0-9]+\): self [0-9]+ \([0-9.]+%\), total" $TMP/lua2.annotate
 check_num "annotate: self samples on work's loop body" \
 	"$(grep -F "$hot_src" $TMP/lua2.annotate | awk -v l=$hot '$5 == l { print $1; exit }')" ">=" 100
-check "annotate: the driver loop's line has total samples in main" \
-	grep -qE "^ +\. +\. +[0-9]+ +[0-9.]+% +[0-9]+  while os\.clock\(\) < deadline do|^ +\. +\. +[0-9]+ +[0-9.]+% +[0-9]+  	sum = sum \+ a\(\) \+ b\(\) \+ c\(\)" $TMP/lua2.annotate
+# The driver loop's lines (the while, and the calls of a, b and c) hold
+# nearly all samples as main's total.  Their self columns are not looked
+# at: main's own time (its bytecode, os.clock charged to it) is a few
+# self samples on one of them in most runs, on both in one in three.
+loop_share=$(awk -v l1="$(grep -n '^while os.clock() < deadline do' samples/lua/abc.lua | cut -d: -f1)" \
+	-v l2="$(grep -n 'sum = sum + a() + b() + c()' samples/lua/abc.lua | cut -d: -f1)" '
+	/^main \(abc\.lua:/ { inmain = 1; all = $0; sub(/.* of /, "", all); sub(/ .*/, "", all); next }
+	/^[^ ]/ { inmain = 0 }
+	inmain && ($5 == l1 || $5 == l2) && $3 != "." { t += $3 }
+	END { printf "%.4f\n", all ? t / all : 0 }' $TMP/lua2.annotate)
+check_num "annotate: the driver loop's lines have main's total samples" "$loop_share" ">=" 0.9
 
 # --no-embed: the deleted binary prints as module+offset, with a warning.
 $LUAPROF report --format folded -o $TMP/ne.folded $TMP/noembed.lp 2>$TMP/ne.err

@@ -14,8 +14,11 @@
 
 /* pid 40: native code at 0x10000.., the VM's code at 0x20000..0x21000.
  * main chunk (proto 1) calls the global "work" (proto 2), which calls
- * string.rep (fast function 7 here). */
-static int write_lua_trace(const char *path, int32_t vmstate)
+ * string.rep (fast function 7 here).  Lua stack `frames` and native user
+ * stack `native` (leaf first) for every sample; NULL: the default ones. */
+static int write_lua_trace_with(const char *path, int32_t vmstate,
+				const struct lp_lframe *lframes, uint32_t nlframes,
+				const uint64_t *unative, uint32_t nunative)
 {
 	static const uint32_t main_bc[] = { AD(LBC_FUNCV, 2, 0), AD(LBC_GGET, 0, 0),
 					    ABC(LBC_CALL, 0, 1, 1), AD(LBC_RET0, 0, 1) };
@@ -58,8 +61,10 @@ static int write_lua_trace(const char *path, int32_t vmstate)
 					 .lines = work_lines };
 	err = err ?: trace_write(w, &rec);
 	rec.type = LP_REC_LUA_STACK;
-	rec.u.lua_stack = (struct lp_lua_stack){ .id = 9, .depth = 4, .frames = frames };
-	err = err ?: trace_write(w, &rec) ?: rt_stack(w, 1, LP_STACK_USER, native, 3);
+	rec.u.lua_stack = (struct lp_lua_stack){ .id = 9, .depth = lframes ? nlframes : 4,
+						 .frames = lframes ? lframes : frames };
+	err = err ?: trace_write(w, &rec) ?:
+	      rt_stack(w, 1, LP_STACK_USER, unative ? unative : native, unative ? nunative : 3);
 	for (int i = 0; !err && i < 5; i++) {
 		rec.type = LP_REC_SAMPLE;
 		rec.u.sample = (struct lp_sample){ .time_ns = t += 1000, .pid = 40, .tid = 40,
@@ -68,6 +73,11 @@ static int write_lua_trace(const char *path, int32_t vmstate)
 		err = trace_write(w, &rec);
 	}
 	return trace_writer_close(w, NULL) ?: err;
+}
+
+static int write_lua_trace(const char *path, int32_t vmstate)
+{
+	return write_lua_trace_with(path, vmstate, NULL, 0, NULL, 0);
 }
 
 TEST(report_lua_frames_replace_the_vm_frame)
@@ -87,6 +97,39 @@ TEST(report_lua_frames_replace_the_vm_frame)
 		     path, NULL) == 0);
 	/* --lines: the line of the instruction before each frame's pc. */
 	CHECK(strstr(out, "main (t.lua:3);work (t.lua:2);"));
+	free(out);
+}
+
+/* A VM frame whose entry runs no Lua frame (bpf/walk_lua.bpf.h: an ENTRY
+ * with nothing before it) keeps its native frame, and the Lua frames go
+ * to the next VM frame: the JIT compiler's own C frame (lj_vm_cpcall)
+ * above the interpreter's, or a helper the interpreter called. */
+TEST(report_vm_frames_without_lua_keep_their_place)
+{
+	static const struct lp_lframe frames[] = {
+		{ LP_LFRAME_ENTRY, 0, 0, 0 },      /* the compiler's C frame */
+		{ LP_LFRAME_FF, 0, 7, 0 },
+		{ LP_LFRAME_LUA, 0, 2, 3 },
+		{ LP_LFRAME_LUA, 3, 1, 3 },
+		{ LP_LFRAME_ENTRY, 0, 0, 0 },
+	};
+	uint64_t compiler[] = { 0x10100 /* leaf: the compiler */, 0x20600 /* VM: its
+				C frame */, 0x10180 /* C: the hook */, 0x20400 /* VM:
+				the interpreter */, 0x10200 /* the host */ };
+	uint64_t helper[] = { 0x20700 /* leaf: VM helper */, 0x20400, 0x10200 };
+	const char *path = rt_path("cpcall.lp");
+	char *out = NULL;
+
+	CHECK(write_lua_trace_with(path, ~4, frames, 5, compiler, 5) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(!strcmp(out, "host+0x1ff;main (t.lua:0);work (t.lua:1);string.rep;host+0x17f;"
+		      "host+0x105ff;host+0x100;[JIT compiler] 5\n"));
+	free(out);
+	out = NULL;
+	CHECK(write_lua_trace_with(path, ~0, frames, 5, helper, 3) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	/* The leaf is no return address: no - 1. */
+	CHECK(!strcmp(out, "host+0x1ff;main (t.lua:0);work (t.lua:1);string.rep;host+0x10700 5\n"));
 	free(out);
 }
 

@@ -1,0 +1,160 @@
+# lua_walk.sh - the Lua walk where the VM's registers say little: programs
+# that live in C called from Lua (the global state must come from the VM's
+# C frame on the native stack), a frame sampled while the VM returns from
+# it (its slots half overwritten), the JIT compiler's and the error
+# unwinder's C code beside the Lua frames, and short-lived LuaJIT children
+# of a shell loop (each VM checked while its process lives).
+. tests/lib.sh
+
+tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
+
+LJ2=/usr/bin/luajit
+LIB1=$(ls $PWD/build/luajit-upstream/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2.* | head -1)
+S=samples/lua
+
+# samples of FOLDED whose stack holds a frame of CHUNK ("NAME (CHUNK:N)")
+chunk_samples() { awk -v c="($2:" 'index($0, c) { n += $NF } END { print n + 0 }' "$1"; }
+# samples of FOLDED whose stack holds the string STR
+str_samples() { awk -v c="$2" 'index($0, c) { n += $NF } END { print n + 0 }' "$1"; }
+line_of() { grep -n "$2" $S/$1 | head -1 | cut -d: -f1; }
+
+# On a failed check of truncated stacks: the stacks, and why the walk
+# stopped at each (record -v prints the first few).
+show_truncated() {
+	grep -F '[truncated]' "$1" | cut -c1-400 | head -5 | sed 's/^/    /'
+	grep -F 'Lua stack truncated' "$2" | head -5 | sed 's/^/    /'
+}
+
+# 1. C called from Lua, from the first sample: string.gsub over 4 MB.
+# Hardly a tick lands in the interpreter, so G comes from the VM's C frame,
+# which every sample's native walk crosses.  A program of one second of
+# CPU time, start-up included.
+cside() { # LABEL OUT COMMAND...
+	local label=$1 out=$2 total lua
+	shift 2
+	$LUAPROF record -F 999 -o $out -- "$@" $S/cside.lua 1 2>$out.err
+	check "$label: record exits 0" test $? -eq 0
+	$LUAPROF report --format folded -o $out.folded $out 2>/dev/null
+	total=$(folded_total $out.folded)
+	lua=$(chunk_samples $out.folded $S/cside.lua)
+	check_num "$label: samples" "$total" ">=" 500
+	check_num "$label: share of samples with Lua frames" "$(share $lua $total)" ">=" 0.98
+	check "$label: string.gsub runs under rewrite, under main" \
+		grep -qF "main ($S/cside.lua:0);rewrite ($S/cside.lua:$(line_of cside.lua '^function rewrite'));string.gsub" $out.folded
+	check "$label: no warning that the offsets are wrong" \
+		bash -c "! grep -q 'offsets are probably wrong' $out.err"
+}
+cside "C from Lua, luajit2 executable" $TMP/cside2.lp $LJ2
+cside "C from Lua, upstream shared library" $TMP/cside1.lp $SAMPLES/luahost -joff $LIB1
+
+# 2. Frames sampled while the VM returns from them: unpack and
+# string.find return several results over their own frame.  Interpreter
+# only, as in lua_nginx.sh (string.gsub's two results there).
+out=$TMP/multret.lp
+$LUAPROF record -v -F 999 -o $out -- $LJ2 -joff $S/multret.lua 3 2>$out.err
+check "multret.lua: record exits 0" test $? -eq 0
+$LUAPROF report --format folded -o $out.folded $out 2>/dev/null
+total=$(folded_total $out.folded)
+check_num "multret.lua: share of samples with Lua frames" \
+	"$(share $(chunk_samples $out.folded $S/multret.lua) $total)" ">=" 0.98
+# (A native stack cut before any Lua ran, in the process's first
+# moments, is no truncated Lua stack.)
+check_num "multret.lua: truncated Lua stacks" "$(lua_truncated $out.folded)" "==" 0 ||
+	show_truncated $out.folded $out.err
+# The interpreter calls vm_mod (i % 30) as a helper of its own: its
+# frame goes on the leaf side, never between the host and the Lua frames.
+main=$(str_samples $out.folded "main ($S/multret.lua:0)")
+check_num "multret.lua: share of main chunk samples right under lua_pcall" \
+	"$(share $(str_samples $out.folded "lua_pcall;main ($S/multret.lua:0)") $main)" ">=" 0.995
+
+# 3. The JIT compiler and the error unwinder: their native frames on the
+# leaf side of the Lua frames, which stand right on the host's lua_pcall.
+out=$TMP/jitcomp.lp
+$LUAPROF record -F 999 -o $out -- $LJ2 $S/jitcomp.lua 3 2>$out.err
+check "jitcomp.lua: record exits 0" test $? -eq 0
+$LUAPROF report --format folded -o $out.folded $out 2>/dev/null
+grep -F '[JIT compiler]' $out.folded >$out.jit
+jit=$(folded_total $out.jit)
+check_num "jitcomp.lua: samples in the JIT compiler" "$jit" ">=" 20
+check_num "jitcomp.lua: share of JIT compiler samples with the Lua frames right under lua_pcall" \
+	"$(share $(str_samples $out.jit "lua_pcall;main ($S/jitcomp.lua:0)") $jit)" ">=" 0.99
+check "jitcomp.lua: the compiler's native frames follow the Lua frames" \
+	grep -qE "lua_pcall;main \($S/jitcomp.lua:0\);[^;]*\);luajit\+0x[0-9a-f]+;.*\[JIT compiler\]" $out.jit
+check "jitcomp.lua: error unwinds from throw (named ? by pcall), under pcall" \
+	grep -qF "pcall;? ($S/jitcomp.lua:$(line_of jitcomp.lua '^function throw'));error;" $out.folded
+check_num "jitcomp.lua: samples in the unwinder" \
+	"$(str_samples $out.folded '_Unwind_RaiseException')" ">=" 20
+# Not all: the native walk of some samples stops early (at trace code in
+# an area the recorder has not read yet, or in libgcc while it installs
+# the catching frame's registers), and their Lua frames follow its leaf.
+main=$(str_samples $out.folded "main ($S/jitcomp.lua:0)")
+check_num "jitcomp.lua: share of main chunk samples right under lua_pcall" \
+	"$(share $(str_samples $out.folded "lua_pcall;main ($S/jitcomp.lua:0)") $main)" ">=" 0.97
+# Each chunk loadstring made is garbage once it ran: the recorder, woken
+# by the first sample of a new Lua stack, reads its prototype while it
+# lives (a prototype read after the GC freed it is unknown, not named).
+named=$(str_samples $out.folded "main ($S/jitcomp.lua:0);main ([string \"local a = 0 for i")
+unknown=$(str_samples $out.folded "main ($S/jitcomp.lua:0);[unknown Lua function]")
+check_num "jitcomp.lua: share of samples in loadstring's chunks that name them" \
+	"$(share $named $((named + unknown)))" ">=" 0.8
+
+# 4. Helpers and traces entered from the interpreter: jloop.lua's
+# interpreted loop calls vm_mod (a helper, rsp 8 below the VM's C frame)
+# and enters compiled loops (JLOOP lowers rsp by 16 before it jumps), and
+# leaves them again at once.  A helper's frame is one of its own, the
+# interpreter's JLOOP is not: one more VM frame on the native side than
+# the Lua walk says, or one fewer, puts Lua frames above the root.
+out=$TMP/jloop.lp
+$LUAPROF record -F 999 -o $out -- $LJ2 $S/jloop.lua 2 2>$out.err
+check "jloop.lua: record exits 0" test $? -eq 0
+$LUAPROF report --format folded -o $out.folded $out 2>/dev/null
+read -r total rooted garbage truncated inlua withlua < <(stack_bars $out.folded)
+check_num "jloop.lua: samples" "$total" ">=" 1000
+check_num "jloop.lua: samples with a garbage frame" "$garbage" "==" 0 || show_stacks $out.folded.garbage
+main=$(str_samples $out.folded "main ($S/jloop.lua:0)")
+check_num "jloop.lua: share of main chunk samples right under lua_pcall" \
+	"$(share $(str_samples $out.folded "lua_pcall;main ($S/jloop.lua:0)") $main)" ">=" 0.995
+
+# 5. Short-lived children: a shell loop runs CHILDREN luajit processes of
+# 20 to 100 ms of work each (a random amount: no fixed period), JIT on, each
+# through a link of its own (ljN), so that its name tells its samples apart.
+# A child's Lua frames need the BPF walker to know its layout (at exec,
+# for an executable the recorder validated in another process), and the
+# recorder to check its VM and read its prototypes while it lives: it is
+# woken at once for those samples, and has a few ms.  Also while it
+# embeds the symbols and source lines of an object for the first time
+# (libc's take 100 to 400 ms): another thread reads them, and children
+# start from the first moment, so that some run during the first flush.
+CHILDREN=80
+mkdir -p $TMP/bin
+for i in $(seq $CHILDREN); do ln -s $LJ2 $TMP/bin/lj$i; done
+work='local function f(n) local s = 0 for i = 1, n do s = s + math.sin(i) * (i % 7) end return s end'
+cat >$TMP/children.sh <<EOF
+for i in \$(seq $CHILDREN); do
+	n=\$(( (RANDOM % 16 + 4) * 400000 ))
+	$TMP/bin/lj\$i -e "$work local t = {} for j = 1, 4 do t[j] = f(\$n / 4) end"
+done
+EOF
+out=$TMP/children.lp
+$LUAPROF record -F 999 -o $out -- bash $TMP/children.sh 2>$out.err
+check "children: record exits 0" test $? -eq 0
+check "children: no sample lost" grep -qE "samples, 0 lost" $out.err
+$LUAPROF info $out >$out.info
+check_num "children: every child followed" "$(grep -cE '^ +[0-9]+ +[0-9]+ +lj[0-9]+ ' $out.info)" "==" $CHILDREN
+check "children: no VM said not to validate" bash -c "! grep -q 'did not validate' $out.err"
+$LUAPROF report --format folded --comm -o $out.folded $out 2>/dev/null
+# Per child: samples, and samples with Lua frames.  Those it ran before
+# the recorder first heard of it (a few ms) have none.
+awk '$1 ~ /^lj[0-9]+;/ { c = substr($1, 1, index($1, ";") - 1); n[c] += $NF;
+	if (index($0, "(=(command line):")) l[c] += $NF }
+	END { for (c in n) print c, n[c], l[c] + 0 }' $out.folded >$out.children
+check_num "children: children that ran 50 ms or more" "$(awk '$2 >= 50' $out.children | wc -l)" ">=" 20
+check_num "children: of those, children with under 75% of their samples with Lua frames" \
+	"$(awk '$2 >= 50 && $3 < 0.75 * $2' $out.children | wc -l)" "==" 0
+awk '$2 >= 50 && $3 < 0.75 * $2 { print "    " $0 }' $out.children | head -5
+check_num "children: share of their samples with Lua frames" \
+	"$(awk '$2 >= 50 { n += $2; l += $3 } END { printf "%.4f", n ? l / n : 0 }' $out.children)" ">=" 0.9
+# Samples in compiled code without Lua frames show the trace's code.
+all=$(awk '$1 ~ /^lj[0-9]+;/ { n += $NF } END { print n + 0 }' $out.folded)
+anon=$(awk '$1 ~ /^lj[0-9]+;/ && /\[anon\]/ { n += $NF } END { print n + 0 }' $out.folded)
+check_num "children: share of their samples in trace code without Lua frames" "$(share $anon $all)" "<=" 0.02
