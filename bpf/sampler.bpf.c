@@ -23,6 +23,7 @@
 
 #include "bpf/regs.bpf.h"
 #include "bpf/sampler.h"
+#include "bpf/phases.bpf.h" /* record -v: where the time goes */
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -62,9 +63,12 @@ struct {
 } sample_scratch SEC(".maps");
 
 /* The user registers at a sample: the interrupted ones if the tick hit
- * user mode, else the ones saved at kernel entry. */
+ * user mode, else the ones saved at kernel entry.  Read once, for both
+ * walks. */
 struct user_regs {
 	__u64 ip, sp, bp, bx, dx, r14;
+	__u32 user; /* they are user mode's: not a thread without one */
+	__u32 pad;
 };
 
 static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
@@ -72,6 +76,7 @@ static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
 {
 	struct pt_regs *regs;
 
+	r->user = 0;
 	if (ctx_regs_user_mode(ctx)) {
 		r->ip = ctx->regs.ip;
 		r->sp = ctx->regs.sp;
@@ -79,11 +84,15 @@ static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
 		r->bx = ctx->regs.bx;
 		r->dx = ctx->regs.dx;
 		r->r14 = ctx->regs.r14;
+		r->user = 1;
 		return 0;
 	}
+	/* Read with helpers: plain loads let clang merge this branch's
+	 * pointer with ctx, which the verifier refuses. */
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	if (!regs)
 		return -1;
+	r->user = task_regs_user_mode(regs);
 	r->ip = BPF_CORE_READ(regs, ip);
 	r->sp = BPF_CORE_READ(regs, sp);
 	r->bp = BPF_CORE_READ(regs, bp);
@@ -133,9 +142,11 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	e->h.tid = (__u32)id;
 	e->h.cpu = bpf_get_smp_processor_id();
 	e->h.time_ns = t0 = bpf_ktime_get_ns();
+	phase_start(t0);
 	/* A tick in user mode has no kernel stack: skip the helper. */
 	e->kstack_bytes = ctx_regs_user_mode(ctx) ? 0 :
 		bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
+	phase_end(LP_PHASE_KSTACK);
 	/* Lua first: a running trace's C frame is where the native walk
 	 * resumes past the trace's code.  If the Lua walk found no G, the
 	 * native walk may cross the VM's C frame, which holds the running
@@ -148,13 +159,16 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	have_regs = get_user_regs(ctx, &regs) == 0;
 	if (have_regs)
 		wake = walk_lua(e, &regs, 0);
-	if (unwind_native_user_stack(ctx, e, tgid)) /* no tables: frame pointers */
+	phase_end(LP_PHASE_LUA);
+	if (unwind_native_user_stack(ctx, e, tgid, &regs)) /* no tables: frame pointers */
 		e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
 						BPF_F_USER_STACK);
+	/* (A second Lua walk, from the VM's C frame, counts as native.) */
 	if (have_regs && e->lua_state == LP_WALK_NO_G && e->lua_vm_cfa)
 		wake = walk_lua(e, &regs, e->lua_vm_cfa);
 	if (!wake && e->lua_depth)
 		wake = young_process(t0);
+	phase_end(LP_PHASE_NATIVE);
 	if (e->kstack_bytes < 0)
 		__sync_fetch_and_add(&counters.kstack_failed, 1);
 	if (e->ustack_bytes < 0)
@@ -174,6 +188,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 				 BPF_RB_FORCE_WAKEUP : wakeup_flag());
 	if (err)
 		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
+	phase_done(nlua, e->ustack_bytes);
 	bucket = (bpf_ktime_get_ns() - t0) / LP_RUNTIME_BUCKET_NS;
 	if (bucket >= LP_RUNTIME_BUCKETS)
 		bucket = LP_RUNTIME_BUCKETS - 1;

@@ -155,10 +155,40 @@ struct lp_unwind_map {
 	__u32 kind; /* enum lp_unwind_map_kind */
 };
 
+/* gen names the list's contents: the recorder numbers each list it
+ * publishes, never twice in a session, and a forked child's copy keeps
+ * its parent's number, as it keeps its contents.  The walker's cache of
+ * what it found at each pc (unwind_native.bpf.h) trusts an entry only
+ * under the same number. */
 struct lp_unwind_proc {
 	__u32 nmaps;
-	__u32 pad;
+	__u32 gen;
 	struct lp_unwind_map maps[LP_UNWIND_MAX_MAPS]; /* sorted by start */
+};
+
+/*
+ * What the walker found at a pc, cached per CPU (unwind_row_caches): the
+ * mapping's kind and, for a table's, the row.  A sample's ~20 frames are
+ * mostly return addresses the last samples passed too (the same call
+ * sites, again and again), and a hit costs one cache line instead of the
+ * mapping search, the object, its bucket and two or three rows: some ten
+ * lines scattered over megabytes of maps.  Direct-mapped by the looked-up
+ * pc; an entry holds only for the mapping list it was found in
+ * (lp_unwind_proc.gen): an object's rows never change once published, a
+ * process's list does, and then gets a new number.
+ */
+#define LP_UNWIND_CACHE_BITS 10 /* 1024 entries, 24 KiB per CPU */
+
+struct lp_unwind_cached {
+	__u64 pc;   /* the address looked up (pc, or pc - 1 after a call) */
+	__u32 gen;  /* lp_unwind_proc.gen of the list it was found in; 0 none */
+	__u32 kind; /* enum lp_unwind_map_kind */
+	struct lp_unwind_row row; /* for LP_UMAP_ROWS */
+};
+
+struct lp_unwind_row_cache {
+	__u64 hits, misses; /* lookups, for record -v */
+	struct lp_unwind_cached e[1 << LP_UNWIND_CACHE_BITS];
 };
 
 /*
@@ -187,5 +217,8 @@ _Static_assert(sizeof(struct lp_unwind_bucket) == 8, "lp_unwind_bucket layout");
 _Static_assert(sizeof(struct lp_unwind_map) == 32, "lp_unwind_map layout");
 _Static_assert(sizeof(struct lp_unwind_proc) == 8 + 32 * LP_UNWIND_MAX_MAPS,
 	       "lp_unwind_proc layout");
+_Static_assert(sizeof(struct lp_unwind_cached) == 24, "lp_unwind_cached layout");
+_Static_assert(sizeof(struct lp_unwind_row_cache) == 16 + (24 << LP_UNWIND_CACHE_BITS),
+	       "lp_unwind_row_cache layout");
 
 #endif

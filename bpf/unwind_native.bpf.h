@@ -8,7 +8,9 @@
  *
  * Each frame: find the executable mapping that holds pc (binary search of
  * the process's sorted list), then the row of that object that covers the
- * pc (binary search of the few rows its bucket index leaves), compute the CFA from the row's rule,
+ * pc (binary search of the few rows its bucket index leaves) -- or both
+ * at once from this CPU's cache of recent lookups, which most frames hit
+ * (bpf/unwind.h) --, compute the CFA from the row's rule,
  * read the return address at CFA - 8 and, if the row says the caller's
  * rbp was saved, read it too; the caller's rsp is the CFA.  For every
  * frame but the first, pc is a return address, the instruction after the
@@ -38,10 +40,11 @@
  * frame-pointer walk.
  *
  * The stack above the first frame's rsp is copied in one read when the
- * walk starts (LP_STACK_WINDOW bytes, or a smaller window near the top of
- * the stack); the frames' reads come from the copy while they fall in it.
- * A read of the target's memory costs about 50 ns, and a walk makes one
- * or two per frame.
+ * walk starts (LP_STACK_WINDOW bytes, or to the end of the page near the
+ * top of the stack); the frames' reads come from the copy while they fall
+ * in it, and a read above it moves it there (unwind_read_n()).  A read of
+ * the target's memory costs 50 ns or more, and a walk makes one or two
+ * per frame.
  *
  * One repair: when the first frame's row leads to a return address in no
  * mapping, the frame is retried as a frameless leaf (return address at
@@ -95,7 +98,8 @@ struct {
 /* The copy of the stack the walk reads from (see the top of the file);
  * the slack after it lets a masked offset read 16 bytes. */
 #define LP_STACK_WINDOW 4096
-#define LP_STACK_WINDOW_SMALL 512
+#define LP_STACK_REFILLS 4            /* windows copied after the first */
+#define LP_STACK_SPAN (8 << 20)       /* how far above sp a refill may go */
 
 struct unwind_window {
 	__u8 bytes[LP_STACK_WINDOW + 16];
@@ -107,6 +111,28 @@ struct {
 	__type(key, __u32);
 	__type(value, struct unwind_window);
 } unwind_windows SEC(".maps");
+
+/* What the walk found at each pc lately, per CPU (bpf/unwind.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_unwind_row_cache);
+} unwind_row_caches SEC(".maps");
+
+/* This CPU's cache, or NULL; *slot is where pc goes in it. */
+static __always_inline struct lp_unwind_row_cache *
+unwind_cache_slot(__u64 pc, struct lp_unwind_cached **slot)
+{
+	struct lp_unwind_row_cache *rc;
+	__u32 zero = 0;
+
+	rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
+	if (rc)
+		*slot = &rc->e[((pc * 0x9e3779b97f4a7c15ull) >> (64 - LP_UNWIND_CACHE_BITS)) &
+			       ((1 << LP_UNWIND_CACHE_BITS) - 1)];
+	return rc;
+}
 
 /* Walks by how they stopped, and frames walked: record -v prints them. */
 __u64 unwind_stops[LP_USTOP_MAX];
@@ -127,6 +153,8 @@ struct unwind_cursor {
 	__u32 stop;       /* enum lp_ustop, once the walk ends */
 	__u32 win_len;    /* bytes of the stack copied, from win_lo */
 	__u64 win_lo;
+	__u32 refills;    /* windows copied after the first */
+	__u32 reads;      /* reads past the copy (record -v) */
 	/* LuaJIT, while it runs Lua (see unwind_vm_step()): */
 	__u64 cframe;     /* the innermost C frame of the VM not passed yet */
 	__u64 vm_lo, vm_hi; /* the interpreter's code */
@@ -259,16 +287,47 @@ static __always_inline int unwind_find_row(__u32 objid, __u64 vaddr,
 	return 0;
 }
 
+/* Copies the stack from addr (rounded down to a cache line) into the
+ * window: LP_STACK_WINDOW bytes, or to the end of addr's page when those
+ * run past the top of the stack.  0, or -1 if not even that was read. */
+static __always_inline int unwind_window_fill(struct unwind_cursor *c,
+					      struct unwind_window *w, __u64 addr)
+{
+	__u64 lo = addr & ~63ull;
+	__u32 len = LP_STACK_WINDOW;
+
+	c->win_lo = lo;
+	c->win_len = 0;
+	if (bpf_probe_read_user(w->bytes, LP_STACK_WINDOW, (const void *)lo)) {
+		len = 4096 - (lo & 4095);
+		if (len > LP_STACK_WINDOW)
+			len = LP_STACK_WINDOW;
+		if (bpf_probe_read_user(w->bytes, len, (const void *)lo))
+			return -1;
+	}
+	c->win_len = len;
+	return 0;
+}
+
 /* Reads size (8 or 16) bytes of the stack at addr: from the copy when
- * they lie in it, else from the target. */
-static __always_inline int unwind_read_n(const struct unwind_cursor *c, __u64 addr,
+ * they lie in it, else from the target.  The walk goes up the stack: a
+ * read above the copy moves it there, as often as LP_STACK_REFILLS allows
+ * (frames past a big buffer on the stack, as nginx's workers have, lie
+ * all together 8 KiB up). */
+static __always_inline int unwind_read_n(struct unwind_cursor *c, __u64 addr,
 					 void *v, __u32 size)
 {
-	const struct unwind_window *w;
+	struct unwind_window *w;
 	__u32 zero = 0;
 
-	if (addr >= c->win_lo && addr - c->win_lo + size <= c->win_len &&
-	    (w = bpf_map_lookup_elem(&unwind_windows, &zero))) {
+	w = bpf_map_lookup_elem(&unwind_windows, &zero);
+	if (w && !(addr >= c->win_lo && addr - c->win_lo + size <= c->win_len) &&
+	    addr >= c->win_lo && addr - c->sp0 < LP_STACK_SPAN &&
+	    c->refills < LP_STACK_REFILLS) {
+		c->refills++;
+		unwind_window_fill(c, w, addr);
+	}
+	if (w && addr >= c->win_lo && addr - c->win_lo + size <= c->win_len) {
 		/* The offset is below LP_STACK_WINDOW: the mask is for the
 		 * verifier. */
 		__u32 off = (addr - c->win_lo) & (LP_STACK_WINDOW - 1);
@@ -279,10 +338,11 @@ static __always_inline int unwind_read_n(const struct unwind_cursor *c, __u64 ad
 			__builtin_memcpy(v, &w->bytes[off], 8);
 		return 0;
 	}
+	c->reads++;
 	return bpf_probe_read_user(v, size, (const void *)addr);
 }
 
-static __always_inline int unwind_read(const struct unwind_cursor *c, __u64 addr,
+static __always_inline int unwind_read(struct unwind_cursor *c, __u64 addr,
 				       __u64 *v)
 {
 	return unwind_read_n(c, addr, v, 8);
@@ -451,8 +511,11 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 			    struct unwind_cursor *c)
 {
 	const struct lp_unwind_map *m;
-	struct lp_unwind_row row;
+	struct lp_unwind_row_cache *rc;
+	struct lp_unwind_cached *slot = NULL;
+	struct lp_unwind_row row = {};
 	__u64 lookup, cfa, ra, bp;
+	__u32 kind;
 	int idx;
 
 	if (!proc || !c)
@@ -479,6 +542,15 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		if (stop >= 0)
 			return stop;
 	}
+	rc = unwind_cache_slot(lookup, &slot);
+	if (rc && slot->pc == lookup && slot->gen == proc->gen) {
+		kind = slot->kind;
+		row = slot->row;
+		rc->hits++;
+		goto found;
+	}
+	if (rc)
+		rc->misses++;
 	idx = unwind_map_index(proc, lookup);
 	if (idx < 0 && c->n == 1 && c->leaf_retry) {
 		/*
@@ -518,9 +590,19 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		return LP_USTOP_UNMAPPED;
 	}
 	m = &proc->maps[idx];
-	if (m->kind == LP_UMAP_JIT)
+	kind = m->kind;
+	if (kind == LP_UMAP_ROWS && unwind_find_row(m->obj, lookup - m->bias, &row))
+		return unwind_leaf_no_row(proc, c);
+	if (rc) {
+		slot->pc = lookup;
+		slot->gen = proc->gen;
+		slot->kind = kind;
+		slot->row = row;
+	}
+found:
+	if (kind == LP_UMAP_JIT)
 		return unwind_jit_step(c);
-	if (m->kind != LP_UMAP_ROWS) {
+	if (kind != LP_UMAP_ROWS) {
 		/* No CFI: trust rbp for this frame, [rbp] = caller's rbp,
 		 * [rbp + 8] = return address.  A zero rbp ends the chain: the
 		 * ABI has _start and a thread's start clear it. */
@@ -533,8 +615,6 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 			return LP_USTOP_READ;
 		goto next;
 	}
-	if (unwind_find_row(m->obj, lookup - m->bias, &row))
-		return unwind_leaf_no_row(proc, c);
 	bp = c->bp;
 	switch (LP_CFA_KIND(row.cfa_type)) {
 	case LP_CFA_RSP:
@@ -656,30 +736,20 @@ static long unwind_step(__u32 i, void *arg)
 }
 
 /*
- * The registers of user mode when the tick came: the tick's own if it
- * interrupted user code, else those saved on entry to the kernel (the
- * thread was in a system call or a fault).  0, or -1 when the thread has
- * no user mode (a kernel thread).
+ * The registers of user mode when the tick came, as on_sample read them
+ * for both walks (sampler.bpf.c): the tick's own if it interrupted user
+ * code, else those saved on entry to the kernel (the thread was in a
+ * system call or a fault).  0, or -1 when the thread has no user mode (a
+ * kernel thread).
  */
-static __always_inline int unwind_user_regs(struct bpf_perf_event_data *ctx,
+static __always_inline int unwind_user_regs(const struct user_regs *regs,
 					    struct unwind_cursor *c)
 {
-	struct pt_regs *regs;
-
-	if (ctx_regs_user_mode(ctx)) {
-		c->pc = ctx->regs.ip;
-		c->sp = ctx->regs.sp;
-		c->bp = ctx->regs.bp;
-		return 0;
-	}
-	/* Read with helpers: plain loads let clang merge this branch's
-	 * pointer with ctx, which the verifier refuses. */
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!regs || !task_regs_user_mode(regs))
+	if (!regs->user)
 		return -1;
-	c->pc = BPF_CORE_READ(regs, ip);
-	c->sp = BPF_CORE_READ(regs, sp);
-	c->bp = BPF_CORE_READ(regs, bp);
+	c->pc = regs->ip;
+	c->sp = regs->sp;
+	c->bp = regs->bp;
 	return 0;
 }
 
@@ -714,7 +784,8 @@ static __always_inline void unwind_leaf_regs(struct bpf_perf_event_data *ctx,
 
 /*
  * Fills e->ustack, e->ustack_bytes and e->ustack_stop for a process whose
- * mappings the recorder loaded; returns 0 then.  Returns -1, with
+ * mappings the recorder loaded, from regs, the user registers at the tick
+ * (sampler.bpf.c reads them once for both walks); returns 0 then.  Returns -1, with
  * e->ustack_stop = LP_USTOP_FALLBACK and nothing else written, for any
  * other process: the caller takes the kernel's frame-pointer walk.
  *
@@ -728,14 +799,15 @@ static __always_inline void unwind_leaf_regs(struct bpf_perf_event_data *ctx,
  * caller's code that follows.
  */
 __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
-					struct lp_event_sample *e, __u32 tgid)
+					struct lp_event_sample *e, __u32 tgid,
+					const struct user_regs *regs)
 {
 	const struct lj_proc *lj = NULL;
 	struct unwind_walk w = { .e = e };
 	struct unwind_cursor *c;
 	__u32 zero = 0, stop, n;
 
-	if (!ctx || !e)
+	if (!ctx || !e || !regs)
 		return -1;
 	e->ustack_stop = LP_USTOP_FALLBACK;
 	e->ustack_jit = 0;
@@ -770,7 +842,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 			c->find_vm = 1;
 	}
 	w.c = c;
-	if (unwind_user_regs(ctx, c)) {
+	if (unwind_user_regs(regs, c)) {
 		c->stop = LP_USTOP_NO_REGS;
 	} else if (!w.proc) {
 		/* The tables are on but this process's mappings are not
@@ -788,14 +860,9 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 			       e->lua[0].kind == LP_LUA_FRAME_ENTRY && e->lua[0].addr == c->sp;
 		c->sp0 = c->sp;
 		c->bp0 = c->bp;
-		/* Near the top of the stack the big copy runs past its end. */
-		c->win_lo = c->sp;
-		if (win && !bpf_probe_read_user(win->bytes, LP_STACK_WINDOW,
-						(const void *)c->sp))
-			c->win_len = LP_STACK_WINDOW;
-		else if (win && !bpf_probe_read_user(win->bytes, LP_STACK_WINDOW_SMALL,
-						     (const void *)c->sp))
-			c->win_len = LP_STACK_WINDOW_SMALL;
+		if (win)
+			unwind_window_fill(c, win, c->sp);
+		phase_end(LP_PHASE_COPY);
 		bpf_loop(LP_MAX_USTACK + 1, unwind_step, &w, 0);
 	}
 	/* bpf_loop ran out of iterations only after LP_MAX_USTACK frames. */
@@ -811,6 +878,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	if (stop < LP_USTOP_MAX)
 		__sync_fetch_and_add(&unwind_stops[stop], 1);
 	__sync_fetch_and_add(&unwind_frames, n);
+	phase_count_reads(c->reads);
 	return 0;
 }
 

@@ -907,6 +907,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	wp->leaf = vmstate < 0;
 	wp->pc_reg = pc && !off_frame;
 	e->lua_state = LP_WALK_WALKED;
+	phase_end(LP_PHASE_LUA_STATE);
 	/* bpf_loop wants a stack context; the step finds the state itself. */
 	bpf_loop(LUA_WALK_STEPS, lua_walk_step, &zero, 0);
 	if (!wp->done)

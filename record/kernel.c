@@ -358,6 +358,8 @@ int sampler_load(struct sampler **out, int follow_children,
 		err = -errno;
 	} else {
 		skel->rodata->follow_children = follow_children;
+		/* -v prints where the sampler's time goes (bpf/phases.h). */
+		skel->rodata->time_phases = verbose;
 		err = size ? size(skel, arg) : 0;
 		if (!err)
 			err = sampler__load(skel);

@@ -29,6 +29,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf/phases.h"
 #include "bpf/sampler.h"
 #include "record/luajit.h"
 #include "format/grow.h"
@@ -1292,6 +1293,43 @@ static void print_bpf_stats(struct session *s)
 		(double)info.run_time_ns / info.run_cnt);
 }
 
+/* The sampler's time by phase (bpf/phases.h), summed over the CPUs: the
+ * mean per sample of each, and the frames the walks produced. */
+static void print_bpf_phases(struct session *s)
+{
+	static const char *const names[LP_PHASES] = {
+#define LP_PHASE_NAME(name, what) what,
+		LP_PHASE_LIST(LP_PHASE_NAME)
+#undef LP_PHASE_NAME
+	};
+	int ncpus = libbpf_num_possible_cpus(), fd = bpf_map__fd(s->skel->maps.phase_times);
+	struct lp_phase_times *v, sum = { 0 };
+	__u32 zero = 0;
+	double n;
+
+	if (ncpus <= 0 || !(v = calloc(ncpus, sizeof(*v))))
+		return;
+	if (!bpf_map_lookup_elem(fd, &zero, v)) {
+		for (int c = 0; c < ncpus; c++) {
+			for (int i = 0; i < LP_PHASES; i++)
+				sum.ns[i] += v[c].ns[i];
+			sum.samples += v[c].samples;
+			sum.lua_frames += v[c].lua_frames;
+			sum.native_frames += v[c].native_frames;
+			sum.native_reads += v[c].native_reads;
+		}
+	}
+	free(v);
+	if (!sum.samples)
+		return;
+	n = sum.samples;
+	fprintf(stderr, "luaprof record: BPF sampler phases, mean per sample:");
+	for (int i = 0; i < LP_PHASES; i++)
+		fprintf(stderr, "%s %s %.2f us", i ? "," : "", names[i], sum.ns[i] / n / 1e3);
+	fprintf(stderr, "; %.1f Lua and %.1f native frames, %.1f reads past the "
+		"stack copy\n", sum.lua_frames / n, sum.native_frames / n,
+		sum.native_reads / n);
+}
 
 static void print_summary(struct session *s, uint64_t end_ns)
 {
@@ -1403,6 +1441,7 @@ static void print_summary(struct session *s, uint64_t end_ns)
 	}
 	if (s->o->verbose) {
 		print_bpf_stats(s);
+		print_bpf_phases(s);
 		unwind_print_stats(s->unw, stderr); /* native unwinder */
 	}
 }

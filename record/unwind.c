@@ -35,6 +35,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/sampler.h"
+#include "format/grow.h"
 #include "record/recorder.h"
 #include "record/unwind.h"
 #include "record/unwind_buckets.h"
@@ -57,6 +58,15 @@ struct uobj {
 	struct unwind_table segs;
 };
 
+/* A process's mapping list as published, kept so that an identical list
+ * (an nginx worker's, forked from the master) gets the same number, and
+ * shares the walker's cached rows (bpf/unwind.h). */
+struct plist {
+	pid_t pid;
+	uint32_t gen, nmaps;
+	struct lp_unwind_map *maps;
+};
+
 struct unwinder {
 	struct sampler *skel;
 	int rows_fd, objs_fd, procs_fd;
@@ -67,6 +77,9 @@ struct unwinder {
 	size_t buckets_map_bytes;
 	uint32_t buckets_max, nbuckets;
 	uint32_t objs_max, nobjs; /* unwind_objs ids handed out */
+	uint32_t gen; /* the last number a mapping list got */
+	struct plist *lists;      /* each process's list as published */
+	size_t nlists, caplists;
 	struct uobj *objs;        /* every object met, loaded or not */
 	size_t nuobj, capuobj;
 	struct lp_unwind_proc *proc; /* scratch for one update */
@@ -335,6 +348,51 @@ static int resolve_mapping(struct unwinder *u, pid_t pid,
 	return 0;
 }
 
+static struct plist *find_list(struct unwinder *u, pid_t pid)
+{
+	for (size_t i = 0; i < u->nlists; i++)
+		if (u->lists[i].pid == pid)
+			return &u->lists[i];
+	return NULL;
+}
+
+/*
+ * The number of p, pid's new list: the number of an identical list
+ * another process has, else a new one; kept as pid's.  Only equal lists
+ * share a number, so the walker's cached rows stay true: a list's
+ * contents, an object's rows once published, decide them.  Out of
+ * memory, the list gets a new number and is not kept.
+ */
+static uint32_t list_gen(struct unwinder *u, pid_t pid, const struct lp_unwind_proc *p)
+{
+	size_t bytes = (size_t)p->nmaps * sizeof(p->maps[0]);
+	struct plist *own = find_list(u, pid);
+	struct lp_unwind_map *copy;
+	uint32_t gen = 0;
+
+	for (size_t i = 0; i < u->nlists && !gen; i++)
+		if (u->lists[i].nmaps == p->nmaps && !memcmp(u->lists[i].maps, p->maps, bytes))
+			gen = u->lists[i].gen;
+	if (!gen)
+		gen = ++u->gen;
+	if (!own && GROW(u->lists, u->caplists, u->nlists + 1))
+		return gen;
+	copy = malloc(bytes ? bytes : 1);
+	if (!copy)
+		return gen;
+	memcpy(copy, p->maps, bytes);
+	if (!own) {
+		own = &u->lists[u->nlists++];
+		own->pid = pid;
+		own->maps = NULL;
+	}
+	free(own->maps);
+	own->maps = copy;
+	own->nmaps = p->nmaps;
+	own->gen = gen;
+	return gen;
+}
+
 int unwind_add_process(struct unwinder *u, pid_t pid,
 		       const struct maps_table *maps)
 {
@@ -358,7 +416,7 @@ int unwind_add_process(struct unwinder *u, pid_t pid,
 			n++;
 	}
 	p->nmaps = n;
-	p->pad = 0;
+	p->gen = list_gen(u, pid, p);
 	/* Only the entries in use are meaningful; the rest are stale. */
 	if (bpf_map_update_elem(u->procs_fd, &key, p, BPF_ANY))
 		return -errno;
@@ -376,9 +434,32 @@ int unwind_update_process(struct unwinder *u, pid_t pid,
 void unwind_remove_process(struct unwinder *u, pid_t pid)
 {
 	uint32_t key = (uint32_t)pid;
+	struct plist *l;
 
-	if (u)
-		bpf_map_delete_elem(u->procs_fd, &key);
+	if (!u)
+		return;
+	bpf_map_delete_elem(u->procs_fd, &key);
+	if ((l = find_list(u, pid))) {
+		free(l->maps);
+		*l = u->lists[--u->nlists];
+	}
+}
+
+/* The row cache's hits and misses, summed over the CPUs. */
+static void unwind_cache_stats(const struct unwinder *u, struct unwind_stats *st)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	struct lp_unwind_row_cache *v;
+	uint32_t zero = 0;
+
+	if (ncpus <= 0 || !(v = calloc(ncpus, sizeof(*v))))
+		return;
+	if (!bpf_map_lookup_elem(bpf_map__fd(u->skel->maps.unwind_row_caches), &zero, v))
+		for (int c = 0; c < ncpus; c++) {
+			st->cache_hits += v[c].hits;
+			st->cache_misses += v[c].misses;
+		}
+	free(v);
 }
 
 void unwind_stats(const struct unwinder *u, struct unwind_stats *st)
@@ -396,9 +477,11 @@ void unwind_stats(const struct unwinder *u, struct unwind_stats *st)
 		prev = &key;
 	}
 	st->processes = n;
+	st->lists = u->gen;
 	for (int i = 0; i < LP_USTOP_MAX; i++)
 		st->stops[i] = u->skel->bss->unwind_stops[i];
 	st->frames = u->skel->bss->unwind_frames;
+	unwind_cache_stats(u, st);
 }
 
 void unwind_print_stats(const struct unwinder *u, FILE *f)
@@ -434,8 +517,11 @@ void unwind_print_stats(const struct unwinder *u, FILE *f)
 	if (st.objects_unindexed)
 		fprintf(f, "luaprof record: native unwind: %u objects searched without "
 			"a bucket index (index full): slower walks\n", st.objects_unindexed);
-	fprintf(f, "luaprof record: native unwind: %llu walks, %.1f frames each; stops:",
-		(unsigned long long)walks, walks ? (double)st.frames / walks : 0.0);
+	fprintf(f, "luaprof record: native unwind: %llu walks, %.1f frames each, "
+		"%.1f%% of rows from the cache (%u mapping lists); stops:",
+		(unsigned long long)walks, walks ? (double)st.frames / walks : 0.0,
+		st.cache_hits ? 100.0 * st.cache_hits / (st.cache_hits + st.cache_misses) : 0.0,
+		st.lists);
 	for (int i = 1; i < LP_USTOP_MAX; i++)
 		if (st.stops[i])
 			fprintf(f, " %s %llu", names[i], (unsigned long long)st.stops[i]);
@@ -453,6 +539,9 @@ void unwind_free(struct unwinder *u)
 	for (size_t i = 0; i < u->nuobj; i++)
 		unwind_table_free(&u->objs[i].segs);
 	free(u->objs);
+	for (size_t i = 0; i < u->nlists; i++)
+		free(u->lists[i].maps);
+	free(u->lists);
 	free(u->proc);
 	free(u);
 }

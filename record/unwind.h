@@ -26,6 +26,7 @@ struct unwind_stats {
 	uint32_t objects_full;   /* of those, refused for want of room */
 	uint32_t objects_unindexed; /* loaded without a bucket index (full) */
 	uint32_t processes;      /* mapping lists loaded now */
+	uint32_t lists;          /* distinct mapping lists published */
 	uint32_t maps_dropped;   /* mappings past LP_UNWIND_MAX_MAPS */
 	uint64_t rows, rows_max;
 	uint64_t rows_deref;     /* realigned frames' rows (DWARF expressions) */
@@ -35,6 +36,7 @@ struct unwind_stats {
 	uint64_t build_ns;       /* time spent computing tables */
 	uint64_t stops[LP_USTOP_MAX]; /* walks by how they stopped */
 	uint64_t frames;         /* frames walked */
+	uint64_t cache_hits, cache_misses; /* the walker's row cache */
 };
 
 /* After the skeleton is loaded.  0 or -errno. */

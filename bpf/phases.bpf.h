@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * phases.bpf.h - the clock behind `record -v`'s breakdown of the sampler's
+ * time (layout and phases in bpf/phases.h).  Included by sampler.bpf.c
+ * before the walkers, which mark the phases that end inside them.
+ *
+ * Off unless the recorder sets time_phases: then every phase_end() is
+ * dead code the verifier never sees.  On, each mark costs a clock read
+ * and a per-CPU array lookup, some 50 ns a sample for all of them.
+ */
+#ifndef LUAPROF_BPF_PHASES_BPF_H
+#define LUAPROF_BPF_PHASES_BPF_H
+
+#include "bpf/phases.h"
+
+const volatile bool time_phases = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_phase_times);
+} phase_times SEC(".maps");
+
+/* This CPU's sums, or NULL when the clock is off. */
+static __always_inline struct lp_phase_times *phase_sums(void)
+{
+	__u32 zero = 0;
+
+	return time_phases ? bpf_map_lookup_elem(&phase_times, &zero) : NULL;
+}
+
+/* The first mark of a sample: its phases start at t0. */
+static __always_inline void phase_start(__u64 t0)
+{
+	struct lp_phase_times *pt = phase_sums();
+
+	if (pt)
+		pt->mark = t0;
+}
+
+/* Phase `phase` ends now: its time since the last mark is added. */
+static __always_inline void phase_end(enum lp_phase phase)
+{
+	struct lp_phase_times *pt;
+	__u64 now;
+
+	if (!time_phases)
+		return;
+	now = bpf_ktime_get_ns();
+	pt = phase_sums();
+	if (!pt || phase >= LP_PHASES)
+		return;
+	pt->ns[phase] += now - pt->mark;
+	pt->mark = now;
+}
+
+/* The native walk's reads of the target's memory past its stack copy. */
+static __always_inline void phase_count_reads(__u32 n)
+{
+	struct lp_phase_times *pt = phase_sums();
+
+	if (pt)
+		pt->native_reads += n;
+}
+
+/* The last mark of a sample, with what its walks found. */
+static __always_inline void phase_done(__u32 lua_frames, __s32 ustack_bytes)
+{
+	struct lp_phase_times *pt;
+
+	phase_end(LP_PHASE_OUTPUT);
+	pt = phase_sums();
+	if (!pt)
+		return;
+	pt->samples++;
+	pt->lua_frames += lua_frames;
+	if (ustack_bytes > 0)
+		pt->native_frames += ustack_bytes / 8;
+}
+
+#endif
