@@ -271,9 +271,13 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 		if (have_vm && li < nl && vm) {
 			/* This VM entry's Lua frames; a C function's Lua-level
 			 * frame repeats the native frame just above it.  An
-			 * entry with none (a C frame the VM pushed for C code
-			 * alone, a helper the interpreter called: see
-			 * bpf/walk_lua.bpf.h) keeps its native frame. */
+			 * entry with none (see bpf/walk_lua.bpf.h) keeps its
+			 * native frame when it is a C frame the VM pushed for
+			 * C code alone (the JIT compiler, the parser), but not
+			 * as the leaf: a helper the interpreter called (vm_mod
+			 * for %, vm_floor) does the Lua function's own work,
+			 * as the interpreter's pc would, which no stack shows
+			 * either (and stripped, it has no name). */
 			int empty = lua[li] == LUA_ENTRY_MARK;
 
 			any_vm = 1;
@@ -282,7 +286,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 			while (li < nl && lua[li] != LUA_ENTRY_MARK)
 				last = s->buf[k++] = lua[li++];
 			li += li < nl;
-			if (!empty)
+			if (!empty || i == 0)
 				continue;
 		}
 		err = frames_user_chain(s->fr, pid, a[i], i != 0, &s->buf[k], &n, &last);

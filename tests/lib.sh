@@ -118,7 +118,11 @@ cpu_seconds() {
 #   - "[anon]+0x...": code in an anonymous mapping, which in a LuaJIT
 #     application is a compiled trace: a sample there names its trace and
 #     Lua frames, and the native walk steps over trace code, so the raw
-#     address, leaf, root or between, means the walk went wrong;
+#     address, root or between, means the walk went wrong.  As the leaf
+#     user frame after "[truncated]", it is the interrupted pc itself, read
+#     from the registers, not from memory: a walk that could go no
+#     further (a trace's first or last instructions, before or after it
+#     sets vmstate), counted as truncated, not garbage;
 #   - "[stack]", "[heap]", "[vvar...]": an address in a mapping that holds
 #     no code;
 #   - "[unknown Lua function]": a Lua frame whose function could not be
@@ -159,7 +163,8 @@ stack_bars() {
 	}
 	function garbage(f, i) {
 		if (f ~ /^\[unmapped( [^]]*)?\]$/) return "an address in no mapping"
-		if (f ~ /^\[anon\]\+0x/) return "trace or stack data as a native frame"
+		if (f ~ /^\[anon\]\+0x/ && !(i == 2 && fr[1] == "[truncated]" && kernel_after(i)))
+			return "trace or stack data as a native frame"
 		if (f ~ /^\[(stack|heap|vvar)[^]]*\]$/) return "an address in a mapping of data"
 		if (f == "[unknown Lua function]") return "a Lua frame that is no function"
 		if (i > 1 && (f in isroot) && !kernel_after(i)) return "frames above a root (" f ")"

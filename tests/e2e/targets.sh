@@ -40,10 +40,21 @@ $LUAPROF report --format folded -o $TMP/launch.folded $TMP/launch.lp 2>/dev/null
 check "children of a launched command are followed" grep -q child_work $TMP/launch.folded
 
 # A target that exits mid-way ends the recording, and the trace is whole.
-$SAMPLES/hot 1.5 &
+# It exits once it has had half a second of CPU under the recorder (on a
+# busy machine the recorder's setup may take longer than the target's
+# whole run: then nothing before the exit was ever sampled).
+$SAMPLES/hot 30 2>/dev/null &
 hot=$!
+CLEANUP_PIDS+=($hot)
+$LUAPROF record -F 499 -d 30 -p $hot -o $TMP/exit.lp 2>$TMP/exit.err &
+rec=$!
+CLEANUP_PIDS+=($rec)
+wait_line $TMP/exit.err recording
+c0=$(cpu_seconds $hot)
+wait_for eval 'awk -v a=$c0 -v b=$(cpu_seconds $hot) "BEGIN { exit !(b - a >= 0.5) }"'
 T0=$(date +%s.%N)
-$LUAPROF record -q -F 499 -d 30 -p $hot -o $TMP/exit.lp
+kill $hot
+wait $rec
 rc=$?
 T1=$(date +%s.%N)
 check "record of an exiting target exits 0" test $rc -eq 0

@@ -12,7 +12,12 @@ res=/luaprof-results
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8
 
-mount -t tmpfs -o mode=1777 tmpfs /tmp
+# A checkout under /tmp (a CI's clone, say) would vanish under a fresh
+# tmpfs there: then the overlay's /tmp, writable already, serves.
+case "$dir/" in
+/tmp/*) ;;
+*) mount -t tmpfs -o mode=1777 tmpfs /tmp ;;
+esac
 mount -t tmpfs -o mode=755 tmpfs /run
 mount -t devpts devpts /dev/pts 2>/dev/null
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
