@@ -79,7 +79,7 @@ $(BUILD)/luaprof: $(BUILD)/luaprof.o $(RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
 # that need neither BPF nor root.
 UNIT_RECORD_OBJ := $(BUILD)/record/luajit_layouts.o $(BUILD)/record/unwind_table.o \
 		   $(BUILD)/record/unwind_buckets.o $(BUILD)/record/srclines.o \
-		   $(BUILD)/record/addrset.o
+		   $(BUILD)/record/addrset.o $(BUILD)/record/symtab.o
 
 $(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
