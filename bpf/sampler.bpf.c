@@ -71,6 +71,16 @@ struct user_regs {
 	__u32 pad;
 };
 
+/* ... kept per CPU, not on on_sample's stack: 6.1's verifier counts the
+ * frames of on_sample, walk_lua and its bpf_loop callback together
+ * against the 512-byte stack ("combined stack size of 3 calls"). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct user_regs);
+} regs_scratch SEC(".maps");
+
 static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
 					 struct user_regs *r)
 {
@@ -125,7 +135,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, zero = 0;
 	struct lp_event_sample *e;
-	struct user_regs regs;
+	struct user_regs *regs;
 	__u64 t0, bucket;
 	__u32 nlua;
 	int wake = 0, have_regs;
@@ -135,7 +145,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	__sync_fetch_and_add(&counters.samples, 1);
 	e = bpf_map_lookup_elem(&sample_scratch, &zero);
-	if (!e)
+	regs = bpf_map_lookup_elem(&regs_scratch, &zero);
+	if (!e || !regs)
 		return 0;
 	e->h.type = LP_EVENT_SAMPLE;
 	e->h.pid = tgid;
@@ -156,16 +167,16 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	e->vmstate = 0;
 	e->lua_G = 0;
 	e->lua_vm_cfa = 0;
-	have_regs = get_user_regs(ctx, &regs) == 0;
+	have_regs = get_user_regs(ctx, regs) == 0;
 	if (have_regs)
-		wake = walk_lua(e, &regs, 0);
+		wake = walk_lua(e, regs, 0);
 	phase_end(LP_PHASE_LUA);
-	if (unwind_native_user_stack(ctx, e, tgid, &regs)) /* no tables: frame pointers */
+	if (unwind_native_user_stack(ctx, e, tgid, regs)) /* no tables: frame pointers */
 		e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
 						BPF_F_USER_STACK);
 	/* (A second Lua walk, from the VM's C frame, counts as native.) */
 	if (have_regs && e->lua_state == LP_WALK_NO_G && e->lua_vm_cfa)
-		wake = walk_lua(e, &regs, e->lua_vm_cfa);
+		wake = walk_lua(e, regs, e->lua_vm_cfa);
 	if (!wake && e->lua_depth)
 		wake = young_process(t0);
 	phase_end(LP_PHASE_NATIVE);

@@ -114,7 +114,7 @@ int lp_put_u32(struct lp_buf *b, uint32_t v)
 	return lp_put_bytes(b, tmp, sizeof(tmp));
 }
 
-int lp_get_uv(struct lp_cursor *c, uint64_t *out)
+int lp_get_uv_slow(struct lp_cursor *c, uint64_t *out)
 {
 	const uint8_t *p = c->p;
 	uint64_t v = 0;
@@ -142,7 +142,7 @@ int lp_get_uv(struct lp_cursor *c, uint64_t *out)
 	return -EBADMSG;
 }
 
-int lp_get_uv32(struct lp_cursor *c, uint32_t *out)
+int lp_get_uv32_slow(struct lp_cursor *c, uint32_t *out)
 {
 	struct lp_cursor save = *c;
 	uint64_t v;
@@ -157,7 +157,7 @@ int lp_get_uv32(struct lp_cursor *c, uint32_t *out)
 	return 0;
 }
 
-int lp_get_sv(struct lp_cursor *c, int64_t *out)
+int lp_get_sv_slow(struct lp_cursor *c, int64_t *out)
 {
 	uint64_t v;
 

@@ -58,9 +58,11 @@ struct lp_cursor {
 	const uint8_t *p, *end;
 };
 
-int lp_get_uv(struct lp_cursor *c, uint64_t *v);
-int lp_get_uv32(struct lp_cursor *c, uint32_t *v); /* also rejects > 2^32-1 */
-int lp_get_sv(struct lp_cursor *c, int64_t *v);
+/* lp_get_uv(), lp_get_uv32() and lp_get_sv() are below: a one-byte value
+ * (most of a trace's) takes no call; the rest go through these. */
+int lp_get_uv_slow(struct lp_cursor *c, uint64_t *v);
+int lp_get_uv32_slow(struct lp_cursor *c, uint32_t *v); /* rejects > 2^32-1 */
+int lp_get_sv_slow(struct lp_cursor *c, int64_t *v);
 int lp_get_str(struct lp_cursor *c, const uint8_t **s, size_t *len);
 int lp_get_u8(struct lp_cursor *c, uint8_t *v);
 int lp_get_u16(struct lp_cursor *c, uint16_t *v);
@@ -81,6 +83,33 @@ static inline uint64_t lp_zigzag(int64_t v)
 static inline int64_t lp_unzigzag(uint64_t v)
 {
 	return (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+}
+
+static inline int lp_get_uv(struct lp_cursor *c, uint64_t *v)
+{
+	if (c->p < c->end && *c->p < 0x80) {
+		*v = *c->p++;
+		return 0;
+	}
+	return lp_get_uv_slow(c, v);
+}
+
+static inline int lp_get_uv32(struct lp_cursor *c, uint32_t *v)
+{
+	if (c->p < c->end && *c->p < 0x80) {
+		*v = *c->p++;
+		return 0;
+	}
+	return lp_get_uv32_slow(c, v);
+}
+
+static inline int lp_get_sv(struct lp_cursor *c, int64_t *v)
+{
+	if (c->p < c->end && *c->p < 0x80) {
+		*v = lp_unzigzag(*c->p++);
+		return 0;
+	}
+	return lp_get_sv_slow(c, v);
 }
 
 /* CRC-32 (zlib's polynomial); start with crc = 0. */

@@ -239,10 +239,8 @@ static int plain_size(Elf_Scn *scn, const GElf_Shdr *sh, int gnu, uint64_t *size
 	return 0;
 }
 
-int lp_debug_sections_read(Elf *elf, uint64_t max, struct lp_debug_sections *s)
+int lp_debug_sections_read(Elf *elf, struct lp_debug_sections *s)
 {
-	Elf_Scn *found[LP_DEBUG_NSECT] = { 0 };
-	int gnu[LP_DEBUG_NSECT] = { 0 };
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
 	GElf_Ehdr eh;
@@ -263,35 +261,82 @@ int lp_debug_sections_read(Elf *elf, uint64_t max, struct lp_debug_sections *s)
 			continue;
 		name = section_name(elf, shstrndx, &sh, &z, buf, sizeof(buf));
 		i = name ? section_index(name) : -1;
-		if (i < 0 || found[i])
+		if (i < 0 || s->scn[i])
 			continue; /* not needed, or a second one: the first stands */
 		if (plain_size(scn, &sh, z, &s->size[i]))
 			return -EINVAL;
-		found[i] = scn;
-		gnu[i] = z;
+		s->scn[i] = scn;
+		s->how[i] = z ? LP_DEBUG_GNU : sh.sh_flags & SHF_COMPRESSED ?
+			LP_DEBUG_ELF : LP_DEBUG_PLAIN;
 		s->total += s->size[i];
 	}
-	if (!found[LP_DEBUG_INFO] || !found[LP_DEBUG_ABBREV] || !found[LP_DEBUG_LINE])
+	if (!s->scn[LP_DEBUG_INFO] || !s->scn[LP_DEBUG_ABBREV] || !s->scn[LP_DEBUG_LINE])
 		return -ENOENT;
-	if (s->total > max)
-		return 0; /* the caller says it is too much */
-	for (int i = 0; i < LP_DEBUG_NSECT; i++) {
-		Elf_Data *d;
-		GElf_Shdr sh;
+	return 0;
+}
 
-		if (!found[i])
-			continue;
-		if (!gelf_getshdr(found[i], &sh))
-			return -EINVAL;
-		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(found[i], 0, 0) < 0)
-			return -EINVAL;
-		if (gnu[i] && elf_compress_gnu(found[i], 0, 0) < 0)
-			return -EINVAL;
-		d = elf_getdata(found[i], NULL);
-		/* What decompressing gave must be what the header said. */
+/* Inflates the zlib stream src[0..n) into exactly size bytes at dst. */
+static int inflate_exact(const uint8_t *src, size_t n, uint8_t *dst, uint64_t size)
+{
+	z_stream z;
+	int rc;
+
+	if (n > UINT32_MAX || size > UINT32_MAX) /* zlib counts in uInt */
+		return -EINVAL;
+	memset(&z, 0, sizeof(z));
+	if (inflateInit(&z) != Z_OK)
+		return -EINVAL;
+	z.next_in = (Bytef *)src;
+	z.avail_in = (uInt)n;
+	z.next_out = dst;
+	z.avail_out = (uInt)size;
+	rc = inflate(&z, Z_FINISH);
+	rc = rc == Z_STREAM_END && z.total_out == size ? 0 : -EINVAL;
+	inflateEnd(&z);
+	return rc;
+}
+
+int lp_debug_section_copy(const struct lp_debug_sections *s, int i, uint8_t *dst)
+{
+	Elf_Scn *scn = s->scn[i];
+	Elf_Data *d;
+	size_t hdr;
+
+	if (!scn)
+		return -EINVAL;
+	if (s->how[i] == LP_DEBUG_PLAIN) {
+		d = elf_getdata(scn, NULL);
 		if (!d || d->d_size != s->size[i] || (d->d_size && !d->d_buf))
 			return -EINVAL;
-		s->data[i] = d->d_buf;
+		if (d->d_size)
+			memcpy(dst, d->d_buf, d->d_size);
+		return 0;
 	}
-	return 0;
+	/* Compressed: inflated straight into dst, so that the plain bytes
+	 * exist once, not also in libelf (libc's DWARF is 8.6 MiB). */
+	d = elf_rawdata(scn, NULL);
+	if (!d || !d->d_buf)
+		return -EINVAL;
+	if (s->how[i] == LP_DEBUG_GNU) {
+		hdr = 12; /* "ZLIB" and the size */
+	} else {
+		GElf_Chdr ch;
+
+		if (!gelf_getchdr(scn, &ch))
+			return -EINVAL;
+		if (ch.ch_type != ELFCOMPRESS_ZLIB) {
+			/* zstd, or what libelf knows and we do not: its way. */
+			if (elf_compress(scn, 0, 0) < 0 || !(d = elf_getdata(scn, NULL)) ||
+			    d->d_size != s->size[i] || (d->d_size && !d->d_buf))
+				return -EINVAL;
+			if (d->d_size)
+				memcpy(dst, d->d_buf, d->d_size);
+			return 0;
+		}
+		hdr = s->eclass == ELFCLASS32 ? sizeof(Elf32_Chdr) : sizeof(Elf64_Chdr);
+	}
+	if (d->d_size < hdr)
+		return -EINVAL;
+	return inflate_exact((const uint8_t *)d->d_buf + hdr, d->d_size - hdr, dst,
+			     s->size[i]);
 }

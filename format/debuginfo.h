@@ -68,21 +68,24 @@ extern const char *const lp_debug_section_names[LP_DEBUG_NSECT];
 #define LP_DWARF_MAX_BYTES (64u << 20)
 
 struct lp_debug_sections {
-	const uint8_t *data[LP_DEBUG_NSECT]; /* into elf, NULL if absent */
-	uint64_t size[LP_DEBUG_NSECT];
+	Elf_Scn *scn[LP_DEBUG_NSECT]; /* into elf, NULL if absent */
+	uint8_t how[LP_DEBUG_NSECT];  /* LP_DEBUG_PLAIN, _ELF, _GNU */
+	uint64_t size[LP_DEBUG_NSECT]; /* decompressed */
 	uint64_t total;
 	uint32_t eclass, edata, emachine;
 };
+enum { LP_DEBUG_PLAIN, LP_DEBUG_ELF, LP_DEBUG_GNU }; /* how it is stored */
 
 /*
- * Finds elf's needed DWARF sections and decompresses the SHF_COMPRESSED
- * (and .zdebug_) ones in place, so that data points at plain bytes, valid
- * while elf is open.  Compressed sections whose plain size would push the
- * total past `max` are not decompressed: the total then only says it is
- * too much (*total > max), and the data must not be used.  0, or -ENOENT
- * when .debug_info, .debug_abbrev or .debug_line is missing, or -EINVAL
- * for a section that cannot be read.
+ * Finds elf's needed DWARF sections and their plain (decompressed) sizes,
+ * without decompressing anything: a section costs memory only where the
+ * caller copies it, once (lp_debug_section_copy()).  0, or -ENOENT when
+ * .debug_info, .debug_abbrev or .debug_line is missing, or -EINVAL for a
+ * section that cannot be read.  The caller checks total against its bound.
  */
-int lp_debug_sections_read(Elf *elf, uint64_t max, struct lp_debug_sections *s);
+int lp_debug_sections_read(Elf *elf, struct lp_debug_sections *s);
+/* Copies section i, decompressed, to dst (size[i] bytes): 0, or -EINVAL
+ * when it does not decompress to exactly that.  Valid while elf is open. */
+int lp_debug_section_copy(const struct lp_debug_sections *s, int i, uint8_t *dst);
 
 #endif

@@ -685,6 +685,8 @@ int lp_decode_record(struct trace_reader *r, struct lp_record *rec)
 	body.p = c.p;
 	body.end = c.p + len;
 	r->rec = body.end;
+	if (type < 64 && (r->skip >> type & 1))
+		return 0; /* the caller wants none of these */
 	/* What an older writer embedded and no reader needs any more. */
 	if (type == LP_REC_DEBUG_RETIRED) {
 		r->stats.retired_records++;

@@ -48,7 +48,7 @@ static void align(struct image *im, size_t a)
 
 static int present(const struct lp_debug_sections *s, int i)
 {
-	return s->data[i] && s->size[i];
+	return s->scn[i] && s->size[i];
 }
 
 /*
@@ -97,7 +97,10 @@ static int build(struct lp_dwarf_image *d, const struct lp_debug_sections *s)
 			continue;
 		align(&im, 8);
 		off[i] = im.len;
-		memcpy(im.b + im.len, s->data[i], s->size[i]);
+		if (lp_debug_section_copy(s, i, im.b + im.len)) {
+			free(im.b);
+			return 1;
+		}
 		im.len += s->size[i];
 	}
 	strtab_off = im.len;
@@ -187,8 +190,7 @@ int lp_dwarf_image_open(struct lp_dwarf_image *d, Elf *obj, const char *recorded
 			return 1;
 		elf = dbg.elf;
 	}
-	if (lp_debug_sections_read(elf, LP_DWARF_MAX_BYTES, &s) ||
-	    s.total > LP_DWARF_MAX_BYTES)
+	if (lp_debug_sections_read(elf, &s) || s.total > LP_DWARF_MAX_BYTES)
 		goto cleanup;
 	err = build(d, &s);
 cleanup:

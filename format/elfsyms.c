@@ -156,3 +156,37 @@ int elf_seg_vaddr(const struct lp_objseg *segs, size_t nsegs, uint64_t off,
 	*vaddr = off - g->offset + g->vaddr;
 	return 0;
 }
+
+long lp_objsym_find(const struct lp_objsym *v, size_t n, uint64_t addr,
+		    size_t *from, size_t *to)
+{
+	size_t lo = 0, hi = n, bottom, j;
+	long found = -1;
+
+	if (from)
+		*from = *to = 0;
+	if (!n || addr < v[0].addr)
+		return -1;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].addr <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	bottom = lo >= LP_SYM_LOOKBACK - 1 ? lo - (LP_SYM_LOOKBACK - 1) : 0;
+	for (j = lo;; j--) {
+		if (v[j].size ? addr - v[j].addr < v[j].size : j == lo) {
+			found = (long)j;
+			break;
+		}
+		if (j == bottom)
+			break;
+	}
+	if (from) {
+		*from = j;
+		*to = lo + 1;
+	}
+	return found;
+}

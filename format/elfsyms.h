@@ -38,6 +38,23 @@ int elf_function_symbols(Elf *elf, struct elf_fsym **out, size_t *n);
 size_t elf_fsyms_merge(struct elf_fsym *v, size_t n);
 
 /*
+ * The symbol that names address `addr`, in a table v[0..n) sorted by
+ * address with one symbol per address (as above): going down from the
+ * last symbol at or below addr, the first of at most LP_SYM_LOOKBACK
+ * that covers addr.  A sized symbol covers [addr, addr + size); one
+ * without a size covers up to the next symbol, so only the first looked
+ * at can.  (Looking back past a sized symbol that ends below addr finds
+ * an outer function that a small one nested in it would otherwise hide;
+ * compilers emit such.)  Returns the symbol's index, or -1 when none
+ * covers addr.  *from and *to, unless NULL, get the symbols looked at,
+ * v[*from .. *to): the answer depends on them alone, which is what lets a
+ * recorder embed only those (docs/format.md §3.14).  The report's rule.
+ */
+#define LP_SYM_LOOKBACK 4
+long lp_objsym_find(const struct lp_objsym *v, size_t n, uint64_t addr,
+		    size_t *from, size_t *to);
+
+/*
  * The ELF virtual address of file offset `off`, through the object's
  * PT_LOAD segments (docs/format.md §3.14): the segment that holds the
  * offset, failing that the one whose first page holds it (mappings start

@@ -333,6 +333,11 @@ static int next_chunk(struct trace_reader *r)
 	}
 }
 
+void trace_reader_skip(struct trace_reader *r, uint64_t types)
+{
+	r->skip = types;
+}
+
 int trace_reader_next(struct trace_reader *r, struct lp_record *rec)
 {
 	int ret;

@@ -44,6 +44,7 @@ struct trace_reader {
 	struct lp_buf array;
 
 	struct trace_reader_stats stats;
+	uint64_t skip; /* bit t: records of type t are skipped unread */
 };
 
 /*

@@ -614,6 +614,11 @@ struct trace_reader_stats {
 int trace_reader_open(struct trace_reader **out, const char *path,
 		      char *errbuf, size_t errlen);
 int trace_reader_next(struct trace_reader *r, struct lp_record *rec);
+/* Records of the types in `types` (bit t for type t) are skipped by their
+ * length, not decoded nor counted: for a pass that wants a few kinds of
+ * records out of a long trace.  Skipping samples leaves the time base of
+ * later samples wrong: a pass that skips them must not read them. */
+void trace_reader_skip(struct trace_reader *r, uint64_t types);
 void trace_reader_get_stats(const struct trace_reader *r,
 			    struct trace_reader_stats *stats);
 void trace_reader_close(struct trace_reader *r);

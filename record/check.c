@@ -191,7 +191,7 @@ static int trial_load(int verbose)
 
 	printf("BPF sampler:\n");
 	fflush(stdout);
-	err = sampler_load(&skel, 1, verbose, "luaprof check");
+	err = sampler_load(&skel, 1, NULL, NULL, verbose, "luaprof check");
 	if (err)
 		return err;
 	bpf_object__for_each_program(prog, skel->obj) {

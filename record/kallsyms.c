@@ -15,28 +15,50 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <lz4.h>
 #include <unistd.h>
 
+#include "format/grow.h"
 #include "record/recorder.h"
+
+/* 16 bytes a symbol; the names, in the order the file gives them, in
+ * blocks of NAMES_PER_BLOCK compressed with LZ4 (5 ms for the lot): the
+ * kernel's 120k text symbols take 3 MiB, not the 11 MiB of the file as
+ * read and an array of pointers into it.  Names are read back only for
+ * the symbols samples hit, when the trace gets them. */
+#define NAMES_PER_BLOCK 64
+#define NAME_MAX_LEN 511 /* longer is no symbol (KSYM_NAME_LEN is 512) */
 
 struct kallsym {
 	uint64_t addr;
-	char *name;
-	int written;
+	uint32_t seq;     /* its line among those kept: its name */
+	uint32_t written; /* in a KSYMS record already */
 };
 
 struct ksym_set {
 	uint64_t *pending; /* noted since the last write */
 	size_t npending, cappending;
-	char *text; /* /proc/kallsyms as read; the names point into it */
-	struct kallsym *all; /* its text symbols, ascending */
-	size_t nall;
+	char *blocks; /* the compressed blocks of names, one after another */
+	size_t lblocks, capblocks;
+	uint32_t *block_at; /* where block i starts; one more for the end */
+	size_t nblock_at, capblock_at;
+	char stage[NAMES_PER_BLOCK * (NAME_MAX_LEN + 1)]; /* the block filling */
+	size_t lstage;
+	struct kallsym *all; /* the text symbols, ascending */
+	size_t nall, capall;
 	int loaded; /* 1 loaded, -errno failed */
+	/* The block last read back, decompressed. */
+	char block[NAMES_PER_BLOCK * (NAME_MAX_LEN + 1)];
+	long block_no; /* -1 none */
 };
 
 struct ksym_set *ksym_set_new(void)
 {
-	return calloc(1, sizeof(struct ksym_set));
+	struct ksym_set *s = calloc(1, sizeof(struct ksym_set));
+
+	if (s)
+		s->block_no = -1;
+	return s;
 }
 
 void ksym_set_note(struct ksym_set *s, const uint64_t *addrs, uint32_t n)
@@ -71,101 +93,123 @@ static int kallsym_cmp_lp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* Reads all of path into a NUL-terminated buffer.  /proc files report no
- * size, so it grows until read() says the end. */
-static int slurp(const char *path, char **out, size_t *outlen)
+/* Compresses the names staged into the next block. */
+static int seal_block(struct ksym_set *s)
 {
-	size_t len = 0, cap = 1 << 20;
-	char *buf = malloc(cap), *v;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
-	ssize_t n;
+	int bound = LZ4_compressBound((int)s->lstage), n;
 
-	if (fd < 0 || !buf) {
-		err = fd < 0 ? -errno : -ENOMEM;
-		goto fail;
+	if (!s->lstage)
+		return 0;
+	if (GROW(s->blocks, s->capblocks, s->lblocks + (size_t)bound) ||
+	    GROW(s->block_at, s->capblock_at, s->nblock_at + 2))
+		return -ENOMEM;
+	n = LZ4_compress_default(s->stage, s->blocks + s->lblocks, (int)s->lstage, bound);
+	if (n <= 0 || s->lblocks + (size_t)n > UINT32_MAX)
+		return -ENOMEM;
+	s->block_at[s->nblock_at++] = (uint32_t)s->lblocks;
+	s->lblocks += (size_t)n;
+	s->block_at[s->nblock_at] = (uint32_t)s->lblocks;
+	s->lstage = 0;
+	return 0;
+}
+
+/* Keeps one line of /proc/kallsyms, "ffffffff81000000 T _stext" or
+ * "... t name\t[module]", if it names a text symbol (t/T/w/W: where a
+ * stack can point).  *sorted is cleared when it comes below the last. */
+static int keep_line(struct ksym_set *s, char *p, int *sorted)
+{
+	unsigned long long addr;
+	char *q, *name;
+	size_t len;
+
+	addr = strtoull(p, &q, 16);
+	if (q == p || *q != ' ' || !q[1] || q[2] != ' ' || !strchr("tTwW", q[1]))
+		return 0;
+	name = q + 3;
+	len = strcspn(name, "\t ");
+	if (!addr || !len || len > NAME_MAX_LEN)
+		return 0;
+	if (GROW(s->all, s->capall, s->nall + 1) || s->nall >= UINT32_MAX)
+		return -ENOMEM;
+	if (s->nall && s->all[s->nall - 1].addr > addr)
+		*sorted = 0;
+	memcpy(s->stage + s->lstage, name, len);
+	s->stage[s->lstage + len] = '\0';
+	s->lstage += len + 1;
+	s->all[s->nall] = (struct kallsym){ addr, (uint32_t)s->nall, 0 };
+	s->nall++;
+	return s->nall % NAMES_PER_BLOCK ? 0 : seal_block(s);
+}
+
+/* The name of the symbol kept seq-th, from its block; NULL if lost. */
+static const char *name_of(struct ksym_set *s, uint32_t seq)
+{
+	long b = seq / NAMES_PER_BLOCK;
+	const char *p, *end;
+	int n;
+
+	if ((size_t)b >= s->nblock_at)
+		return NULL;
+	if (b != s->block_no) {
+		s->block_no = -1;
+		n = LZ4_decompress_safe(s->blocks + s->block_at[b], s->block,
+					(int)(s->block_at[b + 1] - s->block_at[b]),
+					(int)sizeof(s->block));
+		if (n <= 0)
+			return NULL;
+		s->block_no = b;
+		s->block[n - 1] = '\0'; /* the last name's NUL, for safety */
 	}
+	p = s->block;
+	end = s->block + sizeof(s->block);
+	for (uint32_t i = seq % NAMES_PER_BLOCK; i > 0 && p < end; i--)
+		p += strlen(p) + 1;
+	return p < end ? p : NULL;
+}
+
+/* The kernel takes ~35 ms to print its 120k lines; parsing them by hand
+ * as they come, a block at a time, keeps the recorder's own part small
+ * (fscanf and a strdup per name took as long again, while the target
+ * ran) and holds only what is kept.  The lines come in address order but
+ * for modules, so the sort is skipped when they are in order already. */
+static int load_kallsyms(struct ksym_set *s)
+{
+	char buf[65536 + 1];
+	size_t have = 0;
+	int fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC), err = 0, sorted = 1;
+
+	if (fd < 0)
+		return -errno;
 	for (;;) {
-		if (cap - len < 65536) {
-			v = realloc(buf, cap * 2);
-			if (!v) {
-				err = -ENOMEM;
-				goto fail;
-			}
-			buf = v;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, cap - len - 1);
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		char *p, *nl, *end;
+
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			err = -errno;
-			goto fail;
-		}
-		if (!n)
 			break;
-		len += n;
+		}
+		have += (size_t)n;
+		end = buf + have;
+		*end = '\0';
+		for (p = buf; !err && (nl = memchr(p, '\n', end - p)); p = nl + 1) {
+			*nl = '\0';
+			err = keep_line(s, p, &sorted);
+		}
+		if (!err && !n && p < end) /* a last line without its newline */
+			err = keep_line(s, p, &sorted);
+		if (err || !n)
+			break;
+		have = end - p;
+		if (have == sizeof(buf) - 1)
+			have = 0; /* a line longer than the buffer: not a symbol */
+		memmove(buf, p, have);
 	}
 	close(fd);
-	buf[len] = 0;
-	*out = buf;
-	*outlen = len;
-	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return err;
-}
-
-/* Text symbols only (t/T/w/W), which is where a stack can point.  The
- * kernel takes ~35 ms to print its 120k lines; parsing them by hand, with
- * the names left in place in the one buffer, keeps the recorder's own part
- * small (fscanf and a strdup per name took as long again, while the
- * target ran).  The lines come in address order but for modules, so the
- * sort is skipped when they are in order already. */
-static int load_kallsyms(struct ksym_set *s)
-{
-	size_t cap = 0, len = 0;
-	char *p, *end, *line_end;
-	int err, sorted = 1;
-
-	err = slurp("/proc/kallsyms", &s->text, &len);
+	err = err ?: seal_block(s);
 	if (err)
 		return err;
-	for (p = s->text, end = s->text + len; p < end; p = line_end + 1) {
-		unsigned long long addr;
-		char *q, *name;
-		char type;
-
-		line_end = memchr(p, '\n', end - p);
-		if (!line_end)
-			line_end = end;
-		*line_end = 0;
-		/* "ffffffff81000000 T _stext" or "... t name\t[module]" */
-		addr = strtoull(p, &q, 16);
-		if (q == p || *q != ' ' || !q[1] || q[2] != ' ')
-			continue;
-		type = q[1];
-		name = q + 3;
-		name[strcspn(name, "\t ")] = 0;
-		if (!addr || !*name || !strchr("tTwW", type))
-			continue;
-		if (s->nall == cap) {
-			size_t ncap = cap ? cap * 2 : 65536;
-			struct kallsym *v = realloc(s->all, ncap * sizeof(*v));
-
-			if (!v)
-				break;
-			s->all = v;
-			cap = ncap;
-		}
-		if (s->nall && s->all[s->nall - 1].addr > addr)
-			sorted = 0;
-		s->all[s->nall].addr = addr;
-		s->all[s->nall].written = 0;
-		s->all[s->nall].name = name;
-		s->nall++;
-	}
 	if (!sorted)
 		qsort(s->all, s->nall, sizeof(*s->all), kallsym_cmp);
 	return s->nall ? 0 : -ENOENT; /* all zero: kptr_restrict hides them */
@@ -216,9 +260,11 @@ int ksym_set_write(struct ksym_set *s, struct trace_writer *w)
 
 		if (!k || k->written)
 			continue;
+		hit[nhit].name = name_of(s, k->seq);
+		if (!hit[nhit].name || !(hit[nhit].name = strdup(hit[nhit].name)))
+			continue; /* the frames print as [kernel] */
 		k->written = 1;
 		hit[nhit].addr = k->addr;
-		hit[nhit].name = k->name;
 		nhit++;
 	}
 	if (nhit) {
@@ -232,6 +278,8 @@ int ksym_set_write(struct ksym_set *s, struct trace_writer *w)
 	}
 cleanup:
 	s->npending = 0;
+	for (size_t i = 0; i < nhit; i++)
+		free((char *)hit[i].name);
 	free(hit);
 	return err;
 }
@@ -240,7 +288,8 @@ void ksym_set_free(struct ksym_set *s)
 {
 	if (!s)
 		return;
-	free(s->text);
+	free(s->blocks);
+	free(s->block_at);
 	free(s->all);
 	free(s->pending);
 	free(s);

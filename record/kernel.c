@@ -342,7 +342,9 @@ static void explain_load_failure(int err, const char *who)
 	fprintf(stderr, "%s: `luaprof check -v` shows libbpf's whole log\n", who);
 }
 
-int sampler_load(struct sampler **out, int follow_children, int verbose, const char *who)
+int sampler_load(struct sampler **out, int follow_children,
+		 int (*size)(struct sampler *skel, void *arg), void *arg,
+		 int verbose, const char *who)
 {
 	libbpf_print_fn_t old = libbpf_set_print(keep_libbpf_log);
 	struct sampler *skel;
@@ -358,7 +360,9 @@ int sampler_load(struct sampler **out, int follow_children, int verbose, const c
 		skel->rodata->follow_children = follow_children;
 		/* -v prints where the sampler's time goes (bpf/phases.h). */
 		skel->rodata->time_phases = verbose;
-		err = sampler__load(skel);
+		err = size ? size(skel, arg) : 0;
+		if (!err)
+			err = sampler__load(skel);
 	}
 	libbpf_set_print(old);
 	if (err) {

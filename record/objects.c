@@ -9,17 +9,17 @@
  * names it, an OBJECT record saying which file that is by content (its
  * GNU build-id, or a content hash; format/objid.c).  It notes the objects
  * that samples hit (user stack addresses, the C functions of Lua frames)
- * and, at each flush and at the end, embeds for each object hit and not
- * yet embedded its PT_LOAD headers and function symbols as SYMTAB
- * records, so a trace cut short still symbolizes what it holds.  It also
- * keeps every address samples hit, once (addrset.c), and at each flush
- * hands the new ones to their object's DWARF, which resolves their
- * source lines and writes them as SRCLINES records (srclines.c).  The
- * symbols and DWARF of an object are read on a thread of their own
- * (objects_prep.c) from the moment a sample first hits it, so that a
- * flush never holds up the recorder for them: an object not read yet
- * waits for the next flush, with the addresses that hit it, and the last
- * flush waits for all.
+ * and keeps every address they hit, once (addrset.c).  The symbols and
+ * DWARF of an object are read on a thread of their own (objects_prep.c)
+ * from the moment a sample first hits it, so that a flush never holds up
+ * the recorder for them.  At each flush and at the end, for the addresses
+ * new since the last flush, it embeds the symbols that name them
+ * (symtab.c: a few hundred of a few thousand) as SYMTAB records and their
+ * source lines, resolved by the object's DWARF, as SRCLINES records
+ * (srclines.c), so a trace cut short still symbolizes what it holds.  An
+ * object not read yet keeps the addresses that hit it for the next flush;
+ * the last flush waits for all.  An address that cannot be kept (the set
+ * is full) makes its object embed its whole table.
  * `--no-embed` keeps the OBJECT records (a report can then check the
  * files it finds) and leaves the rest out.
  *
@@ -44,9 +44,6 @@
 /* Descriptors kept open for objects not yet embedded; past this many the
  * file is opened again by path when its symbols are written. */
 #define MAX_OPEN_FDS 512
-/* Symbols per SYMTAB record: keeps every record far below the format's
- * 16 MiB limit, whatever the object. */
-#define SYMS_PER_RECORD 32768
 /* Objects whose DWARF is kept open for addresses hit later: libdw's
  * state and the decompressed sections cost memory (libc's: some 10 MiB).
  * Past this many, an object embeds the lines of the addresses hit up to
@@ -61,8 +58,10 @@ struct object {
 	uint64_t inode;
 	int fd;      /* -1 once closed */
 	int hit;     /* a sample hit it */
-	int written; /* its symbols are in the trace (or cannot be) */
+	int written; /* its table is read (or cannot be) */
 	int queued;  /* being read by the worker (objects_prep.c) */
+	int all;     /* an address was not kept: embed the whole table */
+	struct obj_symtab *syms;       /* its table, while embedding */
 	struct srclines_object *dwarf; /* open for addresses hit later */
 	struct srclines_count lines;   /* its lines embedded so far */
 };
@@ -73,10 +72,11 @@ struct object_set {
 	size_t n, cap;
 	size_t nopen;
 	size_t pending; /* hit and not written */
-	uint64_t embedded, symbols;
+	uint64_t embedded;
 	uint64_t lines_left;   /* SRCLINES bytes the trace may still embed */
 	struct addr_set addrs; /* (object, file offset) of addresses hit */
 	size_t ndwarf;         /* objects with dwarf open */
+	size_t nall, nall_done; /* objects marked all; as of the last write */
 	struct obj_prep *prep; /* reads symbols and DWARF; NULL: no embedding */
 };
 
@@ -104,6 +104,7 @@ void object_set_free(struct object_set *s)
 		if (s->v[i].fd >= 0)
 			close(s->v[i].fd);
 		free(s->v[i].path);
+		obj_symtab_free(s->v[i].syms);
 		srclines_free(s->v[i].dwarf);
 	}
 	addr_set_free(&s->addrs);
@@ -255,9 +256,15 @@ static void note(struct object_set *s, const struct maps_table *t,
 			continue;
 		object_set_note_id(s, m->object);
 		off = at - m->start + m->pgoff;
-		if (s->embed && m->object < (1ull << (64 - ADDR_OFF_BITS)) &&
-		    off < (1ull << ADDR_OFF_BITS))
-			addr_set_add(&s->addrs, m->object << ADDR_OFF_BITS | off);
+		if (!s->embed || m->object > s->n)
+			continue;
+		if (m->object >= (1ull << (64 - ADDR_OFF_BITS)) ||
+		    off >= (1ull << ADDR_OFF_BITS) ||
+		    addr_set_add(&s->addrs, m->object << ADDR_OFF_BITS | off) < 0) {
+			/* Its symbols cannot be chosen: all of them. */
+			s->nall += !s->v[m->object - 1].all;
+			s->v[m->object - 1].all = 1;
+		}
 	}
 }
 
@@ -273,44 +280,29 @@ void object_set_note_stack(struct object_set *s, const struct maps_table *t,
 	note(s, t, addrs, n, 1);
 }
 
-/* Writes the SYMTAB records of one object from what the worker read of
- * it (j: NULL when nothing could be) and keeps its DWARF. */
-static int embed_object(struct object_set *s, struct object *o,
-			struct obj_prepared *j, struct trace_writer *w)
+/* Takes what the worker read of o (j: NULL when nothing could be): its
+ * table, whose symbols write_fresh() embeds as addresses need them, and
+ * its DWARF. */
+static int take_object(struct object_set *s, struct object *o,
+		       struct obj_prepared *j)
 {
-	struct lp_record rec;
-	int err = 0;
-
-	if (!j || !j->ok)
-		return j ? j->err : 0; /* gone: its frames print as module+offset */
-	/* The segments go in every piece: each record stands alone. */
-	for (size_t i = 0; !err && (i < j->nsyms || i == 0); i += SYMS_PER_RECORD) {
-		size_t k = j->nsyms - i < SYMS_PER_RECORD ? j->nsyms - i : SYMS_PER_RECORD;
-
-		memset(&rec, 0, sizeof(rec));
-		rec.type = LP_REC_SYMTAB;
-		rec.u.symtab.object = o->id;
-		rec.u.symtab.nseg = (uint32_t)j->nsegs;
-		rec.u.symtab.segs = j->segs;
-		rec.u.symtab.nsym = (uint32_t)k;
-		rec.u.symtab.syms = j->syms + i;
-		err = trace_write(w, &rec);
-	}
-	if (!err) {
-		s->embedded++;
-		s->symbols += j->nsyms;
-		o->dwarf = j->dwarf;
-		j->dwarf = NULL;
-		s->ndwarf += !!o->dwarf;
-	}
-	return err;
+	if (!j || !j->syms) /* gone or not ELF: its frames print as module+offset */
+		return j ? j->err : 0;
+	s->embedded++;
+	o->syms = j->syms;
+	j->syms = NULL;
+	o->dwarf = j->dwarf;
+	j->dwarf = NULL;
+	s->ndwarf += !!o->dwarf;
+	return 0;
 }
 
-/* Writes the source lines of the addresses hit since the last flush,
- * object by object (the keys sort by object), keeping those of objects
- * still being read for the next flush, then closes the DWARF of the
- * objects past MAX_OPEN_DWARF. */
-static int write_lines(struct object_set *s, struct trace_writer *w)
+/* Writes the symbols and source lines of the addresses hit since the
+ * last flush, object by object (the keys sort by object), keeping those
+ * of objects still being read for the next flush, then the symbols of
+ * objects that need their whole table or have not been announced, then
+ * closes the DWARF of the objects past MAX_OPEN_DWARF. */
+static int write_fresh(struct object_set *s, struct trace_writer *w)
 {
 	const uint64_t off_mask = (1ull << ADDR_OFF_BITS) - 1;
 	uint64_t *keys = s->addrs.fresh;
@@ -330,13 +322,27 @@ static int write_lines(struct object_set *s, struct trace_writer *w)
 			kept += j - i;
 			continue;
 		}
-		for (size_t k = i; k < j; k++)
+		for (size_t k = i; k < j; k++) {
 			keys[k] &= off_mask; /* the file offset alone */
-		if (o && o->dwarf)
+			if (o && o->syms)
+				obj_symtab_need(o->syms, keys[k]);
+		}
+		if (o && o->syms)
+			err = obj_symtab_write(o->syms, o->id, w);
+		if (!err && o && o->dwarf)
 			err = srclines_write(o->dwarf, keys + i, j - i, &o->lines,
 					     &s->lines_left, w);
 	}
 	s->addrs.nfresh = kept;
+	for (size_t i = 0; i < s->n && !err; i++) {
+		struct object *o = &s->v[i];
+
+		if (!o->syms)
+			continue;
+		if (o->all)
+			obj_symtab_need_all(o->syms);
+		err = obj_symtab_write(o->syms, o->id, w);
+	}
 	for (size_t i = s->n; i-- > 0 && s->ndwarf > MAX_OPEN_DWARF;) {
 		if (s->v[i].dwarf) {
 			srclines_free(s->v[i].dwarf);
@@ -351,8 +357,9 @@ int object_set_write(struct object_set *s, struct trace_writer *w, int last)
 {
 	int err = 0;
 
-	if (!s->pending && !s->addrs.nfresh)
+	if (!s->pending && !s->addrs.nfresh && s->nall == s->nall_done)
 		return 0;
+	s->nall_done = s->nall;
 	for (size_t i = 0; i < s->n && !err; i++) {
 		struct object *o = &s->v[i];
 
@@ -365,7 +372,7 @@ int object_set_write(struct object_set *s, struct trace_writer *w, int last)
 			j = o->queued ? obj_prep_take(s->prep, o->id, last) : NULL;
 			if (o->queued && !j)
 				continue; /* still being read: the next flush */
-			err = embed_object(s, o, j, w);
+			err = take_object(s, o, j);
 			obj_prepared_free(j);
 		}
 		o->written = 1;
@@ -377,16 +384,25 @@ int object_set_write(struct object_set *s, struct trace_writer *w, int last)
 		}
 	}
 	if (!err)
-		err = write_lines(s, w);
+		err = write_fresh(s, w);
 	return err;
 }
 
 void object_set_stats(const struct object_set *s, uint64_t *objects,
-		      uint64_t *embedded, uint64_t *symbols)
+		      uint64_t *embedded, uint64_t *symbols, uint64_t *of)
 {
 	*objects = s->n;
 	*embedded = s->embedded;
-	*symbols = s->symbols;
+	*symbols = *of = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		uint64_t written, total;
+
+		if (!s->v[i].syms)
+			continue;
+		obj_symtab_counts(s->v[i].syms, &written, &total);
+		*symbols += written;
+		*of += total;
+	}
 }
 
 void object_set_print_srclines(const struct object_set *s, int verbose)

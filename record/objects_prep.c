@@ -18,20 +18,18 @@
  *
  * The worker shares nothing with the recorder's thread but the queue:
  * a job owns a descriptor of its own and a copy of the path, and what it
- * reads (the symbol names copied out of the ELF image) is the job's until
- * the recorder takes it.  libelf and libdw keep no state shared between
+ * reads (the object's obj_symtab, names copied out of the ELF image, and
+ * its DWARF) is the job's until the recorder takes it; only then are its
+ * symbols marked and written (symtab.c, on the recorder's thread).  libelf and libdw keep no state shared between
  * descriptors (their error codes are per thread).
  */
 #include <errno.h>
-#include <gelf.h>
 #include <libelf.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "format/elfsyms.h"
 #include "record/recorder.h"
 
 struct obj_prep {
@@ -44,57 +42,32 @@ struct obj_prep {
 	int stop;
 };
 
-/* Reads one job's object: segments, symbols (names copied), DWARF. */
+/* Reads one job's object: its table (symtab.c: segments, symbols, names
+ * copied) and its DWARF. */
 static void prepare(struct obj_prepared *j)
 {
-	struct elf_fsym *fsyms = NULL;
-	size_t nsyms = 0, nph, names = 0;
+	const struct lp_objseg *segs;
+	size_t nsegs;
 	Elf *elf = NULL;
+	int err;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		goto cleanup;
 	elf = elf_begin(j->fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph))
+	if (!elf)
 		goto cleanup;
-	j->segs = calloc(nph ? nph : 1, sizeof(*j->segs));
-	if (!j->segs)
-		goto nomem;
-	for (size_t i = 0; i < nph && i < INT_MAX; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)i, &ph))
-			break;
-		if (ph.p_type == PT_LOAD)
-			j->segs[j->nsegs++] = (struct lp_objseg){ ph.p_offset, ph.p_filesz,
-								  ph.p_vaddr };
+	err = obj_symtab_read(&j->syms, elf);
+	if (err) {
+		j->err = err < 0 ? err : 0; /* not ELF: module+offset */
+		goto cleanup;
 	}
-	/* The same names the report would choose from the file. */
-	if (elf_function_symbols(elf, &fsyms, &nsyms))
-		goto nomem;
-	for (size_t i = 0; i < nsyms; i++)
-		names += fsyms[i].len + 1;
-	j->syms = calloc(nsyms ? nsyms : 1, sizeof(*j->syms));
-	j->names = malloc(names ? names : 1);
-	if (!j->syms || !j->names)
-		goto nomem;
-	for (size_t i = 0, at = 0; i < nsyms; i++) {
-		memcpy(j->names + at, fsyms[i].name, fsyms[i].len);
-		j->names[at + fsyms[i].len] = '\0';
-		j->syms[i] = (struct lp_objsym){ fsyms[i].addr, fsyms[i].size, j->names + at };
-		at += fsyms[i].len + 1;
-	}
-	j->nsyms = nsyms;
-	j->ok = 1;
 	/* No DWARF, or no memory for it: the object goes without lines. */
-	if (srclines_open(&j->dwarf, j->fd, j->path, j->id, j->segs, j->nsegs))
+	segs = obj_symtab_segs(j->syms, &nsegs);
+	if (srclines_open(&j->dwarf, j->fd, j->path, j->id, segs, nsegs))
 		j->dwarf = NULL;
-	goto cleanup;
-nomem:
-	j->err = -ENOMEM;
 cleanup:
 	if (elf)
 		elf_end(elf);
-	free(fsyms);
 	close(j->fd);
 	j->fd = -1;
 }
@@ -207,9 +180,7 @@ void obj_prepared_free(struct obj_prepared *j)
 	if (j->fd >= 0)
 		close(j->fd);
 	srclines_free(j->dwarf);
-	free(j->segs);
-	free(j->syms);
-	free(j->names);
+	obj_symtab_free(j->syms);
 	free(j->path);
 	free(j);
 }

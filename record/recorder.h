@@ -8,12 +8,14 @@
 #define LUAPROF_RECORD_RECORDER_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "format/trace.h"
 
 struct bpf_program;
 struct bpf_link;
+struct Elf; /* libelf's Elf */
 
 /* ---- sidekick.c: the unwinder kept current during a flush --------------- *
  * Between sidekick_begin() and sidekick_end() a thread consumes the ring
@@ -138,33 +140,57 @@ void object_set_note(struct object_set *s, const struct maps_table *t,
 void object_set_note_stack(struct object_set *s, const struct maps_table *t,
 			   const uint64_t *addrs, uint32_t n);
 void object_set_note_id(struct object_set *s, uint64_t id);
-/* Writes the SYMTAB records of the objects noted and not yet embedded,
- * and the SRCLINES records of the addresses new since the last call;
- * those of an object whose symbols are still being read wait for the
- * next call, unless last (which waits for them). */
+/* Writes the SYMTAB and SRCLINES records the addresses noted since the
+ * last call need (symtab.c, srclines.c); those of an object still being
+ * read (objects_prep.c) wait for the next call, unless last (which waits
+ * for them). */
 int object_set_write(struct object_set *s, struct trace_writer *w, int last);
+/* Objects mapped and embedded, and the symbols embedded of how many
+ * their tables hold. */
 void object_set_stats(const struct object_set *s, uint64_t *objects,
-		      uint64_t *embedded, uint64_t *symbols);
+		      uint64_t *embedded, uint64_t *symbols, uint64_t *of);
 /* For record's summary: the source lines embedded, the objects left out
  * in part over a bound, and with `verbose` each object's lines. */
 void object_set_print_srclines(const struct object_set *s, int verbose);
 void object_set_free(struct object_set *s);
 
+/* ---- symtab.c: an object's symbols, and those the trace embeds -------- */
+struct obj_symtab;
+
+/* Reads the PT_LOAD headers and function symbols of elf: 0, 1 when it is
+ * not an ELF file with program headers (nothing to embed), -ENOMEM. */
+int obj_symtab_read(struct obj_symtab **out, struct Elf *elf);
+/* The same from segments and symbols already read (elf_function_symbols()
+ * order: ascending, one per address).  0 or -ENOMEM. */
+struct elf_fsym;
+int obj_symtab_new(struct obj_symtab **out, const struct lp_objseg *segs,
+		   size_t nsegs, const struct elf_fsym *v, size_t n);
+const struct lp_objseg *obj_symtab_segs(const struct obj_symtab *t, size_t *n);
+/* Marks the symbols a report looks at to name the code at file offset
+ * off; obj_symtab_need_all() marks them all. */
+void obj_symtab_need(struct obj_symtab *t, uint64_t off);
+void obj_symtab_need_all(struct obj_symtab *t);
+/* Writes the symbols marked since the last call as SYMTAB records of
+ * object `object`; the first call writes one even with none, so that
+ * the object counts as embedded.  0 or -errno. */
+int obj_symtab_write(struct obj_symtab *t, uint64_t object,
+		     struct trace_writer *w);
+/* Symbols written so far, and in the whole table. */
+void obj_symtab_counts(const struct obj_symtab *t, uint64_t *written,
+		       uint64_t *total);
+void obj_symtab_free(struct obj_symtab *t);
+
 /* ---- objects_prep.c: an object's symbols and DWARF, read aside ------- */
 struct srclines_object;
-/* One object's reading: the job, then what it read (ok), owned by whoever
- * holds it. */
+/* One object's reading: the job, then what it read, owned by whoever
+ * holds it (the worker builds the obj_symtab, the recorder marks and
+ * writes it once taken). */
 struct obj_prepared {
 	uint64_t id;
 	int fd;     /* the job's own; closed once read */
 	char *path;
-	int ok;     /* segments and symbols read */
 	int err;    /* -ENOMEM, or 0 */
-	struct lp_objseg *segs;
-	size_t nsegs;
-	struct lp_objsym *syms; /* ascending addr; names in `names` */
-	size_t nsyms;
-	char *names;
+	struct obj_symtab *syms;       /* NULL: gone or not ELF */
 	struct srclines_object *dwarf; /* NULL: no lines */
 	struct obj_prepared *next;
 };
@@ -233,6 +259,26 @@ void addr_set_free(struct addr_set *a);
  * fresh (objects.c) and the addresses they become (srclines.c). */
 int u64_cmp(const void *a, const void *b);
 
+/* ---- mapsize.c: the BPF maps' sizes, chosen before loading ------------- */
+struct sampler;
+
+struct map_plan {
+	uint32_t ring_bytes;       /* the ring buffer */
+	uint32_t rows, buckets;    /* unwind rows and bucket index entries */
+	uint64_t rows_need, buckets_need; /* the targets' objects, estimated */
+	uint32_t objects;          /* objects estimated */
+	int launched;              /* for a command not started yet */
+};
+
+/* Sizes the maps of skel (opened, not loaded) for recording pids (the
+ * targets and their descendants) or, command not NULL, a command to
+ * launch, at rate_hz; map_plan_apply() sets them (0 or -errno),
+ * map_plan_print() says them. */
+void map_plan_make(struct map_plan *p, struct sampler *skel, const pid_t *pids,
+		   int npids, char **command, unsigned int rate_hz);
+int map_plan_apply(const struct map_plan *p, struct sampler *skel);
+void map_plan_print(const struct map_plan *p, FILE *f);
+
 /* ---- perf.c: one cpu-clock perf_event per CPU --------------------------- */
 struct perf_sampling {
 	int ncpus;
@@ -267,11 +313,14 @@ int kernel_missing_features(char *out, size_t cap, int *newest);
 struct sampler;
 /*
  * Opens and loads the BPF sampler (bpf/sampler.bpf.c) with follow_children
- * in its config; libbpf's messages go to stderr as they come if verbose.
+ * in its config; size (if not NULL) sizes its maps between open and load
+ * (0 or -errno).  libbpf's messages go to stderr as they come if verbose.
  * On failure, with who ("luaprof record") as the prefix, says what the
  * kernel lacks, or which field or verifier check failed.  0 or -errno.
  */
-int sampler_load(struct sampler **out, int follow_children, int verbose, const char *who);
+int sampler_load(struct sampler **out, int follow_children,
+		 int (*size)(struct sampler *skel, void *arg), void *arg,
+		 int verbose, const char *who);
 
 /* ---- launch.c: `record -- CMD ARGS` ------------------------------------ */
 struct launched {

@@ -14,9 +14,10 @@
  * unwind.c), so a table built from the file here is the one its mapping
  * uses later.
  *
- * Which files: the command as execvp() finds it, its PT_INTERP, and its
- * DT_NEEDED libraries, recursively, looked up as the dynamic loader looks
- * them up, less its cache: DT_RPATH, LD_LIBRARY_PATH, DT_RUNPATH (with
+ * Which files (command_files(); mapsize.c reads the same ones to size
+ * the unwind maps): the command as execvp() finds it (a script: its #!
+ * interpreter), its PT_INTERP, and its DT_NEEDED libraries, recursively,
+ * looked up as the dynamic loader looks them up, less its cache: DT_RPATH, LD_LIBRARY_PATH, DT_RUNPATH (with
  * $ORIGIN), then the system's directories.  A library it cannot find is
  * built when it is mapped, as before; a library it finds that is not the
  * one loaded costs only the time to build it.  The caller may do its own
@@ -42,8 +43,7 @@ static const char *const system_dirs[] = {
 };
 
 struct preload {
-	struct unwinder *u;
-	void (*also)(const char *path, void *arg); /* each file, or NULL */
+	void (*each)(const char *path, int fd, struct Elf *elf, void *arg);
 	void *arg;
 	char *paths[PRELOAD_MAX]; /* found, in the order they were queued */
 	char *names[PRELOAD_MAX]; /* DT_NEEDED names met, to look up once */
@@ -119,7 +119,25 @@ static int find_library(char *out, size_t size, const char *name, const char *fr
 	return 0;
 }
 
-/* Builds one file's table and queues what it needs. */
+/* A script's interpreter (#!/path), queued; 1 if path is a script. */
+static int follow_script(struct preload *p, int fd)
+{
+	char head[256];
+	ssize_t n = pread(fd, head, sizeof(head) - 1, 0);
+	size_t at;
+
+	if (n < 2 || head[0] != '#' || head[1] != '!')
+		return 0;
+	head[n] = '\0';
+	head[strcspn(head, "\n")] = '\0';
+	at = 2 + strspn(head + 2, " \t");
+	head[at + strcspn(head + at, " \t")] = '\0';
+	if (head[at] == '/')
+		queue(p, head + at);
+	return 1;
+}
+
+/* Hands one file to p->each and queues what it needs. */
 static void follow(struct preload *p, const char *path)
 {
 	const char *needed[64], *rpath = NULL, *runpath = NULL;
@@ -131,11 +149,16 @@ static void follow(struct preload *p, const char *path)
 
 	if (fd < 0)
 		return;
-	if (p->u)
-		unwind_preload_file(p->u, fd);
-	if (p->also)
-		p->also(path, p->arg);
+	if (follow_script(p, fd)) {
+		close(fd);
+		return;
+	}
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		elf = NULL;
+	}
+	p->each(path, fd, elf, p->arg);
 	if (elf && !elf_getphdrnum(elf, &nph)) {
 		for (size_t i = 0; i < nph; i++) {
 			GElf_Phdr ph;
@@ -184,13 +207,14 @@ static void follow(struct preload *p, const char *path)
 	close(fd);
 }
 
-int unwind_preload(struct unwinder *u, const char *cmd,
-		   void (*also)(const char *path, void *arg), void *arg)
+int command_files(const char *cmd,
+		  void (*each)(const char *path, int fd, struct Elf *elf, void *arg),
+		  void *arg)
 {
-	struct preload p = { .u = u, .also = also, .arg = arg };
+	struct preload p = { .each = each, .arg = arg };
 	char path[4096];
 
-	if ((!u && !also) || !cmd || elf_version(EV_CURRENT) == EV_NONE)
+	if (!cmd || elf_version(EV_CURRENT) == EV_NONE)
 		return 0;
 	if (strchr(cmd, '/')) {
 		if (snprintf(path, sizeof(path), "%s", cmd) >= (int)sizeof(path))
@@ -207,4 +231,29 @@ int unwind_preload(struct unwinder *u, const char *cmd,
 	for (int i = 0; i < p.nnames; i++)
 		free(p.names[i]);
 	return 0;
+}
+
+struct preload_also {
+	struct unwinder *u;
+	void (*also)(const char *path, void *arg);
+	void *arg;
+};
+
+static void preload_one(const char *path, int fd, struct Elf *elf, void *arg)
+{
+	struct preload_also *a = arg;
+
+	(void)elf;
+	if (a->u)
+		unwind_preload_file(a->u, fd);
+	if (a->also)
+		a->also(path, a->arg);
+}
+
+int unwind_preload(struct unwinder *u, const char *cmd,
+		   void (*also)(const char *path, void *arg), void *arg)
+{
+	struct preload_also a = { .u = u, .also = also, .arg = arg };
+
+	return u || also ? command_files(cmd, preload_one, &a) : 0;
 }

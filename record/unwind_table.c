@@ -1017,6 +1017,12 @@ static int mark_entry(struct unwind_table *t, uint64_t entry)
 	    (r && r->pc == entry))
 		return 0;
 	i = r ? (uint32_t)(r - t->rows) + 1 : 0;
+	if (i < t->nrows && t->rows[i].cfa_type == LP_CFA_END) {
+		/* The next row ends stacks too: it starts at the entry. */
+		t->rows[i].pc = (uint32_t)entry;
+		t->end_rows++;
+		return 0;
+	}
 	v = realloc(t->rows, (t->nrows + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;

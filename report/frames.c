@@ -36,8 +36,23 @@ struct ksym {
 	uint32_t id; /* name id of "NAME_[k]", UINT32_MAX until needed */
 };
 
+/* A native address's frames as named once: (pid, layout generation,
+ * address looked up) -> its name ids and function.  Stacks share most of
+ * their addresses, and naming one (mapping, symbol, source lines,
+ * strings) costs far more than finding it again. */
+struct chain_ent {
+	uint64_t gen, at;
+	uint32_t pid, n, func;
+	uint32_t off; /* into chain_ids */
+};
+
 struct frames {
 	struct strtab *names;
+	struct chain_ent *chains;
+	size_t nchains, capchains;
+	struct htab chains_h;
+	uint32_t *chain_ids;
+	size_t nchain_ids, capchain_ids;
 	struct maps *maps;
 	struct symbolizer *sym;
 	struct objects *objs; /* NULL: mappings are read from their paths */
@@ -129,6 +144,9 @@ void frames_free(struct frames *f)
 	for (size_t i = 0; i < f->nksyms; i++)
 		free(f->ksyms[i].name);
 	free(f->ksyms);
+	free(f->chains);
+	htab_free(&f->chains_h);
+	free(f->chain_ids);
 	free(f);
 }
 
@@ -181,7 +199,7 @@ static int chain_frame(struct frames *f, const struct map_ent *m, uint64_t vaddr
 	return err ?: describe_native(f, *id, m, vaddr, func, sf);
 }
 
-int frames_user_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
+static int name_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 		      uint32_t *ids, uint32_t *n, uint32_t *func)
 {
 	const struct map_ent *m;
@@ -261,6 +279,42 @@ int frames_user_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 	      describe_native(f, *func, m, at - m->start + m->pgoff, FRAMEINFO_NONE, NULL);
 	*ids = *func;
 	return err;
+}
+
+int frames_user_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
+		      uint32_t *ids, uint32_t *n, uint32_t *func)
+{
+	uint64_t at = ret && addr ? addr - 1 : addr;
+	uint64_t gen = maps_generation(f->maps, pid), hash;
+	struct htab_probe p;
+	int64_t i;
+	int err;
+
+	hash = hash_mix(hash_mix(hash_u64(pid), gen), at);
+	htab_probe_start(&f->chains_h, hash, &p);
+	while ((i = htab_probe_next(&f->chains_h, &p)) >= 0) {
+		const struct chain_ent *c = &f->chains[i];
+
+		if (c->at == at && c->pid == pid && c->gen == gen) {
+			memcpy(ids, f->chain_ids + c->off, c->n * sizeof(*ids));
+			*n = c->n;
+			*func = c->func;
+			return 0;
+		}
+	}
+	err = name_chain(f, pid, addr, ret, ids, n, func);
+	if (!err && f->nchain_ids + *n > UINT32_MAX)
+		return 0; /* named, not kept */
+	err = err ?: GROW(f->chain_ids, f->capchain_ids, f->nchain_ids + *n) ?:
+	      GROW(f->chains, f->capchains, f->nchains + 1) ?:
+	      htab_insert(&f->chains_h, hash, f->nchains);
+	if (err)
+		return err;
+	memcpy(f->chain_ids + f->nchain_ids, ids, *n * sizeof(*ids));
+	f->chains[f->nchains++] = (struct chain_ent){ gen, at, pid, *n, *func,
+						      (uint32_t)f->nchain_ids };
+	f->nchain_ids += *n;
+	return 0;
 }
 
 int frames_user(struct frames *f, uint32_t pid, uint64_t addr, int ret,

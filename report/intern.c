@@ -104,3 +104,37 @@ void seqtab_free(struct seqtab *t)
 	htab_free(&t->h);
 	memset(t, 0, sizeof(*t));
 }
+
+static int seq_cmp(const void *a, const void *b, void *arg)
+{
+	const struct seqtab *t = arg;
+	const uint32_t *x, *y;
+	uint32_t nx, ny, n;
+
+	x = seqtab_get(t, *(const uint32_t *)a, &nx);
+	y = seqtab_get(t, *(const uint32_t *)b, &ny);
+	n = nx < ny ? nx : ny;
+	for (uint32_t i = 0; i < n; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return nx < ny ? -1 : nx > ny;
+}
+
+void seqtab_sort(const struct seqtab *t, uint32_t *ids, size_t n)
+{
+	qsort_r(ids, n, sizeof(*ids), seq_cmp, (void *)t);
+}
+
+uint32_t *seqtab_sorted_counted(const struct seqtab *t, const uint64_t *counts, size_t *n)
+{
+	uint32_t *ids = malloc((t->len ? t->len : 1) * sizeof(*ids));
+
+	*n = 0;
+	if (!ids)
+		return NULL;
+	for (size_t s = 0; s < t->len; s++)
+		if (counts[s])
+			ids[(*n)++] = (uint32_t)s;
+	seqtab_sort(t, ids, *n);
+	return ids;
+}

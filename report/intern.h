@@ -46,6 +46,13 @@ struct seqtab {
 int seqtab_intern(struct seqtab *t, const uint32_t *v, uint32_t n,
 		  uint32_t *id, int *created);
 void seqtab_free(struct seqtab *t);
+/* Sorts ids[0..n) by their sequences, element by element, a prefix first:
+ * walked in this order, each sequence shares the most with the one
+ * before (building a tree of them looks up only what is new). */
+void seqtab_sort(const struct seqtab *t, uint32_t *ids, size_t n);
+/* The ids of t's sequences whose counts[id] is not 0, sorted so; *n of
+ * them.  NULL if out of memory; free() it. */
+uint32_t *seqtab_sorted_counted(const struct seqtab *t, const uint64_t *counts, size_t *n);
 
 static inline const uint32_t *seqtab_get(const struct seqtab *t, uint32_t id,
 					 uint32_t *n)

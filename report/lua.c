@@ -62,6 +62,8 @@ void lua_free(struct lua *l)
 	lua_place_free(l);
 	free(l->traces);
 	htab_free(&l->traces_h);
+	free(l->fnames);
+	htab_free(&l->fnames_h);
 	free(l);
 }
 
@@ -72,6 +74,13 @@ static struct vm_ent *find_vm(const struct lua *l, uint32_t pid)
 		if (l->vms[i].pid == pid)
 			return &l->vms[i];
 	return NULL;
+}
+
+uint32_t lua_vm_id(const struct lua *l, uint32_t pid)
+{
+	const struct vm_ent *v = find_vm(l, pid);
+
+	return v ? (uint32_t)(v - l->vms) : UINT32_MAX;
 }
 
 int lua_add_luajit(struct lua *l, const struct lp_luajit *rec)
@@ -241,6 +250,7 @@ int lua_push_stack(struct lua *l, const struct lp_lframe *frames, uint32_t depth
 	e = &l->stacks[l->nstacks];
 	e->id = 0;
 	e->depth = depth;
+	e->leaf_vm = 0;
 	e->frames = dup_mem(frames, depth * sizeof(*frames));
 	if (!e->frames)
 		return -ENOMEM;
@@ -351,9 +361,9 @@ static const struct trace_ent *unplaced_trace(const struct lua *l, const struct 
 }
 
 /* trace: the compiled trace running in this (leaf) frame, or NULL. */
-static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
-			  const struct lp_lframe *f, const struct lp_lframe *caller,
-			  const struct trace_ent *trace, uint32_t *id)
+static int name_lua_frame_now(struct lua *l, const struct vm_ent *vm,
+			      const struct lp_lframe *f, const struct lp_lframe *caller,
+			      const struct trace_ent *trace, uint32_t *id)
 {
 	const struct lp_proto *pt = find_proto(l, f->value);
 	struct frame_info fi = { .kind = FRAME_LUA, .func = FRAMEINFO_NONE,
@@ -385,6 +395,55 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 	if (l->current_lines && fi.line)
 		snprintf(text, sizeof(text), "%s (%s:%u)", name, chunk, fi.line);
 	return err ?: frames_name_as(l->fr, text, &fi, id);
+}
+
+/* name_lua_frame_now(), once per fname_ent key: what it reads of its
+ * arguments, and nothing else, makes the key. */
+static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
+			  const struct lp_lframe *f, const struct lp_lframe *caller,
+			  const struct trace_ent *trace, uint32_t *id)
+{
+	struct fname_ent k = { .pt = find_proto(l, f->value), .pc = f->pc };
+	struct htab_probe p;
+	uint64_t hash;
+	int64_t i;
+	int err;
+
+	if (!k.pt)
+		return name_lua_frame_now(l, vm, f, caller, trace, id);
+	if (f->link == LP_LFRAME_LINK_LUA && caller && caller->kind == LP_LFRAME_LUA) {
+		k.caller = find_proto(l, caller->value);
+		k.caller_pc = caller->pc;
+		if (!k.caller)
+			k.caller_pc = UINT32_MAX; /* a caller not known */
+	}
+	if (trace) {
+		k.trace_proto = trace->proto;
+		k.trace_pc = trace->startpc + 1;
+	}
+	k.gc64 = vm && (vm->flags & LP_LUAJIT_GC64);
+	hash = hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_u64((uintptr_t)k.pt),
+		(uintptr_t)k.caller), (uint64_t)k.caller_pc << 32 | k.pc), k.trace_proto),
+		k.trace_pc), k.gc64);
+	htab_probe_start(&l->fnames_h, hash, &p);
+	while ((i = htab_probe_next(&l->fnames_h, &p)) >= 0) {
+		const struct fname_ent *e = &l->fnames[i];
+
+		if (e->pt == k.pt && e->caller == k.caller && e->caller_pc == k.caller_pc &&
+		    e->pc == k.pc && e->trace_proto == k.trace_proto &&
+		    e->trace_pc == k.trace_pc && e->gc64 == k.gc64) {
+			*id = e->id;
+			return 0;
+		}
+	}
+	err = name_lua_frame_now(l, vm, f, caller, trace, id) ?:
+	      GROW(l->fnames, l->capfnames, l->nfnames + 1) ?:
+	      htab_insert(&l->fnames_h, hash, l->nfnames);
+	if (err)
+		return err;
+	k.id = *id;
+	l->fnames[l->nfnames++] = k;
+	return 0;
 }
 
 uint32_t lua_stack_lines(struct lua *l, uint32_t pid, uint32_t idx,
@@ -422,19 +481,31 @@ uint32_t lua_stack_lines(struct lua *l, uint32_t pid, uint32_t idx,
 
 int lua_leaf_function(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *id)
 {
-	const struct lstack_ent *e;
+	const struct vm_ent *vm = find_vm(l, pid);
+	uint32_t vm_key = vm ? (uint32_t)(vm - l->vms) + 1 : UINT32_MAX;
+	struct lstack_ent *e;
+	int err = 0;
 
 	*id = UINT32_MAX;
 	if (idx >= l->nstacks)
 		return 0;
 	e = &l->stacks[idx];
+	if (e->leaf_vm == vm_key) {
+		*id = e->leaf;
+		return 0;
+	}
 	for (uint32_t i = 0; i < e->depth; i++) {
 		if (e->frames[i].kind != LP_LFRAME_LUA)
 			continue;
-		return name_lua_frame(l, find_vm(l, pid), &e->frames[i],
-				      i + 1 < e->depth ? &e->frames[i + 1] : NULL, NULL, id);
+		err = name_lua_frame(l, vm, &e->frames[i],
+				     i + 1 < e->depth ? &e->frames[i + 1] : NULL, NULL, id);
+		break;
 	}
-	return 0;
+	if (!err) {
+		e->leaf = *id;
+		e->leaf_vm = vm_key;
+	}
+	return err;
 }
 
 static const struct frame_info builtin_info = {

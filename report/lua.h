@@ -57,6 +57,9 @@ uint32_t lua_find_stack(const struct lua *l, uint64_t id);
 int lua_stack_in_trace(const struct lua *l, uint32_t idx);
 /* Depth of the Lua stack at index idx. */
 uint32_t lua_stack_depth(const struct lua *l, uint32_t idx);
+/* Which LUAJIT record applies to pid now (a number that changes when a
+ * later one does), UINT32_MAX for none: what names its builtins. */
+uint32_t lua_vm_id(const struct lua *l, uint32_t pid);
 /* The interpreter's code range of pid's VM; 0, or -ENOENT if unknown. */
 int lua_vm_range(const struct lua *l, uint32_t pid, uint64_t *start,
 		 uint64_t *end);

@@ -38,6 +38,21 @@ struct lstack_ent {
 	uint64_t id;
 	uint32_t depth;
 	struct lp_lframe *frames;
+	/* lua_leaf_function()'s answer, for VM record leaf_vm - 1 (0: not
+	 * asked yet): asked once per sample by --vmstate. */
+	uint32_t leaf, leaf_vm;
+};
+
+/* What names a Lua frame (lua.c, name_lua_frame()): its function, the
+ * call site in its caller that names it, the pc and trace that give its
+ * line, and whether the build is GC64 -> the name id.  A function appears
+ * in many Lua stacks, called from the same few sites. */
+struct fname_ent {
+	const struct lp_proto *pt, *caller;
+	uint32_t caller_pc, pc;
+	uint64_t trace_proto; /* with trace_pc, the running trace's start */
+	uint32_t trace_pc, gc64;
+	uint32_t id;
 };
 
 /* The link of the TRACE frame of a stack lua_place.c made (a TRACE frame
@@ -52,6 +67,9 @@ struct place_ent {
 struct lua {
 	struct frames *fr;
 	int current_lines;
+	struct fname_ent *fnames;
+	size_t nfnames, capfnames;
+	struct htab fnames_h;
 	struct vm_ent *vms;
 	size_t nvms, capvms;
 	struct lp_proto **protos;

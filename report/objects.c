@@ -162,6 +162,9 @@ int objects_preload(struct objects *o, const char *path)
 	err = trace_reader_open(&r, path, msg, sizeof(msg));
 	if (err)
 		return err;
+	/* Only these three: the samples and stacks are most of a trace. */
+	trace_reader_skip(r, ~(1ull << LP_REC_OBJECT | 1ull << LP_REC_SYMTAB |
+			       1ull << LP_REC_SRCLINES));
 	while ((err = trace_reader_next(r, &rec)) == 1) {
 		if (rec.type == LP_REC_OBJECT)
 			err = objects_add(o, &rec.u.object);

@@ -74,21 +74,46 @@ static int build(struct tree *t)
 		return err;
 	memset(&t->v[0], 0, sizeof(t->v[0])); /* the root above all roots */
 	t->n = 1;
-	for (size_t s = 0; s < p->stacks.len; s++) {
+	/* The nodes of the last stack's path, for the frames the next one
+	 * shares with it (stacks of one program share long roots). */
+	const uint32_t *prev = NULL;
+	uint32_t nprev = 0, *path = NULL, *order;
+	size_t cappath = 0, norder = 0;
+
+	order = seqtab_sorted_counted(&p->stacks, p->counts, &norder);
+	if (!order)
+		return -ENOMEM;
+	for (size_t k = 0; k < norder; k++) {
+		uint32_t s = order[k];
 		const uint32_t *v;
-		uint32_t n, cur = 0;
+		uint32_t n, cur = 0, i = 0;
 
 		v = seqtab_get(&p->stacks, s, &n);
-		if (!p->counts[s])
-			continue;
-		for (uint32_t i = 0; i < n; i++) {
+		if (GROW(path, cappath, n + 1)) {
+			free(path);
+			free(order);
+			return -ENOMEM;
+		}
+		for (; i < n && i < nprev && v[i] == prev[i]; i++) {
+			cur = path[i];
+			t->v[cur].total += p->counts[s];
+		}
+		for (; i < n; i++) {
 			err = child(t, cur, v[i], &cur);
-			if (err)
+			if (err) {
+				free(path);
+				free(order);
 				return err;
+			}
+			path[i] = cur;
 			t->v[cur].total += p->counts[s];
 		}
 		t->v[cur].self += p->counts[s];
+		prev = v;
+		nprev = n;
 	}
+	free(path);
+	free(order);
 	/* A child is always created after its parent, so one backward pass
 	 * sums subtree sizes and a forward one lays out children. */
 	for (size_t i = t->n; i-- > 1;) {

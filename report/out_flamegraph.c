@@ -115,6 +115,45 @@ static int kid_cmp(const void *a, const void *b, void *arg)
 	return strcmp(node_name(t, *(const uint32_t *)a), node_name(t, *(const uint32_t *)b));
 }
 
+/* Adds p's stacks to the tree, in frame order: each shares most of its
+ * path with the one before, whose nodes it takes without a lookup. */
+static int add_stacks(struct ftree *t, const struct profile *p)
+{
+	uint32_t *order, *path = NULL, nprev = 0;
+	const uint32_t *prev = NULL;
+	size_t norder = 0, cappath = 0;
+	int err = 0;
+
+	order = seqtab_sorted_counted(&p->stacks, p->counts, &norder);
+	if (!order)
+		return -ENOMEM;
+	for (size_t k = 0; k < norder && !err; k++) {
+		uint64_t c = p->counts[order[k]];
+		const uint32_t *v;
+		uint32_t n, node = 0, i = 0;
+
+		v = seqtab_get(&p->stacks, order[k], &n);
+		err = GROW(path, cappath, n + 1);
+		t->v[0].total += c;
+		for (; !err && i < n && i < nprev && v[i] == prev[i]; i++) {
+			node = path[i];
+			t->v[node].total += c;
+		}
+		for (; !err && i < n; i++) {
+			err = tree_child(t, node, v[i], &node);
+			if (!err) {
+				path[i] = node;
+				t->v[node].total += c;
+			}
+		}
+		prev = v;
+		nprev = n;
+	}
+	free(path);
+	free(order);
+	return err;
+}
+
 /* Builds the tree of p's stacks and each node's children, by name. */
 static int tree_build(struct ftree *t, const struct profile *p)
 {
@@ -127,22 +166,9 @@ static int tree_build(struct ftree *t, const struct profile *p)
 		return err;
 	t->v[0] = (struct fnode){ .name = ROOT, .parent = NONE, .base = NONE };
 	t->n = 1;
-	for (size_t s = 0; s < p->stacks.len; s++) {
-		uint64_t c = p->counts[s];
-		const uint32_t *v;
-		uint32_t n, node = 0;
-
-		if (!c)
-			continue;
-		v = seqtab_get(&p->stacks, s, &n);
-		t->v[0].total += c;
-		for (uint32_t i = 0; i < n; i++) {
-			err = tree_child(t, node, v[i], &node);
-			if (err)
-				return err;
-			t->v[node].total += c;
-		}
-	}
+	err = add_stacks(t, p);
+	if (err)
+		return err;
 	t->kids = malloc(t->n * sizeof(*t->kids));
 	fill = calloc(t->n + 1, sizeof(*fill));
 	if (!t->kids || !fill) {
@@ -244,6 +270,74 @@ static double share_change(const struct draw *d, uint32_t i)
 	return measure(d, d->t, i) - measure(d, d->b, d->t->v[i].base);
 }
 
+/* printf's "%.2f" of x, without printf (most of the SVG's cost): the
+ * value in hundredths, rounded to nearest, is exact unless x * 100 lies
+ * within a hair of a half, where printf's own rounding of the exact
+ * binary value decides; those, and what is negative or huge, go to it. */
+static size_t fmt_2f(char *out, size_t len, double x)
+{
+	double v = x * 100.0, f;
+	uint64_t r;
+	char buf[32];
+	int n = sizeof(buf);
+
+	if (!(x >= 0 && x < 1e12) || signbit(x))
+		return (size_t)snprintf(out, len, "%.2f", x);
+	f = v - floor(v);
+	if (fabs(f - 0.5) < 1e-6)
+		return (size_t)snprintf(out, len, "%.2f", x);
+	r = (uint64_t)floor(v + 0.5);
+	buf[--n] = (char)('0' + r % 10);
+	buf[--n] = (char)('0' + r / 10 % 10);
+	buf[--n] = '.';
+	r /= 100;
+	do {
+		buf[--n] = (char)('0' + r % 10);
+		r /= 10;
+	} while (r);
+	if ((size_t)(sizeof(buf) - n) >= len)
+		return (size_t)snprintf(out, len, "%.2f", x);
+	memcpy(out, buf + n, sizeof(buf) - n);
+	out[sizeof(buf) - n] = '\0';
+	return sizeof(buf) - n;
+}
+
+#define APPEND(buf, k, lit) (memcpy((buf) + (k), (lit), sizeof(lit) - 1), \
+				 (k) += sizeof(lit) - 1)
+
+/* printf's "%d" / "%llu" of x, without printf. */
+static size_t fmt_int(char *out, int64_t x)
+{
+	char buf[24];
+	int n = sizeof(buf), neg = x < 0;
+	uint64_t u = neg ? 0 - (uint64_t)x : (uint64_t)x;
+
+	do {
+		buf[--n] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (neg)
+		buf[--n] = '-';
+	memcpy(out, buf + n, sizeof(buf) - n);
+	out[sizeof(buf) - n] = '\0';
+	return sizeof(buf) - n;
+}
+
+/* "rgb(r,g,b)", as snprintf would write it. */
+static void rgb(char *buf, int r, int g, int b)
+{
+	size_t k = 0;
+
+	APPEND(buf, k, "rgb(");
+	k += fmt_int(buf + k, r);
+	buf[k++] = ',';
+	k += fmt_int(buf + k, g);
+	buf[k++] = ',';
+	k += fmt_int(buf + k, b);
+	buf[k++] = ')';
+	buf[k] = '\0';
+}
+
 /* The fill of node i, or of a block of merged frames above it. */
 static void colour(const struct draw *d, uint32_t i, int merged, char *buf, size_t len)
 {
@@ -271,27 +365,27 @@ static void colour(const struct draw *d, uint32_t i, int merged, char *buf, size
 	v2 = (h >> 16) / 65535.0;
 	switch (kind) {
 	case FRAME_LUA:
-		snprintf(buf, len, "rgb(%d,%d,%d)", 60 + (int)(60 * v1), 180 + (int)(55 * v2),
+		rgb(buf, 60 + (int)(60 * v1), 180 + (int)(55 * v2),
 			 60 + (int)(40 * v1));
 		break;
 	case FRAME_BUILTIN:
-		snprintf(buf, len, "rgb(%d,%d,%d)", 70 + (int)(50 * v1), 195 + (int)(40 * v2),
+		rgb(buf, 70 + (int)(50 * v1), 195 + (int)(40 * v2),
 			 195 + (int)(40 * v2));
 		break;
 	case FRAME_NATIVE:
-		snprintf(buf, len, "rgb(%d,%d,%d)", 195 + (int)(50 * v1), 175 + (int)(60 * v1),
+		rgb(buf, 195 + (int)(50 * v1), 175 + (int)(60 * v1),
 			 40 + (int)(40 * v2));
 		break;
 	case FRAME_KERNEL:
-		snprintf(buf, len, "rgb(%d,%d,%d)", 230 + (int)(25 * v1), 120 + (int)(50 * v2),
+		rgb(buf, 230 + (int)(25 * v1), 120 + (int)(50 * v2),
 			 20 + (int)(30 * v1));
 		break;
 	case FRAME_VM:
-		snprintf(buf, len, "rgb(%d,%d,%d)", 150 + (int)(40 * v1), 110 + (int)(40 * v2),
+		rgb(buf, 150 + (int)(40 * v1), 110 + (int)(40 * v2),
 			 220 + (int)(35 * v1));
 		break;
 	default:
-		snprintf(buf, len, "rgb(%d,%d,%d)", 170 + (int)(30 * v1), 170 + (int)(30 * v1),
+		rgb(buf, 170 + (int)(30 * v1), 170 + (int)(30 * v1),
 			 170 + (int)(30 * v1));
 	}
 }
@@ -332,7 +426,8 @@ static void frame(struct draw *d, uint32_t i, uint64_t x, uint64_t width,
 	double share = d->t->v[0].total ? 100.0 * width / d->t->v[0].total : 0;
 	int y = d->o->inverted ? TOP_H + (int)depth * FRAME_H :
 				 d->height - BOTTOM_H - ((int)depth + 1) * FRAME_H;
-	char fill[48];
+	char fill[48], line[512];
+	size_t k;
 
 	colour(d, i, nmerged != 0, fill, sizeof(fill));
 	fputs("<g class=\"f\"><title>", d->out);
@@ -340,14 +435,35 @@ static void frame(struct draw *d, uint32_t i, uint64_t x, uint64_t width,
 		fprintf(d->out, "[%" PRIu32 " frames, each under %.1f px]", nmerged, MIN_PX);
 	else
 		xml_escape(d->out, name);
-	fprintf(d->out, " (%" PRIu64 " samples, %.2f%%", width, share);
+	k = 0;
+	APPEND(line, k, " (");
+	k += fmt_int(line + k, (int64_t)width);
+	APPEND(line, k, " samples, ");
+	k += fmt_2f(line + k, 32, share);
+	line[k++] = '%';
+	fwrite(line, 1, k, d->out);
 	if (d->b && !nmerged)
 		fprintf(d->out, "; base %.2f%s, change %+.2f%s",
 			measure(d, d->b, d->t->v[i].base), d->o->per_second ? "/s" : "%",
 			share_change(d, i), d->o->per_second ? "/s" : "%");
-	fprintf(d->out, ")</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
-		"fill=\"%s\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%d\">",
-		px, y, pw, FRAME_H - 1, fill, px + 3, y + FRAME_H - 4);
+	k = 0;
+	APPEND(line, k, ")</title><rect x=\"");
+	k += fmt_2f(line + k, 32, px);
+	APPEND(line, k, "\" y=\"");
+	k += fmt_int(line + k, y);
+	APPEND(line, k, "\" width=\"");
+	k += fmt_2f(line + k, 32, pw);
+	APPEND(line, k, "\" height=\"");
+	k += fmt_int(line + k, FRAME_H - 1);
+	APPEND(line, k, "\" fill=\"");
+	memcpy(line + k, fill, strlen(fill));
+	k += strlen(fill);
+	APPEND(line, k, "\" rx=\"2\" ry=\"2\"/><text x=\"");
+	k += fmt_2f(line + k, 32, px + 3);
+	APPEND(line, k, "\" y=\"");
+	k += fmt_int(line + k, y + FRAME_H - 4);
+	APPEND(line, k, "\">");
+	fwrite(line, 1, k, d->out);
 	if (nmerged) {
 		char text[64];
 

@@ -72,6 +72,10 @@ struct pp {
 	struct htab keys_h;
 	char *clean;           /* utf8_clean() scratch */
 	size_t capclean;
+	/* What every sample's labels repeat, interned once. */
+	uint32_t s_pid, s_tid, s_process, s_vmstate;
+	uint32_t *s_comm;      /* proc index -> its name's string + 1 */
+	uint32_t s_class[VMC_MAX]; /* vm_class -> its name's string + 1 */
 };
 
 /* The string table index of s, interned. */
@@ -140,29 +144,57 @@ static uint32_t location(struct pp *x, uint32_t name)
 	return x->loc_of_name[name];
 }
 
-static void write_label_num(struct pp *x, const char *key, uint64_t num)
+static void write_label_num(struct pp *x, uint32_t key, uint64_t num)
 {
 	size_t m = pb_begin(&x->b, 3);
 
-	pb_uint(&x->b, 1, str(x, key));
+	pb_uint(&x->b, 1, key);
 	pb_uint(&x->b, 3, num);
 	pb_end(&x->b, m);
 }
 
-static void write_label_str(struct pp *x, const char *key, const char *val)
+static void write_label_str(struct pp *x, uint32_t key, uint32_t val)
 {
 	size_t m = pb_begin(&x->b, 3);
 
-	pb_uint(&x->b, 1, str(x, key));
-	pb_uint(&x->b, 2, str(x, val));
+	pb_uint(&x->b, 1, key);
+	pb_uint(&x->b, 2, val);
 	pb_end(&x->b, m);
+}
+
+/* The strings of sample k's labels, interned the first time each is
+ * needed (the order the string table then has is the same as when each
+ * label interned its own). */
+static void label_strings(struct pp *x, const struct skey *k, uint32_t *comm,
+			  uint32_t *class)
+{
+	const struct proc *pr = &x->p->procs->v[k->proc];
+
+	if (!x->s_pid) {
+		x->s_pid = str(x, "pid");
+		x->s_tid = str(x, "tid");
+	}
+	if (!x->s_process)
+		x->s_process = str(x, "process");
+	if (!x->s_comm[k->proc])
+		x->s_comm[k->proc] = str(x, pr->comm && pr->comm[0] ? pr->comm : "?") + 1;
+	if (!x->s_vmstate)
+		x->s_vmstate = str(x, "vmstate");
+	if (k->vmclass >= VMC_MAX) {
+		*class = str(x, vmstate_class_name(k->vmclass));
+	} else {
+		if (!x->s_class[k->vmclass])
+			x->s_class[k->vmclass] = str(x, vmstate_class_name(k->vmclass)) + 1;
+		*class = x->s_class[k->vmclass] - 1;
+	}
+	*comm = x->s_comm[k->proc] - 1;
 }
 
 static void write_sample(struct pp *x, const struct skey *k)
 {
 	const struct proc *pr = &x->p->procs->v[k->proc];
 	const uint32_t *v;
-	uint32_t n;
+	uint32_t n, comm, class;
 	size_t m, ids;
 
 	v = seqtab_get(&x->p->stacks, k->stack, &n);
@@ -175,10 +207,11 @@ static void write_sample(struct pp *x, const struct skey *k)
 	pb_varint(&x->b, k->count);
 	pb_varint(&x->b, k->ns);
 	pb_end(&x->b, ids);
-	write_label_num(x, "pid", pr->pid);
-	write_label_num(x, "tid", k->tid);
-	write_label_str(x, "process", pr->comm && pr->comm[0] ? pr->comm : "?");
-	write_label_str(x, "vmstate", vmstate_class_name(k->vmclass));
+	label_strings(x, k, &comm, &class);
+	write_label_num(x, x->s_pid, pr->pid);
+	write_label_num(x, x->s_tid, k->tid);
+	write_label_str(x, x->s_process, comm);
+	write_label_str(x, x->s_vmstate, class);
 	pb_end(&x->b, m);
 }
 
@@ -337,7 +370,8 @@ int out_pprof(FILE *out, const struct profile *p, const struct out_opts *o)
 	x.fn_of_name = calloc(nn, sizeof(*x.fn_of_name));
 	x.loc_of_name = calloc(nn, sizeof(*x.loc_of_name));
 	x.fn_frame = calloc(nn, sizeof(*x.fn_frame));
-	if (!x.fn_of_name || !x.loc_of_name || !x.fn_frame) {
+	x.s_comm = calloc(p->procs->len ? p->procs->len : 1, sizeof(*x.s_comm));
+	if (!x.fn_of_name || !x.loc_of_name || !x.fn_frame || !x.s_comm) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -355,6 +389,7 @@ cleanup:
 	free(x.fn_of_name);
 	free(x.loc_of_name);
 	free(x.fn_frame);
+	free(x.s_comm);
 	free(x.keys);
 	htab_free(&x.keys_h);
 	free(x.clean);

@@ -39,7 +39,47 @@ struct ss {
 	uint32_t nframes;
 	uint64_t origin;    /* the profile's first sample time */
 	struct run *runs;   /* scratch for one thread */
+	/* Each stack's text ("[3,1,4]") once written, to copy when it comes
+	 * again: frame numbers never change once given. */
+	char *texts;
+	size_t ltexts, captexts;
+	size_t *text_at;    /* stack id -> offset + 1 in texts; 0 not yet */
+	uint32_t *text_len;
+	/* The output, gathered here and written in large pieces: the file
+	 * is mostly short numbers, and stdio's per-call cost was most of it. */
+	char buf[1 << 16];
+	size_t lbuf;
+	int err;
 };
+
+static void flush_buf(struct ss *s)
+{
+	if (s->lbuf)
+		fwrite_unlocked(s->buf, 1, s->lbuf, s->out);
+	s->lbuf = 0;
+}
+
+static void put(struct ss *s, const void *v, size_t n)
+{
+	if (n > sizeof(s->buf) - s->lbuf) {
+		flush_buf(s);
+		if (n > sizeof(s->buf)) {
+			fwrite_unlocked(v, 1, n, s->out);
+			return;
+		}
+	}
+	memcpy(s->buf + s->lbuf, v, n);
+	s->lbuf += n;
+}
+
+#define PUT_LIT(s, lit) put((s), (lit), sizeof(lit) - 1)
+
+static void put_char(struct ss *s, char c)
+{
+	if (s->lbuf == sizeof(s->buf))
+		flush_buf(s);
+	s->buf[s->lbuf++] = c;
+}
 
 /* qsort has no context argument: the samples being sorted. */
 static const struct profile_sample *sort_v;
@@ -68,9 +108,82 @@ static int order_cmp(const void *x, const void *y)
 	return i < j ? -1 : i > j; /* stream order among equal times */
 }
 
-/* A number, with a separator before it unless it is the first: the
- * file is mostly numbers, and printf is most of its cost. */
-static void put_uint(FILE *out, int comma, uint64_t x)
+static int thread_sort_cmp(const void *x, const void *y)
+{
+	return thread_cmp(&sort_v[*(const uint32_t *)x], &sort_v[*(const uint32_t *)y]);
+}
+
+/* order[] = the samples by thread (trace, process, tid), then time, then
+ * stream order: what sorting them all with order_cmp gives, but by
+ * counting per thread (threads are few) and sorting only a thread whose
+ * samples are out of time order (rarely any).  0 or -ENOMEM. */
+static int sort_samples(const struct profile *p, uint32_t *order)
+{
+	const struct profile_sample *v = p->samples_v;
+	uint32_t *first = NULL, *rank = NULL, *thr = NULL, nthr = 0;
+	size_t *at = NULL, capfirst = 0;
+	struct htab h = { 0 };
+	int err = -ENOMEM;
+
+	sort_v = v;
+	thr = malloc((p->nsamples ? p->nsamples : 1) * sizeof(*thr));
+	if (!thr)
+		goto cleanup;
+	/* Each sample's thread, numbered as met; first[t]: a sample of it. */
+	for (size_t i = 0; i < p->nsamples; i++) {
+		uint64_t hash = hash_mix(hash_mix(hash_u64(v[i].trace), v[i].proc), v[i].tid);
+		struct htab_probe pr;
+		int64_t k;
+
+		htab_probe_start(&h, hash, &pr);
+		while ((k = htab_probe_next(&h, &pr)) >= 0)
+			if (!thread_cmp(&v[first[k]], &v[i]))
+				break;
+		if (k < 0) {
+			if (GROW(first, capfirst, nthr + 1) || htab_insert(&h, hash, nthr))
+				goto cleanup;
+			first[nthr] = (uint32_t)i;
+			k = nthr++;
+		}
+		thr[i] = (uint32_t)k;
+	}
+	/* Threads in thread_cmp order; then where each one's samples go. */
+	rank = malloc((nthr ? nthr : 1) * sizeof(*rank));
+	at = calloc(nthr + 1, sizeof(*at));
+	if (!rank || !at)
+		goto cleanup;
+	qsort(first, nthr, sizeof(*first), thread_sort_cmp);
+	for (uint32_t r = 0; r < nthr; r++) {
+		/* first[r] is a sample of the thread ranked r. */
+		rank[thr[first[r]]] = r;
+	}
+	for (size_t i = 0; i < p->nsamples; i++)
+		at[rank[thr[i]] + 1]++;
+	for (uint32_t r = 0; r < nthr; r++)
+		at[r + 1] += at[r];
+	for (size_t i = 0; i < p->nsamples; i++)
+		order[at[rank[thr[i]]]++] = (uint32_t)i;
+	/* at[r] is now the end of thread r's samples. */
+	for (uint32_t r = 0, from = 0; r < nthr; from = (uint32_t)at[r++]) {
+		for (size_t i = from + 1; i < at[r]; i++) {
+			if (v[order[i]].time_ns < v[order[i - 1]].time_ns) {
+				qsort(order + from, at[r] - from, sizeof(*order), order_cmp);
+				break;
+			}
+		}
+	}
+	err = 0;
+cleanup:
+	free(thr);
+	free(first);
+	free(rank);
+	free(at);
+	htab_free(&h);
+	return err;
+}
+
+/* A number, with a separator before it unless it is the first. */
+static size_t fmt_uint(char *out, int comma, uint64_t x)
 {
 	char buf[24];
 	int n = sizeof(buf);
@@ -81,24 +194,46 @@ static void put_uint(FILE *out, int comma, uint64_t x)
 	} while (x);
 	if (comma)
 		buf[--n] = ',';
-	fwrite_unlocked(buf + n, 1, sizeof(buf) - n, out);
+	memcpy(out, buf + n, sizeof(buf) - n);
+	return sizeof(buf) - n;
 }
 
+static void put_uint(struct ss *s, int comma, uint64_t x)
+{
+	char b[24];
+
+	put(s, b, fmt_uint(b, comma, x));
+}
+
+/* A stack's frame numbers, root first, in brackets; numbered as first met. */
 static void write_stack(struct ss *s, uint32_t stack)
 {
 	const uint32_t *v;
 	uint32_t n;
+	size_t start;
 
+	if (s->text_at[stack]) {
+		put(s, s->texts + s->text_at[stack] - 1, s->text_len[stack]);
+		return;
+	}
 	v = seqtab_get(&s->p->stacks, stack, &n);
-	putc_unlocked('[', s->out);
+	if (GROW(s->texts, s->captexts, s->ltexts + 2 + (size_t)n * 12)) {
+		s->err = -ENOMEM;
+		return;
+	}
+	start = s->ltexts;
+	s->texts[s->ltexts++] = '[';
 	for (uint32_t i = 0; i < n; i++) {
 		if (!s->frame_of[v[i]]) {
 			s->frames[s->nframes] = v[i];
 			s->frame_of[v[i]] = ++s->nframes;
 		}
-		put_uint(s->out, i != 0, s->frame_of[v[i]] - 1);
+		s->ltexts += fmt_uint(s->texts + s->ltexts, i != 0, s->frame_of[v[i]] - 1);
 	}
-	putc_unlocked(']', s->out);
+	s->texts[s->ltexts++] = ']';
+	s->text_at[stack] = start + 1;
+	s->text_len[stack] = (uint32_t)(s->ltexts - start);
+	put(s, s->texts + start, s->ltexts - start);
 }
 
 #define IDLE UINT32_MAX /* a run of no samples: an empty stack */
@@ -150,22 +285,24 @@ static void write_thread(struct ss *s, size_t from, size_t to, int first, struct
 		 pr->comm && pr->comm[0] ? pr->comm : "?", pr->pid, t0->tid,
 		 s->p->ntraces > 1 ? " in " : "",
 		 s->p->ntraces > 1 ? s->p->traces[t0->trace].path : "");
+	flush_buf(s);
 	fprintf(s->out, "%s\n{\"type\":\"sampled\",\"name\":", first ? "" : ",");
 	json_string(s->out, name);
 	fputs(",\"unit\":\"nanoseconds\",\"samples\":[", s->out);
 	for (size_t i = 0; i < n; i++) {
 		if (i)
-			putc_unlocked(',', s->out);
+			put_char(s, ',');
 		if (r[i].stack == IDLE)
-			fputs("[]", s->out);
+			PUT_LIT(s, "[]");
 		else
 			write_stack(s, r[i].stack);
 	}
-	fputs("],\"weights\":[", s->out);
+	PUT_LIT(s, "],\"weights\":[");
 	for (size_t i = 0; i < n; i++) {
-		put_uint(s->out, i != 0, r[i].weight);
+		put_uint(s, i != 0, r[i].weight);
 		total += r[i].weight;
 	}
+	flush_buf(s);
 	fprintf(s->out, "],\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64 "}",
 		start, start + total);
 }
@@ -199,7 +336,9 @@ int out_speedscope(FILE *out, const struct profile *p, const struct out_opts *o)
 	s.frame_of = calloc(nn, sizeof(*s.frame_of));
 	s.frames = malloc(nn * sizeof(*s.frames));
 	s.runs = malloc(2 * (p->nsamples ? p->nsamples : 1) * sizeof(*s.runs));
-	if (!s.order || !s.frame_of || !s.frames || !s.runs) {
+	s.text_at = calloc(p->stacks.len ? p->stacks.len : 1, sizeof(*s.text_at));
+	s.text_len = malloc((p->stacks.len ? p->stacks.len : 1) * sizeof(*s.text_len));
+	if (!s.order || !s.frame_of || !s.frames || !s.runs || !s.text_at || !s.text_len) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -208,8 +347,9 @@ int out_speedscope(FILE *out, const struct profile *p, const struct out_opts *o)
 		if (!i || p->samples_v[i].time_ns < s.origin)
 			s.origin = p->samples_v[i].time_ns;
 	}
-	sort_v = p->samples_v;
-	qsort(s.order, p->nsamples, sizeof(*s.order), order_cmp);
+	err = sort_samples(p, s.order);
+	if (err)
+		goto cleanup;
 	/* The busiest thread is shown first. */
 	for (size_t i = 0, j; i < p->nsamples; i = j, nthreads++) {
 		for (j = i + 1; j < p->nsamples &&
@@ -234,10 +374,14 @@ int out_speedscope(FILE *out, const struct profile *p, const struct out_opts *o)
 	fputs("],\n\"shared\":{\"frames\":[", out);
 	write_frames(&s);
 	fputs("]}}\n", out);
+	err = s.err;
 cleanup:
 	free(s.order);
 	free(s.frame_of);
 	free(s.frames);
 	free(s.runs);
+	free(s.texts);
+	free(s.text_at);
+	free(s.text_len);
 	return err;
 }

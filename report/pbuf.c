@@ -49,7 +49,7 @@ static void put_varint(uint8_t *p, uint64_t x)
 	*p = (uint8_t)x;
 }
 
-void pb_varint(struct pbuf *b, uint64_t x)
+void pb_varint_slow(struct pbuf *b, uint64_t x)
 {
 	size_t n = varint_len(x);
 

@@ -24,7 +24,25 @@ struct pbuf {
 };
 
 void pb_free(struct pbuf *b);
-void pb_varint(struct pbuf *b, uint64_t x);
+void pb_varint_slow(struct pbuf *b, uint64_t x);
+
+/* A varint; most are written in place, without a call. */
+static inline void pb_varint(struct pbuf *b, uint64_t x)
+{
+	uint8_t *p;
+
+	if (b->err || b->cap - b->len < 10) {
+		pb_varint_slow(b, x);
+		return;
+	}
+	p = b->v + b->len;
+	while (x >= 0x80) {
+		*p++ = (uint8_t)x | 0x80;
+		x >>= 7;
+	}
+	*p++ = (uint8_t)x;
+	b->len = (size_t)(p - b->v);
+}
 /* A varint field; left out when x is 0. */
 void pb_uint(struct pbuf *b, uint32_t field, uint64_t x);
 void pb_bytes(struct pbuf *b, uint32_t field, const void *p, size_t n);

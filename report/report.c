@@ -269,8 +269,7 @@ static int on_sample(struct run *r, struct report_pass *ps, const struct lp_samp
 		if (err)
 			return err;
 	}
-	err = stacks_lua_stack(ps->st, smp, &lidx) ?:
-	      stacks_add_sample(ps->st, smp, lidx, root, &missing);
+	err = stacks_add_sample(ps->st, smp, root, &lidx, &missing);
 	ps->missing += missing;
 	if (smp->ustack && lp_ustop_cut(smp->ustop))
 		prof->cut++;

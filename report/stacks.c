@@ -34,11 +34,34 @@ struct lplace_ent {
 	enum lua_place how;
 };
 
+/* A sample as it came, and the count entry it went to: a sample like an
+ * earlier one (most of them) costs one probe, not the five of placing it
+ * anew.  The layout generation is part of the key: the same stack ids
+ * may name other frames after the process's mappings changed. */
+struct seen_ent {
+	uint64_t ustack, lstack, kstack, gen;
+	uint64_t count;   /* its samples, added to cnt's at the end */
+	uint32_t pid, root;
+	uint32_t cnt;     /* the count entry */
+	uint32_t lidx;    /* its Lua stack as placed (lua_stack()) */
+	uint8_t how;      /* how it was placed, LUA_PLACE_MAX: not */
+	uint8_t vm;       /* vm_class() + 1 */
+	uint8_t cut;      /* the native walk did not reach the root */
+	uint8_t used;     /* the slot holds an entry */
+} __attribute__((aligned(64))); /* one cache line a probe, not two */
+
 /* What is counted: one entry per distinct (root, user frames, kernel
  * stack, VM-state pseudo-frame). */
 struct count_ent {
 	uint32_t root, useq, kstack, vm;
 	uint64_t count;
+};
+
+/* (pid, layout generation, Lua stack, VM record) -> the Lua stack's
+ * names: a Lua stack runs under many native stacks, and is named once. */
+struct lnames_ent {
+	uint32_t pid, lstack, vm, seq;
+	uint64_t gen;
 };
 
 struct stacks {
@@ -65,6 +88,15 @@ struct stacks {
 	struct count_ent *cnt;
 	size_t ncnt, capcnt;
 	struct htab cnt_h;
+
+	struct lnames_ent *lnames;
+	size_t nlnames, caplnames;
+	struct htab lnames_h;
+	struct seqtab lseqs;
+
+	struct seen_ent *seen; /* open addressing, entries in place */
+	size_t nseen, capseen; /* capseen: 0 or a power of two */
+	uint32_t vm_ids[3]; /* the VM pseudo-frames' names, + 1; 0 unknown */
 
 	uint32_t *buf; /* scratch for one stack's name ids */
 	size_t capbuf;
@@ -101,6 +133,10 @@ void stacks_free(struct stacks *s)
 	htab_free(&s->lplace_h);
 	free(s->cnt);
 	htab_free(&s->cnt_h);
+	free(s->seen);
+	free(s->lnames);
+	htab_free(&s->lnames_h);
+	seqtab_free(&s->lseqs);
 	free(s->buf);
 	free(s->final);
 	free(s);
@@ -151,6 +187,41 @@ static int reserve_buf(struct stacks *s, size_t n)
 	return GROW(s->buf, s->capbuf, n);
 }
 
+/* lua_stack_names(), once per Lua stack, process, layout and VM record
+ * (the names of its C functions depend on the layout): the names are
+ * copied to out, *n of them. */
+static int lua_names(struct stacks *s, uint32_t pid, uint32_t lidx, uint32_t *out,
+		     uint32_t *n)
+{
+	uint64_t gen = maps_generation(s->maps, pid), hash;
+	uint32_t vm = lua_vm_id(s->lua, pid), seq, len;
+	const uint32_t *v;
+	struct htab_probe p;
+	int64_t i;
+	int err;
+
+	hash = hash_mix(hash_mix(hash_mix(hash_u64(pid), gen), lidx), vm);
+	htab_probe_start(&s->lnames_h, hash, &p);
+	while ((i = htab_probe_next(&s->lnames_h, &p)) >= 0) {
+		const struct lnames_ent *e = &s->lnames[i];
+
+		if (e->pid == pid && e->lstack == lidx && e->vm == vm && e->gen == gen) {
+			v = seqtab_get(&s->lseqs, e->seq, &len);
+			memcpy(out, v, len * sizeof(*v));
+			*n = len;
+			return 0;
+		}
+	}
+	err = lua_stack_names(s->lua, pid, lidx, out, n) ?:
+	      seqtab_intern(&s->lseqs, out, *n, &seq, NULL) ?:
+	      GROW(s->lnames, s->caplnames, s->nlnames + 1) ?:
+	      htab_insert(&s->lnames_h, hash, s->nlnames);
+	if (err)
+		return err;
+	s->lnames[s->nlnames++] = (struct lnames_ent){ pid, lidx, vm, seq, gen };
+	return 0;
+}
+
 /* Names a user stack's frames against pid's layout as it is now, with
  * the Lua stack's frames in place of the native frames of each VM entry,
  * and [truncated] at the root of a native stack that was cut.  uidx or
@@ -177,7 +248,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	/* The Lua names go after the result's room. */
 	lua = s->buf + room;
 	if (lidx < MISSING) {
-		err = lua_stack_names(s->lua, pid, lidx, lua, &nl);
+		err = lua_names(s, pid, lidx, lua, &nl);
 		if (err)
 			return err;
 	}
@@ -300,7 +371,14 @@ static const struct frame_info vm_info = {
 	.kind = FRAME_VM, .func = FRAMEINFO_NONE, .file = FRAMEINFO_NONE,
 	.mapping = FRAMEINFO_NONE,
 };
-int stacks_lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t *lidx)
+
+/* The Lua stack of a sample, placed in the functions its trace inlined
+ * if it was taken in compiled code (lua_place(), once per distinct user
+ * and Lua stack): its index in the lua, UINT32_MAX if the sample has none
+ * or names one never defined; *how how it was placed, LUA_PLACE_MAX when
+ * it was not in compiled code. */
+static int lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t *lidx,
+		     enum lua_place *how)
 {
 	uint32_t idx = smp->ustack ? find_stack(s, smp->ustack) : NONE;
 	uint32_t l = smp->lstack ? lua_find_stack(s->lua, smp->lstack) : UINT32_MAX;
@@ -312,13 +390,14 @@ int stacks_lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t *li
 	int err;
 
 	*lidx = l;
+	*how = LUA_PLACE_MAX;
 	if (l == UINT32_MAX || !lua_stack_in_trace(s->lua, l))
 		return 0;
 	htab_probe_start(&s->lplace_h, hash, &p);
 	while ((i = htab_probe_next(&s->lplace_h, &p)) >= 0) {
 		pe = &s->lplace[i];
 		if (pe->stack == idx && pe->lstack == l) {
-			s->place[pe->how]++;
+			*how = pe->how;
 			*lidx = pe->placed;
 			return 0;
 		}
@@ -338,7 +417,7 @@ int stacks_lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t *li
 	if (err)
 		return err;
 	s->nlplace++;
-	s->place[pe->how]++;
+	*how = pe->how;
 	*lidx = pe->placed;
 	return 0;
 }
@@ -348,34 +427,50 @@ void stacks_place_counts(const struct stacks *s, uint64_t counts[LUA_PLACE_MAX])
 	memcpy(counts, s->place, sizeof(s->place));
 }
 
-/* The leaf pseudo-frame for time the LuaJIT VM spent outside Lua code
- * (docs: [GC], [trace exit], [JIT compiler]), or NONE. */
-static int vm_pseudo_frame(struct stacks *s, const struct lp_sample *smp,
-			   uint32_t *id)
-{
-	const char *name = NULL;
+/* Which leaf pseudo-frame a sample gets for time the LuaJIT VM spent
+ * outside Lua code (docs: [GC], [trace exit], [JIT compiler]): its index
+ * in vm_names, or -1 for none. */
+static const char *const vm_names[3] = { "[GC]", "[trace exit]", "[JIT compiler]" };
 
-	*id = NONE;
+static int vm_class(const struct lp_sample *smp)
+{
 	if (smp->lua_state == LP_LUA_NONE || smp->vmstate >= 0)
-		return 0;
+		return -1;
 	switch (~smp->vmstate) {
 	case 2: /* LJ_VMST_GC */
-		name = "[GC]";
-		break;
+		return 0;
 	case 3: /* LJ_VMST_EXIT */
-		name = "[trace exit]";
-		break;
+		return 1;
 	case 4: /* LJ_VMST_RECORD */
 	case 5: /* LJ_VMST_OPT */
 	case 6: /* LJ_VMST_ASM */
-		name = "[JIT compiler]";
-		break;
+		return 2;
 	}
-	return name ? frames_name_as(s->fr, name, &vm_info, id) : 0;
+	return -1;
 }
 
-int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
-		      uint32_t lidx, uint32_t root, int *missing)
+/* The name id of pseudo-frame class k, or NONE for -1. */
+static int vm_pseudo_frame(struct stacks *s, int k, uint32_t *id)
+{
+	int err;
+
+	*id = NONE;
+	if (k < 0)
+		return 0;
+	if (!s->vm_ids[k]) {
+		err = frames_name_as(s->fr, vm_names[k], &vm_info, id);
+		if (err)
+			return err;
+		s->vm_ids[k] = *id + 1;
+	}
+	*id = s->vm_ids[k] - 1;
+	return 0;
+}
+
+/* The count entry of a sample not seen before, whose Lua stack
+ * lua_stack() placed at lidx: its frames resolved. */
+static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t lidx,
+			uint32_t root, int vmk, uint32_t *entry, int *missing)
 {
 	uint32_t useq = NONE, kstack = NONE, vm;
 	struct count_ent *c;
@@ -393,18 +488,16 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 	if (smp->kstack)
 		kstack = find_stack(s, smp->kstack);
 	*missing = useq == MISSING || kstack == MISSING;
-	err = vm_pseudo_frame(s, smp, &vm);
+	err = vm_pseudo_frame(s, vmk, &vm);
 	if (err)
 		return err;
-
 	hash = hash_mix(hash_mix(hash_mix(hash_u64(root), useq), kstack), vm);
 	htab_probe_start(&s->cnt_h, hash, &p);
 	while ((i = htab_probe_next(&s->cnt_h, &p)) >= 0) {
 		c = &s->cnt[i];
 		if (c->root == root && c->useq == useq && c->kstack == kstack &&
 		    c->vm == vm) {
-			c->count++;
-			s->last = i;
+			*entry = (uint32_t)i;
 			return 0;
 		}
 	}
@@ -413,13 +506,109 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		err = htab_insert(&s->cnt_h, hash, s->ncnt);
 	if (err)
 		return err;
-	s->last = s->ncnt;
+	*entry = s->ncnt;
 	c = &s->cnt[s->ncnt++];
 	c->root = root;
 	c->useq = useq;
 	c->kstack = kstack;
 	c->vm = vm;
-	c->count = 1;
+	c->count = 0;
+	return 0;
+}
+
+static uint64_t seen_hash(const struct seen_ent *e)
+{
+	return hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_u64(e->pid),
+		e->ustack), e->lstack), e->kstack), e->gen), e->root), e->vm << 1 | e->cut);
+}
+
+/* Doubles the seen table (from 0: 4096 slots), keeping it at most half
+ * full. */
+static int seen_grow(struct stacks *s)
+{
+	size_t ncap = s->capseen ? 2 * s->capseen : 4096;
+	struct seen_ent *v;
+
+	if (ncap > SIZE_MAX / 2 / sizeof(*v))
+		return -ENOMEM;
+	v = aligned_alloc(64, ncap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	memset(v, 0, ncap * sizeof(*v));
+	for (size_t i = 0; i < s->capseen; i++) {
+		size_t pos;
+
+		if (!s->seen[i].used)
+			continue;
+		for (pos = seen_hash(&s->seen[i]) & (ncap - 1); v[pos].used;
+		     pos = (pos + 1) & (ncap - 1))
+			;
+		v[pos] = s->seen[i];
+	}
+	free(s->seen);
+	s->seen = v;
+	s->capseen = ncap;
+	return 0;
+}
+
+int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
+		      uint32_t root, uint32_t *lidx, int *missing)
+{
+	struct seen_ent k = { .ustack = smp->ustack, .lstack = smp->lstack,
+			      .kstack = smp->kstack,
+			      .gen = maps_generation(s->maps, smp->pid),
+			      .pid = smp->pid, .root = root,
+			      .vm = (uint8_t)(vm_class(smp) + 1),
+			      .cut = smp->ustack && lp_ustop_cut(smp->ustop), .used = 1 };
+	enum lua_place how;
+	size_t pos = 0;
+	uint32_t entry;
+	int err;
+
+	if (s->capseen) {
+		for (pos = seen_hash(&k) & (s->capseen - 1); s->seen[pos].used;
+		     pos = (pos + 1) & (s->capseen - 1)) {
+			struct seen_ent *e = &s->seen[pos];
+
+			if (e->ustack == k.ustack && e->lstack == k.lstack &&
+			    e->kstack == k.kstack && e->gen == k.gen && e->pid == k.pid &&
+			    e->root == k.root && e->vm == k.vm && e->cut == k.cut) {
+				e->count++;
+				s->last = e->cnt;
+				*missing = 0;
+				*lidx = e->lidx;
+				if (e->how < LUA_PLACE_MAX)
+					s->place[e->how]++;
+				return 0;
+			}
+		}
+	}
+	err = lua_stack(s, smp, lidx, &how) ?:
+	      place_sample(s, smp, *lidx, root, (int)k.vm - 1, &entry, missing);
+	if (err)
+		return err;
+	if (how < LUA_PLACE_MAX)
+		s->place[how]++;
+	s->last = entry;
+	if (*missing) {
+		/* Not kept: the stack may be defined later. */
+		s->cnt[entry].count++;
+		return 0;
+	}
+	if ((s->nseen + 1) * 2 > s->capseen) {
+		err = seen_grow(s);
+		for (pos = seen_hash(&k) & (s->capseen - 1); !err && s->seen[pos].used;
+		     pos = (pos + 1) & (s->capseen - 1))
+			;
+	}
+	if (err)
+		return err;
+	k.cnt = entry;
+	k.lidx = *lidx;
+	k.how = (uint8_t)how;
+	k.count = 1;
+	s->seen[pos] = k;
+	s->nseen++;
 	return 0;
 }
 
@@ -478,6 +667,9 @@ int stacks_finish(struct stacks *s, struct profile *p)
 	uint32_t n, id;
 	int created, err;
 
+	for (size_t i = 0; i < s->capseen; i++)
+		if (s->seen[i].used)
+			s->cnt[s->seen[i].cnt].count += s->seen[i].count;
 	s->final = calloc(s->ncnt ? s->ncnt : 1, sizeof(*s->final));
 	if (!s->final)
 		return -ENOMEM;

@@ -34,20 +34,17 @@ void stacks_free(struct stacks *s);
 /* Keeps a STACK record; a second definition of an id is ignored. */
 int stacks_define(struct stacks *s, const struct lp_stack *rec);
 
-/* The Lua stack of a sample, placed in the functions its trace inlined
- * if it was taken in compiled code (lua_place(), once per distinct user
- * and Lua stack): its index in the lua, UINT32_MAX if the sample has none
- * or names one never defined.  Counts the sample by how it was placed. */
-int stacks_lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t *lidx);
+/* Counts one sample.  `root` is a name id put above every frame (the
+ * process name for --comm) or STACKS_NO_ROOT.  *lidx is the sample's Lua
+ * stack, placed in the functions its trace inlined if it was taken in
+ * compiled code (lua_place(), once per distinct user and Lua stack): its
+ * index in the lua, UINT32_MAX if the sample has none or names one never
+ * defined; the sample is counted by how it was placed.  *missing is set
+ * when the sample names a stack id that was never defined before it. */
+int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
+		      uint32_t root, uint32_t *lidx, int *missing);
 /* Samples taken in compiled code so far, by enum lua_place. */
 void stacks_place_counts(const struct stacks *s, uint64_t counts[LUA_PLACE_MAX]);
-
-/* Counts one sample, whose Lua stack stacks_lua_stack() gave as lidx.
- * `root` is a name id put above every frame (the process name for
- * --comm) or STACKS_NO_ROOT.  *missing is set when the sample names a
- * stack id that was never defined before it. */
-int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
-		      uint32_t lidx, uint32_t root, int *missing);
 
 /* Names the kernel frames and folds every counted triple into
  * p->stacks and p->counts (name ids in p->names, which the frames

@@ -27,17 +27,12 @@
 #include "format/elfsyms.h"
 #include "report/symbolize.h"
 
-struct sym {
-	uint64_t addr, size;
-	const char *name;
-};
-
 struct sym_file {
 	char *path;
 	int elf;                /* read as ELF */
 	struct lp_objseg *segs;
 	size_t nsegs;
-	struct sym *syms;       /* sorted by addr, one per address */
+	struct lp_objsym *syms; /* sorted by addr, one per address */
 	size_t nsyms;
 	char *names;            /* the names syms point into */
 };
@@ -221,7 +216,7 @@ int symbolizer_add_table(struct symbolizer *s, const char *key,
 			 const struct lp_symtab *rec)
 {
 	uint64_t hash = hash_bytes(key, strlen(key));
-	struct sym *old_syms;
+	struct lp_objsym *old_syms;
 	char *old_names;
 	struct elf_fsym *raw = NULL;
 	struct htab_probe p;
@@ -297,28 +292,9 @@ int symbolizer_add_table(struct symbolizer *s, const char *key,
 
 static const char *find_sym(const struct sym_file *f, uint64_t addr)
 {
-	size_t lo = 0, hi = f->nsyms;
+	long i = lp_objsym_find(f->syms, f->nsyms, addr, NULL, NULL);
 
-	if (!f->nsyms || addr < f->syms[0].addr)
-		return NULL;
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->syms[mid].addr <= addr)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	/* A sized symbol ends where its size says; a small function nested
-	 * in a bigger one (rare, but compilers emit them) may hide the outer
-	 * one, so look back a few entries before giving up. */
-	for (size_t j = lo + 1, tries = 0; j-- > 0 && tries < 4; tries++) {
-		const struct sym *sy = &f->syms[j];
-
-		if (sy->size ? addr - sy->addr < sy->size : j == lo)
-			return sy->name;
-	}
-	return NULL;
+	return i < 0 ? NULL : f->syms[i].name;
 }
 
 int symbolizer_lookup(struct symbolizer *s, const char *path, uint64_t off,

@@ -62,17 +62,17 @@ check "a recording that never starts leaves the last trace where it was" \
 	cmp -s $TMP/priv.lp $TMP/second.copy
 
 # A disk that fills: recording stops with the reason, exits 1, and the
-# chunks written before the disk filled still report.  The disk fills at
-# the first write of the symbol tables, 0.5 s after record starts: how
-# many samples come before depends on how soon the target got the CPU
-# (a count of them per wall second, > 100, failed on a busy machine), so
-# the bar is that every sample record says it wrote is there.
+# chunks written before the disk filled still report.  The disk (16 KiB)
+# fills after a few flushes (a second's samples and the symbols they hit
+# share a chunk): how many samples come before depends on how soon the
+# target got the CPU (a count of them per wall second, > 100, failed on a
+# busy machine), so the bar is that every sample record says it wrote is
+# there.
 mkdir $TMP/small
 if mount -t tmpfs -o size=16k tmpfs $TMP/small; then
-	# The disk fills at the first flush, on the symbol tables' chunk (the
-	# samples' goes first): hot runs before recording starts, so that
-	# the half second before that flush is all its own however busy
-	# the machine, and what it got of the CPU is what must be kept.
+	# hot runs before recording starts, so that the seconds before the
+	# disk fills are all its own however busy the machine, and what it
+	# got of the CPU is what must be kept.
 	$SAMPLES/hot 30 &
 	hot=$!
 	CLEANUP_PIDS+=($hot)
@@ -108,7 +108,9 @@ head -c 5000 /dev/urandom >$TMP/garbage.lp
 expect_fail "report on garbage" 1 "not a luaprof trace" $LUAPROF report $TMP/garbage.lp
 expect_fail "report on a missing file" 1 "No such file" $LUAPROF report $TMP/missing.lp
 
-$LUAPROF record -q -F 999 -o $TMP/good.lp -- $SAMPLES/hot 1
+# Three seconds: a chunk a second and the last two, enough chunks to take
+# one out or repeat it below.
+$LUAPROF record -q -F 999 -o $TMP/good.lp -- $SAMPLES/hot 3
 size=$(stat -c %s $TMP/good.lp)
 head -c $((size * 2 / 3)) $TMP/good.lp >$TMP/cut.lp
 $LUAPROF report --format folded -o $TMP/cut.folded $TMP/cut.lp 2>$TMP/cut.err

@@ -394,6 +394,48 @@ TEST(views_speedscope_gaps_are_real_time)
 	free(s);
 }
 
+TEST(views_speedscope_time_order_within_threads)
+{
+	const char *path = rt_path("order.lp"), *js = rt_path("order.json");
+	struct lp_record r = { .type = LP_REC_SAMPLE };
+	static const uint64_t at[] = { 0x10100, 0x10200, 0x10300 };
+	/* Thread 41's samples come out of time order, 40's in it: both are
+	 * written by time, 40 (the lower tid) first. */
+	static const struct { uint32_t tid; uint64_t ms, stack; } smp[] = {
+		{ 41, 30, 1 }, { 40, 0, 1 }, { 41, 10, 2 }, { 40, 10, 3 }, { 41, 20, 3 },
+	};
+	struct trace_writer *w = rt_open(path);
+	char *s, *t40, *t41;
+	int err;
+
+	CHECK(w);
+	err = rt_process(w, 40, 1, LP_PROC_EXISTING, "app", "/x/host", 0) ?:
+	      rt_map1(w, 40, LP_MAPS_REPLACE, 0x10000, 0x30000, 0, "/x/host");
+	for (int i = 0; i < 3 && !err; i++)
+		err = rt_stack(w, i + 1, LP_STACK_USER, &at[i], 1);
+	for (size_t i = 0; i < sizeof(smp) / sizeof(smp[0]) && !err; i++) {
+		r.u.sample = (struct lp_sample){ .time_ns = 1000000000ull + smp[i].ms * 1000000,
+						 .pid = 40, .tid = smp[i].tid,
+						 .ustack = smp[i].stack };
+		err = trace_write(w, &r);
+	}
+	CHECK(!err && trace_writer_close(w, NULL) == 0);
+	CHECK(rt_run(cmd_report, NULL, NULL, "report", "--format", "speedscope", "-o", js,
+		     path, NULL) == 0);
+	s = rt_slurp(js);
+	CHECK(s);
+	t40 = strstr(s, "\"name\":\"app 40/40\"");
+	t41 = strstr(s, "\"name\":\"app 40/41\"");
+	CHECK(t40 && t41 && t40 < t41);
+	/* Frames numbered as met: host+0x100 (0), host+0x300 (1), then 41's
+	 * host+0x200 (2) at 10 ms, host+0x300 at 20, host+0x100 at 30. */
+	CHECK(strstr(t40, "\"samples\":[[0],[1]],"));
+	CHECK(strstr(t41, "\"samples\":[[2],[1],[0]],"));
+	CHECK(strstr(s, "\"frames\":[\n{\"name\":\"host+0x100\"},\n{\"name\":\"host+0x300\"},"
+			"\n{\"name\":\"host+0x200\"}]"));
+	free(s);
+}
+
 /* ---- --from/--to, several traces -------------------------------------- */
 
 static long folded_count(const char *out, const char *stack)
