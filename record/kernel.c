@@ -300,7 +300,9 @@ static void explain_load_failure(int err, const char *who)
 	int r;
 
 	fprintf(stderr, "%s: cannot load the BPF sampler: %s\n", who, strerror(-err));
-	if (err == -EPERM || err == -EACCES) {
+	/* The verifier refuses a program with EACCES too: that is no
+	 * question of privileges, and its verdict below says what. */
+	if ((err == -EPERM || err == -EACCES) && !log_verifier_verdict(line, sizeof(line))) {
 		fprintf(stderr, "%s: loading BPF needs root, or CAP_BPF, CAP_PERFMON and "
 			"CAP_SYS_RESOURCE\n", who);
 		return;
@@ -366,8 +368,14 @@ int sampler_load(struct sampler **out, int follow_children,
 	}
 	libbpf_set_print(old);
 	if (err) {
+		char verdict[8];
+
 		if (who)
 			explain_load_failure(err, who);
+		/* Refused by the verifier: not the EACCES of a missing
+		 * privilege, which callers tell the user about. */
+		if (err == -EACCES && log_verifier_verdict(verdict, sizeof(verdict)))
+			err = -EINVAL;
 		sampler__destroy(skel);
 	} else {
 		*out = skel;

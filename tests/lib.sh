@@ -119,10 +119,10 @@ cpu_seconds() {
 #     application is a compiled trace: a sample there names its trace and
 #     Lua frames, and the native walk steps over trace code, so the raw
 #     address, root or between, means the walk went wrong.  As the leaf
-#     user frame after "[truncated]", it is the interrupted pc itself, read
-#     from the registers, not from memory: a walk that could go no
-#     further (a trace's first or last instructions, before or after it
-#     sets vmstate), counted as truncated, not garbage;
+#     (the last user frame; kernel frames may follow) it is the
+#     interrupted pc itself, read from the registers, not from memory:
+#     true, if without its Lua frames (a tick the Lua walk could not tie
+#     to its trace: seen 1 to 3 times in 3000), which the Lua bar counts;
 #   - "[stack]", "[heap]", "[vvar...]": an address in a mapping that holds
 #     no code;
 #   - "[unknown Lua function]": a Lua frame whose function could not be
@@ -163,7 +163,7 @@ stack_bars() {
 	}
 	function garbage(f, i) {
 		if (f ~ /^\[unmapped( [^]]*)?\]$/) return "an address in no mapping"
-		if (f ~ /^\[anon\]\+0x/ && !(i == 2 && fr[1] == "[truncated]" && kernel_after(i)))
+		if (f ~ /^\[anon\]\+0x/ && !kernel_after(i))
 			return "trace or stack data as a native frame"
 		if (f ~ /^\[(stack|heap|vvar)[^]]*\]$/) return "an address in a mapping of data"
 		if (f == "[unknown Lua function]") return "a Lua frame that is no function"
