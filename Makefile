@@ -6,17 +6,21 @@
 CC       ?= gcc
 CLANG    ?= clang
 BPFTOOL  ?= bpftool
-BUILD    := build
+BUILD    ?= build
 VERSION  := 0.1.0
 
+# CFLAGS and LDFLAGS are the user's: `make CFLAGS='-O1 -g -fsanitize=address'`
+# replaces them whole.  What the project needs to compile at all lives in
+# LP_CFLAGS, which the command line does not override.
 CFLAGS   ?= -O2 -g
-CFLAGS   += -Wall -Wextra -std=gnu11 -D_GNU_SOURCE -DLUAPROF_VERSION='"$(VERSION)"' \
+LDFLAGS  ?=
+LP_CFLAGS := -Wall -Wextra -std=gnu11 -D_GNU_SOURCE -DLUAPROF_VERSION='"$(VERSION)"' \
             -I. -I$(BUILD)
 LDLIBS   := -lbpf -ldw -lelf -lz -llz4
 
 # Debian packages the build and the tests need.
 DEPS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev liblz4-dev \
-        pkg-config make gcc python3 util-linux
+        pkg-config make gcc python3 util-linux libclang-rt-14-dev
 
 FORMAT_SRC := $(wildcard format/*.c)
 RECORD_SRC := $(wildcard record/*.c)
@@ -28,7 +32,7 @@ UNIT_SRC   := $(wildcard tests/unit/*.c)
 UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 SAMPLES    := $(patsubst samples/%.c,$(BUILD)/samples/%,$(wildcard samples/*.c))
 
-.PHONY: all deps test unit demo clean bench
+.PHONY: all deps test unit demo clean bench sanitize sanitize-build fuzz fuzz-build
 .SECONDARY:
 all: $(BUILD)/luaprof $(SAMPLES)
 
@@ -57,14 +61,6 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h $(BUILD)/vmlinux.h
 $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
 
-# record/ includes the generated skeleton: an explicit prerequisite, so a
-# clean tree builds it first.
-$(RECORD_OBJ): $(BUILD)/sampler.skel.h
-
-$(BUILD)/%.o: %.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
-
 # The flame graph's script, a C string for report/out_flamegraph.c: the
 # SVG carries it, so it is kept as JavaScript in report/flamegraph.js.
 $(BUILD)/report/flamegraph_js.h: report/flamegraph.js
@@ -72,17 +68,26 @@ $(BUILD)/report/flamegraph_js.h: report/flamegraph.js
 	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp && mv $@.tmp $@
 $(BUILD)/report/out_flamegraph.o: $(BUILD)/report/flamegraph_js.h
 
-$(BUILD)/luaprof: $(BUILD)/luaprof.o $(RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-
 # Unit tests link the report and format libraries and the parts of record/
 # that need neither BPF nor root.
 UNIT_RECORD_OBJ := $(BUILD)/record/luajit_layouts.o $(BUILD)/record/unwind_table.o \
 		   $(BUILD)/record/unwind_buckets.o $(BUILD)/record/srclines.o \
 		   $(BUILD)/record/addrset.o $(BUILD)/record/symtab.o
 
+# record/ includes the generated skeleton: an explicit prerequisite, so a
+# clean tree builds it first.  The parts the unit tests link need no BPF,
+# so a sanitizer build of the unit tests compiles no BPF either.
+$(filter-out $(UNIT_RECORD_OBJ),$(RECORD_OBJ)): $(BUILD)/sampler.skel.h
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(LP_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/luaprof: $(BUILD)/luaprof.o $(RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Samples keep frame pointers and distinct functions so that stacks name
 # them; issue-level tests depend on their hot functions being visible.
@@ -107,13 +112,57 @@ $(BUILD)/samples/inline: samples/inline.c
 
 # bench/views.sh's synthetic traces, written with the format library.
 $(BUILD)/bench/synth: $(BUILD)/bench/synth.o $(FORMAT_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests
 
+# The unit tests built again with AddressSanitizer (leaks included) and
+# UndefinedBehaviorSanitizer, in a build directory of their own, through
+# the user's CFLAGS as anyone would: tests/run runs them and any report
+# fails the run.  `make sanitize` builds and runs them alone.  clang, as
+# for the fuzzer: its UBSan also catches arithmetic on a NULL pointer.
+SAN_BUILD  := $(BUILD)/san
+SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	      -fno-sanitize-recover=all
+sanitize-build:
+	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC=$(CLANG) CFLAGS='$(SAN_CFLAGS)' \
+		$(SAN_BUILD)/unit_tests
+
+# Reports go to files: a test that captures standard error (rt_run)
+# would swallow them.
+sanitize: sanitize-build
+	@rm -f $(SAN_BUILD)/report.*
+	ASAN_OPTIONS=detect_leaks=1:exitcode=23:log_path=$(SAN_BUILD)/report \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(SAN_BUILD)/report \
+		$(SAN_BUILD)/unit_tests || { cat $(SAN_BUILD)/report.* 2>/dev/null; exit 1; }
+
+# libFuzzer on the trace reader, every report mode and info (tests/fuzz/):
+# clang's -fsanitize=fuzzer with ASan and UBSan, and the reader built to
+# skip its CRC checks (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION) so that
+# mutations reach the records.  `make fuzz` records a seed corpus and runs
+# for FUZZ_SECONDS on every core (FUZZ_JOBS); tests/e2e/fuzz_smoke.sh runs a
+# short, fixed-seed pass inside `make test`.
+FUZZ_BUILD   := $(BUILD)/fuzz
+FUZZ_CFLAGS  := -O1 -g -fno-omit-frame-pointer \
+		-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+		-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+FUZZ_SECONDS ?= 600
+FUZZ_JOBS    ?= $(shell nproc 2>/dev/null || echo 1)
+
+$(BUILD)/fuzz_trace: $(BUILD)/tests/fuzz/fuzz_trace.o $(REPORT_OBJ) $(FORMAT_OBJ)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+fuzz-build:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(CLANG) \
+		CFLAGS='$(FUZZ_CFLAGS)' $(FUZZ_BUILD)/fuzz_trace
+
+fuzz: deps
+	@$(MAKE) --no-print-directory all fuzz-build
+	@tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS)
+
 test: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests
+	@$(MAKE) --no-print-directory all $(BUILD)/unit_tests sanitize-build fuzz-build
 	@tests/run
 
 demo: deps
@@ -129,4 +178,6 @@ bench: deps
 clean:
 	rm -rf $(BUILD) demo.lp demo.folded
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# The sanitizer and fuzzing builds below build/ keep their own .d files.
+-include $(shell find $(BUILD) \( -path $(SAN_BUILD) -o -path $(FUZZ_BUILD) \) -prune \
+	-o -name '*.d' -print 2>/dev/null)

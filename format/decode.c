@@ -663,6 +663,8 @@ static int decode_body(struct trace_reader *r, uint64_t type,
 		       get_str(r, c, &rec->u.puc_lua.object);
 	case LP_REC_TRACE_SNAPS:
 		return decode_trace_snaps(r, c, &rec->u.trace_snaps);
+	case LP_REC_CHUNK:
+		return -EBADMSG; /* framing: only at a chunk's start (reader.c) */
 	}
 	return -ENOENT;
 }
@@ -708,7 +710,11 @@ int lp_decode_record(struct trace_reader *r, struct lp_record *rec)
 		r->stats.bad_records++;
 		return 0;
 	}
-	if (type == LP_REC_FOOTER)
+	if (type == LP_REC_FOOTER && !r->stats.footer_seen) {
 		r->stats.footer_seen = 1;
+		r->stats.footer = rec->u.footer;
+	}
+	if (type == LP_REC_SAMPLE)
+		r->stats.samples++;
 	return 1;
 }

@@ -29,6 +29,7 @@ static const char *const record_names[] = {
 	[LP_REC_SRCLINES] = "srclines",
 	[LP_REC_PUC_LUA] = "puc_lua",
 	[LP_REC_TRACE_SNAPS] = "trace_snaps",
+	[LP_REC_CHUNK] = "chunk",
 };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

@@ -22,12 +22,17 @@ struct trace_reader {
 	uint8_t *buf;
 	size_t cap, start, end;
 	uint64_t base;
+	uint64_t size_hint; /* the file's size at open, 0 unknown */
 
 	/* Records not yet returned from the current chunk, which is either
 	 * in the window (codec none) or in raw (decompressed). */
 	const uint8_t *rec, *rec_end;
 	uint64_t prev_sample_time;
 	struct lp_buf raw;
+
+	/* The number of the last records chunk read (CHUNK_SEQ), if any. */
+	uint64_t last_seq;
+	int seq_seen;
 
 	/* A damaged region being skipped (see reader.c). */
 	int resyncing;

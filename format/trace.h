@@ -15,7 +15,9 @@
  *                 version:u16le         (= 1)
  *                 header_size:u16le     (= 24; bytes from magic to crc)
  *                 incompat:u32le        (feature bits a reader must know)
- *                 compat:u32le          (feature bits a reader may ignore)
+ *                 compat:u32le          (feature bits a reader may ignore:
+ *                                        0x1 CHUNK_SEQ, every records chunk
+ *                                        starts with a chunk record)
  *                 crc:u32le             (CRC-32 of the 20 bytes before it)
  *   chunk      := magic[4] "LPCK"
  *                 type:u8               (1 = records; others are skipped)
@@ -26,7 +28,8 @@
  *                 crc:u32le             (CRC-32 of type..stored_size and
  *                                        the stored payload)
  *                 payload[stored_size]
- *   payload    := record*               (after decompression)
+ *   payload    := chunk_rec? record*    (after decompression; chunk_rec
+ *                                        when the header has CHUNK_SEQ)
  *   record     := type:uv length:uv body[length]
  *
  *   uv = unsigned LEB128 varint (at most 10 bytes), sv = zigzag then uv,
@@ -90,6 +93,8 @@
  *                 lframe[nframe]   (frames base first: the previous
  *                                   snapshot's first keep, then these;
  *                                   keep = nframe = 0: code not placed)
+ *   chunk_rec  := type 21, body seq:uv (the chunk's number in the trace,
+ *                 from 0; consumed by the reader, never returned)
  *
  * A sample's time is dtime added to the time of the previous sample in the
  * same chunk (0 at a chunk's start), so each chunk decodes on its own.
@@ -111,10 +116,13 @@
 #define LP_CHUNK_MAGIC "LPCK"
 #define LP_CHUNK_HEADER_SIZE 20
 
-/* Feature bits.  v1 defines none; a reader refuses a trace with an
- * incompat bit it does not know, and ignores unknown compat bits. */
+/* Feature bits.  A reader refuses a trace with an incompat bit it does
+ * not know, and ignores unknown compat bits. */
 #define LP_INCOMPAT_KNOWN 0u
-#define LP_COMPAT_KNOWN 0u
+/* Every records chunk starts with a chunk record numbering it, so that a
+ * reader tells a missing, repeated or reordered chunk (format.md §2.3). */
+#define LP_COMPAT_CHUNK_SEQ 0x1u
+#define LP_COMPAT_KNOWN LP_COMPAT_CHUNK_SEQ
 
 /* Sizes a reader accepts: anything larger is corruption, not data. */
 #define LP_CHUNK_MAX_RAW (16u << 20)
@@ -146,6 +154,7 @@ enum lp_record_type {
 	LP_REC_SRCLINES = 18,
 	LP_REC_PUC_LUA = 19,
 	LP_REC_TRACE_SNAPS = 20,
+	LP_REC_CHUNK = 21, /* a chunk's number: framing, never returned */
 };
 
 /* meta.flags */
@@ -523,6 +532,16 @@ const char *lp_record_name(enum lp_record_type type);
 int lp_objid_read(int fd, uint32_t *kind, uint8_t *ident, uint32_t *len,
 		  uint64_t *size);
 
+/* ---- private.c ---------------------------------------------------------
+ * Opens path for writing as a private file: 0600 whatever the umask,
+ * never through a symbolic link (-ELOOP).  LP_PRIVATE_NEW: a new file
+ * only (-EEXIST otherwise); without it an existing regular file is made
+ * private and emptied.  A file descriptor, or -errno;
+ * lp_private_strerror() says why in words (a link is named as such). */
+#define LP_PRIVATE_NEW 0x1
+int lp_open_private(const char *path, int flags);
+const char *lp_private_strerror(int err);
+
 /* ---- writer.c ----------------------------------------------------------
  * The writer owns its file descriptor and one chunk buffer.  Records are
  * encoded into the buffer; a chunk is compressed and written when the
@@ -534,7 +553,8 @@ struct trace_writer;
 
 struct trace_writer_stats {
 	uint64_t chunks;       /* chunks written */
-	uint64_t samples;      /* sample records in them */
+	uint64_t samples;      /* sample records in them: after a write
+				* error, those the file keeps */
 	uint64_t raw_bytes;    /* payload bytes before compression */
 	uint64_t file_bytes;   /* bytes written to the file, header included */
 	uint64_t records;
@@ -563,7 +583,8 @@ size_t lp_trace_snaps_size(const struct lp_trace_snaps *ts);
  * version.  After that, damage never stops it: a chunk whose CRC or codec
  * does not check out is counted and skipped, and the reader scans forward
  * for the next chunk magic; a record that does not decode is counted and
- * skipped on its own.  trace_reader_next() returns 1 with a
+ * skipped on its own.  A chunk whose number is not above the last one
+ * read is counted and skipped, so a repeated chunk never counts twice.  trace_reader_next() returns 1 with a
  * record, 0 at the end of the file, -errno on an I/O error. */
 struct trace_reader;
 
@@ -579,8 +600,15 @@ struct trace_reader_stats {
 	uint64_t raw_bytes;       /* decompressed payload bytes */
 	uint64_t stored_bytes;    /* payload bytes in the file */
 	uint64_t garbage_bytes;   /* bytes skipped while resynchronizing */
+	/* Chunk numbers (compat CHUNK_SEQ): chunks the sequence skipped
+	 * over, and chunks whose number was not above the last one read,
+	 * skipped (a repeat, or one out of its place). */
+	uint64_t missing_chunks;
+	uint64_t disordered_chunks;
+	uint64_t samples;         /* sample records returned */
 	int truncated;            /* the file ends inside a chunk */
 	int footer_seen;          /* a footer record was read */
+	struct lp_footer footer;  /* the first footer read, if footer_seen */
 };
 
 int trace_reader_open(struct trace_reader **out, const char *path,

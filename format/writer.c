@@ -14,9 +14,9 @@
  * clean (footer-less) trace instead of a torn chunk.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "format/codec.h"
@@ -557,24 +557,42 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 	case LP_REC_TRACE_SNAPS:
 		return put_trace_snaps(b, &rec->u.trace_snaps);
 	case LP_REC_DEBUG_RETIRED:
-		break; /* a type no writer writes any more */
+	case LP_REC_CHUNK:
+		break; /* retired; or written by the writer itself */
 	}
 	return -EINVAL;
 }
 
 /*
- * Appends one record (type, length, body) to the pending chunk.  The
- * length precedes the body but is only known after it, so the body is
- * encoded LP_UV_MAX bytes further on and slid back once the length's own
- * size is known.  On failure the chunk is left exactly as it was.
+ * The first record of every chunk (LP_COMPAT_CHUNK_SEQ): the chunk's
+ * number, from 0, which is the count of chunks written before it, since
+ * the pending chunk is always the next one written.
+ */
+static int put_chunk_record(struct trace_writer *w)
+{
+	uint8_t seq[LP_UV_MAX];
+	size_t n = lp_uv_encode(seq, w->stats.chunks);
+
+	return lp_put_uv(&w->chunk, LP_REC_CHUNK) ?: lp_put_uv(&w->chunk, n) ?:
+	       lp_put_bytes(&w->chunk, seq, n);
+}
+
+/*
+ * Appends one record (type, length, body) to the pending chunk, after the
+ * chunk record if the chunk is empty.  The length precedes the body but
+ * is only known after it, so the body is encoded LP_UV_MAX bytes further
+ * on and slid back once the length's own size is known.  On failure the
+ * chunk is left exactly as it was (empty, without its chunk record).
  */
 static int append_record(struct trace_writer *w, const struct lp_record *rec)
 {
 	uint8_t gap[LP_UV_MAX] = { 0 }, len_bytes[LP_UV_MAX];
 	size_t mark = w->chunk.len, body, body_len, n;
-	int err;
+	int err = 0;
 
-	err = lp_put_uv(&w->chunk, rec->type) ?:
+	if (mark == LP_CHUNK_HEADER_SIZE)
+		err = put_chunk_record(w);
+	err = err ?: lp_put_uv(&w->chunk, rec->type) ?:
 	      lp_put_bytes(&w->chunk, gap, sizeof(gap));
 	body = w->chunk.len;
 	err = err ?: put_body(w, &w->chunk, rec);
@@ -637,9 +655,11 @@ int trace_writer_open(struct trace_writer **out, const char *path,
 	if (!w)
 		return -ENOMEM;
 	w->codec = codec;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* A new file only, private, never through a symbolic link
+	 * (private.c): the caller moves an old trace out of the way first. */
+	w->fd = lp_open_private(path, LP_PRIVATE_NEW);
 	if (w->fd < 0) {
-		err = -errno;
+		err = w->fd;
 		goto cleanup;
 	}
 	/* The limit refuses a record that can never fit in a chunk as soon
@@ -655,7 +675,7 @@ int trace_writer_open(struct trace_writer **out, const char *path,
 	      lp_put_u16(&header, LP_VERSION) ?:
 	      lp_put_u16(&header, LP_HEADER_SIZE) ?:
 	      lp_put_u32(&header, LP_INCOMPAT_KNOWN) ?:
-	      lp_put_u32(&header, LP_COMPAT_KNOWN);
+	      lp_put_u32(&header, LP_COMPAT_CHUNK_SEQ);
 	err = err ?: lp_put_u32(&header, lp_crc32(0, header.data, header.len));
 	err = err ?: write_full(w->fd, header.data, header.len);
 	if (err)

@@ -77,6 +77,26 @@ static int read_stat(pid_t pid, char *comm, size_t commlen, pid_t *ppid,
 	return 0;
 }
 
+int proc_is_kthread(pid_t pid)
+{
+	char fname[64], buf[1024], *close;
+	unsigned int flags;
+	FILE *f;
+	size_t n;
+
+	snprintf(fname, sizeof(fname), "/proc/%d/stat", (int)pid);
+	f = fopen(fname, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	close = strrchr(buf, ')');
+	/* state ppid pgrp session tty_nr tpgid flags; PF_KTHREAD */
+	return close && sscanf(close + 1, " %*c %*d %*d %*d %*d %*d %u", &flags) == 1 &&
+	       (flags & 0x00200000u);
+}
+
 uint64_t proc_start_real_ns(pid_t pid)
 {
 	unsigned long long ticks = 0;

@@ -16,6 +16,7 @@
  * the scan.  A launched command waits on a pipe until sampling runs.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,6 +51,7 @@
 #define FLUSH_NS 1000000000ull
 #define STATUS_NS 500000000ull
 #define ALIVE_CHECK_NS 1000000000ull
+#define CUT_WALKS 12
 
 _Static_assert((int)LP_WALK_WALKED == (int)LP_LUA_WALKED &&
 		       (int)LP_WALK_NO_VM == (int)LP_LUA_NO_VM &&
@@ -129,6 +131,7 @@ struct session {
 	struct ksym_set *ksyms;
 	struct object_set *objs; /* ELF objects hit, embedded (objects.c) */
 	struct unwinder *unw; /* native unwinder; NULL: frame pointers only */
+	struct sidekick *side; /* keeps unw current during flushes */
 	struct map_plan maps_plan; /* the BPF maps' sizes (mapsize.c) */
 	struct lp_sample *held; /* samples not written yet (emit()) */
 	size_t nheld, capheld;
@@ -145,7 +148,13 @@ struct session {
 	int ntargets, captargets, nalive;
 	struct launched launched;
 	int launched_running;
-	uint64_t start_ns, samples, lost_written;
+	uint64_t start_ns, lost_written;
+	uint64_t lost_dropped; /* events the flush sidekick could not keep */
+	/* record -v: the first native walks cut short, said at the end. */
+	char cut_walks[CUT_WALKS][160];
+	int ncut_walks;
+	uint64_t samples;     /* taken: every sample the ring buffer gave */
+	uint64_t written;     /* of those, in the file (set by finish()) */
 	int write_err; /* first trace write error, negative errno */
 	int status_shown;
 };
@@ -160,23 +169,16 @@ static void on_stop_signal(int sig)
 	stop_requested = 1;
 }
 
+/* How much survives the summary says (print_summary()): the samples the
+ * file holds, and those taken after the error, lost. */
 static void write_failed(struct session *s, int err)
 {
-	struct trace_writer_stats ws;
-	char kept[64] = "";
-
 	if (s->write_err)
 		return;
 	s->write_err = err;
-	/* How much survives, for whoever needs the trace (the writer is
-	 * gone when its close failed). */
-	if (s->w) {
-		trace_writer_get_stats(s->w, &ws);
-		snprintf(kept, sizeof(kept), ": %llu samples", (unsigned long long)ws.samples);
-	}
 	fprintf(stderr, "%sluaprof record: writing %s: %s; stopping (the trace keeps "
-		"what was written before%s)\n", s->status_shown ? "\n" : "",
-		s->o->output, strerror(-err), kept);
+		"what was written before)\n", s->status_shown ? "\n" : "",
+		s->o->output, strerror(-err));
 }
 
 /* Records that only define what later records name (stacks, functions,
@@ -234,12 +236,61 @@ static void emit(struct session *s, const struct lp_record *rec)
 		write_failed(s, err);
 }
 
+/*
+ * Makes way for a new trace at path: a symbolic link there is refused,
+ * never followed; an existing trace is kept as PATH.old, as perf keeps
+ * perf.data.old, so a recording never destroys the last one.  (The writer
+ * then creates the file with O_EXCL: anything that appears meanwhile is
+ * refused too.)  *old is set to the PATH.old name when a file was moved.
+ * Returns 0 or 1 after saying why not.
+ */
+static int make_way(const char *path, char *old, size_t oldlen)
+{
+	struct stat st;
+
+	old[0] = '\0';
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		fprintf(stderr, "luaprof record: cannot create %s: %s\n", path,
+			strerror(errno));
+		return 1;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		fprintf(stderr, "luaprof record: %s is a symbolic link; refusing to "
+			"write a trace through it (remove it, or give another -o)\n",
+			path);
+		return 1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "luaprof record: %s exists and is not a regular file; "
+			"give another -o\n", path);
+		return 1;
+	}
+	if ((size_t)snprintf(old, oldlen, "%s.old", path) >= oldlen ||
+	    rename(path, old) < 0) {
+		fprintf(stderr, "luaprof record: cannot keep the existing %s as %s.old: "
+			"%s\n", path, path, strerror(errno ? errno : ENAMETOOLONG));
+		old[0] = '\0';
+		return 1;
+	}
+	return 0;
+}
+
 static struct target *find_target(struct session *s, pid_t pid)
 {
 	for (int i = 0; i < s->ntargets; i++)
 		if (s->targets[i].pid == pid)
 			return &s->targets[i];
 	return NULL;
+}
+
+/* For the flush sidekick: the mappings last read of pid (sidekick.c). */
+static const struct maps_table *known_maps(void *ctx, pid_t pid)
+{
+	const struct target *t = find_target(ctx, pid);
+
+	return t && t->maps.n ? &t->maps : NULL;
 }
 
 /* code[]: addresses the sampler saw code run at (see procmaps.c). */
@@ -251,15 +302,25 @@ static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns
 	struct lp_mapping *list = NULL;
 	struct lp_record rec;
 	uint32_t n;
-	int gone;
+	int gone, walker_has = 0;
 
 	t->maps_read_ns = mono_ns();
-	gone = procmaps_read_code(t->pid, replace ? NULL : &t->maps, code, ncode, &now);
-	if (!gone && !now.n) {
-		/* A zombie's mappings: none. */
-		maps_table_free(&now);
-		gone = 1;
+	/* An event the flush sidekick published at: the mappings it gave the
+	 * walker then, not those of now, maybe of a later exec (sidekick.c). */
+	if (!sidekick_take_maps(s->side, t->pid, &now)) {
+		walker_has = 1;
+		gone = 0;
+	} else {
+		gone = procmaps_read_code(t->pid, replace ? NULL : &t->maps, code, ncode, &now);
+		if (!gone && !now.n) {
+			/* A zombie's mappings: none. */
+			maps_table_free(&now);
+			gone = 1;
+		}
 	}
+	/* Gone already: as the flush sidekick last published it, if it did. */
+	if (gone && !sidekick_latest_maps(s->side, t->pid, &now))
+		gone = 0;
 	if (gone) {
 		/* Gone already: its samples print as [unmapped], but for code
 		 * the sampler saw run (below), and for an exec'd image whose
@@ -282,7 +343,9 @@ static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns
 	n = replace ? now.n : maps_table_added(&t->maps, &now, added, now.n);
 	/* native unwinder first: until it has the list, walks of the
 	 * process stop at their leaf (bpf/unwind_native.bpf.h). */
-	if (replace)
+	if (walker_has)
+		;
+	else if (replace)
 		unwind_add_process(s->unw, t->pid, &now);
 	else if (n)
 		unwind_update_process(s->unw, t->pid, &now);
@@ -327,8 +390,11 @@ static void emit_process(struct session *s, pid_t pid, pid_t ppid,
 {
 	struct proc_info info;
 	struct lp_record rec;
+	/* An event the flush sidekick published at: as it read the process
+	 * then (its exe, before another exec or its exit); else now. */
+	int err = sidekick_info(s->side, pid, &info) ? proc_read_info(pid, &info) : 0;
 
-	if (proc_read_info(pid, &info)) {
+	if (err) {
 		info.ppid = ppid;
 		info.exe[0] = '\0';
 		snprintf(info.comm, sizeof(info.comm), "%s", comm ? comm : "");
@@ -866,6 +932,40 @@ static int validated_ustack_bytes(const struct target *t,
 	return e->ustack_bytes;
 }
 
+/* record -v: when, where and why a native walk stopped short of the
+ * stack's outermost frame, for the first few, so that a stack that does
+ * not reach main explains itself (tests/e2e/native_unwind.sh prints them
+ * when a share falls short). */
+static void note_cut_walk(struct session *s, const struct target *t,
+			  const struct lp_event_sample *e)
+{
+	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
+	const struct lp_mapping *m;
+	uint64_t pc;
+	char where[96] = "no frame";
+
+	if (s->ncut_walks >= CUT_WALKS || e->ustack_stop == LP_USTOP_END ||
+	    e->ustack_stop == LP_USTOP_DEPTH)
+		return;
+	if (n > LP_MAX_USTACK)
+		n = LP_MAX_USTACK;
+	if (n) {
+		pc = e->ustack[n - 1];
+		m = t ? maps_table_find(&t->maps, pc) : NULL;
+		if (m)
+			snprintf(where, sizeof(where), "at %s+0x%llx",
+				 strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path,
+				 (unsigned long long)(pc - m->start + m->pgoff));
+		else
+			snprintf(where, sizeof(where), "at 0x%llx, in no mapping known",
+				 (unsigned long long)pc);
+	}
+	snprintf(s->cut_walks[s->ncut_walks++], sizeof(s->cut_walks[0]),
+		 "%+.3f s, pid %d: %s after %d frame%s, %s",
+		 ((double)e->h.time_ns - (double)s->start_ns) / 1e9, (int)e->h.pid,
+		 unwind_stop_name(e->ustack_stop), n, n == 1 ? "" : "s", where);
+}
+
 /* Does the sample's native stack hold a return address into t's
  * interpreter (the VM called out to C from there)? */
 static int crosses_vm(const struct lj_target *t, const struct lp_event_sample *e)
@@ -886,6 +986,8 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 
 	if (!t || !t->alive) /* a sample racing its fork event */
 		t = add_target(s, e->h.pid, 0, e->h.time_ns, LP_PROC_FORKED, NULL);
+	if (s->o->verbose)
+		note_cut_walk(s, t, e);
 	if (t)
 		check_mappings(s, t, e);
 	if (t && e->ustack_bytes > 0)
@@ -1017,6 +1119,22 @@ static void emit_lost(struct session *s)
 	s->lost_written = lost;
 }
 
+/* Events the flush sidekick read but had no memory to keep. */
+static void emit_dropped(struct session *s, uint64_t n)
+{
+	struct lp_record rec;
+
+	if (!n)
+		return;
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_LOST;
+	rec.u.lost.time_ns = mono_ns();
+	rec.u.lost.count = n;
+	rec.u.lost.reason = LP_LOST_WRITE;
+	emit(s, &rec);
+	s->lost_dropped += n;
+}
+
 static void emit_meta(struct session *s)
 {
 	char host[256] = "", target[512] = "";
@@ -1108,37 +1226,84 @@ static int load_sampler(struct session *s)
 	return err;
 }
 
-/* Puts the initial targets in the BPF map and the trace. */
+/* Kernel threads among the targets have no user stack: said once, with
+ * the first one named. */
+static void warn_kthreads(struct session *s)
+{
+	int n = 0, first = -1;
+
+	for (int i = 0; i < s->ntargets; i++) {
+		if (proc_is_kthread(s->targets[i].pid)) {
+			if (!n++)
+				first = i;
+		}
+	}
+	if (!n || s->o->quiet)
+		return;
+	{
+		struct proc_info info;
+
+		if (proc_read_info(s->targets[first].pid, &info))
+			snprintf(info.comm, sizeof(info.comm), "?");
+		for (char *c = info.comm; *c; c++) /* a name from the kernel */
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+		if (n == 1)
+			fprintf(stderr, "luaprof record: pid %d (%s) is a kernel thread: it has "
+				"no user stack; only its kernel stacks are recorded\n",
+				(int)s->targets[first].pid, info.comm);
+		else
+			fprintf(stderr, "luaprof record: %d targets are kernel threads (pid %d "
+				"(%s) and %d more): they have no user stack; only their "
+				"kernel stacks are recorded\n", n, (int)s->targets[first].pid,
+				info.comm, n - 1);
+	}
+}
+
+/* Puts the initial targets in the BPF map and the trace.  The recorder
+ * never profiles itself: `-p 1` makes it a descendant of a target. */
 static int add_initial_targets(struct session *s)
 {
 	int fd = bpf_map__fd(s->skel->maps.targets);
 	pid_t *roots = s->o->command ? &s->launched.pid : s->o->pids;
 	int nroots = s->o->command ? 1 : s->o->npids;
-	pid_t *desc = NULL;
-	int ndesc = 0, err;
+	pid_t *desc = NULL, self = getpid();
+	int ndesc = 0, err, skipped_self = 0;
 	uint32_t zero = 0;
 
 	for (int i = 0; i < nroots; i++) {
 		uint32_t key = roots[i];
 
+		if (roots[i] == self) {
+			skipped_self = 1;
+			continue;
+		}
 		if (bpf_map_update_elem(fd, &key, &zero, BPF_ANY))
 			return -errno;
 		add_target(s, roots[i], 0, s->start_ns,
 			   s->o->command ? LP_PROC_LAUNCHED : LP_PROC_EXISTING, NULL);
 	}
-	if (!s->o->follow_children)
-		return 0;
-	err = proc_descendants(roots, nroots, &desc, &ndesc);
-	if (err)
-		return err;
+	if (s->o->follow_children) {
+		err = proc_descendants(roots, nroots, &desc, &ndesc);
+		if (err)
+			return err;
+	}
 	for (int i = 0; i < ndesc; i++) {
 		uint32_t key = desc[i];
 
+		if (desc[i] == self) {
+			skipped_self = 1;
+			continue;
+		}
 		if (bpf_map_update_elem(fd, &key, &zero, BPF_ANY))
 			continue; /* exited meanwhile */
 		add_target(s, desc[i], 0, s->start_ns, LP_PROC_EXISTING, NULL);
 	}
 	free(desc);
+	if (skipped_self && !s->o->quiet)
+		fprintf(stderr, "luaprof record: not recording pid %d, this recorder "
+			"itself\n", (int)self);
+	warn_kthreads(s);
 	return 0;
 }
 
@@ -1207,8 +1372,13 @@ static void record_loop(struct session *s)
 			int err;
 
 			release_samples(s);
+			/* Embedding may still resolve source lines from DWARF
+			 * for long on a cold page cache: the sidekick keeps
+			 * walks whole meanwhile (sidekick.c). */
+			sidekick_begin(s->side);
 			err = write_ksyms(s) ?: write_objects(s, 0) ?:
 			      trace_writer_flush(s->w);
+			emit_dropped(s, sidekick_end(s->side, handle_event, s));
 
 			if (err)
 				write_failed(s, err);
@@ -1335,6 +1505,7 @@ static void print_summary(struct session *s, uint64_t end_ns)
 {
 	const struct lp_bpf_counters *c = &s->skel->bss->counters;
 	double secs = (end_ns - s->start_ns) / 1e9;
+	uint64_t unwritten = s->samples - s->written;
 	struct stat st;
 	unsigned long long bytes = 0;
 
@@ -1343,12 +1514,19 @@ static void print_summary(struct session *s, uint64_t end_ns)
 		bytes = st.st_size;
 	if (s->status_shown)
 		fprintf(stderr, "\r\033[K");
+	/* Samples are what the file holds: those taken but not written
+	 * after a write error are lost, and said to be. */
 	fprintf(stderr, "luaprof record: %llu samples, %llu lost, %.2f s, %d process%s\n",
-		(unsigned long long)s->samples, (unsigned long long)c->lost_ringbuf,
+		(unsigned long long)s->written,
+		(unsigned long long)(c->lost_ringbuf + s->lost_dropped + unwritten),
 		secs, s->ntargets, s->ntargets == 1 ? "" : "es");
+	if (s->write_err)
+		fprintf(stderr, "luaprof record: after the write error, %llu of the %llu "
+			"samples taken were not written: they are lost\n",
+			(unsigned long long)unwritten, (unsigned long long)s->samples);
 	fprintf(stderr, "luaprof record: wrote %s: %llu bytes, %.1f bytes/sample, "
 		"%llu stacks\n", s->o->output, bytes,
-		s->samples ? (double)bytes / s->samples : 0.0,
+		s->written ? (double)bytes / s->written : 0.0,
 		(unsigned long long)stack_table_count(s->stacks));
 	{
 		uint64_t nobj, nemb, nsym, of;
@@ -1440,14 +1618,24 @@ static void print_summary(struct session *s, uint64_t end_ns)
 				us.objects_unindexed, s->maps_plan.rows, s->maps_plan.buckets);
 	}
 	if (s->o->verbose) {
+		struct sidekick_stats ks;
+
 		print_bpf_stats(s);
 		print_bpf_phases(s);
 		unwind_print_stats(s->unw, stderr); /* native unwinder */
+		for (int i = 0; i < s->ncut_walks; i++)
+			fprintf(stderr, "luaprof record: native unwind: walk cut short at %s\n",
+				s->cut_walks[i]);
+		sidekick_stats(s->side, &ks);
+		fprintf(stderr, "luaprof record: during flushes: %llu events read, %llu "
+			"process mappings published for the unwinder\n",
+			(unsigned long long)ks.queued, (unsigned long long)ks.published);
 	}
 }
 
 static int finish(struct session *s)
 {
+	struct trace_writer_stats ws;
 	struct lp_footer footer;
 	uint64_t end_ns = mono_ns();
 	int err;
@@ -1457,11 +1645,18 @@ static int finish(struct session *s)
 	ring_buffer__consume(s->rb);
 	emit_lost(s);
 	release_samples(s);
-	err = write_ksyms(s) ?: write_objects(s, 1);
+	/* The last samples in a chunk of their own, before the symbol
+	 * tables: a disk that fills on the tables keeps them, and the
+	 * footer's count is then what the file holds. */
+	err = trace_writer_flush(s->w) ?: write_ksyms(s) ?: write_objects(s, 1);
 	if (err)
 		write_failed(s, err);
-	footer.samples = s->samples;
-	footer.lost = s->skel->bss->counters.lost_ringbuf;
+	/* Every sample is flushed by now, or lost with a write error: what
+	 * the file holds is final.  (What follows is symbol tables.) */
+	trace_writer_get_stats(s->w, &ws);
+	s->written = ws.samples;
+	footer.samples = s->written;
+	footer.lost = s->skel->bss->counters.lost_ringbuf + s->lost_dropped;
 	footer.chunks = 0; /* the writer fills in its own count */
 	footer.end_mono_ns = end_ns;
 	err = trace_writer_close(s->w, &footer);
@@ -1486,6 +1681,7 @@ int record_session_run(const struct record_opts *o)
 {
 	struct session s = { .o = o, .launched = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
 	struct sigaction sa;
+	char old[PATH_MAX + 8] = "";
 	int err, ret = 1, recording = 0;
 
 	for (int i = 0; i < o->npids; i++) {
@@ -1495,11 +1691,22 @@ int record_session_run(const struct record_opts *o)
 			return 1;
 		}
 	}
+	for (int i = 0, others = 0; i < o->npids && !others; i++) {
+		others = o->pids[i] != getpid();
+		if (!others && i == o->npids - 1) {
+			fprintf(stderr, "luaprof record: pid %d is this recorder itself: "
+				"nothing to record\n", (int)getpid());
+			return 1;
+		}
+	}
 	libbpf_set_print(o->verbose ? libbpf_stderr : libbpf_quiet);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* Past a file size limit (ulimit -f), write() fails with EFBIG and
+	 * the recording stops as on a full disk, rather than being killed. */
+	signal(SIGXFSZ, SIG_IGN);
 
 	s.stacks = stack_table_new();
 	s.ksyms = ksym_set_new();
@@ -1511,6 +1718,8 @@ int record_session_run(const struct record_opts *o)
 		fprintf(stderr, "luaprof record: out of memory\n");
 		goto cleanup;
 	}
+	if (make_way(o->output, old, sizeof(old)))
+		goto cleanup;
 	err = trace_writer_open(&s.w, o->output, o->codec);
 	if (err) {
 		fprintf(stderr, "luaprof record: cannot create %s: %s\n", o->output,
@@ -1550,6 +1759,10 @@ int record_session_run(const struct record_opts *o)
 		fprintf(stderr, "luaprof record: ring buffer: %s\n", strerror(errno));
 		goto cleanup;
 	}
+	err = sidekick_new(&s.side, bpf_map__fd(s.skel->maps.events), s.unw, known_maps, &s);
+	if (err && !o->quiet)
+		fprintf(stderr, "luaprof record: no flush sidekick (%s): walks of processes "
+			"started during a flush may be cut short\n", strerror(-err));
 	err = perf_sampling_attach(&s.perf, s.skel->progs.on_sample, o->freq_hz);
 	if (err) {
 		fprintf(stderr, "luaprof record: cannot open cpu-clock perf events: %s\n",
@@ -1567,6 +1780,9 @@ int record_session_run(const struct record_opts *o)
 		}
 	}
 	recording = 1;
+	if (!o->quiet && old[0])
+		fprintf(stderr, "luaprof record: the existing %s is kept as %s\n",
+			o->output, old);
 	if (!o->quiet)
 		fprintf(stderr, "luaprof record: recording %d process%s at %u Hz into %s "
 			"(Ctrl-C to stop)\n", s.nalive, s.nalive == 1 ? "" : "es",
@@ -1582,13 +1798,19 @@ cleanup:
 	if (s.launched.err_fd >= 0)
 		close(s.launched.err_fd);
 	perf_sampling_detach(&s.perf);
+	sidekick_free(s.side);
 	ring_buffer__free(s.rb);
 	unwind_free(s.unw); /* native unwinder */
 	sampler__destroy(s.skel);
 	if (s.w) {
 		trace_writer_close(s.w, NULL);
-		if (!recording)
-			unlink(o->output); /* nothing was recorded: leave nothing */
+		if (!recording) {
+			/* Nothing was recorded: leave nothing, and the old
+			 * trace where it was. */
+			unlink(o->output);
+			if (old[0])
+				rename(old, o->output);
+		}
 	}
 	stack_table_free(s.stacks);
 	ksym_set_free(s.ksyms);

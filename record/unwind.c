@@ -484,7 +484,7 @@ void unwind_stats(const struct unwinder *u, struct unwind_stats *st)
 	unwind_cache_stats(u, st);
 }
 
-void unwind_print_stats(const struct unwinder *u, FILE *f)
+const char *unwind_stop_name(uint32_t stop)
 {
 	static const char *const names[LP_USTOP_MAX] = {
 		[LP_USTOP_FALLBACK] = "fp-fallback", [LP_USTOP_END] = "complete",
@@ -494,6 +494,12 @@ void unwind_print_stats(const struct unwinder *u, FILE *f)
 		[LP_USTOP_BAD_FRAME] = "bad-frame", [LP_USTOP_NO_REGS] = "no-regs",
 		[LP_USTOP_NO_TABLE] = "no-table",
 	};
+
+	return stop < LP_USTOP_MAX && names[stop] ? names[stop] : "unknown";
+}
+
+void unwind_print_stats(const struct unwinder *u, FILE *f)
+{
 	struct unwind_stats st;
 	uint64_t walks = 0;
 
@@ -524,7 +530,7 @@ void unwind_print_stats(const struct unwinder *u, FILE *f)
 		st.lists);
 	for (int i = 1; i < LP_USTOP_MAX; i++)
 		if (st.stops[i])
-			fprintf(f, " %s %llu", names[i], (unsigned long long)st.stops[i]);
+			fprintf(f, " %s %llu", unwind_stop_name(i), (unsigned long long)st.stops[i]);
 	fprintf(f, "\n");
 }
 

@@ -64,6 +64,8 @@ int command_files(const char *cmd,
 		  void (*each)(const char *path, int fd, struct Elf *elf, void *arg),
 		  void *arg);
 void unwind_stats(const struct unwinder *u, struct unwind_stats *st);
+/* How a walk stopped (enum lp_ustop), as record -v names it. */
+const char *unwind_stop_name(uint32_t stop);
 /* Two or three lines for `record -v`. */
 void unwind_print_stats(const struct unwinder *u, FILE *f);
 void unwind_free(struct unwinder *u);

@@ -940,7 +940,7 @@ static void parse_section(struct builder *b, const struct cfi_sec *s)
 {
 	size_t off = 0;
 	struct entry e;
-	int r;
+	int r = 0; /* stays 0 if b->err ends the loop before a read */
 
 	/* CIEs are cached by offset, which means nothing in another section. */
 	b->ncies = 0;
@@ -982,7 +982,8 @@ static int finish_rows(struct builder *b)
 
 	if (b->err)
 		return b->err;
-	qsort(b->v, b->n, sizeof(*b->v), build_row_cmp);
+	if (b->n) /* qsort(NULL, 0, ...) is undefined behaviour */
+		qsort(b->v, b->n, sizeof(*b->v), build_row_cmp);
 	t->rows = malloc((b->n ? b->n : 1) * sizeof(*t->rows));
 	if (!t->rows)
 		return -ENOMEM;
@@ -1167,7 +1168,8 @@ static int build_elf(Elf *elf, struct unwind_table *t)
 	if (dbg.data && !b.err) {
 		size_t before = b.n;
 
-		qsort(b.ranges, b.nranges, sizeof(*b.ranges), range_cmp);
+		if (b.nranges)
+			qsort(b.ranges, b.nranges, sizeof(*b.ranges), range_cmp);
 		b.fill_in = 1;
 		parse_section(&b, &dbg);
 		if (b.n > before)

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/escape.h"
 #include "report/annotate.h"
 #include "report/htab.h"
 
@@ -302,7 +303,7 @@ static int line_num_cmp(const void *pa, const void *pb)
 }
 
 /* Source text from the trace, made safe for a terminal: control bytes
- * (but tabs) print as '?'.  trim: no leading blanks, and at most
+ * but tabs print as '?' (escape.h).  trim: no leading blanks, and at most
  * BYLINE_TEXT_MAX bytes, cut between UTF-8 characters. */
 static void put_text(FILE *out, const char *s, size_t len, int trim)
 {
@@ -320,10 +321,16 @@ static void put_text(FILE *out, const char *s, size_t len, int trim)
 				cut--;
 		}
 	}
-	for (size_t i = 0; i < cut; i++) {
-		unsigned char ch = (unsigned char)s[i];
+	for (size_t i = 0; i < cut;) {
+		size_t k = s[i] == '\t' ? 0 : esc_control_len((const unsigned char *)s + i,
+							       cut - i);
 
-		fputc((ch < 0x20 && ch != '\t') || ch == 0x7f ? '?' : ch, out);
+		if (!k) {
+			fputc(s[i++], out);
+			continue;
+		}
+		for (; k; k--, i++)
+			fputc('?', out);
 	}
 	if (cut < len)
 		fputs(" ...", out);
@@ -379,10 +386,11 @@ static int annotate_fn(FILE *out, const struct annotate *a, uint32_t fn,
 		if (a->lines[i].fn == fn)
 			lines[n++] = &a->lines[i];
 	qsort(lines, n, sizeof(*lines), line_num_cmp);
-	fprintf(out, "\n%s (%s:%" PRIu32 "-%" PRIu64 "): self %" PRIu64 " (%.2f%%), "
-		"total %" PRIu64 " (%.2f%%) of %" PRIu64 " samples\n", f->name,
-		lua_chunk_label(pt->chunkname, chunk, sizeof(chunk)), pt->firstline,
-		last, f->self,
+	fprintf(out, "\n%s (", f->name);
+	esc_fputs(lua_chunk_label(pt->chunkname, chunk, sizeof(chunk)), out);
+	fprintf(out, ":%" PRIu32 "-%" PRIu64 "): self %" PRIu64 " (%.2f%%), "
+		"total %" PRIu64 " (%.2f%%) of %" PRIu64 " samples\n",
+		pt->firstline, last, f->self,
 		base ? 100.0 * f->self / base : 0.0, f->total,
 		base ? 100.0 * f->total / base : 0.0, base);
 	have = luasrc_nlines(a->src, pt->source);
@@ -483,8 +491,9 @@ int out_by_line(FILE *out, const struct profile *p, struct annotate *a,
 
 		put_count(out, le->self, p->shown);
 		put_count(out, le->total, p->shown);
-		fprintf(out, "  %s:", lua_chunk_label(f->pt->chunkname, chunk,
-						      sizeof(chunk)));
+		fputs("  ", out);
+		esc_fputs(lua_chunk_label(f->pt->chunkname, chunk, sizeof(chunk)), out);
+		fputc(':', out);
 		if (!le->line) {
 			fprintf(out, "?  %s: %s\n", f->name, line_unknown);
 			continue;

@@ -275,11 +275,9 @@ static int write_output(const struct opts *o, const struct profile *prof,
 	int err;
 
 	if (o->output) {
-		out = report_open_output(o->output);
-		if (!out) {
-			fprintf(stderr, PROG ": %s: %s\n", o->output, strerror(errno));
+		out = report_open_output(o->output, PROG);
+		if (!out)
 			return 1;
-		}
 	}
 	if (o->vmstate)
 		err = out_vmstate(out, prof, report_pass_vmstate(ps), o->rows);

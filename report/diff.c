@@ -254,7 +254,8 @@ static int write_top(FILE *out, const struct dopts *o, const struct profile *b,
 	for (size_t i = 0; i < f.names.len; i++)
 		if (f.v[i].self[0] != f.v[i].self[1] || f.v[i].total[0] != f.v[i].total[1])
 			f.v[k++] = f.v[i];
-	qsort(f.v, k, sizeof(*f.v), fn_cmp);
+	if (k) /* f.v is NULL when no function changed: qsort(NULL) is UB */
+		qsort(f.v, k, sizeof(*f.v), fn_cmp);
 	fprintf(out, "# luaprof diff: %s -> %s\n", o->base, o->new);
 	side_line(out, "base", o->base, b);
 	side_line(out, "new ", o->new, n);
@@ -314,7 +315,7 @@ static int write_folded(FILE *out, const struct profile *b, const struct profile
 			v[k++].count[s] = side[s]->counts[i];
 		}
 	}
-	if (!err) {
+	if (!err && k) { /* v is NULL without a stack: qsort(NULL) is UB */
 		qsort(v, k, sizeof(*v), fline_cmp);
 		for (size_t i = 0; i < k; i++) {
 			uint64_t c0 = v[i].count[0], c1 = v[i].count[1];
@@ -342,11 +343,9 @@ static int write_diff(const struct dopts *o, const struct profile *b, const stru
 	int err;
 
 	if (o->output) {
-		out = report_open_output(o->output);
-		if (!out) {
-			fprintf(stderr, PROG ": %s: %s\n", o->output, strerror(errno));
+		out = report_open_output(o->output, PROG);
+		if (!out)
 			return 1;
-		}
 	}
 	snprintf(title, sizeof(title), "luaprof diff: %s \xe2\x86\x92 %s", o->base, o->new);
 	if (o->format == DIFF_FOLDED)

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/escape.h"
 #include "report/frames.h"
 #include "report/htab.h"
 
@@ -155,20 +156,14 @@ int frames_name(struct frames *f, const char *name, uint32_t *id)
 	char *clean;
 	int err;
 
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = name[i];
-
-		if (c < 0x20 || c == 0x7f)
+	for (size_t i = 0; i < n; i++)
+		if (esc_control_len((const unsigned char *)name + i, n - i))
 			goto dirty;
-	}
 	return strtab_intern(f->names, name, n, id);
 dirty:
-	clean = strdup(name);
+	clean = esc_dup(name); /* same length */
 	if (!clean)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)clean[i] < 0x20 || clean[i] == 0x7f)
-			clean[i] = '?';
 	err = strtab_intern(f->names, clean, n, id);
 	free(clean);
 	return err;

@@ -17,6 +17,9 @@
 #include <unistd.h>
 
 #include "format/trace.h"
+#include "report/count.h"
+#include "report/escape.h"
+#include "report/health.h"
 #include "report/procs.h"
 #include "report/report.h"
 
@@ -119,7 +122,7 @@ static int on_object(struct info *in, const struct lp_object *o)
 		return -ENOMEM;
 	ob = &in->objs[in->nobjs];
 	memset(ob, 0, sizeof(*ob));
-	ob->path = strdup(o->path ? o->path : "");
+	ob->path = esc_dup(o->path); /* shown only */
 	if (!ob->path)
 		return -ENOMEM;
 	ob->id = o->id;
@@ -184,9 +187,7 @@ static int set_vm(struct info *in, uint32_t pid, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return -ENOMEM;
-	for (char *p = text; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
+	esc_clean(text); /* names and paths from the trace */
 	for (size_t i = 0; i < in->nvms && !vm; i++)
 		if (in->vms[i].pid == pid)
 			vm = &in->vms[i];
@@ -215,7 +216,7 @@ static int on_luajit(struct info *in, const struct lp_luajit *lj)
 static int keep(char **dst, const char *src)
 {
 	free(*dst);
-	*dst = strdup(src ? src : "");
+	*dst = esc_dup(src); /* for the terminal */
 	return *dst ? 0 : -ENOMEM;
 }
 
@@ -274,10 +275,12 @@ static int on_record(struct info *in, const struct lp_record *rec)
 		if (!err)
 			p->samples++;
 		return err;
-	case LP_REC_LOST:
-		in->lost[rec->u.lost.reason <= 2 ? rec->u.lost.reason : 0] +=
-			rec->u.lost.count;
+	case LP_REC_LOST: {
+		uint64_t *l = &in->lost[rec->u.lost.reason <= 2 ? rec->u.lost.reason : 0];
+
+		*l = count_add(*l, rec->u.lost.count);
 		return 0;
+	}
 	case LP_REC_KSYMS:
 		in->ksyms += rec->u.ksyms.count;
 		return 0;
@@ -492,8 +495,7 @@ static void print_vms(const struct info *in)
 		const char *comm = p && p->comm ? p->comm : "?";
 
 		printf("  pid %" PRIu32 " (", in->vms[i].pid);
-		for (; *comm; comm++)
-			putchar((unsigned char)*comm < 0x20 || *comm == 0x7f ? '?' : *comm);
+		esc_fputs(comm, stdout);
 		printf("): %s\n", in->vms[i].text);
 	}
 }
@@ -501,9 +503,10 @@ static void print_vms(const struct info *in)
 static void print_info(const char *path, const struct info *in,
 		       const struct trace_reader_stats *st)
 {
-	uint64_t codecs[4] = { 0 }, walked, lost;
+	uint64_t codecs[4] = { 0 }, walked, lost, taken;
 
-	lost = in->lost[0] + in->lost[1] + in->lost[2];
+	lost = count_add(count_add(in->lost[0], in->lost[1]), in->lost[2]);
+	taken = count_add(lost, in->samples);
 	printf("trace: %s\n", path);
 	printf("format: version %" PRIu32 ", incompat features 0x%" PRIx32
 	       ", compat features 0x%" PRIx32 "\n",
@@ -543,7 +546,7 @@ static void print_info(const char *path, const struct info *in,
 	if (lost)
 		printf(" (%.2f%% of %" PRIu64 "; ring buffer full %" PRIu64
 		       ", recorder could not keep %" PRIu64 ", other %" PRIu64 ")",
-		       100.0 * lost / (lost + in->samples), lost + in->samples,
+		       100.0 * lost / taken, taken,
 		       in->lost[LP_LOST_RINGBUF], in->lost[LP_LOST_WRITE],
 		       in->lost[0]);
 	printf("\nstacks defined: %" PRIu64 " (kernel %" PRIu64 ", user %"
@@ -563,8 +566,14 @@ static void print_info(const char *path, const struct info *in,
 		       in->snap_bytes, in->traces > in->traces_snapped ?
 		       in->traces - in->traces_snapped : 0);
 	printf("chunks: %" PRIu64 " good, %" PRIu64 " bad, %" PRIu64
-	       " skipped (unknown type)\n",
-	       st->chunks, st->bad_chunks, st->skipped_chunks);
+	       " skipped (unknown type)", st->chunks, st->bad_chunks, st->skipped_chunks);
+	if (st->compat & LP_COMPAT_CHUNK_SEQ)
+		printf(", %" PRIu64 " missing from the sequence, %" PRIu64
+		       " repeated or out of order (skipped)", st->missing_chunks,
+		       st->disordered_chunks);
+	else
+		printf(" (not numbered: an older trace)");
+	printf("\n");
 	if (st->retired_records)
 		printf("retired records: %" PRIu64 " (DWARF as an older luaprof embedded "
 		       "it, no longer read: native frames get no source lines from it)\n",
@@ -587,15 +596,13 @@ static void print_info(const char *path, const struct info *in,
 		       st->truncated ? ", the file ends inside a chunk" : "",
 		       in->samples, st->chunks);
 	} else {
-		printf("status: complete (footer: %" PRIu64 " samples, %" PRIu64
-		       " lost, %" PRIu64 " chunks; read %" PRIu64 " samples",
-		       in->footer.samples, in->footer.lost, in->footer.chunks,
-		       in->samples);
-		if (in->footer.samples != in->samples)
-			printf(": %" PRIu64 " samples missing",
-			       in->footer.samples > in->samples ?
-			       in->footer.samples - in->samples : 0);
-		printf(")\n");
+		/* The reader's footer is the first one: a repeated chunk may
+		 * hold another. */
+		printf("status: %s (footer: %" PRIu64 " samples, %" PRIu64
+		       " lost, %" PRIu64 " chunks; read %" PRIu64 " samples in %"
+		       PRIu64 " chunks)\n", health_whole(st) ? "complete" : "damaged",
+		       st->footer.samples, st->footer.lost, st->footer.chunks,
+		       st->samples, st->chunks);
 	}
 }
 
@@ -671,6 +678,7 @@ int cmd_info(int argc, char **argv)
 	}
 	trace_reader_get_stats(reader, &st);
 	print_info(path, &in, &st);
+	health_warn(PROG, NULL, &st);
 	ret = fflush(stdout) || ferror(stdout) ? 1 : 0;
 	if (ret)
 		fprintf(stderr, PROG ": standard output: write error\n");

@@ -57,8 +57,11 @@ uint32_t *seqtab_sorted_counted(const struct seqtab *t, const uint64_t *counts, 
 static inline const uint32_t *seqtab_get(const struct seqtab *t, uint32_t id,
 					 uint32_t *n)
 {
+	static const uint32_t none[1];
+
+	/* An empty sequence may come before any data: never NULL + 0. */
 	*n = t->ents[id].len;
-	return t->data + t->ents[id].off;
+	return *n ? t->data + t->ents[id].off : none;
 }
 
 #endif

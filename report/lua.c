@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/escape.h"
 #include "report/lua_priv.h"
 
 int lua_new(struct lua **out, struct frames *fr, int current_lines)
@@ -470,6 +471,7 @@ uint32_t lua_stack_lines(struct lua *l, uint32_t pid, uint32_t idx,
 			out[n].line = frame_line(pt, f, trace);
 			func_name(l, vm, pt, f, i + 1 < e->depth ? &e->frames[i + 1] : NULL,
 				  out[n].name, sizeof(out[n].name));
+			esc_clean(out[n].name); /* a string constant's name */
 			n++;
 		}
 		trace = NULL; /* only the innermost Lua frame runs it */

@@ -152,7 +152,8 @@ static int sort_samples(const struct profile *p, uint32_t *order)
 	at = calloc(nthr + 1, sizeof(*at));
 	if (!rank || !at)
 		goto cleanup;
-	qsort(first, nthr, sizeof(*first), thread_sort_cmp);
+	if (nthr) /* not qsort(NULL, 0): no samples, no threads */
+		qsort(first, nthr, sizeof(*first), thread_sort_cmp);
 	for (uint32_t r = 0; r < nthr; r++) {
 		/* first[r] is a sample of the thread ranked r. */
 		rank[thr[first[r]]] = r;

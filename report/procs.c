@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/escape.h"
 #include "report/procs.h"
 
 static int64_t find_idx(const struct procs *t, uint32_t pid)
@@ -45,8 +46,9 @@ int procs_add(struct procs *t, const struct lp_process *rec)
 	struct proc *p;
 	int err;
 
-	comm = strdup(rec->comm ? rec->comm : "");
-	exe = strdup(rec->exe ? rec->exe : "");
+	/* Shown only, never matched: cleaned for the terminal once. */
+	comm = esc_dup(rec->comm);
+	exe = esc_dup(rec->exe);
 	if (!comm || !exe) {
 		err = -ENOMEM;
 		goto fail;

@@ -17,7 +17,6 @@
  * are merged.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -28,7 +27,9 @@
 
 #include "format/trace.h"
 #include "report/annotate.h"
+#include "report/count.h"
 #include "report/frames.h"
+#include "report/health.h"
 #include "report/maps.h"
 #include "report/objects.h"
 #include "report/profile.h"
@@ -339,7 +340,7 @@ static int on_record(struct run *r, struct report_pass *ps, const struct lp_reco
 	case LP_REC_SAMPLE:
 		return on_sample(r, ps, &rec->u.sample);
 	case LP_REC_LOST:
-		ps->lost += rec->u.lost.count;
+		ps->lost = count_add(ps->lost, rec->u.lost.count);
 		return 0;
 	case LP_REC_KSYMS:
 		return frames_add_ksyms(ps->fr, &rec->u.ksyms);
@@ -402,30 +403,9 @@ static void warn_health(struct run *r, struct report_pass *ps, const struct trac
 	 * may be missing from a damaged trace, the footer from a cut one. */
 	if (ps->footer_seen && ps->footer.lost > lost)
 		lost = ps->footer.lost;
-	r->prof->lost += lost;
-	taken = ps->samples + lost;
-	if (!st->footer_seen) {
-		warn_prefix(r, ps);
-		fprintf(stderr, "warning: trace was cut short: %" PRIu64
-			" samples recovered from %" PRIu64 " chunks\n",
-			ps->samples, st->chunks);
-	}
-	if (st->bad_chunks) {
-		warn_prefix(r, ps);
-		fprintf(stderr, "warning: %" PRIu64 " damaged chunks skipped (%"
-			PRIu64 " bytes); their samples are missing\n",
-			st->bad_chunks, st->garbage_bytes);
-	}
-	if (st->bad_records) {
-		warn_prefix(r, ps);
-		fprintf(stderr, "warning: %" PRIu64 " records did not decode and were skipped\n",
-			st->bad_records);
-	}
-	if (st->retired_records) {
-		warn_prefix(r, ps);
-		fprintf(stderr, "warning: the trace embeds DWARF as an older luaprof did, "
-			"which is no longer read: native frames have no source lines\n");
-	}
+	r->prof->lost = count_add(r->prof->lost, lost);
+	taken = count_add(ps->samples, lost);
+	health_warn(r->o->who, r->prof->ntraces > 1 ? ps->path : NULL, st);
 	if (lost) {
 		warn_prefix(r, ps);
 		fprintf(stderr, "warning: %" PRIu64 " samples were lost while recording (%.2f%% of %"
@@ -606,16 +586,20 @@ struct annotate *report_pass_annotate(const struct report_pass *ps)
 	return ps ? ps->ann : NULL;
 }
 
-FILE *report_open_output(const char *path)
+FILE *report_open_output(const char *path, const char *who)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = lp_open_private(path, 0);
 	FILE *f;
 
-	if (fd < 0)
+	if (fd < 0) {
+		fprintf(stderr, "%s: %s: %s\n", who, path, lp_private_strerror(fd));
 		return NULL;
+	}
 	f = fdopen(fd, "w");
-	if (!f)
+	if (!f) {
+		fprintf(stderr, "%s: %s: %s\n", who, path, strerror(errno));
 		close(fd);
+	}
 	return f;
 }
 
@@ -659,7 +643,7 @@ uint64_t profile_sample_ns(const struct profile *p, uint32_t t)
 void profile_header(FILE *out, const struct profile *p, const char *title)
 {
 	const struct procs *t = p->procs;
-	uint64_t taken = p->samples + p->lost;
+	uint64_t taken = count_add(p->samples, p->lost);
 	size_t listed = 0;
 
 	fprintf(out, "# luaprof report: %s\n", title);

@@ -49,10 +49,10 @@ struct vmstate *report_pass_vmstate(const struct report_pass *ps);
 struct annotate *report_pass_annotate(const struct report_pass *ps);
 void report_pass_free(struct report_pass *ps);
 
-/* -o FILE, opened for writing: created private (0600, as a profile says
- * as much about a program as its trace), never through a symlink.  NULL
- * with errno set. */
-FILE *report_open_output(const char *path);
+/* -o FILE, opened for writing: private (0600, as a profile says as much
+ * about a program as its trace), never through a symlink
+ * (format/private.c).  NULL after saying why, as WHO. */
+FILE *report_open_output(const char *path, const char *who);
 /* Flushes and closes out (unless stdout) after a writer returned err,
  * saying what went wrong once; the exit code, 0 or 1. */
 int report_close_output(FILE *out, const char *path, const char *who, int err);

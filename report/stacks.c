@@ -230,7 +230,9 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 			uint32_t lidx, int cut, uint32_t *useq)
 {
 	const struct stack_ent *e = uidx < MISSING ? &s->st[uidx] : NULL;
-	const uint64_t *a = e ? s->addrs + e->off : NULL;
+	/* Not s->addrs + 0 while s->addrs is NULL (only empty stacks yet):
+	 * arithmetic on a NULL pointer is undefined. */
+	const uint64_t *a = e && e->depth ? s->addrs + e->off : NULL;
 	uint32_t nd = e ? e->depth : 0, nl = 0, li = 0, k = 0, *lua;
 	uint32_t last = UINT32_MAX; /* the function of the frame last added */
 	uint32_t leaf_n = 0;        /* frames of the leaf address */
@@ -407,7 +409,8 @@ static int lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t *li
 	pe->stack = idx;
 	pe->lstack = l;
 	e = idx < MISSING ? &s->st[idx] : NULL;
-	err = lua_place(s->lua, l, e ? s->addrs + e->off : NULL, e ? e->depth : 0,
+	/* Not s->addrs + 0 while s->addrs is NULL (as resolve_user()). */
+	err = lua_place(s->lua, l, e && e->depth ? s->addrs + e->off : NULL, e ? e->depth : 0,
 			&pe->placed, &pe->how);
 	if (!err)
 		err = htab_insert(&s->lplace_h, hash, s->nlplace);

@@ -155,8 +155,10 @@ int out_vmstate(FILE *out, const struct profile *p, const struct vmstate *v,
 	fns = malloc((n ? n : 1) * sizeof(*fns));
 	if (!fns)
 		return -ENOMEM;
-	memcpy(fns, v->fns, n * sizeof(*fns));
-	qsort(fns, n, sizeof(*fns), fn_cmp);
+	if (n) { /* v->fns is NULL without samples: memcpy(, NULL, 0) is UB */
+		memcpy(fns, v->fns, n * sizeof(*fns));
+		qsort(fns, n, sizeof(*fns), fn_cmp);
+	}
 	fprintf(out, "\n# by innermost Lua function: samples, then %% of them per state\n");
 	fprintf(out, "   samples       N       I       C       G       J  function\n");
 	for (size_t i = 0; i < n && (!rows || shown < rows); i++) {

@@ -38,22 +38,63 @@ expect_fail "not root" 1 "needs root" \
 	setpriv --reuid=65534 --regid=65534 --clear-groups \
 	$LUAPROF record -o $TMP/nobody/x.lp -- true
 
+# A trace is private and never written through a symbolic link; a new
+# recording keeps the old trace of the same name as NAME.old.
+echo keep >$TMP/victim
+ln -s $TMP/victim $TMP/link.lp
+expect_fail "record refuses a symbolic link at -o" 1 "symbolic link" \
+	$LUAPROF record -o $TMP/link.lp -- true
+check "the link's target is untouched" grep -qx keep $TMP/victim
+ln -s $TMP/nowhere $TMP/dangling.lp
+expect_fail "record refuses a dangling symbolic link at -o" 1 "symbolic link" \
+	$LUAPROF record -o $TMP/dangling.lp -- true
+check "nothing is created where a dangling link points" test ! -e $TMP/nowhere
+(umask 022; $LUAPROF record -q -F 199 -o $TMP/priv.lp -- $SAMPLES/hot 0.3 >/dev/null)
+check "a trace is created 0600 under umask 022" test "$(stat -c %a $TMP/priv.lp)" = 600
+cp $TMP/priv.lp $TMP/first.copy
+$LUAPROF record -F 199 -o $TMP/priv.lp -- $SAMPLES/hot 0.3 >/dev/null 2>$TMP/again.err
+check "a second recording keeps the first trace as NAME.old" cmp -s $TMP/priv.lp.old $TMP/first.copy
+check "and says so" grep -q "kept as $TMP/priv.lp.old" $TMP/again.err
+check "the new trace is private too" test "$(stat -c %a $TMP/priv.lp)" = 600
+cp $TMP/priv.lp $TMP/second.copy
+$LUAPROF record -q -o $TMP/priv.lp -- /nonexistent/cmd 2>/dev/null
+check "a recording that never starts leaves the last trace where it was" \
+	cmp -s $TMP/priv.lp $TMP/second.copy
+
 # A disk that fills: recording stops with the reason, exits 1, and the
-# chunks written before the disk filled still report.  The disk fills at
-# the first write of the symbol tables, 0.5 s after record starts: how
-# many samples come before depends on how soon the target got the CPU
-# (a count of them per wall second, > 100, failed on a busy machine), so
-# the bar is that every sample record says it wrote is there.
+# chunks written before the disk filled still report.  The disk (16 KiB)
+# fills after a few flushes (a second's samples and the symbols they hit
+# share a chunk): how many samples come before depends on how soon the
+# target got the CPU (a count of them per wall second, > 100, failed on a
+# busy machine), so the bar is that every sample record says it wrote is
+# there.
 mkdir $TMP/small
 if mount -t tmpfs -o size=16k tmpfs $TMP/small; then
+	# hot runs before recording starts, so that the seconds before the
+	# disk fills are all its own however busy the machine, and what it
+	# got of the CPU is what must be kept.
+	$SAMPLES/hot 30 &
+	hot=$!
+	CLEANUP_PIDS+=($hot)
+	C0=$(cpu_seconds $hot)
 	expect_fail "a disk that fills stops the recording" 1 "No space left on device" \
-		$LUAPROF record -F 999 -d 30 -o $TMP/small/t.lp -- $SAMPLES/hot 30
-	written=$(sed -n 's/.*the trace keeps what was written before: \([0-9]*\) samples.*/\1/p' $TMP/err)
+		$LUAPROF record -F 999 -d 30 -p $hot -o $TMP/small/t.lp
+	C1=$(cpu_seconds $hot)
+	kill $hot 2>/dev/null; wait $hot 2>/dev/null
 	$LUAPROF report --format folded -o $TMP/full.folded $TMP/small/t.lp 2>$TMP/full.err
 	check "the filled trace still reports" test $? -eq 0
-	check_num "record says it wrote samples before the disk filled" "${written:-0}" ">" 0
-	check_num "the samples written before the disk filled are kept" \
-		"$(folded_total $TMP/full.folded)" "==" "${written:-0}"
+	check_num "samples written before the disk filled are kept (hot had $(awk -v a=$C0 -v b=$C1 'BEGIN { printf "%.2f", b - a }') s of CPU)" \
+		"$(folded_total $TMP/full.folded)" ">" 0
+	# The summary counts what the file holds; what was taken but not
+	# written is counted lost, and said.
+	said=$(sed -n 's/^luaprof record: \([0-9]*\) samples, .*/\1/p' $TMP/err)
+	check "the summary counts the samples the file holds" \
+		test "$said" = "$(folded_total $TMP/full.folded)"
+	read -r dropped taken < <(sed -n 's/.*after the write error, \([0-9]*\) of the \([0-9]*\) samples taken were not written.*/\1 \2/p' $TMP/err)
+	check "samples not written after the error are said to be lost" \
+		test -n "$taken" -a "$((${dropped:-0} + ${said:-0}))" = "${taken:-x}"
+	lost=$(sed -n 's/^luaprof record: [0-9]* samples, \([0-9]*\) lost.*/\1/p' $TMP/err)
+	check_num "and counted in the summary's lost" "${lost:-0}" ">=" "${dropped:-999999999}"
 	umount $TMP/small
 else
 	fail "a disk that fills" "cannot mount a tmpfs"
@@ -67,12 +108,42 @@ head -c 5000 /dev/urandom >$TMP/garbage.lp
 expect_fail "report on garbage" 1 "not a luaprof trace" $LUAPROF report $TMP/garbage.lp
 expect_fail "report on a missing file" 1 "No such file" $LUAPROF report $TMP/missing.lp
 
-$LUAPROF record -q -F 999 -o $TMP/good.lp -- $SAMPLES/hot 1
+# Three seconds: a chunk a second and the last two, enough chunks to take
+# one out or repeat it below.
+$LUAPROF record -q -F 999 -o $TMP/good.lp -- $SAMPLES/hot 3
 size=$(stat -c %s $TMP/good.lp)
 head -c $((size * 2 / 3)) $TMP/good.lp >$TMP/cut.lp
 $LUAPROF report --format folded -o $TMP/cut.folded $TMP/cut.lp 2>$TMP/cut.err
 check "report on a truncated trace exits 0" test $? -eq 0
 check "report on a truncated trace says it was cut short" grep -qi "cut short" $TMP/cut.err
+
+# A chunk deleted or repeated is said, with the figures, and a repeated
+# one is not counted twice (format.md §2.3).
+python3 - "$TMP/good.lp" "$TMP/gap.lp" "$TMP/twice.lp" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+chunks, at = [], 24
+while at < len(data):
+    size = 20 + struct.unpack_from("<I", data, at + 12)[0]
+    chunks.append(data[at:at + size])
+    at += size
+assert len(chunks) >= 3, len(chunks)
+open(sys.argv[2], "wb").write(data[:24] + b"".join(chunks[:1] + chunks[2:]))
+open(sys.argv[3], "wb").write(data[:24] + b"".join(chunks[:2] + chunks[1:]))
+PY
+$LUAPROF report --format folded -o $TMP/good.folded $TMP/good.lp 2>$TMP/good.err
+for t in gap twice; do
+	$LUAPROF report --format folded -o $TMP/$t.folded $TMP/$t.lp 2>$TMP/$t.err
+	$LUAPROF info $TMP/$t.lp >/dev/null 2>$TMP/$t.ierr
+done
+check "an intact trace gets no warning" test ! -s $TMP/good.err
+check "report says a chunk is missing" grep -q "1 chunk missing from the trace's sequence" $TMP/gap.err
+check "info says a chunk is missing" grep -q "1 chunk missing from the trace's sequence" $TMP/gap.ierr
+check "and the footer's figures" grep -q "the footer counts [0-9]* samples in [0-9]* chunks, but" $TMP/gap.err
+check "report says a chunk came twice" grep -q "1 chunk repeated or out of order, skipped" $TMP/twice.err
+check "info says a chunk came twice" grep -q "1 chunk repeated or out of order, skipped" $TMP/twice.ierr
+check "a repeated chunk is not counted twice" \
+	test "$(folded_total $TMP/twice.folded)" = "$(folded_total $TMP/good.folded)"
 
 # A newer version: patch the version field and recompute the header CRC.
 python3 - "$TMP/good.lp" "$TMP/newer.lp" <<'PY'

@@ -99,3 +99,42 @@ got=$(folded_total $TMP/kill.folded)
 check_num "SIGKILL: share of samples recovered" "$(share $got $expected)" ">=" 0.8
 check "SIGKILL: report says the trace was cut short" grep -qi "cut short" $TMP/kill.rep
 kill $hot 2>/dev/null; wait $hot 2>/dev/null || true
+
+# -p 1 is every process but the kernel's: the recorder, a descendant of
+# pid 1, leaves itself out, and says so.  hot keeps a CPU busy meanwhile.
+$SAMPLES/hot 30 &
+hot=$!
+CLEANUP_PIDS+=($hot)
+$LUAPROF record -F 199 -d 1 -p 1 -o $TMP/all.lp 2>$TMP/all.err &
+rec=$!
+wait $rec
+check "record -p 1 exits 0" test $? -eq 0
+check "record -p 1 says it leaves itself out" grep -q "not recording pid $rec, this recorder" $TMP/all.err
+$LUAPROF report --format folded -o $TMP/all.folded $TMP/all.lp 2>/dev/null
+check "record -p 1 records the others" grep -q spin $TMP/all.folded
+$LUAPROF report --format folded --pid $rec -o $TMP/self.folded $TMP/all.lp 2>/dev/null
+check "no sample of the recorder itself" test ! -s $TMP/self.folded
+$LUAPROF info $TMP/all.lp >$TMP/all.info 2>/dev/null
+check "the recorder is not among the processes" \
+	bash -c "! awk '/^processes/,/^time span/' $TMP/all.info | grep -qE '^ +$rec '"
+kill $hot 2>/dev/null; wait $hot 2>/dev/null || true
+
+# A target list that is only the recorder has nothing to record.
+expect_self() {
+	bash -c 'exec "$1" record -d 1 -p $$ -o "$2"' _ $LUAPROF $TMP/self.lp >/dev/null 2>$TMP/self.err
+}
+expect_self
+check "record -p SELF exits 1" test $? -eq 1
+check "record -p SELF says why" grep -q "this recorder itself: nothing to record" $TMP/self.err
+
+# A kernel thread has no user stack: said, and recorded all the same.
+kpid=$(awk '$1 == "Name:" && $2 == "kthreadd" { print FILENAME }' /proc/[0-9]*/status 2>/dev/null |
+	head -1 | cut -d/ -f3)
+if [ -n "$kpid" ]; then
+	$LUAPROF record -F 99 -d 0.3 --no-children -p $kpid -o $TMP/kthread.lp 2>$TMP/kthread.err
+	check "record of a kernel thread exits 0" test $? -eq 0
+	check "record of a kernel thread warns it has no user stack" \
+		grep -q "pid $kpid (kthreadd) is a kernel thread" $TMP/kthread.err
+else
+	fail "a kernel thread to record" "no kthreadd in /proc"
+fi

@@ -121,6 +121,7 @@ static inline struct trace_writer *rt_open(const char *path)
 {
 	struct trace_writer *w = NULL;
 
+	unlink(path); /* the writer creates a new file only */
 	if (trace_writer_open(&w, path, LP_CODEC_LZ4))
 		return NULL;
 	return w;

@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "report/lua_bc.h"
+#include "tests/unit/pb_read.h"
 #include "tests/unit/report_test.h"
 
 #define AD(op, a, d) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(d) << 16)
@@ -228,84 +229,6 @@ TEST(views_flamegraph_merges_narrow_frames)
 }
 
 /* ---- pprof, read back with a decoder of the test's own ---------------- */
-
-struct pbr {
-	const uint8_t *p, *end;
-};
-
-static int pbr_varint(struct pbr *r, uint64_t *v)
-{
-	*v = 0;
-	for (int shift = 0; shift < 64 && r->p < r->end; shift += 7) {
-		uint8_t b = *r->p++;
-
-		*v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return 0;
-	}
-	return -1;
-}
-
-/* The next field: varints in *v, length-delimited in *sub.  1, 0 at the
- * end, -1 when malformed. */
-static int pbr_next(struct pbr *r, uint32_t *field, uint64_t *v, struct pbr *sub)
-{
-	uint64_t key, len;
-
-	if (r->p >= r->end)
-		return 0;
-	if (pbr_varint(r, &key))
-		return -1;
-	*field = key >> 3;
-	if ((key & 7) == 0)
-		return pbr_varint(r, v) ? -1 : 1;
-	if ((key & 7) != 2 || pbr_varint(r, &len) || len > (uint64_t)(r->end - r->p))
-		return -1;
-	sub->p = r->p;
-	sub->end = r->p + len;
-	r->p += len;
-	return 1;
-}
-
-static uint8_t *gunzip_file(const char *path, size_t *n)
-{
-	char *in = NULL;
-	size_t cap = 1 << 20;
-	uint8_t *out = malloc(cap);
-	z_stream z = { 0 };
-	FILE *f = fopen(path, "rb");
-	long len;
-
-	if (!f || !out)
-		goto fail;
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	rewind(f);
-	in = malloc(len);
-	if (!in || fread(in, 1, len, f) != (size_t)len)
-		goto fail;
-	if (inflateInit2(&z, 15 + 16) != Z_OK)
-		goto fail;
-	z.next_in = (uint8_t *)in;
-	z.avail_in = len;
-	z.next_out = out;
-	z.avail_out = cap;
-	if (inflate(&z, Z_FINISH) != Z_STREAM_END) {
-		inflateEnd(&z);
-		goto fail;
-	}
-	*n = z.total_out;
-	inflateEnd(&z);
-	fclose(f);
-	free(in);
-	return out;
-fail:
-	if (f)
-		fclose(f);
-	free(in);
-	free(out);
-	return NULL;
-}
 
 struct pprof_read {
 	const char *strs[256];

@@ -141,6 +141,7 @@ static int write_trace(const char *path, struct fixture *fx, const uint64_t *off
 	uint64_t copy[8];
 	int err;
 
+	unlink(path); /* the writer creates a new file only */
 	if (n > sizeof(copy) / sizeof(copy[0]) || trace_writer_open(&w, path, LP_CODEC_ZLIB))
 		return -1;
 	obj.u.object = (struct lp_object){ 1, "/proc/self/exe", fx->kind, fx->len,
