@@ -61,8 +61,12 @@ folded_total() { awk '{ n += $NF } END { print n + 0 }' "$1"; }
 # (CHUNK:LINE), and [truncated]: a Lua stack cut short, or a native one
 # cut where Lua ran.  A native stack cut before any Lua ran (the first
 # moments of a process, before its tables are loaded) is not counted.
+# (A Lua walk that stopped puts its [truncated] among the frames, where
+# its VM entry's Lua frames go, or first when no native frame is kept; a
+# native walk cut at the root puts it first, before native frames, and
+# the rooted shares count that.)
 lua_truncated() {
-	awk '/\[truncated\]/ && / \([^;]*:[0-9]+\)(;| [0-9]+$)/ { n += $NF }
+	awk '/ \([^;]*:[0-9]+\)(;| [0-9]+$)/ && (/;\[truncated\]/ || /^\[truncated\];[^;]* \([^;]*:[0-9]+\)(;| [0-9]+$)/) { n += $NF }
 		END { print n + 0 }' "$1"
 }
 
