@@ -23,9 +23,11 @@ DEPS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev liblz4-dev
         pkg-config make gcc python3 util-linux libclang-rt-14-dev
 
 FORMAT_SRC := $(wildcard format/*.c)
+LIB_SRC    := $(wildcard lib/*.c)
 RECORD_SRC := $(wildcard record/*.c)
 REPORT_SRC := $(wildcard report/*.c)
 FORMAT_OBJ := $(FORMAT_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/%.o)
 RECORD_OBJ := $(RECORD_SRC:%.c=$(BUILD)/%.o)
 REPORT_OBJ := $(REPORT_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC   := $(wildcard tests/unit/*.c)
@@ -83,10 +85,10 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(LP_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/luaprof: $(BUILD)/luaprof.o $(RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
+$(BUILD)/luaprof: $(BUILD)/luaprof.o $(RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ)
+$(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Samples keep frame pointers and distinct functions so that stacks name
@@ -111,7 +113,7 @@ $(BUILD)/samples/inline: samples/inline.c
 	$(CC) -O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -o $@ $<
 
 # bench/views.sh's synthetic traces, written with the format library.
-$(BUILD)/bench/synth: $(BUILD)/bench/synth.o $(FORMAT_OBJ)
+$(BUILD)/bench/synth: $(BUILD)/bench/synth.o $(FORMAT_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 unit: $(BUILD)/unit_tests
@@ -150,7 +152,7 @@ FUZZ_CFLAGS  := -O1 -g -fno-omit-frame-pointer \
 FUZZ_SECONDS ?= 600
 FUZZ_JOBS    ?= $(shell nproc 2>/dev/null || echo 1)
 
-$(BUILD)/fuzz_trace: $(BUILD)/tests/fuzz/fuzz_trace.o $(REPORT_OBJ) $(FORMAT_OBJ)
+$(BUILD)/fuzz_trace: $(BUILD)/tests/fuzz/fuzz_trace.o $(REPORT_OBJ) $(FORMAT_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
 fuzz-build:

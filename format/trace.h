@@ -475,7 +475,7 @@ struct lp_srcframe {
 
 /* The frames at one ELF virtual address of the object, leaf first: the
  * functions inlined there, innermost first, then the function whose
- * code it is (format/srcline.h explains the chain). */
+ * code it is (lib/srcline.h explains the chain). */
 struct lp_srcchain {
 	uint64_t vaddr;
 	uint32_t nframe; /* 1 .. LP_SRCLINES_MAX_FRAMES */

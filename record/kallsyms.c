@@ -18,7 +18,7 @@
 #include <lz4.h>
 #include <unistd.h>
 
-#include "format/grow.h"
+#include "lib/grow.h"
 #include "record/recorder.h"
 
 /* 16 bytes a symbol; the names, in the order the file gives them, in

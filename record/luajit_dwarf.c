@@ -51,7 +51,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "format/debuginfo.h"
+#include "lib/debuginfo.h"
 #include "record/luajit.h"
 
 #define MAX_DEPTH 8            /* typedef chains, anonymous members, imports */
@@ -172,7 +172,7 @@ static const struct {
 
 /* ---- finding the debug info ------------------------------------------- */
 
-/* The file holding object's DWARF, open in *f (format/debuginfo.h): 0,
+/* The file holding object's DWARF, open in *f (lib/debuginfo.h): 0,
  * -ENOENT if neither the object nor a debug file of it has any, or
  * -errno if the object cannot be read as ELF. */
 static int find_debug_info(const char *object, struct lp_debug_file *f)

@@ -50,7 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/grow.h"
+#include "lib/grow.h"
 #include "record/luajit.h"
 
 /* LuaJIT's IR and snapshot encodings (lj_ir.h, lj_jit.h, lj_obj.h): the

@@ -40,7 +40,7 @@
 
 #include "bpf/sampler.h"
 #include "bpf/unwind.h"
-#include "format/grow.h"
+#include "lib/grow.h"
 #include "record/recorder.h"
 #include "record/unwind.h"
 #include "sampler.skel.h"

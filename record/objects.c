@@ -38,7 +38,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "format/elfsyms.h"
+#include "lib/elfsyms.h"
 #include "record/recorder.h"
 
 /* Descriptors kept open for objects not yet embedded; past this many the

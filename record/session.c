@@ -33,7 +33,7 @@
 #include "bpf/phases.h"
 #include "bpf/sampler.h"
 #include "record/luajit.h"
-#include "format/grow.h"
+#include "lib/grow.h"
 #include "record/recorder.h"
 #include "record/session.h"
 #include "record/unwind.h"

@@ -8,7 +8,7 @@
  * A debug file describes a whole library, a profile hits a few thousand
  * of its addresses: the answers are far smaller than the DWARF they come
  * from.  The DWARF is read here exactly as the report reads a local file
- * (format/dwarf_image.c, format/srcline.c), at the address the report
+ * (lib/dwarf_image.c, lib/srcline.c), at the address the report
  * will ask about (objects.c keeps the leaf as it is and a return address
  * less one, and elf_seg_vaddr() places it), so a trace reports the same
  * lines whether they were embedded or not.  Each flush writes the chains
@@ -24,10 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/dwarf_image.h"
-#include "format/elfsyms.h"
-#include "format/grow.h"
-#include "format/srcline.h"
+#include "lib/dwarf_image.h"
+#include "lib/elfsyms.h"
+#include "lib/grow.h"
+#include "lib/srcline.h"
 #include "record/recorder.h"
 
 /* A record is cut at about this many bytes: well below a chunk, and large

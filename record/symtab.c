@@ -4,7 +4,7 @@
  *
  * A report names an address by the last symbol at or below it, looking
  * back over a few symbols for an outer function a nested one hides
- * (lp_objsym_find() in format/elfsyms.h); its answer depends on the
+ * (lp_objsym_find() in lib/elfsyms.h); its answer depends on the
  * symbols it looks at and on nothing else.  So for each address samples
  * hit, the recorder marks those symbols, and embeds the marked ones only.
  * nginx, its Lua module, LuaJIT and libc have some 3,300 symbols (65 KB
@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/elfsyms.h"
+#include "lib/elfsyms.h"
 #include "record/recorder.h"
 
 /* Symbols per SYMTAB record: keeps every record far below the format's

@@ -35,7 +35,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/sampler.h"
-#include "format/grow.h"
+#include "lib/grow.h"
 #include "record/recorder.h"
 #include "record/unwind.h"
 #include "record/unwind_buckets.h"

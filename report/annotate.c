@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/escape.h"
+#include "lib/escape.h"
 #include "report/annotate.h"
-#include "report/htab.h"
+#include "lib/htab.h"
 
 #define MAX_FRAMES LP_STACK_MAX_DEPTH
 #define NAME_MAX_LEN 128

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "report/htab.h"
+#include "lib/htab.h"
 #include "report/intern.h"
 
 #define FRAME_KINDS(_)                                                   \

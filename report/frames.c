@@ -26,9 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/escape.h"
+#include "lib/escape.h"
 #include "report/frames.h"
-#include "report/htab.h"
+#include "lib/htab.h"
 
 struct ksym {
 	uint64_t addr;

@@ -20,7 +20,7 @@
 #include "report/intern.h"
 #include "report/maps.h"
 #include "report/objects.h"
-#include "format/srcline.h"
+#include "lib/srcline.h"
 #include "report/symbolize.h"
 
 struct frames;

@@ -18,7 +18,7 @@
 
 #include "format/trace.h"
 #include "report/count.h"
-#include "report/escape.h"
+#include "lib/escape.h"
 #include "report/health.h"
 #include "report/procs.h"
 #include "report/report.h"

@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "report/htab.h"
+#include "lib/htab.h"
 
 struct strtab {
 	struct htab h;

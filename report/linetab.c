@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/htab.h"
+#include "lib/htab.h"
 #include "report/linetab.h"
 
 /* More chains than a recorder ever writes for one object (its set of

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "format/srcline.h"
+#include "lib/srcline.h"
 #include "format/trace.h"
 #include "report/intern.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/escape.h"
+#include "lib/escape.h"
 #include "report/lua_priv.h"
 
 int lua_new(struct lua **out, struct frames *fr, int current_lines)

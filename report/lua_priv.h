@@ -6,7 +6,7 @@
 #ifndef LUAPROF_REPORT_LUA_PRIV_H
 #define LUAPROF_REPORT_LUA_PRIV_H
 
-#include "report/htab.h"
+#include "lib/htab.h"
 #include "report/lua.h"
 
 struct vm_ent {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/htab.h"
+#include "lib/htab.h"
 #include "report/intern.h"
 #include "report/maps.h"
 

@@ -15,8 +15,8 @@
  * linetab.c) when the trace has any for it, and from the DWARF of the
  * local file it trusts (or that file's debug file) only when the trace
  * embeds nothing of the object; that DWARF is opened on the first frame
- * that needs it, and read as the recorder reads it (format/dwarf_image.c,
- * format/srcline.c).
+ * that needs it, and read as the recorder reads it (lib/dwarf_image.c,
+ * lib/srcline.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,11 +27,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "format/debuginfo.h"
-#include "format/dwarf_image.h"
-#include "format/srcline.h"
-#include "report/escape.h"
-#include "report/htab.h"
+#include "lib/debuginfo.h"
+#include "lib/dwarf_image.h"
+#include "lib/srcline.h"
+#include "lib/escape.h"
+#include "lib/htab.h"
 #include "report/linetab.h"
 #include "report/objects.h"
 

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "format/trace.h"
-#include "format/srcline.h"
+#include "lib/srcline.h"
 #include "report/symbolize.h"
 
 struct objects;

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/htab.h"
+#include "lib/htab.h"
 #include "report/formats.h"
 
 struct node {

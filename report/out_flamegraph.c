@@ -37,9 +37,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "report/escape.h"
+#include "lib/escape.h"
 #include "report/formats.h"
-#include "report/htab.h"
+#include "lib/htab.h"
 
 #define WIDTH 1200
 #define XPAD 10

@@ -44,9 +44,9 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "report/escape.h"
+#include "lib/escape.h"
 #include "report/formats.h"
-#include "report/htab.h"
+#include "lib/htab.h"
 #include "report/pbuf.h"
 #include "report/vmstate.h"
 

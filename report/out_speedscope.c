@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/escape.h"
+#include "lib/escape.h"
 #include "report/formats.h"
 
 struct run;

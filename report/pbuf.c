@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/grow.h"
+#include "lib/grow.h"
 #include "report/pbuf.h"
 
 void pb_free(struct pbuf *b)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/escape.h"
+#include "lib/escape.h"
 #include "report/procs.h"
 
 static int64_t find_idx(const struct procs *t, uint32_t pid)

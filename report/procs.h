@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "format/trace.h"
-#include "report/htab.h"
+#include "lib/htab.h"
 
 struct proc {
 	uint32_t pid, ppid, flags;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/htab.h"
+#include "lib/htab.h"
 #include "report/stacks.h"
 
 /* Stand-ins for a stack index or a user resolution. */

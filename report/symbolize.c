@@ -22,9 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "report/escape.h"
-#include "report/htab.h"
-#include "format/elfsyms.h"
+#include "lib/escape.h"
+#include "lib/htab.h"
+#include "lib/elfsyms.h"
 #include "report/symbolize.h"
 
 struct sym_file {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/htab.h"
+#include "lib/htab.h"
 #include "report/vmstate.h"
 
 #define NO_FUNCTION UINT32_MAX

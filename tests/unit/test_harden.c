@@ -19,7 +19,7 @@
 
 #include "format/codec.h"
 #include "report/lua_bc.h"
-#include "report/escape.h"
+#include "lib/escape.h"
 #include "tests/unit/pb_read.h"
 #include "tests/unit/report_test.h"
 

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "format/elfsyms.h"
+#include "lib/elfsyms.h"
 #include "record/recorder.h"
 #include "report/objects.h"
 #include "tests/unit/report_test.h"

@@ -12,13 +12,13 @@
  * descriptor or mapping once open, only what libdw reads: the decompressed
  * sections of libc's debug file, not its location lists or call frames.
  */
-#ifndef LUAPROF_FORMAT_DWARF_IMAGE_H
-#define LUAPROF_FORMAT_DWARF_IMAGE_H
+#ifndef LUAPROF_LIB_DWARF_IMAGE_H
+#define LUAPROF_LIB_DWARF_IMAGE_H
 
 #include <elfutils/libdw.h>
 #include <stdint.h>
 
-#include "format/debuginfo.h"
+#include "lib/debuginfo.h"
 
 struct lp_dwarf_image {
 	uint8_t *image; /* the ELF image; the Elf and Dwarf read it in place */

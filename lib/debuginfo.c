@@ -1,6 +1,6 @@
 /*
  * debuginfo.c - finds an object's DWARF and the sections of it that lines
- * and inlined functions need (see debuginfo.h for why this is in format/).
+ * and inlined functions need (see debuginfo.h for why this is in lib/).
  */
 #include <elfutils/libdwelf.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "format/debuginfo.h"
+#include "lib/debuginfo.h"
 
 #define DEBUG_ROOT "/usr/lib/debug"
 #define MAX_BUILD_ID 64

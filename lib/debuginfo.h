@@ -5,8 +5,8 @@
  * The recorder resolves the source lines of the addresses samples hit
  * from an object's DWARF and embeds them in the trace, and the report
  * resolves them from a local file when the trace does not embed them,
- * both through dwarf_image.h; record/ and report/ share code only through
- * format/, and both must find the same debug file and read the same
+ * both through dwarf_image.h, which lib/ holds because both sides need
+ * it, and both must find the same debug file and read the same
  * sections, or a trace would report differently with and without what it
  * embeds.  The recorder's LuaJIT layout reader uses the same search
  * (record/luajit_dwarf.c).
@@ -21,8 +21,8 @@
  * (they belong to the profiled process or to whoever wrote the symfs):
  * they are opened only if regular and read, not mapped.
  */
-#ifndef LUAPROF_FORMAT_DEBUGINFO_H
-#define LUAPROF_FORMAT_DEBUGINFO_H
+#ifndef LUAPROF_LIB_DEBUGINFO_H
+#define LUAPROF_LIB_DEBUGINFO_H
 
 #include <gelf.h>
 #include <limits.h>

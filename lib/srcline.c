@@ -1,6 +1,6 @@
 /*
  * srcline.c - source lines and inlined frames from DWARF (see srcline.h
- * for what a chain is and why this is in format/).
+ * for what a chain is and why this is in lib/).
  *
  * An address is first placed in its compilation unit through a table of
  * every unit's address ranges, built once per object from the units
@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/grow.h"
-#include "format/srcline.h"
+#include "lib/grow.h"
+#include "lib/srcline.h"
 
 /* Units and ranges one object may have, and ranges of top-level entries
  * all its units together; past that, the rest go without lines (hostile

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/dwarf_image.h"
+#include "lib/dwarf_image.h"
 
 struct image {
 	uint8_t *b;

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "format/grow.h"
+#include "lib/grow.h"
 
 int lp_grow_array(void **v, size_t *cap, size_t need, size_t size)
 {

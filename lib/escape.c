@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/escape.h"
+#include "lib/escape.h"
 
 static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
 

@@ -18,8 +18,8 @@
  * for traces that embed none (--no-embed, --symfs).  Both use this code,
  * so a trace reports the same lines with and without what it embeds.
  */
-#ifndef LUAPROF_FORMAT_SRCLINE_H
-#define LUAPROF_FORMAT_SRCLINE_H
+#ifndef LUAPROF_LIB_SRCLINE_H
+#define LUAPROF_LIB_SRCLINE_H
 
 #include <elfutils/libdw.h>
 #include <stdint.h>

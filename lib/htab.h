@@ -1,6 +1,6 @@
 /*
- * htab.h - the one hash table that every table of report/ is built from
- * (their arrays grow with format/grow.h's GROW).
+ * htab.h - the one hash table that every table of report/ (and record/) is built from
+ * (their arrays grow with lib/grow.h's GROW).
  *
  * The table stores only (hash, index) pairs: the entries themselves live in
  * the caller's own array, so each table keeps its entries dense, typed and
@@ -9,13 +9,13 @@
  * hash and the caller compares; nothing is ever removed, which a streaming
  * aggregation does not need and which keeps open addressing trivial.
  */
-#ifndef LUAPROF_REPORT_HTAB_H
-#define LUAPROF_REPORT_HTAB_H
+#ifndef LUAPROF_LIB_HTAB_H
+#define LUAPROF_LIB_HTAB_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "format/grow.h"
+#include "lib/grow.h"
 
 struct htab_slot {
 	uint64_t hash;

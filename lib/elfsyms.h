@@ -3,13 +3,13 @@
  * chosen by one rule, and the one rule that turns a mapped file offset
  * into the ELF virtual address symbols and DWARF speak of.  The recorder
  * embeds symbols and source lines in traces and the report reads them
- * from files when a trace does not embed them (record/ and report/ may
- * not share code but through format/): both must choose the same name
+ * from files when a trace does not embed them (which is why it is in lib/, the
+ * code record/ and report/ share): both must choose the same name
  * and look up the same address, or a trace would report differently with
  * and without what it embeds.
  */
-#ifndef LUAPROF_FORMAT_ELFSYMS_H
-#define LUAPROF_FORMAT_ELFSYMS_H
+#ifndef LUAPROF_LIB_ELFSYMS_H
+#define LUAPROF_LIB_ELFSYMS_H
 
 #include <gelf.h>
 #include <stddef.h>

@@ -5,8 +5,8 @@
  * computation is checked for overflow, and a failure leaves the array as
  * it was.
  */
-#ifndef LUAPROF_FORMAT_GROW_H
-#define LUAPROF_FORMAT_GROW_H
+#ifndef LUAPROF_LIB_GROW_H
+#define LUAPROF_LIB_GROW_H
 
 #include <stddef.h>
 

@@ -20,8 +20,8 @@
  * A control is a C0 control (tab included), DEL, or a C1 control as
  * UTF-8 (U+0080..U+009F: U+009B is CSI to many terminals).
  */
-#ifndef LUAPROF_REPORT_ESCAPE_H
-#define LUAPROF_REPORT_ESCAPE_H
+#ifndef LUAPROF_LIB_ESCAPE_H
+#define LUAPROF_LIB_ESCAPE_H
 
 #include <stddef.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/htab.h"
+#include "lib/htab.h"
 
 void htab_probe_start(const struct htab *h, uint64_t hash,
 		      struct htab_probe *p)

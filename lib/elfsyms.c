@@ -1,13 +1,13 @@
 /*
  * elfsyms.c - reads and merges an ELF object's function symbols, and
  * places file offsets in its segments (see elfsyms.h for why this lives
- * in format/).
+ * in lib/).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/elfsyms.h"
+#include "lib/elfsyms.h"
 
 /* A symbol as read, before aliases are merged. */
 struct raw_sym {
