@@ -80,11 +80,18 @@ struct {
 	__type(value, struct lj_proc);
 } lj_procs SEC(".maps");
 
+/* Per thread: the last G it validated, and the memory mapping that held
+ * its stack pointer at a sample (see on_sampled_stack()). */
+struct lj_thread {
+	__u64 G;
+	__u64 stack_lo, stack_hi; /* 0, 0: not known yet */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
-	__type(key, __u32);   /* tid */
-	__type(value, __u64); /* last validated G */
+	__type(key, __u32); /* tid */
+	__type(value, struct lj_thread);
 } lj_thread_G SEC(".maps");
 
 /* Compiled traces a sample has shown, by process, GCtrace and number and
@@ -642,10 +649,23 @@ static long lua_walk_step(__u32 i, void *ctx)
 }
 
 /* Does the memory mapping that holds the sampled stack pointer hold addr
- * too (bpf_find_vma)?  1 yes, 0 no, -1 unknown (the mappings are locked:
- * the process maps or faults at this moment). */
+ * too?  1 yes, 0 no, -1 unknown (the mappings are locked: the process
+ * maps or faults at this moment).
+ *
+ * bpf_find_vma() answers, but costs 7 to 12 us a call here, more than the
+ * rest of a sample: a tick comes with interrupts off, so it must release
+ * the mappings' lock through an irq_work, a self-interrupt (a VM exit on
+ * a virtual machine).  So the mapping it found is kept with the thread
+ * (t) and answers while the stack pointer stays in it:
+ * a thread runs on one stack for long, and one in use is not unmapped.
+ * A "no" is asked again of the kernel, which refreshes what is kept: a
+ * stack that moved (a host switching stacks, tarantool's fibers) or a
+ * mapping that changed since is looked up anew, so a kept mapping can
+ * only err by saying yes for a mapping that was since replaced by smaller
+ * ones under the same stack pointer. */
 struct stack_check {
 	__u64 addr;
+	__u64 lo, hi;
 	int holds;
 };
 
@@ -654,16 +674,25 @@ static long stack_check_cb(struct task_struct *task, struct vm_area_struct *vma,
 {
 	struct stack_check *sc = data;
 
-	sc->holds = sc->addr >= vma->vm_start && sc->addr < vma->vm_end;
+	sc->lo = vma->vm_start;
+	sc->hi = vma->vm_end;
+	sc->holds = sc->addr >= sc->lo && sc->addr < sc->hi;
 	return 0;
 }
 
-static __always_inline int on_sampled_stack(__u64 sp, __u64 addr)
+static __always_inline int on_sampled_stack(struct lj_thread *t, __u64 sp, __u64 addr)
 {
 	struct stack_check sc = { .addr = addr, .holds = -1 };
 
+	if (sp >= t->stack_lo && sp < t->stack_hi &&
+	    addr >= t->stack_lo && addr < t->stack_hi)
+		return 1;
 	if (bpf_find_vma(bpf_get_current_task_btf(), sp, stack_check_cb, &sc, 0))
 		return -1;
+	if (sc.holds >= 0) {
+		t->stack_lo = sc.lo;
+		t->stack_hi = sc.hi;
+	}
 	return sc.holds;
 }
 
@@ -766,7 +795,8 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	struct lj_proc *p;
 	__u32 zero = 0;
 	__u32 tgid, tid;
-	__u64 G, L = 0, base, pc = 0, *cached, ip;
+	__u64 G, L = 0, base, pc = 0, ip;
+	struct lj_thread *t;
 	const struct lj_layout *lo;
 	struct lj_state st;
 	__s32 vmstate;
@@ -795,15 +825,22 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	/* r14 - g2disp first (or the VM frame's L, on the second try): a G
 	 * this thread validated before is known good (its main thread need
 	 * not be looked at, nor the cache written again). */
-	cached = bpf_map_lookup_elem(&lj_thread_G, &tid);
+	t = bpf_map_lookup_elem(&lj_thread_G, &tid);
+	if (!t) {
+		struct lj_thread nt = {};
+
+		bpf_map_update_elem(&lj_thread_G, &tid, &nt, BPF_ANY);
+		t = bpf_map_lookup_elem(&lj_thread_G, &tid);
+		if (!t)
+			return 0;
+	}
 	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa) :
 			   regs->r14 - (__s64)lo->g2disp;
-	if (valid_G(wp, G, cached && *cached == G, &L, &st)) {
-		if (!cached || *cached != G)
-			bpf_map_update_elem(&lj_thread_G, &tid, &G, BPF_ANY);
+	if (valid_G(wp, G, G == t->G, &L, &st)) {
+		t->G = G;
 	} else {
-		G = cached ? *cached : p->g_hint;
-		if (vm_frame_cfa || !valid_G(wp, G, cached != NULL, &L, &st)) {
+		G = t->G ? t->G : p->g_hint;
+		if (vm_frame_cfa || !valid_G(wp, G, t->G != 0, &L, &st)) {
 			e->lua_state = LP_WALK_NO_G;
 			return 0;
 		}
@@ -828,7 +865,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	 * hint may be another thread's VM (sysbench has one per thread).
 	 * Its C frame then lies on another stack: no G for this tick, and
 	 * the native walk looks for this stack's own VM frame. */
-	if (!vm_frame_cfa && on_sampled_stack(regs->sp, st.cframe & ~3ull) == 0) {
+	if (!vm_frame_cfa && on_sampled_stack(t, regs->sp, st.cframe & ~3ull) == 0) {
 		e->lua_state = LP_WALK_NO_G;
 		return wake;
 	}
