@@ -71,7 +71,7 @@
 #define LUA_RESUMER_HOPS 16    /* Lua-resumed coroutines followed */
 #define LUA_C_ONLY_MAX 4       /* C-only C frames passed at one place */
 #define GC64_PTR_MASK ((1ull << 47) - 1)
-#define LJ_BLOCK 128 /* bytes read at once; a power of two */
+#define LJ_BLOCK 256 /* bytes read at once; a power of two */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -154,6 +154,13 @@ struct {
 	__type(value, struct lj_proc);
 } lj_images SEC(".maps");
 
+/* The fields of a global_State the walk reads. */
+struct lj_gfields {
+	__u64 mainthref, cur_L, jit_base;
+	__s32 vmstate;
+	__u32 pad;
+};
+
 /* The fields of a lua_State the walk reads. */
 struct lj_state {
 	__u64 glref, base, stack, maxstack, cframe;
@@ -164,7 +171,7 @@ struct lj_state {
  * CPU's sample_scratch, looked up where needed. */
 struct lua_walk {
 	struct lj_layout lo;
-	__u8 block[LJ_BLOCK + 8]; /* the last block read (+8: see block_u64) */
+	__u8 block[2 * LJ_BLOCK]; /* the last block read (see read_block, block_u64) */
 	__u64 G, mainL;
 	__u64 L;     /* the lua_State being walked */
 	__u64 frame; /* address of the current frame's link slot */
@@ -219,7 +226,11 @@ static __always_inline int read_block(struct lua_walk *w, __u64 addr, __u32 span
 {
 	if (span > LJ_BLOCK)
 		return -1;
-	return bpf_probe_read_user(w->block, span, (const void *)addr) ? -1 : 0;
+	/* The mask, after the barrier, is for the verifier, which may lose
+	 * the check's bound on a copy: the block has room for it. */
+	barrier_var(span);
+	return bpf_probe_read_user(w->block, span & (2 * LJ_BLOCK - 1),
+				   (const void *)addr) ? -1 : 0;
 }
 
 /* The 8 (4) bytes at rel in the last block read: rel is masked into the
@@ -264,6 +275,33 @@ static __always_inline int read_state(struct lua_walk *w, __u64 L, struct lj_sta
 	    read_ref(lo, &st->maxstack, L + lo->l_maxstack) ||
 	    read_u64(&st->cframe, L + lo->l_cframe))
 		return -1;
+	return 0;
+}
+
+/* The fields of global_State G the walk needs: one read when they lie
+ * within LJ_BLOCK bytes (vmstate to jit_base: 200 bytes with GC64). */
+static __always_inline int read_G(struct lua_walk *w, __u64 G, struct lj_gfields *g)
+{
+	const struct lj_layout *lo = &w->lo;
+	__u32 first = min_u32(min_u32(lo->g_vmstate, lo->g_mainthref),
+			      min_u32(lo->g_cur_L, lo->g_jit_base));
+	__u32 end = max_u32(max_u32(lo->g_vmstate, lo->g_mainthref),
+			    max_u32(lo->g_cur_L, lo->g_jit_base)) + 8;
+
+	if (!read_block(w, G + first, end - first)) {
+		g->mainthref = block_ref(w, lo->g_mainthref - first);
+		g->cur_L = block_ref(w, lo->g_cur_L - first);
+		g->jit_base = block_ref(w, lo->g_jit_base - first);
+		g->vmstate = (__s32)block_u64(w, lo->g_vmstate - first);
+		return 0;
+	}
+	if (read_ref(lo, &g->mainthref, G + lo->g_mainthref) ||
+	    read_ref(lo, &g->cur_L, G + lo->g_cur_L) ||
+	    bpf_probe_read_user(&g->vmstate, sizeof(g->vmstate),
+				(const void *)(G + lo->g_vmstate)))
+		return -1;
+	if (read_ref(lo, &g->jit_base, G + lo->g_jit_base))
+		g->jit_base = 0;
 	return 0;
 }
 
@@ -350,23 +388,19 @@ static __always_inline void truncate_walk(struct lua_walk *w, __u32 why)
 }
 
 /* G validates if its GG_State's main thread is where G says and the
- * running coroutine belongs to it; a G that validated before on this
- * thread (known) needs only the second.  Fills *curL and its fields. */
-static __always_inline int valid_G(struct lua_walk *w, __u64 G, int known,
+ * running coroutine belongs to it.  Fills *g with G's fields, *curL and
+ * st with the running coroutine's.  (A G known from before on this
+ * thread needed only the second; both come in the one read of G.) */
+static __always_inline int valid_G(struct lua_walk *w, __u64 G, struct lj_gfields *g,
 				   __u64 *curL, struct lj_state *st)
 {
 	const struct lj_layout *lo = &w->lo;
-	__u64 m, l;
 
-	if (G < 4096)
+	if (G < 4096 || read_G(w, G, g) || g->mainthref != G - lo->gg_g || !g->cur_L)
 		return 0;
-	if (!known && (read_ref(lo, &m, G + lo->g_mainthref) || m != G - lo->gg_g))
+	if (read_state(w, g->cur_L, st) || st->glref != G)
 		return 0;
-	if (read_ref(lo, &l, G + lo->g_cur_L) || !l)
-		return 0;
-	if (read_state(w, l, st) || st->glref != G)
-		return 0;
-	*curL = l;
+	*curL = g->cur_L;
 	return 1;
 }
 
@@ -648,6 +682,63 @@ static long lua_walk_step(__u32 i, void *ctx)
 	return 0;
 }
 
+/* The frame of trace number vmstate, which runs: its GCtrace,
+ * J->trace[N], goes with the frame, and the recorder reads where it
+ * starts.  Where it starts and where its code is tell a trace from a
+ * later one that reused the number and the GCtrace's memory after a
+ * flush: the same loop compiled again starts where it did, but its code
+ * is elsewhere (new machine-code areas).  Returns 1 if no sample showed
+ * this trace before (lj_traces_seen): the recorder should read it now. */
+static __always_inline int trace_frame(struct lua_walk *w, __u64 G, __s32 vmstate,
+				       __u32 tgid)
+{
+	const struct lj_layout *lo = &w->lo;
+	__u64 J = G + lo->g2j, tr = 0, trarr = 0, startpc = 0, mcode = 0;
+	__u32 sizetrace = 0, first, end;
+	__u16 fp = 0;
+	__u8 one = 1;
+
+	/* J->trace (a pointer) and J->sizetrace lie side by side. */
+	first = min_u32(lo->j_trace, lo->j_sizetrace);
+	end = max_u32(lo->j_trace, lo->j_sizetrace) + 8;
+	if (!lo->g2j) {
+		/* The trace by number only. */
+	} else if (!read_block(w, J + first, end - first)) {
+		trarr = block_u64(w, lo->j_trace - first);
+		sizetrace = (__u32)block_u64(w, lo->j_sizetrace - first);
+	} else if (read_u64(&trarr, J + lo->j_trace) ||
+		   bpf_probe_read_user(&sizetrace, sizeof(sizetrace),
+				       (const void *)(J + lo->j_sizetrace))) {
+		sizetrace = 0;
+	}
+	if ((__u32)vmstate < sizetrace)
+		read_ref(lo, &tr, trarr + (__u64)vmstate * lo->ref_size);
+	if (tr) {
+		first = min_u32(lo->tr_startpc, lo->tr_mcode);
+		end = max_u32(lo->tr_startpc, lo->tr_mcode) + 8;
+		if (!read_block(w, tr + first, end - first)) {
+			startpc = block_ref(w, lo->tr_startpc - first);
+			mcode = block_u64(w, lo->tr_mcode - first);
+		} else {
+			read_ref(lo, &startpc, tr + lo->tr_startpc);
+			read_u64(&mcode, tr + lo->tr_mcode);
+		}
+		fp = (__u16)((startpc >> 2) ^ (mcode >> 4) ^ (mcode >> 20)) | 1;
+	}
+	emit(w, LP_LUA_FRAME_TRACE, tr, (__u32)vmstate, 0, fp);
+	if (tr) {
+		struct lj_trace_key tk = {
+			.tr = tr, .tgid = tgid, .id = (__u32)vmstate << 16 | fp,
+		};
+
+		if (!bpf_map_lookup_elem(&lj_traces_seen, &tk)) {
+			bpf_map_update_elem(&lj_traces_seen, &tk, &one, BPF_ANY);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Does the memory mapping that holds the sampled stack pointer hold addr
  * too?  1 yes, 0 no, -1 unknown (the mappings are locked: the process
  * maps or faults at this moment).
@@ -799,8 +890,9 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	struct lj_thread *t;
 	const struct lj_layout *lo;
 	struct lj_state st;
+	struct lj_gfields g;
 	__s32 vmstate;
-	int wake, off_frame;
+	int wake, off_frame, in_trace = 0;
 
 	if (!e || !regs)
 		return 0;
@@ -836,11 +928,11 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	}
 	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa) :
 			   regs->r14 - (__s64)lo->g2disp;
-	if (valid_G(wp, G, G == t->G, &L, &st)) {
+	if (valid_G(wp, G, &g, &L, &st)) {
 		t->G = G;
 	} else {
 		G = t->G ? t->G : p->g_hint;
-		if (vm_frame_cfa || !valid_G(wp, G, t->G != 0, &L, &st)) {
+		if (vm_frame_cfa || !valid_G(wp, G, &g, &L, &st)) {
 			e->lua_state = LP_WALK_NO_G;
 			return 0;
 		}
@@ -849,8 +941,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	wp->mainL = G - lo->gg_g;
 	e->lua_G = G;
 	wake = !p->g_hint;
-	if (bpf_probe_read_user(&vmstate, sizeof(vmstate), (const void *)(G + lo->g_vmstate)))
-		return wake;
+	vmstate = g.vmstate;
 	e->vmstate = vmstate;
 
 	if (!st.cframe) {
@@ -888,45 +979,10 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	}
 	base = st.base;
 	if (vmstate >= 0) {
-		__u64 jb = 0;
-
-		/* A trace runs on G->jit_base.  Its GCtrace, J->trace[N],
-		 * goes with the frame: the recorder reads where it starts. */
-		__u64 tr = 0, trarr = 0;
-		__u32 sizetrace = 0;
-
-		if (lo->g2j && !read_u64(&trarr, G + lo->g2j + lo->j_trace) &&
-		    !bpf_probe_read_user(&sizetrace, sizeof(sizetrace),
-					 (const void *)(G + lo->g2j + lo->j_sizetrace)) &&
-		    (__u32)vmstate < sizetrace)
-			read_ref(lo, &tr, trarr + (__u64)vmstate * lo->ref_size);
-		/* Where it starts and where its code is tell a trace from a
-		 * later one that reused the number and the GCtrace's memory
-		 * after a flush: the same loop compiled again starts where
-		 * it did, but its code is elsewhere (new machine-code areas). */
-		__u64 mcode = 0;
-		__u16 fp = 0;
-
-		if (tr) {
-			read_ref(lo, &trarr, tr + lo->tr_startpc);
-			read_u64(&mcode, tr + lo->tr_mcode);
-			fp = (__u16)((trarr >> 2) ^ (mcode >> 4) ^ (mcode >> 20)) | 1;
-		}
-		emit(wp, LP_LUA_FRAME_TRACE, tr, (__u32)vmstate, 0, fp);
-		if (tr) {
-			struct lj_trace_key tk = {
-				.tr = tr, .tgid = tgid,
-				.id = (__u32)vmstate << 16 | fp,
-			};
-			__u8 one = 1;
-
-			if (!bpf_map_lookup_elem(&lj_traces_seen, &tk)) {
-				bpf_map_update_elem(&lj_traces_seen, &tk, &one, BPF_ANY);
-				wake = 1;
-			}
-		}
-		if (!read_ref(lo, &jb, G + lo->g_jit_base) && jb)
-			base = jb;
+		/* A trace runs on G->jit_base. */
+		wake |= trace_frame(wp, G, vmstate, tgid);
+		if (g.jit_base)
+			base = g.jit_base;
 	} else if (~vmstate == LJ_VMST_INTERP && !p->vm_end) {
 		/* BASE is in a register we cannot yet tell from garbage;
 		 * the recorder locates the VM from this sample's G. */
@@ -939,9 +995,18 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 			base = rdx;
 			pc = regs->bx;
 		}
+	} else if (~vmstate == LJ_VMST_INTERP && g.jit_base > st.stack &&
+		   g.jit_base <= st.maxstack + 8 * 8) {
+		/* Interpreting, yet outside the VM, with a trace's base set:
+		 * a JLOOP has jumped into the trace, whose first
+		 * instructions have not yet set vmstate (the exits clear
+		 * jit_base before they set INTERP).  The trace runs on
+		 * jit_base; L->base is older. */
+		base = g.jit_base;
+		in_trace = 1;
 	}
 	start_thread(wp, L, &st, base, pc);
-	wp->leaf = vmstate < 0;
+	wp->leaf = vmstate < 0 && !in_trace;
 	wp->pc_reg = pc && !off_frame;
 	e->lua_state = LP_WALK_WALKED;
 	phase_end(LP_PHASE_LUA_STATE);
