@@ -189,6 +189,9 @@ struct lua_walk {
 	__u8 pc_reg; /* ... and pc is the PC register's */
 	int skip_next; /* the next frame is a vararg function's own */
 	int done;
+	__u64 cf_read; /* the C frame whose fields follow, 0 none */
+	__u64 cf_pc, cf_prev;
+	__s32 cf_nres;
 	__u64 win_lo; /* stack[] holds [win_lo, win_lo + win_len) */
 	__u32 win_len;
 	/* Last, and not cleared per sample: what is read is used. */
@@ -358,25 +361,43 @@ static __always_inline void emit_entry(struct lua_walk *w, __u64 cf)
  * not. */
 #define LJ_CF_NRES(lo) ((lo)->cf_l - 8)
 
+/* The fields of C frame cf the walk reads (nres, the saved PC and the
+ * link to the older C frame: 32 bytes) into w->cf_*, in one read, kept
+ * for the next use of the same frame.  0, or -1 if they cannot be read. */
+static __always_inline int read_cframe(struct lua_walk *w, __u64 cf)
+{
+	const struct lj_layout *lo = &w->lo;
+	__u32 first = min_u32(LJ_CF_NRES(lo), min_u32(lo->cf_pc, lo->cf_prev));
+	__u32 end = max_u32(LJ_CF_NRES(lo), max_u32(lo->cf_pc, lo->cf_prev)) + 8;
+
+	if (w->cf_read == cf)
+		return 0;
+	w->cf_read = 0;
+	if (!read_block(w, cf + first, end - first)) {
+		w->cf_nres = (__s32)block_u64(w, LJ_CF_NRES(lo) - first);
+		w->cf_pc = block_ref(w, lo->cf_pc - first);
+		w->cf_prev = block_u64(w, lo->cf_prev - first);
+	} else if (bpf_probe_read_user(&w->cf_nres, sizeof(w->cf_nres),
+				       (const void *)(cf + LJ_CF_NRES(lo))) ||
+		   read_ref(lo, &w->cf_pc, cf + lo->cf_pc) ||
+		   read_u64(&w->cf_prev, cf + lo->cf_prev)) {
+		return -1;
+	}
+	w->cf_read = cf;
+	return 0;
+}
+
 /* Passes the C frames, from w->cf on, that lj_vm_cpcall pushed for C code
  * alone after the Lua frame at `frame` was made (see the top of the file),
  * with an ENTRY each. */
 static __always_inline void pass_c_only(struct lua_walk *w, __u64 frame)
 {
-	const struct lj_layout *lo = &w->lo;
-
 	for (int i = 0; i < LUA_C_ONLY_MAX; i++) {
-		__s32 nres;
-		__u64 prev;
-
-		if (!w->cf || bpf_probe_read_user(&nres, sizeof(nres),
-						  (const void *)(w->cf + LJ_CF_NRES(lo))) ||
-		    nres >= 0 || frame >= w->stack - (__s64)nres)
+		if (!w->cf || read_cframe(w, w->cf) || w->cf_nres >= 0 ||
+		    frame >= w->stack - (__s64)w->cf_nres)
 			return;
 		emit_entry(w, w->cf);
-		if (read_u64(&prev, w->cf + lo->cf_prev))
-			prev = 0;
-		w->cf = prev & ~3ull;
+		w->cf = w->cf_prev & ~3ull;
 		if (w->cf)
 			w->outer_cf = w->cf;
 	}
@@ -443,8 +464,8 @@ static __always_inline void start_thread(struct lua_walk *w, __u64 L,
 	w->frame = base - 8;
 	pass_c_only(w, w->frame);
 	w->pc = pc;
-	if (!pc && w->cf)
-		read_ref(lo, &w->pc, w->cf + lo->cf_pc);
+	if (!pc && w->cf && !read_cframe(w, w->cf))
+		w->pc = w->cf_pc;
 	w->skip_next = 0;
 }
 
@@ -702,13 +723,14 @@ static long lua_walk_step(__u32 i, void *ctx)
 			if (w->cf) {
 				__u64 prev = 0;
 
-				read_u64(&prev, w->cf + lo->cf_prev);
+				if (!read_cframe(w, w->cf))
+					prev = w->cf_prev;
 				w->cf = prev & ~3ull;
 				if (w->cf)
 					w->outer_cf = w->cf;
 				pass_c_only(w, next);
-				if (w->cf)
-					read_ref(lo, &prev_pc, w->cf + lo->cf_pc);
+				if (w->cf && !read_cframe(w, w->cf))
+					prev_pc = w->cf_pc;
 			}
 		}
 	}
