@@ -452,6 +452,14 @@ int trace_reader_open(struct trace_reader **out, const char *path,
 	err = check_header(r, (size_t)got, errbuf, errlen);
 	if (err)
 		goto cleanup;
+	if (r->stats.incompat & LP_INCOMPAT_STACK_BRANCH) {
+		r->stacks = lp_stacktree_new(SIZE_MAX);
+		if (!r->stacks) {
+			set_error(errbuf, errlen, "out of memory");
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	}
 	r->start = LP_HEADER_SIZE;
 	*out = r;
 	return 0;
@@ -479,5 +487,6 @@ void trace_reader_close(struct trace_reader *r)
 	lp_buf_free(&r->raw);
 	lp_buf_free(&r->strings);
 	lp_buf_free(&r->array);
+	lp_stacktree_free(r->stacks);
 	free(r);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "format/codec.h"
+#include "format/stacktree.h"
 #include "format/trace.h"
 
 struct trace_reader {
@@ -42,6 +43,10 @@ struct trace_reader {
 	 * its strings, and its array of mappings, addresses or symbols. */
 	struct lp_buf strings;
 	struct lp_buf array;
+
+	/* Stacks read so far, for stack_branch records to name (a trace
+	 * with incompat STACK_BRANCH only; NULL otherwise). */
+	struct lp_stacktree *stacks;
 
 	struct trace_reader_stats stats;
 	uint64_t skip; /* bit t: records of type t are skipped unread */

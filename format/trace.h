@@ -14,7 +14,9 @@
  *   header     := magic[8] "LUAPROF\0"
  *                 version:u16le         (= 1)
  *                 header_size:u16le     (= 24; bytes from magic to crc)
- *                 incompat:u32le        (feature bits a reader must know)
+ *                 incompat:u32le        (feature bits a reader must know:
+ *                                        0x1 STACK_BRANCH, stacks may be
+ *                                        stack_branch records)
  *                 compat:u32le          (feature bits a reader may ignore:
  *                                        0x1 CHUNK_SEQ, every records chunk
  *                                        starts with a chunk record)
@@ -46,6 +48,13 @@
  *   mapping    := start:uv size:uv pgoff:uv prot:uv inode:uv path:str
  *   stack      := id:uv kind:uv depth:uv addr[depth]   (leaf first)
  *   addr       := first: value:uv; then: (value - previous):sv
+ *   stack_branch := id:uv kind:uv (id - base):uv keep:uv nnew:uv
+ *                 (addr - previous):sv[nnew]
+ *                 (incompat STACK_BRANCH: the stack is the keep root-side
+ *                  frames of stack base, then the nnew frames, written
+ *                  from the branch point toward the leaf; previous starts
+ *                  at the base's frame at the first new frame's depth,
+ *                  else the last kept frame, else 0.  Read as a stack.)
  *   sample     := dtime:sv pid:uv tid:uv cpu:uv kstack:uv ustack:uv flags:uv
  *                 lstack:uv vmstate:sv lua_state:uv
  *   lost       := time_ns:uv count:uv reason:uv
@@ -118,7 +127,10 @@
 
 /* Feature bits.  A reader refuses a trace with an incompat bit it does
  * not know, and ignores unknown compat bits. */
-#define LP_INCOMPAT_KNOWN 0u
+/* Stacks may be stack_branch records, which name an earlier stack: a
+ * reader that skipped them would lose the samples naming them. */
+#define LP_INCOMPAT_STACK_BRANCH 0x1u
+#define LP_INCOMPAT_KNOWN LP_INCOMPAT_STACK_BRANCH
 /* Every records chunk starts with a chunk record numbering it, so that a
  * reader tells a missing, repeated or reordered chunk (format.md §2.3). */
 #define LP_COMPAT_CHUNK_SEQ 0x1u
@@ -155,6 +167,8 @@ enum lp_record_type {
 	LP_REC_PUC_LUA = 19,
 	LP_REC_TRACE_SNAPS = 20,
 	LP_REC_CHUNK = 21, /* a chunk's number: framing, never returned */
+	LP_REC_STACK_BRANCH = 22, /* read as LP_REC_STACK, written by the
+				   * writer for stacks sharing a root side */
 };
 
 /* meta.flags */

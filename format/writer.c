@@ -20,7 +20,12 @@
 #include <unistd.h>
 
 #include "format/codec.h"
+#include "format/stacktree.h"
 #include "format/trace.h"
+
+/* The most frame paths the writer remembers to share stacks' root sides
+ * (about 32 bytes each); stacks past it are still written, sharing less. */
+#define WRITER_STACKTREE_NODES (1u << 18)
 
 struct trace_writer {
 	int fd;
@@ -38,6 +43,10 @@ struct trace_writer {
 	uint64_t prev_sample_time; /* of the last sample in this chunk */
 	uint64_t samples, lost;    /* for a footer the caller leaves to us */
 	uint64_t chunk_samples;    /* samples in the pending chunk */
+	/* Stacks written so far, by their root sides, and how the stack
+	 * being appended branches from one of them (stacktree.h). */
+	struct lp_stacktree *stacks;
+	struct lp_stack_branch branch;
 	struct trace_writer_stats stats;
 };
 
@@ -173,6 +182,33 @@ static int put_stack(struct lp_buf *b, const struct lp_stack *s)
 			err = lp_put_uv(b, s->addrs[0]);
 		else
 			err = lp_put_sv(b, (int64_t)(s->addrs[i] - prev));
+		prev = s->addrs[i];
+	}
+	return err;
+}
+
+static int stack_valid(const struct lp_stack *s)
+{
+	return s->id && s->depth <= LP_STACK_MAX_DEPTH && (!s->depth || s->addrs);
+}
+
+/*
+ * A stack as an earlier one's root side and its own frames (§3.5.1): the
+ * new frames from the branch point toward the leaf, each a difference
+ * from the one before, the first from the base's frame at its depth.
+ */
+static int put_stack_branch(struct lp_buf *b, const struct lp_stack *s,
+			    const struct lp_stack_branch *br)
+{
+	uint64_t prev = br->pred;
+	uint32_t i = s->depth - br->keep;
+	int err;
+
+	err = lp_put_uv(b, s->id) ?: lp_put_uv(b, s->kind) ?:
+	      lp_put_uv(b, s->id - br->base) ?: lp_put_uv(b, br->keep) ?:
+	      lp_put_uv(b, i);
+	while (!err && i-- > 0) {
+		err = lp_put_sv(b, (int64_t)(s->addrs[i] - prev));
 		prev = s->addrs[i];
 	}
 	return err;
@@ -509,6 +545,8 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 			err = lp_put_uv(b, ma->mappings[i].object);
 		return err;
 	case LP_REC_STACK:
+		if (w->branch.base)
+			return put_stack_branch(b, &rec->u.stack, &w->branch);
 		return put_stack(b, &rec->u.stack);
 	case LP_REC_SAMPLE:
 		/* Delta against the previous sample of this chunk only, so
@@ -558,6 +596,7 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 		return put_trace_snaps(b, &rec->u.trace_snaps);
 	case LP_REC_DEBUG_RETIRED:
 	case LP_REC_CHUNK:
+	case LP_REC_STACK_BRANCH:
 		break; /* retired; or written by the writer itself */
 	}
 	return -EINVAL;
@@ -592,7 +631,8 @@ static int append_record(struct trace_writer *w, const struct lp_record *rec)
 
 	if (mark == LP_CHUNK_HEADER_SIZE)
 		err = put_chunk_record(w);
-	err = err ?: lp_put_uv(&w->chunk, rec->type) ?:
+	err = err ?: lp_put_uv(&w->chunk, rec->type == LP_REC_STACK && w->branch.base ?
+						LP_REC_STACK_BRANCH : rec->type) ?:
 	      lp_put_bytes(&w->chunk, gap, sizeof(gap));
 	body = w->chunk.len;
 	err = err ?: put_body(w, &w->chunk, rec);
@@ -622,6 +662,14 @@ static int add_record(struct trace_writer *w, const struct lp_record *rec)
 
 	if (w->error)
 		return w->error;
+	memset(&w->branch, 0, sizeof(w->branch));
+	if (rec->type == LP_REC_STACK) {
+		if (!stack_valid(&rec->u.stack))
+			return -EINVAL;
+		/* Without memory for the search, the stack goes whole. */
+		if (lp_stacktree_find(w->stacks, &rec->u.stack, &w->branch))
+			memset(&w->branch, 0, sizeof(w->branch));
+	}
 	err = append_record(w, rec);
 	if (err == -E2BIG && pending_raw(w)) {
 		/* Too big for what is left of this chunk: it gets a chunk
@@ -630,6 +678,10 @@ static int add_record(struct trace_writer *w, const struct lp_record *rec)
 	}
 	if (err)
 		return err;
+	/* Only a stack in the trace may be a later stack's base; failing
+	 * to remember it (out of memory) only shares less. */
+	if (rec->type == LP_REC_STACK)
+		lp_stacktree_insert(w->stacks, &rec->u.stack, &w->branch);
 	w->stats.records++;
 	if (rec->type == LP_REC_SAMPLE) {
 		w->samples++;
@@ -662,6 +714,11 @@ int trace_writer_open(struct trace_writer **out, const char *path,
 		err = w->fd;
 		goto cleanup;
 	}
+	w->stacks = lp_stacktree_new(WRITER_STACKTREE_NODES);
+	if (!w->stacks) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	/* The limit refuses a record that can never fit in a chunk as soon
 	 * as encoding it passes LP_CHUNK_MAX_RAW (plus the slack of the
 	 * length gap, see append_record()), not after. */
@@ -674,7 +731,7 @@ int trace_writer_open(struct trace_writer **out, const char *path,
 	err = lp_put_bytes(&header, LP_MAGIC, LP_MAGIC_SIZE) ?:
 	      lp_put_u16(&header, LP_VERSION) ?:
 	      lp_put_u16(&header, LP_HEADER_SIZE) ?:
-	      lp_put_u32(&header, LP_INCOMPAT_KNOWN) ?:
+	      lp_put_u32(&header, LP_INCOMPAT_STACK_BRANCH) ?:
 	      lp_put_u32(&header, LP_COMPAT_CHUNK_SEQ);
 	err = err ?: lp_put_u32(&header, lp_crc32(0, header.data, header.len));
 	err = err ?: write_full(w->fd, header.data, header.len);
@@ -690,6 +747,7 @@ cleanup:
 	if (w->fd >= 0)
 		close(w->fd);
 	lp_buf_free(&w->chunk);
+	lp_stacktree_free(w->stacks);
 	free(w);
 	return err;
 }
@@ -735,6 +793,7 @@ int trace_writer_close(struct trace_writer *w, const struct lp_footer *footer)
 		err = -errno;
 	lp_buf_free(&w->chunk);
 	lp_buf_free(&w->packed);
+	lp_stacktree_free(w->stacks);
 	free(w);
 	return err;
 }

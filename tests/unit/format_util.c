@@ -260,6 +260,7 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 		return trace_snaps_equal(&a->u.trace_snaps, &b->u.trace_snaps);
 	case LP_REC_DEBUG_RETIRED:
 	case LP_REC_CHUNK:
+	case LP_REC_STACK_BRANCH: /* read as LP_REC_STACK */
 		break; /* never written by callers, never returned */
 	}
 	return 0;
