@@ -192,8 +192,9 @@ static int decode_stack_branch(struct trace_reader *r, struct lp_cursor *c,
 				   (uint32_t)keep, new, (uint32_t)nnew, addrs);
 }
 
+/* A sample (6), or a sample_us (23) whose dtime counts microseconds. */
 static int decode_sample(struct trace_reader *r, struct lp_cursor *c,
-			 struct lp_sample *s)
+			 struct lp_sample *s, uint64_t time_unit)
 {
 	int64_t dtime;
 	int err;
@@ -227,7 +228,7 @@ static int decode_sample(struct trace_reader *r, struct lp_cursor *c,
 			return err;
 	}
 	/* Only a sample that decoded moves the time base, as in the writer. */
-	s->time_ns = r->prev_sample_time + (uint64_t)dtime;
+	s->time_ns = r->prev_sample_time + (uint64_t)dtime * time_unit;
 	r->prev_sample_time = s->time_ns;
 	return 0;
 }
@@ -672,7 +673,10 @@ static int decode_body(struct trace_reader *r, uint64_t type,
 		rec->type = LP_REC_STACK;
 		return decode_stack_branch(r, c, &rec->u.stack);
 	case LP_REC_SAMPLE:
-		return decode_sample(r, c, &rec->u.sample);
+		return decode_sample(r, c, &rec->u.sample, 1);
+	case LP_REC_SAMPLE_US:
+		rec->type = LP_REC_SAMPLE;
+		return decode_sample(r, c, &rec->u.sample, 1000);
 	case LP_REC_LOST:
 		return lp_get_uv(c, &rec->u.lost.time_ns) ?:
 		       lp_get_uv(c, &rec->u.lost.count) ?:
@@ -737,6 +741,8 @@ int lp_decode_record(struct trace_reader *r, struct lp_record *rec)
 		return 0; /* the caller wants none of these */
 	if (type == LP_REC_STACK_BRANCH && (r->skip >> LP_REC_STACK & 1))
 		return 0; /* read as stacks, skipped with them */
+	if (type == LP_REC_SAMPLE_US && (r->skip >> LP_REC_SAMPLE & 1))
+		return 0; /* read as samples, skipped with them */
 	/* What an older writer embedded and no reader needs any more. */
 	if (type == LP_REC_DEBUG_RETIRED) {
 		r->stats.retired_records++;
@@ -764,7 +770,7 @@ int lp_decode_record(struct trace_reader *r, struct lp_record *rec)
 		r->stats.footer_seen = 1;
 		r->stats.footer = rec->u.footer;
 	}
-	if (type == LP_REC_SAMPLE)
+	if (type == LP_REC_SAMPLE || type == LP_REC_SAMPLE_US)
 		r->stats.samples++;
 	return 1;
 }

@@ -16,7 +16,9 @@
  *                 header_size:u16le     (= 24; bytes from magic to crc)
  *                 incompat:u32le        (feature bits a reader must know:
  *                                        0x1 STACK_BRANCH, stacks may be
- *                                        stack_branch records)
+ *                                        stack_branch records; 0x2
+ *                                        SAMPLE_US, samples may be
+ *                                        sample_us records)
  *                 compat:u32le          (feature bits a reader may ignore:
  *                                        0x1 CHUNK_SEQ, every records chunk
  *                                        starts with a chunk record)
@@ -56,7 +58,9 @@
  *                  at the base's frame at the first new frame's depth,
  *                  else the last kept frame, else 0.  Read as a stack.)
  *   sample     := dtime:sv pid:uv tid:uv cpu:uv kstack:uv ustack:uv flags:uv
- *                 lstack:uv vmstate:sv lua_state:uv
+ *                 lstack:uv vmstate:sv lua_state:uv ustop:uv
+ *   sample_us  := as sample, but dtime counts microseconds (incompat
+ *                 SAMPLE_US; read as a sample)
  *   lost       := time_ns:uv count:uv reason:uv
  *   ksyms      := count:uv ksym[count]  (ascending addresses)
  *   ksym       := (addr - previous addr):uv name:str  (previous = 0 first)
@@ -130,7 +134,9 @@
 /* Stacks may be stack_branch records, which name an earlier stack: a
  * reader that skipped them would lose the samples naming them. */
 #define LP_INCOMPAT_STACK_BRANCH 0x1u
-#define LP_INCOMPAT_KNOWN LP_INCOMPAT_STACK_BRANCH
+/* Samples may be sample_us records, whose dtime counts microseconds. */
+#define LP_INCOMPAT_SAMPLE_US 0x2u
+#define LP_INCOMPAT_KNOWN (LP_INCOMPAT_STACK_BRANCH | LP_INCOMPAT_SAMPLE_US)
 /* Every records chunk starts with a chunk record numbering it, so that a
  * reader tells a missing, repeated or reordered chunk (format.md §2.3). */
 #define LP_COMPAT_CHUNK_SEQ 0x1u
@@ -169,6 +175,8 @@ enum lp_record_type {
 	LP_REC_CHUNK = 21, /* a chunk's number: framing, never returned */
 	LP_REC_STACK_BRANCH = 22, /* read as LP_REC_STACK, written by the
 				   * writer for stacks sharing a root side */
+	LP_REC_SAMPLE_US = 23, /* read as LP_REC_SAMPLE, written by the writer
+				* for a time a whole number of µs after the last */
 };
 
 /* meta.flags */

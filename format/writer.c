@@ -505,6 +505,29 @@ size_t lp_trace_snaps_size(const struct lp_trace_snaps *ts)
 	return n;
 }
 
+static int64_t sample_dtime(const struct trace_writer *w, const struct lp_sample *sa)
+{
+	return (int64_t)(sa->time_ns - w->prev_sample_time);
+}
+
+/* Whether a sample goes as a sample_us: its time a whole number of
+ * microseconds after the last, as luaprof's are (§3.6). */
+static int in_us(const struct trace_writer *w, const struct lp_sample *sa)
+{
+	return sample_dtime(w, sa) % 1000 == 0;
+}
+
+/* The record type rec goes as: a stack that branches from an earlier one
+ * as a stack_branch, a sample in whole µs as a sample_us. */
+static uint64_t wire_type(const struct trace_writer *w, const struct lp_record *rec)
+{
+	if (rec->type == LP_REC_STACK && w->branch.base)
+		return LP_REC_STACK_BRANCH;
+	if (rec->type == LP_REC_SAMPLE && in_us(w, &rec->u.sample))
+		return LP_REC_SAMPLE_US;
+	return rec->type;
+}
+
 /* Appends the body of rec to b; returns 0, -EINVAL or -E2BIG/-ENOMEM. */
 static int put_body(struct trace_writer *w, struct lp_buf *b,
 		    const struct lp_record *rec)
@@ -550,8 +573,9 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 		return put_stack(b, &rec->u.stack);
 	case LP_REC_SAMPLE:
 		/* Delta against the previous sample of this chunk only, so
-		 * that every chunk decodes without its predecessors. */
-		return lp_put_sv(b, (int64_t)(sa->time_ns - w->prev_sample_time)) ?:
+		 * that every chunk decodes without its predecessors; in µs
+		 * when that is exact (a sample_us record, wire_type()). */
+		return lp_put_sv(b, sample_dtime(w, sa) / (in_us(w, sa) ? 1000 : 1)) ?:
 		       lp_put_uv(b, sa->pid) ?: lp_put_uv(b, sa->tid) ?:
 		       lp_put_uv(b, sa->cpu) ?: lp_put_uv(b, sa->kstack) ?:
 		       lp_put_uv(b, sa->ustack) ?: lp_put_uv(b, sa->flags) ?:
@@ -597,6 +621,7 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 	case LP_REC_DEBUG_RETIRED:
 	case LP_REC_CHUNK:
 	case LP_REC_STACK_BRANCH:
+	case LP_REC_SAMPLE_US:
 		break; /* retired; or written by the writer itself */
 	}
 	return -EINVAL;
@@ -631,8 +656,7 @@ static int append_record(struct trace_writer *w, const struct lp_record *rec)
 
 	if (mark == LP_CHUNK_HEADER_SIZE)
 		err = put_chunk_record(w);
-	err = err ?: lp_put_uv(&w->chunk, rec->type == LP_REC_STACK && w->branch.base ?
-						LP_REC_STACK_BRANCH : rec->type) ?:
+	err = err ?: lp_put_uv(&w->chunk, wire_type(w, rec)) ?:
 	      lp_put_bytes(&w->chunk, gap, sizeof(gap));
 	body = w->chunk.len;
 	err = err ?: put_body(w, &w->chunk, rec);
@@ -731,7 +755,7 @@ int trace_writer_open(struct trace_writer **out, const char *path,
 	err = lp_put_bytes(&header, LP_MAGIC, LP_MAGIC_SIZE) ?:
 	      lp_put_u16(&header, LP_VERSION) ?:
 	      lp_put_u16(&header, LP_HEADER_SIZE) ?:
-	      lp_put_u32(&header, LP_INCOMPAT_STACK_BRANCH) ?:
+	      lp_put_u32(&header, LP_INCOMPAT_STACK_BRANCH | LP_INCOMPAT_SAMPLE_US) ?:
 	      lp_put_u32(&header, LP_COMPAT_CHUNK_SEQ);
 	err = err ?: lp_put_u32(&header, lp_crc32(0, header.data, header.len));
 	err = err ?: write_full(w->fd, header.data, header.len);

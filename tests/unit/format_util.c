@@ -261,6 +261,7 @@ int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 	case LP_REC_DEBUG_RETIRED:
 	case LP_REC_CHUNK:
 	case LP_REC_STACK_BRANCH: /* read as LP_REC_STACK */
+	case LP_REC_SAMPLE_US:    /* read as LP_REC_SAMPLE */
 		break; /* never written by callers, never returned */
 	}
 	return 0;
