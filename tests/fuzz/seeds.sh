@@ -52,7 +52,8 @@ fi
 # its stack records read as before, its stack_branch records are bad.
 python3 - "$raw/native.lp" "$raw/old.lp" <<'PY'
 import re, struct, sys, zlib
-chunk_rec = int(re.search(r"LP_REC_CHUNK = (\d+)", open("format/trace.h").read()).group(1))
+# (its line in LP_RECDEF: _(CHUNK, chunk, 21, FRAMING))
+chunk_rec = int(re.search(r"_\(CHUNK, \w+, (\d+),", open("format/trace.h").read()).group(1))
 data = open(sys.argv[1], "rb").read()
 head = bytearray(data[:24])
 head[12:20] = struct.pack("<II", 0, 0)
