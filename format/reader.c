@@ -326,6 +326,7 @@ static int next_chunk(struct trace_reader *r)
 			continue;
 		}
 		leave_resync(r, position(r));
+		r->stats.codec_chunks[h.codec <= LP_CODEC_ZLIB ? h.codec : LP_CODEC_ZLIB + 1]++;
 		r->start += total;
 		ret = open_chunk(r, &h, p + LP_CHUNK_HEADER_SIZE);
 		if (ret)
@@ -336,6 +337,11 @@ static int next_chunk(struct trace_reader *r)
 void trace_reader_skip(struct trace_reader *r, uint64_t types)
 {
 	r->skip = types;
+}
+
+uint64_t trace_reader_record_bytes(const struct trace_reader *r)
+{
+	return r->rec_bytes;
 }
 
 int trace_reader_next(struct trace_reader *r, struct lp_record *rec)
