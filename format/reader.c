@@ -1,6 +1,8 @@
 /*
  * reader.c - reads a trace file (format v1, see trace.h and
- * docs/format.md) back into decoded records, for `luaprof report`.
+ * docs/format.md) back into decoded records, for `luaprof report`, `diff`
+ * and `info`: the file header and the chunk framing here, the record
+ * bodies in decode.c.
  *
  * The file is untrusted: it may be cut short by a killed recorder, damaged
  * on disk, hand-made, or written by a newer luaprof.  So the reader checks

@@ -1,6 +1,14 @@
 /*
- * trace.h - the luaprof trace format, version 1: grammar, constants and the
- * decoded (in-memory) form of every record, shared by writer.c and reader.c.
+ * trace.h - the luaprof trace format, version 1, and the one public header
+ * of format/: the grammar, its constants, the list of record types
+ * (LP_RECDEF), the decoded (in-memory) form of every record, and the
+ * library's calls: the writer (writer.c), the reader (reader.c, decode.c),
+ * the names of codecs and record types (names.c), the identity of an ELF
+ * file as an object record states it (objid.c) and the private files
+ * traces and reports are written to (private.c).  format/ is the trace
+ * format and nothing else: what record/ and report/ share besides it
+ * (growable arrays, the hash table, ELF symbols, DWARF lines) is in lib/,
+ * which may use these types; format/ never includes lib/.
  *
  * A trace is what `luaprof record` leaves behind and all `luaprof report`
  * ever reads, so it must survive a recorder killed at any instant and be
