@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/lua_priv.h"
+#include "report/luajit_protos_priv.h"
 
 void lua_place_free(struct lua *l)
 {

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "report/lua.h"
+#include "report/luajit_protos.h"
 #include "report/lua_bc.h"
 #include "tests/unit/unit.h"
 

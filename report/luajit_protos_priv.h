@@ -1,13 +1,14 @@
 /*
- * lua_priv.h - the state behind lua.h, shared by lua.c (the records,
- * naming stacks) and lua_place.c (compiled code placed in the functions
- * a trace inlined).  Private to those two files.
+ * luajit_protos_priv.h - the state behind luajit_protos.h, shared by
+ * luajit_protos.c (the records, naming stacks) and lua_place.c (compiled
+ * code placed in the functions a trace inlined).  Private to those two
+ * files.
  */
-#ifndef LUAPROF_REPORT_LUA_PRIV_H
-#define LUAPROF_REPORT_LUA_PRIV_H
+#ifndef LUAPROF_REPORT_LUAJIT_PROTOS_PRIV_H
+#define LUAPROF_REPORT_LUAJIT_PROTOS_PRIV_H
 
 #include "lib/htab.h"
-#include "report/lua.h"
+#include "report/luajit_protos.h"
 
 struct vm_ent {
 	uint32_t pid;
@@ -43,7 +44,7 @@ struct lstack_ent {
 	uint32_t leaf, leaf_vm;
 };
 
-/* What names a Lua frame (lua.c, name_lua_frame()): its function, the
+/* What names a Lua frame (luajit_protos.c, name_lua_frame()): its function, the
  * call site in its caller that names it, the pc and trace that give its
  * line, and whether the build is GC64 -> the name id.  A function appears
  * in many Lua stacks, called from the same few sites. */

@@ -1,6 +1,6 @@
 /*
- * lua.c - keeps the Lua records of a trace and names Lua stacks (see
- * lua.h).  Prototypes and Lua stacks are defined once and named by id for
+ * luajit_protos.c - keeps the Lua records of a trace and names Lua stacks
+ * (see luajit_protos.h; the report's side of record/luajit_protos.c).  Prototypes and Lua stacks are defined once and named by id for
  * the rest of the trace, so they are copied out of the reader's buffers
  * and kept; a process's VM record may be replaced (exec, a new VM).
  */
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "lib/escape.h"
-#include "report/lua_priv.h"
+#include "report/luajit_protos_priv.h"
 
 int lua_new(struct lua **out, struct frames *fr, int current_lines)
 {
