@@ -41,6 +41,16 @@ static void free_proto(struct lp_proto *p)
 	free(p);
 }
 
+/* A trace's snapshots, as lua_add_trace_snaps() (lua_place.c) kept them. */
+static void free_snaps(struct snap_set *ss)
+{
+	if (!ss)
+		return;
+	free(ss->snaps);
+	free(ss->frames);
+	free(ss);
+}
+
 void lua_free(struct lua *l)
 {
 	if (!l)
@@ -59,11 +69,14 @@ void lua_free(struct lua *l)
 		free(l->stacks[i].frames);
 	free(l->stacks);
 	htab_free(&l->stacks_h);
-	lua_place_free(l);
+	for (size_t i = 0; i < l->ntraces; i++)
+		free_snaps(l->traces[i].snaps);
 	free(l->traces);
 	htab_free(&l->traces_h);
 	free(l->fnames);
 	htab_free(&l->fnames_h);
+	free(l->places); /* lua_place.c's placements */
+	htab_free(&l->places_h);
 	free(l);
 }
 

@@ -2,7 +2,9 @@
  * luajit_protos_priv.h - the state behind luajit_protos.h, shared by
  * luajit_protos.c (the records, naming stacks) and lua_place.c (compiled
  * code placed in the functions a trace inlined).  Private to those two
- * files.
+ * files.  The dependency runs one way: lua_place.c uses the calls below,
+ * luajit_protos.c calls nothing of lua_place.c (lua_free() frees the
+ * whole struct lua, snapshots and placements included).
  */
 #ifndef LUAPROF_REPORT_LUAJIT_PROTOS_PRIV_H
 #define LUAPROF_REPORT_LUAJIT_PROTOS_PRIV_H
@@ -93,7 +95,5 @@ int64_t lua_trace_index(const struct lua *l, uint64_t id);
 /* Appends a stack of depth frames (copied) with id 0; its index in *idx. */
 int lua_push_stack(struct lua *l, const struct lp_lframe *frames, uint32_t depth,
 		   uint32_t *idx);
-/* Frees what lua_place.c added to l. */
-void lua_place_free(struct lua *l);
 
 #endif
