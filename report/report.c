@@ -356,13 +356,10 @@ static int on_record(struct run *r, struct report_pass *ps, const struct lp_reco
 	}
 }
 
-/* `luaprof report: ` or, with several traces, `luaprof report: PATH: `. */
-static void warn_prefix(const struct run *r, const struct report_pass *ps)
+/* The path to name ps by in a message: with several traces only. */
+static const char *pass_path(const struct run *r, const struct report_pass *ps)
 {
-	if (r->prof->ntraces > 1)
-		fprintf(stderr, "%s: %s: ", r->o->who, ps->path);
-	else
-		fprintf(stderr, "%s: ", r->o->who);
+	return r->prof->ntraces > 1 ? ps->path : NULL;
 }
 
 /* Samples in compiled code that keep the function their trace runs in,
@@ -375,24 +372,20 @@ static void warn_unplaced(struct run *r, struct report_pass *ps)
 
 	for (int i = LUA_PLACED; i < LUA_PLACE_MAX; i++)
 		compiled += c[i];
-	if (c[LUA_UNPLACED_NO_SNAPS]) {
-		warn_prefix(r, ps);
-		fprintf(stderr, "note: %" PRIu64 " of %" PRIu64 " samples in compiled code are in "
-			"traces recorded without their snapshots (an older luaprof, a LuaJIT "
-			"whose layout has none, a trace gone before it was read): they show "
-			"the function the trace runs in, not those it inlined\n",
-			c[LUA_UNPLACED_NO_SNAPS], compiled);
-	}
-	if (n) {
-		warn_prefix(r, ps);
-		fprintf(stderr, "note: %" PRIu64 " of %" PRIu64 " samples in compiled code were "
-			"not placed by their trace's snapshots (%" PRIu64 " at no address in "
-			"the trace's code, %" PRIu64 " in a snapshot the recorder could not "
-			"read, %" PRIu64 " whose base frame disagrees): they show the function "
-			"the trace runs in\n",
-			n, compiled, c[LUA_UNPLACED_OUTSIDE], c[LUA_UNPLACED_SNAP],
-			c[LUA_UNPLACED_BASE]);
-	}
+	if (c[LUA_UNPLACED_NO_SNAPS])
+		health_say(r->o->who, pass_path(r, ps), "note: %" PRIu64 " of %" PRIu64
+			   " samples in compiled code are in traces recorded without their "
+			   "snapshots (an older luaprof, a LuaJIT whose layout has none, a "
+			   "trace gone before it was read): they show the function the trace "
+			   "runs in, not those it inlined\n", c[LUA_UNPLACED_NO_SNAPS], compiled);
+	if (n)
+		health_say(r->o->who, pass_path(r, ps), "note: %" PRIu64 " of %" PRIu64
+			   " samples in compiled code were not placed by their trace's "
+			   "snapshots (%" PRIu64 " at no address in the trace's code, %" PRIu64
+			   " in a snapshot the recorder could not read, %" PRIu64 " whose base "
+			   "frame disagrees): they show the function the trace runs in\n",
+			   n, compiled, c[LUA_UNPLACED_OUTSIDE], c[LUA_UNPLACED_SNAP],
+			   c[LUA_UNPLACED_BASE]);
 }
 
 static void warn_health(struct run *r, struct report_pass *ps, const struct trace_reader_stats *st)
@@ -405,17 +398,8 @@ static void warn_health(struct run *r, struct report_pass *ps, const struct trac
 		lost = ps->footer.lost;
 	r->prof->lost = count_add(r->prof->lost, lost);
 	taken = count_add(ps->samples, lost);
-	health_warn(r->o->who, r->prof->ntraces > 1 ? ps->path : NULL, st);
-	if (lost) {
-		warn_prefix(r, ps);
-		fprintf(stderr, "warning: %" PRIu64 " samples were lost while recording (%.2f%% of %"
-			PRIu64 ")\n", lost, 100.0 * lost / taken, taken);
-	}
-	if (ps->missing) {
-		warn_prefix(r, ps);
-		fprintf(stderr, "warning: %" PRIu64 " samples name a stack that was never defined; "
-			"their frames print as [missing stack]\n", ps->missing);
-	}
+	health_warn(r->o->who, pass_path(r, ps), st);
+	health_warn_samples(r->o->who, pass_path(r, ps), lost, taken, ps->missing);
 	warn_unplaced(r, ps);
 }
 
