@@ -150,5 +150,10 @@ static const struct lua_bc_info lua_bc_info[LBC__MAX] = {
 #define LBC_C(ins) (((ins) >> 16) & 0xff)
 #define LBC_B(ins) ((ins) >> 24)
 #define LBC_D(ins) ((ins) >> 16)
+/* And the other way, an instruction from its fields (LuaJIT's BCINS_AD,
+ * BCINS_ABC): for the tests and the synthetic traces that make protos. */
+#define LBC_AD(op, a, d) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(d) << 16)
+#define LBC_ABC(op, a, b, c) \
+	((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(c) << 16 | (uint32_t)(b) << 24)
 
 #endif
