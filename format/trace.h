@@ -55,7 +55,7 @@
  *   stack      := id:uv kind:uv depth:uv addr[depth]   (leaf first)
  *   addr       := first: value:uv; then: (value - previous):sv
  *   sample     := dtime:sv pid:uv tid:uv cpu:uv kstack:uv ustack:uv flags:uv
- *                 lstack:uv vmstate:sv lua_state:uv
+ *                 lstack:uv vmstate:sv lua_state:uv ustop:uv
  *   lost       := time_ns:uv count:uv reason:uv
  *   ksyms      := count:uv ksym[count]  (ascending addresses)
  *   ksym       := (addr - previous addr):uv name:str  (previous = 0 first)
