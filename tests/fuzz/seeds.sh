@@ -49,7 +49,7 @@ fi
 # uncompressed chunk loses its leading chunk record, the header its bit.
 python3 - "$raw/native.lp" "$raw/old.lp" <<'PY'
 import re, struct, sys, zlib
-chunk_rec = int(re.search(r"LP_REC_CHUNK = (\d+)", open("format/trace.h").read()).group(1))
+chunk_rec = int(re.search(r"_\(CHUNK, chunk, (\d+),", open("format/trace.h").read()).group(1))  # LP_RECDEF
 data = open(sys.argv[1], "rb").read()
 head = bytearray(data[:24])
 head[16:20] = struct.pack("<I", 0)
