@@ -772,5 +772,6 @@ int lp_decode_record(struct trace_reader *r, struct lp_record *rec)
 	}
 	if (type == LP_REC_SAMPLE || type == LP_REC_SAMPLE_US)
 		r->stats.samples++;
+	r->rec_bytes = len;
 	return 1;
 }

@@ -50,6 +50,7 @@ struct trace_reader {
 
 	struct trace_reader_stats stats;
 	uint64_t skip; /* bit t: records of type t are skipped unread */
+	uint64_t rec_bytes; /* the body size of the last record returned */
 };
 
 /*

@@ -1,6 +1,14 @@
 /*
- * trace.h - the luaprof trace format, version 1: grammar, constants and the
- * decoded (in-memory) form of every record, shared by writer.c and reader.c.
+ * trace.h - the luaprof trace format, version 1, and the one public header
+ * of format/: the grammar, its constants, the list of record types
+ * (LP_RECDEF), the decoded (in-memory) form of every record, and the
+ * library's calls: the writer (writer.c), the reader (reader.c, decode.c),
+ * the names of codecs and record types (names.c), the identity of an ELF
+ * file as an object record states it (objid.c) and the private files
+ * traces and reports are written to (private.c).  format/ is the trace
+ * format and nothing else: what record/ and report/ share besides it
+ * (growable arrays, the hash table, ELF symbols, DWARF lines) is in lib/,
+ * which may use these types; format/ never includes lib/.
  *
  * A trace is what `luaprof record` leaves behind and all `luaprof report`
  * ever reads, so it must survive a recorder killed at any instant and be
@@ -604,8 +612,8 @@ int trace_writer_close(struct trace_writer *w, const struct lp_footer *footer);
 void trace_writer_get_stats(const struct trace_writer *w,
 			    struct trace_writer_stats *stats);
 /* The size in bytes of a SRCLINES record's body as the writer encodes it
- * (0 for one it would refuse), so that a writer can bound what it embeds
- * before it writes, and `info` count what a trace holds. */
+ * (0 for one it would refuse), so that a recorder can bound what it
+ * embeds before it writes. */
 size_t lp_srclines_size(const struct lp_srclines *sl);
 /* Likewise for a TRACE_SNAPS record (0 for one the writer would refuse). */
 size_t lp_trace_snaps_size(const struct lp_trace_snaps *ts);
@@ -639,6 +647,9 @@ struct trace_reader_stats {
 	uint64_t missing_chunks;
 	uint64_t disordered_chunks;
 	uint64_t samples;         /* sample records returned */
+	/* Chunks whose CRC checked out, by the codec their header names:
+	 * none, lz4, zlib, then any other (a bad chunk, counted above). */
+	uint64_t codec_chunks[LP_CODEC_ZLIB + 2];
 	int truncated;            /* the file ends inside a chunk */
 	int footer_seen;          /* a footer record was read */
 	struct lp_footer footer;  /* the first footer read, if footer_seen */
@@ -652,6 +663,10 @@ int trace_reader_next(struct trace_reader *r, struct lp_record *rec);
  * records out of a long trace.  Skipping samples leaves the time base of
  * later samples wrong: a pass that skips them must not read them. */
 void trace_reader_skip(struct trace_reader *r, uint64_t types);
+/* The size in bytes of the body of the record trace_reader_next() last
+ * returned, as the trace stores it (decompressed): what `info` says an
+ * embedded table costs. */
+uint64_t trace_reader_record_bytes(const struct trace_reader *r);
 void trace_reader_get_stats(const struct trace_reader *r,
 			    struct trace_reader_stats *stats);
 void trace_reader_close(struct trace_reader *r);

@@ -52,8 +52,7 @@ fi
 # its stack records read as before, its stack_branch records are bad.
 python3 - "$raw/native.lp" "$raw/old.lp" <<'PY'
 import re, struct, sys, zlib
-# (its line in LP_RECDEF: _(CHUNK, chunk, 21, FRAMING))
-chunk_rec = int(re.search(r"_\(CHUNK, \w+, (\d+),", open("format/trace.h").read()).group(1))
+chunk_rec = int(re.search(r"_\(CHUNK, chunk, (\d+),", open("format/trace.h").read()).group(1))  # LP_RECDEF
 data = open(sys.argv[1], "rb").read()
 head = bytearray(data[:24])
 head[12:20] = struct.pack("<II", 0, 0)
