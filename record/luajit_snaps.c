@@ -190,7 +190,7 @@ static int proto_of(struct proto_table *pt, const struct lj_target *t,
 		    uint64_t proto, struct fn_ent *f, snap_emit_proto_fn emit, void *ctx)
 {
 	const struct lp_proto *prec;
-	uint64_t id = lj_proto_get(pt, t, proto, &f->sizebc, &prec);
+	uint64_t id = proto_table_at(pt, t, proto, &f->sizebc, &prec);
 
 	if (prec)
 		emit(ctx, prec);
@@ -530,7 +530,7 @@ int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
 		     void *ctx, const struct lp_trace_snaps **out)
 {
 	const struct lj_layout *lo = &t->layout;
-	uint8_t again[LJ_TRACE_HDR];
+	uint8_t again[LJ_GCTRACE_HDR];
 	uint32_t prev_mcofs = 0, nf;
 	int err;
 
