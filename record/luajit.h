@@ -62,7 +62,8 @@ int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file
  * layout (tarantool's takes 100 ms, during which the command's first Lua
  * would run with no Lua walk).  arg is unused (unwind_preload's `also`). */
 void lj_preload(const char *path, void *arg);
-/* Reads a layout from a file of "field = value" lines (luajit.h names). */
+/* Reads a layout from a file of "field = value" lines, the names of
+ * bpf/luajit.h's LJ_LAYOUTDEF. */
 int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 			size_t msglen);
 /* A copy of t for a forked child with the same memory. */
