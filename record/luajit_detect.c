@@ -46,7 +46,7 @@
 #include <unistd.h>
 
 #include "record/luajit.h"
-#include "record/recorder.h"
+#include "record/procmaps.h"
 
 struct elf_exports {
 	uint64_t setmode, setexdata, gettop; /* vaddrs, 0 when absent */

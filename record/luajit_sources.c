@@ -39,7 +39,7 @@
 
 #include "lib/grow.h"
 #include "record/luajit.h"
-#include "record/recorder.h"
+#include "record/procs.h"
 
 struct src_ent {
 	uint64_t id;
