@@ -143,6 +143,7 @@ struct session {
 	struct object_set *objs; /* ELF objects hit, embedded (objects.c) */
 	struct unwinder *unw; /* native unwinder; NULL: frame pointers only */
 	struct sidekick *side; /* keeps unw current during flushes */
+	int side_polls;        /* the sidekick's thread polls rb (a flush) */
 	struct map_plan maps_plan; /* the BPF maps' sizes (mapsize.c) */
 	struct lp_sample *held; /* samples not written yet (emit()) */
 	size_t nheld, capheld;
@@ -1085,6 +1086,19 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* The ring buffer's callback: during a flush the sidekick's thread polls
+ * it, and its events are the sidekick's to queue (sidekick.c); the flag
+ * changes only around sidekick_begin() and sidekick_end(), whose thread
+ * start and join order it with the sidekick's reads. */
+static int ring_event(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+
+	if (s->side_polls && s->side)
+		return sidekick_event(s->side, data, size);
+	return handle_event(s, data, size);
+}
+
 /* Kernel symbols are a courtesy to the report: failing to read them is
  * said once, and only a trace write error stops the recording. */
 static int write_ksyms(struct session *s)
@@ -1386,10 +1400,12 @@ static void record_loop(struct session *s)
 			/* Embedding may still resolve source lines from DWARF
 			 * for long on a cold page cache: the sidekick keeps
 			 * walks whole meanwhile (sidekick.c). */
+			s->side_polls = 1;
 			sidekick_begin(s->side);
 			err = write_ksyms(s) ?: write_objects(s, 0) ?:
 			      trace_writer_flush(s->w);
 			emit_dropped(s, sidekick_end(s->side, handle_event, s));
+			s->side_polls = 0;
 
 			if (err)
 				write_failed(s, err);
@@ -1770,12 +1786,12 @@ int record_session_run(const struct record_opts *o)
 	/* Setup that costs the machine, done before sampling starts; a
 	 * failure is said at the first write. */
 	ksym_set_load(s.ksyms);
-	s.rb = ring_buffer__new(bpf_map__fd(s.skel->maps.events), handle_event, &s, NULL);
+	s.rb = ring_buffer__new(bpf_map__fd(s.skel->maps.events), ring_event, &s, NULL);
 	if (!s.rb) {
 		fprintf(stderr, "luaprof record: ring buffer: %s\n", strerror(errno));
 		goto cleanup;
 	}
-	err = sidekick_new(&s.side, bpf_map__fd(s.skel->maps.events), s.unw, known_maps, &s);
+	err = sidekick_new(&s.side, s.rb, s.unw, known_maps, &s);
 	if (err && !o->quiet)
 		fprintf(stderr, "luaprof record: no flush sidekick (%s): walks of processes "
 			"started during a flush may be cut short\n", strerror(-err));
