@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "lib/grow.h"
 #include "record/addrset.h"
 
 static size_t hash(uint64_t k, size_t cap)
@@ -61,15 +62,8 @@ int addr_set_add(struct addr_set *a, uint64_t key)
 	}
 	if (2 * (a->n + 1) > a->cap && grow(a))
 		return -ENOMEM;
-	if (a->nfresh == a->freshcap) {
-		size_t ncap = a->freshcap ? 2 * a->freshcap : 1024;
-		uint64_t *f = realloc(a->fresh, ncap * sizeof(*f));
-
-		if (!f)
-			return -ENOMEM;
-		a->fresh = f;
-		a->freshcap = ncap;
-	}
+	if (GROW(a->fresh, a->freshcap, a->nfresh + 1))
+		return -ENOMEM;
 	for (h = hash(key, a->cap); a->slot[h]; h = (h + 1) & (a->cap - 1))
 		;
 	a->slot[h] = key;

@@ -40,6 +40,7 @@
 
 #include "format/trace.h"
 #include "lib/elfsyms.h"
+#include "lib/grow.h"
 #include "record/addrset.h"
 #include "record/objects.h"
 #include "record/objects_prep.h"
@@ -154,15 +155,8 @@ static struct object *add(struct object_set *s, pid_t pid,
 	uint64_t size;
 	int fd;
 
-	if (s->n == s->cap) {
-		size_t ncap = s->cap ? 2 * s->cap : 64;
-		struct object *v = realloc(s->v, ncap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		s->v = v;
-		s->cap = ncap;
-	}
+	if (GROW(s->v, s->cap, s->n + 1))
+		return NULL;
 	fd = open_mapped(pid, m);
 	if (fd < 0)
 		return NULL;

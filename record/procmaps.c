@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/grow.h"
 #include "record/procmaps.h"
 
 static int mapping_cmp(const void *a, const void *b)
@@ -107,7 +108,7 @@ int procmaps_read_code(pid_t pid, const struct maps_table *prev,
 {
 	char fname[64], *line = NULL;
 	size_t linecap = 0;
-	uint32_t cap = 0;
+	size_t cap = 0;
 	FILE *f;
 	int err = 0;
 
@@ -139,17 +140,10 @@ int procmaps_read_code(pid_t pid, const struct maps_table *prev,
 			err = r;
 			break;
 		}
-		if (out->n == cap) {
-			uint32_t ncap = cap ? cap * 2 : 32;
-			struct lp_mapping *v = realloc(out->v, ncap * sizeof(*v));
-
-			if (!v) {
-				free((char *)m.path);
-				err = -ENOMEM;
-				break;
-			}
-			out->v = v;
-			cap = ncap;
+		if (GROW(out->v, cap, out->n + 1)) {
+			free((char *)m.path);
+			err = -ENOMEM;
+			break;
 		}
 		out->v[out->n++] = m;
 	}

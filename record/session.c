@@ -156,7 +156,8 @@ struct session {
 	uint64_t vm_announced[64];
 	int nvm_announced;
 	struct target *targets;
-	int ntargets, captargets, nalive;
+	int ntargets, nalive;
+	size_t captargets;
 	struct launched launched;
 	int launched_running;
 	uint64_t start_ns, lost_written;
@@ -654,15 +655,8 @@ static struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 	struct target *t = find_target(s, pid);
 
 	if (!t) {
-		if (s->ntargets == s->captargets) {
-			int ncap = s->captargets ? s->captargets * 2 : 16;
-			struct target *v = realloc(s->targets, ncap * sizeof(*v));
-
-			if (!v)
-				return NULL;
-			s->targets = v;
-			s->captargets = ncap;
-		}
+		if (GROW(s->targets, s->captargets, (size_t)s->ntargets + 1))
+			return NULL;
 		t = &s->targets[s->ntargets++];
 		memset(t, 0, sizeof(*t));
 		t->pid = pid;

@@ -239,15 +239,8 @@ static struct uobj *get_obj(struct unwinder *u, const struct obj_key *key,
 	for (size_t i = 0; i < u->nuobj; i++)
 		if (same_key(&u->objs[i].key, key))
 			return &u->objs[i];
-	if (u->nuobj == u->capuobj) {
-		size_t ncap = u->capuobj ? u->capuobj * 2 : 64;
-		struct uobj *v = realloc(u->objs, ncap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		u->objs = v;
-		u->capuobj = ncap;
-	}
+	if (GROW(u->objs, u->capuobj, u->nuobj + 1))
+		return NULL;
 	o = &u->objs[u->nuobj++];
 	memset(o, 0, sizeof(*o));
 	o->key = *key;

@@ -47,6 +47,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
 #include "record/unwind_table.h"
 
 /* DWARF register numbers, x86_64 psABI. */
@@ -489,16 +490,9 @@ static void push_row(struct builder *b, uint64_t pc, struct lp_unwind_row row)
 		b->err = -ERANGE;
 		return;
 	}
-	if (b->n == b->cap) {
-		size_t ncap = b->cap ? b->cap * 2 : 1024;
-		struct build_row *v = realloc(b->v, ncap * sizeof(*v));
-
-		if (!v) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->v = v;
-		b->cap = ncap;
+	if (GROW(b->v, b->cap, b->n + 1)) {
+		b->err = -ENOMEM;
+		return;
 	}
 	row.pc = (uint32_t)pc;
 	b->v[b->n].pc = pc;
@@ -921,16 +915,9 @@ static const struct cie *get_cie(struct builder *b, const struct cfi_sec *s,
 
 static void note_range(struct builder *b, uint64_t lo, uint64_t hi)
 {
-	if (b->nranges == b->capranges) {
-		size_t ncap = b->capranges ? b->capranges * 2 : 256;
-		struct range *v = realloc(b->ranges, ncap * sizeof(*v));
-
-		if (!v) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->ranges = v;
-		b->capranges = ncap;
+	if (GROW(b->ranges, b->capranges, b->nranges + 1)) {
+		b->err = -ENOMEM;
+		return;
 	}
 	b->ranges[b->nranges++] = (struct range){ lo, hi };
 }
