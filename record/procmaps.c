@@ -16,9 +16,11 @@
  * executable, and the addresses where the sampler saw code run.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/grow.h"
 #include "record/procmaps.h"
@@ -262,4 +264,26 @@ void maps_table_free(struct maps_table *t)
 	free(t->v);
 	t->v = NULL;
 	t->n = 0;
+}
+
+int procmaps_open(pid_t pid, const struct lp_mapping *m)
+{
+	char path[4200];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	if (m->path[0] != '/')
+		return -ENOENT;
+	if (snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path) <
+	    (int)sizeof(path)) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+	}
+	fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : -errno;
 }

@@ -4,11 +4,14 @@
  *
  * The session owns everything a recording holds: the trace writer, the BPF
  * skeleton and its ring buffer, the perf events, the stack table and the
- * table of target processes with their last-read mappings.  It is single
- * threaded: one loop polls the ring buffer and turns each event into trace
- * records, so records reach the writer in the order the kernel produced
- * them, and a stack or mapping is always written before the first sample
- * that needs it.
+ * table of target processes with their last-read mappings.  One thread
+ * writes the trace: one loop polls the ring buffer and turns each event
+ * into trace records, so records reach the writer in the order the kernel
+ * produced them, and a stack or mapping is always written before the
+ * first sample that needs it.  Two helpers work beside it and write
+ * nothing: during a flush the sidekick (sidekick.c) reads the ring buffer
+ * for it, keeping the unwinder current, and queues the events for this
+ * loop; and objects_prep.c reads the symbols and DWARF of the objects hit.
  *
  * Order of start-up matters.  The fork tracepoint is attached before the
  * target pids go into the BPF map, and /proc is scanned for descendants

@@ -310,25 +310,6 @@ int unwind_preload(struct unwinder *u, const char *cmd,
 	return u || also ? command_files(cmd, preload_one, &a) : 0;
 }
 
-/* Opens the file behind a mapping: the mapped file itself through
- * map_files, else by its path as the process sees it. */
-static int open_mapped(pid_t pid, const struct lp_mapping *m)
-{
-	char path[4200];
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
-		return fd;
-	if (m->path[0] != '/')
-		return -ENOENT;
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd >= 0 ? fd : -errno;
-}
-
 /* Fills one BPF mapping entry; 0, or 1 to leave the mapping out. */
 static int resolve_mapping(struct unwinder *u, pid_t pid,
 			   const struct lp_mapping *m, struct lp_unwind_map *out)
@@ -353,7 +334,7 @@ static int resolve_mapping(struct unwinder *u, pid_t pid,
 		out->kind = LP_UMAP_JIT;
 		return 0;
 	} else {
-		fd = open_mapped(pid, m);
+		fd = procmaps_open(pid, m);
 		if (fd < 0 || fstat(fd, &st)) {
 			if (fd >= 0)
 				close(fd);
