@@ -14,6 +14,9 @@
  * at such a moment would otherwise drop the traces already running there.
  * Which anonymous memory held code: what the last read said was
  * executable, and the addresses where the sampler saw code run.
+ *
+ * procmaps_open() opens the file behind a mapping, for everything that
+ * reads a mapped object (its identity, its unwind table).
  */
 #include <errno.h>
 #include <fcntl.h>
