@@ -1,7 +1,7 @@
 /*
- * grow.h - growable arrays, one rule for the three parts that build
- * tables of unknown size from untrusted input (the recorder's line chains,
- * the DWARF index, the report's tables): capacity doubles, every size
+ * grow.h - growable arrays, one rule for every part that builds tables
+ * of unknown size, often from untrusted input (the recorder's tables, the
+ * DWARF index, the report's tables): capacity doubles, every size
  * computation is checked for overflow, and a failure leaves the array as
  * it was.
  */

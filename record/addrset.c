@@ -6,12 +6,21 @@
  * keys (open addressing, linear probing, load at most one half) remembers
  * them, and keeps in `fresh` those added since the caller last drained
  * it.  It is bounded (ADDR_SET_MAX keys): past that, new addresses are
- * counted and dropped, so they have no lines in the trace, but
- * the recording goes on in bounded memory.
+ * counted and dropped, so they have no lines in the trace, but the
+ * recording goes on in bounded memory.
+ *
+ * Why not lib/htab.h, the table of everything else: a key here is its
+ * own entry, 8 bytes a slot with no array behind it, where htab keeps a
+ * 16-byte (hash, index) slot and an index into the caller's entries.  Built
+ * on htab (the key's hash_u64() as the hash, a bijection, so no entry
+ * array), adding the addresses of a sample took 1.2 to 1.8 times as long
+ * (10.7 against 13 to 20 ns an add for 5,000 distinct keys, 38-47 against
+ * 54-69 for 500,000) and twice the memory at ADDR_SET_MAX: 16 MiB.
  */
 #include <errno.h>
 #include <stdlib.h>
 
+#include "lib/grow.h"
 #include "record/addrset.h"
 
 static size_t hash(uint64_t k, size_t cap)
@@ -61,15 +70,8 @@ int addr_set_add(struct addr_set *a, uint64_t key)
 	}
 	if (2 * (a->n + 1) > a->cap && grow(a))
 		return -ENOMEM;
-	if (a->nfresh == a->freshcap) {
-		size_t ncap = a->freshcap ? 2 * a->freshcap : 1024;
-		uint64_t *f = realloc(a->fresh, ncap * sizeof(*f));
-
-		if (!f)
-			return -ENOMEM;
-		a->fresh = f;
-		a->freshcap = ncap;
-	}
+	if (GROW(a->fresh, a->freshcap, a->nfresh + 1))
+		return -ENOMEM;
 	for (h = hash(key, a->cap); a->slot[h]; h = (h + 1) & (a->cap - 1))
 		;
 	a->slot[h] = key;

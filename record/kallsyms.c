@@ -64,18 +64,8 @@ struct ksym_set *ksym_set_new(void)
 
 void ksym_set_note(struct ksym_set *s, const uint64_t *addrs, uint32_t n)
 {
-	if (s->npending + n > s->cappending) {
-		size_t ncap = s->cappending ? s->cappending * 2 : 4096;
-		uint64_t *v;
-
-		while (ncap < s->npending + n)
-			ncap *= 2;
-		v = realloc(s->pending, ncap * sizeof(*v));
-		if (!v)
-			return; /* these frames will print as [kernel] */
-		s->pending = v;
-		s->cappending = ncap;
-	}
+	if (GROW(s->pending, s->cappending, s->npending + n))
+		return; /* these frames will print as [kernel] */
 	memcpy(s->pending + s->npending, addrs, n * sizeof(*addrs));
 	s->npending += n;
 }

@@ -27,6 +27,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/sampler.h"
+#include "lib/grow.h"
 #include "record/kernel.h"
 #include "sampler.skel.h"
 
@@ -179,14 +180,8 @@ static int keep_libbpf_log(enum libbpf_print_level level, const char *fmt, va_li
 	if (n <= 0)
 		return 0;
 	need = load_log.len + (size_t)n + 1;
-	if (need > load_log.cap) {
-		char *p = realloc(load_log.buf, need * 2);
-
-		if (!p)
-			return 0;
-		load_log.buf = p;
-		load_log.cap = need * 2;
-	}
+	if (GROW(load_log.buf, load_log.cap, need))
+		return 0;
 	vsnprintf(load_log.buf + load_log.len, (size_t)n + 1, fmt, args);
 	load_log.len += (size_t)n;
 	return 0;

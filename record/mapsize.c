@@ -41,9 +41,9 @@
 #include "bpf/sampler.h"
 #include "bpf/unwind.h"
 #include "lib/grow.h"
+#include "record/command_files.h"
 #include "record/mapsize.h"
 #include "record/procmaps.h"
-#include "record/unwind.h"
 #include "sampler.skel.h"
 
 #define RING_SECONDS_DIV 1        /* a second of samples */

@@ -1,6 +1,9 @@
 /*
- * objects.c - the ELF objects a recording hit, and what a report needs to
- * symbolize them anywhere.
+ * objects.c - the ELF objects a recording hits: which file each mapping
+ * is, which objects samples hit and at which addresses, and when their
+ * symbols and source lines go into the trace.  It decides; symtab.c and
+ * srclines.c hold one object's symbols and lines and write their
+ * records, and objects_prep.c reads them off the recorder's thread.
  *
  * A trace is read on other machines, often after the binaries it names
  * were upgraded, so the native frames of a trace must not depend on the
@@ -23,10 +26,11 @@
  * `--no-embed` keeps the OBJECT records (a report can then check the
  * files it finds) and leaves the rest out.
  *
- * Files are read through /proc/PID/map_files, which opens the very file
- * the process mapped even if its path was since replaced or deleted, and
- * by path only when that fails.  The descriptor is kept until the
- * object's symbols are written, because the process may be gone by then.
+ * Files are opened as procmaps_open() opens them: the very file the
+ * process mapped, through /proc/PID/map_files, even if its path was since
+ * replaced or deleted, and by path only when that fails.  The descriptor
+ * is kept until the object's symbols are written, because the process may
+ * be gone by then.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +44,7 @@
 
 #include "format/trace.h"
 #include "lib/elfsyms.h"
+#include "lib/grow.h"
 #include "record/addrset.h"
 #include "record/objects.h"
 #include "record/objects_prep.h"
@@ -128,19 +133,6 @@ static struct object *find(struct object_set *s, const char *path, uint64_t inod
 	return NULL;
 }
 
-static int open_mapped(pid_t pid, const struct lp_mapping *m)
-{
-	char fname[96];
-	int fd;
-
-	snprintf(fname, sizeof(fname), "/proc/%d/map_files/%llx-%llx", (int)pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(fname, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		fd = open(m->path, O_RDONLY | O_CLOEXEC);
-	return fd;
-}
-
 /* A new object for mapping m: reads its identity and writes its OBJECT
  * record.  NULL when the file cannot be read (its frames then print as
  * module+offset, as before objects existed). */
@@ -154,16 +146,9 @@ static struct object *add(struct object_set *s, pid_t pid,
 	uint64_t size;
 	int fd;
 
-	if (s->n == s->cap) {
-		size_t ncap = s->cap ? 2 * s->cap : 64;
-		struct object *v = realloc(s->v, ncap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		s->v = v;
-		s->cap = ncap;
-	}
-	fd = open_mapped(pid, m);
+	if (GROW(s->v, s->cap, s->n + 1))
+		return NULL;
+	fd = procmaps_open(pid, m);
 	if (fd < 0)
 		return NULL;
 	if (lp_objid_read(fd, &kind, ident, &len, &size)) {

@@ -1,10 +1,10 @@
 /*
  * objects_prep.c - reads, on a thread of its own, what embedding an
- * object takes: its PT_LOAD segments, its function symbols and its DWARF
- * (record/objects.c writes them; srclines.c resolves lines with the
- * DWARF).
+ * object takes: its PT_LOAD segments and function symbols (an obj_symtab,
+ * symtab.c) and its DWARF (srclines.c).  objects.c queues an object here
+ * and takes what was read; this file owns the queue and the one worker.
  *
- * The recorder's one thread drains the ring buffer, and everything that
+ * The recorder's thread drains the ring buffer, and everything that
  * must happen while a process lives happens there: reading the prototypes
  * and traces its samples name before the GC frees them, locating the VM
  * of a process that may exit a moment later, re-reading mappings.
@@ -16,12 +16,14 @@
  * and the flush writes it once it is ready, and leaves it for the next
  * flush if not; only the last flush waits.
  *
- * The worker shares nothing with the recorder's thread but the queue:
- * a job owns a descriptor of its own and a copy of the path, and what it
+ * The worker shares nothing with the recorder's thread but the queue: a
+ * job owns a descriptor of its own and a copy of the path, and what it
  * reads (the object's obj_symtab, names copied out of the ELF image, and
  * its DWARF) is the job's until the recorder takes it; only then are its
- * symbols marked and written (symtab.c, on the recorder's thread).  libelf and libdw keep no state shared between
- * descriptors (their error codes are per thread).
+ * symbols marked and written, on the recorder's thread.  libelf and libdw
+ * keep no state shared between descriptors (their error codes are per
+ * thread).  The other thread of record/, sidekick.c's, runs only during a
+ * flush and touches none of this.
  */
 #include <errno.h>
 #include <libelf.h>
@@ -34,19 +36,27 @@
 #include "record/srclines.h"
 #include "record/symtab.h"
 
+/* A queued object: its own descriptor and path, and what is read. */
+struct job {
+	struct obj_prepared r; /* first: obj_prep_take() hands it out */
+	int fd;                /* closed once read */
+	char *path;
+	struct job *next;
+};
+
 struct obj_prep {
 	pthread_t thread;
 	int running;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;   /* a job queued, or stop */
 	pthread_cond_t done_c; /* a job done */
-	struct obj_prepared *todo, **todo_tail, *done;
+	struct job *todo, **todo_tail, *done;
 	int stop;
 };
 
 /* Reads one job's object: its table (symtab.c: segments, symbols, names
  * copied) and its DWARF. */
-static void prepare(struct obj_prepared *j)
+static void prepare(struct job *j)
 {
 	const struct lp_objseg *segs;
 	size_t nsegs;
@@ -58,15 +68,15 @@ static void prepare(struct obj_prepared *j)
 	elf = elf_begin(j->fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		goto cleanup;
-	err = obj_symtab_read(&j->syms, elf);
+	err = obj_symtab_read(&j->r.syms, elf);
 	if (err) {
-		j->err = err < 0 ? err : 0; /* not ELF: module+offset */
+		j->r.err = err < 0 ? err : 0; /* not ELF: module+offset */
 		goto cleanup;
 	}
 	/* No DWARF, or no memory for it: the object goes without lines. */
-	segs = obj_symtab_segs(j->syms, &nsegs);
-	if (srclines_open(&j->dwarf, j->fd, j->path, j->id, segs, nsegs))
-		j->dwarf = NULL;
+	segs = obj_symtab_segs(j->r.syms, &nsegs);
+	if (srclines_open(&j->r.dwarf, j->fd, j->path, j->r.id, segs, nsegs))
+		j->r.dwarf = NULL;
 cleanup:
 	if (elf)
 		elf_end(elf);
@@ -80,7 +90,7 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		struct obj_prepared *j;
+		struct job *j;
 
 		while (!p->todo && !p->stop)
 			pthread_cond_wait(&p->wake, &p->lock);
@@ -118,14 +128,14 @@ struct obj_prep *obj_prep_new(void)
 
 int obj_prep_submit(struct obj_prep *p, uint64_t id, int fd, const char *path)
 {
-	struct obj_prepared *j = calloc(1, sizeof(*j));
+	struct job *j = calloc(1, sizeof(*j));
 
 	if (!j || !(j->path = strdup(path))) {
 		free(j);
 		close(fd);
 		return -ENOMEM;
 	}
-	j->id = id;
+	j->r.id = id;
 	j->fd = fd;
 	pthread_mutex_lock(&p->lock);
 	*p->todo_tail = j;
@@ -136,13 +146,12 @@ int obj_prep_submit(struct obj_prep *p, uint64_t id, int fd, const char *path)
 }
 
 /* Unlinks job id from *list; NULL if it is not there. */
-static struct obj_prepared *unlink_job(struct obj_prepared **list, uint64_t id,
-				       struct obj_prepared ***tail)
+static struct job *unlink_job(struct job **list, uint64_t id, struct job ***tail)
 {
-	for (struct obj_prepared **pp = list; *pp; pp = &(*pp)->next) {
-		struct obj_prepared *j = *pp;
+	for (struct job **pp = list; *pp; pp = &(*pp)->next) {
+		struct job *j = *pp;
 
-		if (j->id != id)
+		if (j->r.id != id)
 			continue;
 		*pp = j->next;
 		if (tail && *tail == &j->next)
@@ -155,7 +164,7 @@ static struct obj_prepared *unlink_job(struct obj_prepared **list, uint64_t id,
 
 struct obj_prepared *obj_prep_take(struct obj_prep *p, uint64_t id, int wait)
 {
-	struct obj_prepared *j;
+	struct job *j;
 
 	pthread_mutex_lock(&p->lock);
 	while (!(j = unlink_job(&p->done, id, NULL))) {
@@ -163,33 +172,36 @@ struct obj_prepared *obj_prep_take(struct obj_prep *p, uint64_t id, int wait)
 			/* No worker: do it now, here. */
 			j = unlink_job(&p->todo, id, &p->todo_tail);
 			pthread_mutex_unlock(&p->lock);
-			if (j)
-				prepare(j);
-			return j;
+			if (!j)
+				return NULL;
+			prepare(j);
+			return &j->r;
 		}
 		if (!wait)
 			break;
 		pthread_cond_wait(&p->done_c, &p->lock);
 	}
 	pthread_mutex_unlock(&p->lock);
-	return j;
+	return j ? &j->r : NULL;
 }
 
-void obj_prepared_free(struct obj_prepared *j)
+void obj_prepared_free(struct obj_prepared *r)
 {
+	struct job *j = (struct job *)r;
+
 	if (!j)
 		return;
 	if (j->fd >= 0)
 		close(j->fd);
-	srclines_free(j->dwarf);
-	obj_symtab_free(j->syms);
+	srclines_free(j->r.dwarf);
+	obj_symtab_free(j->r.syms);
 	free(j->path);
 	free(j);
 }
 
 void obj_prep_free(struct obj_prep *p)
 {
-	struct obj_prepared *j;
+	struct job *j;
 
 	if (!p)
 		return;
@@ -201,11 +213,11 @@ void obj_prep_free(struct obj_prep *p)
 		pthread_join(p->thread, NULL);
 	while ((j = p->todo)) {
 		p->todo = j->next;
-		obj_prepared_free(j);
+		obj_prepared_free(&j->r);
 	}
 	while ((j = p->done)) {
 		p->done = j->next;
-		obj_prepared_free(j);
+		obj_prepared_free(&j->r);
 	}
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->wake);

@@ -8,20 +8,17 @@
 #include <stdint.h>
 
 struct obj_symtab;
-
 struct srclines_object;
-/* One object's reading: the job, then what it read, owned by whoever
- * holds it (the worker builds the obj_symtab, the recorder marks and
- * writes it once taken). */
+
+/* What the worker read of one object, the caller's once taken: the
+ * recorder then marks and writes its symbols (objects.c). */
 struct obj_prepared {
 	uint64_t id;
-	int fd;     /* the job's own; closed once read */
-	char *path;
 	int err;    /* -ENOMEM, or 0 */
 	struct obj_symtab *syms;       /* NULL: gone or not ELF */
 	struct srclines_object *dwarf; /* NULL: no lines */
-	struct obj_prepared *next;
 };
+
 struct obj_prep;
 /* Starts the worker (if no thread can start, a job is read when taken). */
 struct obj_prep *obj_prep_new(void);
@@ -30,7 +27,7 @@ int obj_prep_submit(struct obj_prep *p, uint64_t id, int fd, const char *path);
 /* Object id once read, which the caller then owns; NULL while it is
  * being read, unless wait (id must have been queued). */
 struct obj_prepared *obj_prep_take(struct obj_prep *p, uint64_t id, int wait);
-void obj_prepared_free(struct obj_prepared *j);
+void obj_prepared_free(struct obj_prepared *r);
 /* Waits for the job being read, drops the others. */
 void obj_prep_free(struct obj_prep *p);
 

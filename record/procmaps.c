@@ -14,12 +14,18 @@
  * at such a moment would otherwise drop the traces already running there.
  * Which anonymous memory held code: what the last read said was
  * executable, and the addresses where the sampler saw code run.
+ *
+ * procmaps_open() opens the file behind a mapping, for everything that
+ * reads a mapped object (its identity, its unwind table).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "lib/grow.h"
 #include "record/procmaps.h"
 
 static int mapping_cmp(const void *a, const void *b)
@@ -107,7 +113,7 @@ int procmaps_read_code(pid_t pid, const struct maps_table *prev,
 {
 	char fname[64], *line = NULL;
 	size_t linecap = 0;
-	uint32_t cap = 0;
+	size_t cap = 0;
 	FILE *f;
 	int err = 0;
 
@@ -139,17 +145,10 @@ int procmaps_read_code(pid_t pid, const struct maps_table *prev,
 			err = r;
 			break;
 		}
-		if (out->n == cap) {
-			uint32_t ncap = cap ? cap * 2 : 32;
-			struct lp_mapping *v = realloc(out->v, ncap * sizeof(*v));
-
-			if (!v) {
-				free((char *)m.path);
-				err = -ENOMEM;
-				break;
-			}
-			out->v = v;
-			cap = ncap;
+		if (GROW(out->v, cap, out->n + 1)) {
+			free((char *)m.path);
+			err = -ENOMEM;
+			break;
 		}
 		out->v[out->n++] = m;
 	}
@@ -268,4 +267,26 @@ void maps_table_free(struct maps_table *t)
 	free(t->v);
 	t->v = NULL;
 	t->n = 0;
+}
+
+int procmaps_open(pid_t pid, const struct lp_mapping *m)
+{
+	char path[4200];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	if (m->path[0] != '/')
+		return -ENOENT;
+	if (snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path) <
+	    (int)sizeof(path)) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+	}
+	fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : -errno;
 }

@@ -34,4 +34,11 @@ uint32_t maps_table_added(const struct maps_table *old,
 			  const struct lp_mapping **added, uint32_t cap);
 void maps_table_free(struct maps_table *t);
 
+/* The file behind mapping m of pid, opened read-only: the very file
+ * mapped, through /proc/PID/map_files (even deleted, replaced or in
+ * another mount namespace); else its path as the process sees it
+ * (/proc/PID/root); else its path here, for a process gone.  A
+ * descriptor, or -errno. */
+int procmaps_open(pid_t pid, const struct lp_mapping *m);
+
 #endif

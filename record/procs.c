@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
 #include "record/clock.h"
 #include "record/procs.h"
 
@@ -121,7 +122,8 @@ struct pid_parent {
 int proc_descendants(const pid_t *roots, int nroots, pid_t **out, int *count)
 {
 	struct pid_parent *all = NULL;
-	int nall = 0, cap = 0, nout = 0;
+	int nall = 0, nout = 0;
+	size_t cap = 0;
 	pid_t *res = NULL;
 	struct dirent *de;
 	DIR *d;
@@ -136,17 +138,10 @@ int proc_descendants(const pid_t *roots, int nroots, pid_t **out, int *count)
 
 		if (pid <= 0 || read_stat(pid, NULL, 0, &ppid, NULL))
 			continue;
-		if (nall == cap) {
-			int ncap = cap ? cap * 2 : 256;
-			struct pid_parent *v = realloc(all, ncap * sizeof(*v));
-
-			if (!v) {
-				closedir(d);
-				free(all);
-				return -ENOMEM;
-			}
-			all = v;
-			cap = ncap;
+		if (GROW(all, cap, (size_t)nall + 1)) {
+			closedir(d);
+			free(all);
+			return -ENOMEM;
 		}
 		all[nall].pid = pid;
 		all[nall].ppid = ppid;

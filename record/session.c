@@ -4,11 +4,14 @@
  *
  * The session owns everything a recording holds: the trace writer, the BPF
  * skeleton and its ring buffer, the perf events, the stack table and the
- * table of target processes with their last-read mappings.  It is single
- * threaded: one loop polls the ring buffer and turns each event into trace
- * records, so records reach the writer in the order the kernel produced
- * them, and a stack or mapping is always written before the first sample
- * that needs it.
+ * table of target processes with their last-read mappings.  One thread
+ * writes the trace: one loop polls the ring buffer and turns each event
+ * into trace records, so records reach the writer in the order the kernel
+ * produced them, and a stack or mapping is always written before the
+ * first sample that needs it.  Two helpers work beside it and write
+ * nothing: during a flush the sidekick (sidekick.c) reads the ring buffer
+ * for it, keeping the unwinder current, and queues the events for this
+ * loop; and objects_prep.c reads the symbols and DWARF of the objects hit.
  *
  * Order of start-up matters.  The fork tracepoint is attached before the
  * target pids go into the BPF map, and /proc is scanned for descendants
@@ -157,7 +160,8 @@ struct session {
 	uint64_t vm_announced[64];
 	int nvm_announced;
 	struct target *targets;
-	int ntargets, captargets, nalive;
+	int ntargets, nalive;
+	size_t captargets;
 	struct launched launched;
 	int launched_running;
 	uint64_t start_ns, lost_written;
@@ -655,15 +659,8 @@ static struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 	struct target *t = find_target(s, pid);
 
 	if (!t) {
-		if (s->ntargets == s->captargets) {
-			int ncap = s->captargets ? s->captargets * 2 : 16;
-			struct target *v = realloc(s->targets, ncap * sizeof(*v));
-
-			if (!v)
-				return NULL;
-			s->targets = v;
-			s->captargets = ncap;
-		}
+		if (GROW(s->targets, s->captargets, (size_t)s->ntargets + 1))
+			return NULL;
 		t = &s->targets[s->ntargets++];
 		memset(t, 0, sizeof(*t));
 		t->pid = pid;
@@ -1528,50 +1525,10 @@ static void print_bpf_phases(struct session *s)
 		sum.native_reads / n);
 }
 
-static void print_summary(struct session *s, uint64_t end_ns)
+/* The Lua half of the summary: samples with Lua frames, prototypes,
+ * compiled traces, sources, and the processes whose VM was not found. */
+static void print_lua_summary(const struct session *s)
 {
-	const struct lp_bpf_counters *c = &s->skel->bss->counters;
-	double secs = (end_ns - s->start_ns) / 1e9;
-	uint64_t unwritten = s->samples - s->written;
-	struct stat st;
-	unsigned long long bytes = 0;
-
-	/* The file's own size: the footer is written after the last stats. */
-	if (!stat(s->o->output, &st))
-		bytes = st.st_size;
-	if (s->status_shown)
-		fprintf(stderr, "\r\033[K");
-	/* Samples are what the file holds: those taken but not written
-	 * after a write error are lost, and said to be. */
-	fprintf(stderr, "luaprof record: %llu samples, %llu lost, %.2f s, %d process%s\n",
-		(unsigned long long)s->written,
-		(unsigned long long)(c->lost_ringbuf + s->lost_dropped + unwritten),
-		secs, s->ntargets, s->ntargets == 1 ? "" : "es");
-	if (s->write_err)
-		fprintf(stderr, "luaprof record: after the write error, %llu of the %llu "
-			"samples taken were not written: they are lost\n",
-			(unsigned long long)unwritten, (unsigned long long)s->samples);
-	fprintf(stderr, "luaprof record: wrote %s: %llu bytes, %.1f bytes/sample, "
-		"%llu stacks\n", s->o->output, bytes,
-		s->written ? (double)bytes / s->written : 0.0,
-		(unsigned long long)stack_table_count(s->stacks));
-	{
-		uint64_t nobj, nemb, nsym, of;
-
-		object_set_stats(s->objs, &nobj, &nemb, &nsym, &of);
-		if (nobj)
-			fprintf(stderr, "luaprof record: %llu objects mapped, symbols of "
-				"%llu embedded (%llu symbols of %llu: those samples "
-				"hit)%s\n", (unsigned long long)nobj,
-				(unsigned long long)nemb, (unsigned long long)nsym,
-				(unsigned long long)of,
-				s->o->no_embed ? " (--no-embed)" : "");
-		if (!s->o->no_embed)
-			object_set_print_srclines(s->objs, s->o->verbose);
-	}
-	if (c->lost_task)
-		fprintf(stderr, "luaprof record: %llu process events lost\n",
-			(unsigned long long)c->lost_task);
 	if (s->lua.samples_lua || s->lua.no_g || s->lua.bad_l || s->lua.no_vm)
 		fprintf(stderr, "luaprof record: Lua: %llu samples with Lua frames "
 			"(%.1f%%), %llu truncated, %llu in host code; no VM state in "
@@ -1636,6 +1593,29 @@ static void print_summary(struct session *s, uint64_t end_ns)
 				"are probably wrong for this build\n", (int)t->pid,
 				t->lj->object, t->lj->source);
 	}
+}
+
+/* -v: how the BPF sampler, the native unwinder and the sidekick did. */
+static void print_verbose(struct session *s)
+{
+	struct sidekick_stats ks;
+
+	print_bpf_stats(s);
+	print_bpf_phases(s);
+	unwind_print_stats(s->unw, stderr); /* native unwinder */
+	for (int i = 0; i < s->ncut_walks; i++)
+		fprintf(stderr, "luaprof record: native unwind: walk cut short at %s\n",
+			s->cut_walks[i]);
+	sidekick_stats(s->side, &ks);
+	fprintf(stderr, "luaprof record: during flushes: %llu events read, %llu "
+		"process mappings published for the unwinder\n",
+		(unsigned long long)ks.queued, (unsigned long long)ks.published);
+}
+
+/* What the native unwinder could not hold, and with -v how it and the
+ * BPF sampler did. */
+static void print_unwind_summary(struct session *s)
+{
 	if (s->unw) {
 		struct unwind_stats us;
 
@@ -1649,20 +1629,57 @@ static void print_summary(struct session *s, uint64_t end_ns)
 				"start for %u rows and %u buckets\n", us.objects_full,
 				us.objects_unindexed, s->maps_plan.rows, s->maps_plan.buckets);
 	}
-	if (s->o->verbose) {
-		struct sidekick_stats ks;
+	if (s->o->verbose)
+		print_verbose(s);
+}
 
-		print_bpf_stats(s);
-		print_bpf_phases(s);
-		unwind_print_stats(s->unw, stderr); /* native unwinder */
-		for (int i = 0; i < s->ncut_walks; i++)
-			fprintf(stderr, "luaprof record: native unwind: walk cut short at %s\n",
-				s->cut_walks[i]);
-		sidekick_stats(s->side, &ks);
-		fprintf(stderr, "luaprof record: during flushes: %llu events read, %llu "
-			"process mappings published for the unwinder\n",
-			(unsigned long long)ks.queued, (unsigned long long)ks.published);
+static void print_summary(struct session *s, uint64_t end_ns)
+{
+	const struct lp_bpf_counters *c = &s->skel->bss->counters;
+	double secs = (end_ns - s->start_ns) / 1e9;
+	uint64_t unwritten = s->samples - s->written;
+	struct stat st;
+	unsigned long long bytes = 0;
+
+	/* The file's own size: the footer is written after the last stats. */
+	if (!stat(s->o->output, &st))
+		bytes = st.st_size;
+	if (s->status_shown)
+		fprintf(stderr, "\r\033[K");
+	/* Samples are what the file holds: those taken but not written
+	 * after a write error are lost, and said to be. */
+	fprintf(stderr, "luaprof record: %llu samples, %llu lost, %.2f s, %d process%s\n",
+		(unsigned long long)s->written,
+		(unsigned long long)(c->lost_ringbuf + s->lost_dropped + unwritten),
+		secs, s->ntargets, s->ntargets == 1 ? "" : "es");
+	if (s->write_err)
+		fprintf(stderr, "luaprof record: after the write error, %llu of the %llu "
+			"samples taken were not written: they are lost\n",
+			(unsigned long long)unwritten, (unsigned long long)s->samples);
+	fprintf(stderr, "luaprof record: wrote %s: %llu bytes, %.1f bytes/sample, "
+		"%llu stacks\n", s->o->output, bytes,
+		s->written ? (double)bytes / s->written : 0.0,
+		(unsigned long long)stack_table_count(s->stacks));
+	{
+		uint64_t nobj, nemb, nsym, of;
+
+		object_set_stats(s->objs, &nobj, &nemb, &nsym, &of);
+		if (nobj)
+			fprintf(stderr, "luaprof record: %llu objects mapped, symbols of "
+				"%llu embedded (%llu symbols of %llu: those samples "
+				"hit)%s\n", (unsigned long long)nobj,
+				(unsigned long long)nemb, (unsigned long long)nsym,
+				(unsigned long long)of,
+				s->o->no_embed ? " (--no-embed)" : "");
+		if (!s->o->no_embed)
+			object_set_print_srclines(s->objs, s->o->verbose);
 	}
+	if (c->lost_task)
+		fprintf(stderr, "luaprof record: %llu process events lost\n",
+			(unsigned long long)c->lost_task);
+	print_lua_summary(s);
+	print_unwind_summary(s);
+
 }
 
 static int finish(struct session *s)
@@ -1709,18 +1726,14 @@ static void stop_launched(struct session *s)
 	s->launched_running = 0;
 }
 
-int record_session_run(const struct record_opts *o)
+/* The pids of -p: each alive, and not all this recorder.  0, or -1 said. */
+static int check_pids(const struct record_opts *o)
 {
-	struct session s = { .o = o, .launched = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
-	struct sigaction sa;
-	char old[PATH_MAX + 8] = "";
-	int err, ret = 1, recording = 0;
-
 	for (int i = 0; i < o->npids; i++) {
 		if (!proc_exists(o->pids[i])) {
 			fprintf(stderr, "luaprof record: no process with pid %d\n",
 				(int)o->pids[i]);
-			return 1;
+			return -1;
 		}
 	}
 	for (int i = 0, others = 0; i < o->npids && !others; i++) {
@@ -1728,10 +1741,16 @@ int record_session_run(const struct record_opts *o)
 		if (!others && i == o->npids - 1) {
 			fprintf(stderr, "luaprof record: pid %d is this recorder itself: "
 				"nothing to record\n", (int)getpid());
-			return 1;
+			return -1;
 		}
 	}
-	libbpf_set_print(o->verbose ? libbpf_stderr : libbpf_quiet);
+	return 0;
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop_signal;
 	sigaction(SIGINT, &sa, NULL);
@@ -1739,123 +1758,162 @@ int record_session_run(const struct record_opts *o)
 	/* Past a file size limit (ulimit -f), write() fails with EFBIG and
 	 * the recording stops as on a full disk, rather than being killed. */
 	signal(SIGXFSZ, SIG_IGN);
+}
 
-	s.stacks = stack_table_new();
-	s.ksyms = ksym_set_new();
-	s.protos = proto_table_new();
-	s.jit_traces = jit_trace_table_new();
-	s.sources = source_table_new();
-	s.objs = object_set_new(!o->no_embed);
-	if (!s.stacks || !s.ksyms || !s.protos || !s.jit_traces || !s.sources || !s.objs) {
+/* Everything that does not sample yet: the tables, the trace (an existing
+ * one moved to `old`), the sampler loaded, the unwinder, and the command
+ * forked, its tables built, waiting for its exec.  0, or -1 said. */
+static int session_open(struct session *s, char *old, size_t oldlen)
+{
+	const struct record_opts *o = s->o;
+	int err;
+
+	s->stacks = stack_table_new();
+	s->ksyms = ksym_set_new();
+	s->protos = proto_table_new();
+	s->jit_traces = jit_trace_table_new();
+	s->sources = source_table_new();
+	s->objs = object_set_new(!o->no_embed);
+	if (!s->stacks || !s->ksyms || !s->protos || !s->jit_traces || !s->sources || !s->objs) {
 		fprintf(stderr, "luaprof record: out of memory\n");
-		goto cleanup;
+		return -1;
 	}
-	if (make_way(o->output, old, sizeof(old)))
-		goto cleanup;
-	err = trace_writer_open(&s.w, o->output, o->codec);
+	if (make_way(o->output, old, oldlen))
+		return -1;
+	err = trace_writer_open(&s->w, o->output, o->codec);
 	if (err) {
 		fprintf(stderr, "luaprof record: cannot create %s: %s\n", o->output,
 			strerror(-err));
-		goto cleanup;
+		return -1;
 	}
-	if (load_sampler(&s))
-		goto cleanup;
-	err = unwind_init(&s.unw, s.skel); /* native unwinder */
+	if (load_sampler(s))
+		return -1;
+	err = unwind_init(&s->unw, s->skel); /* native unwinder */
 	if (err && !o->quiet)
 		fprintf(stderr, "luaprof record: native unwinding off (%s); user "
 			"stacks follow frame pointers\n", strerror(-err));
 	if (o->command) {
-		err = launch_prepare(o->command, &s.launched);
+		err = launch_prepare(o->command, &s->launched);
 		if (err) {
 			fprintf(stderr, "luaprof record: cannot start %s: %s\n",
 				o->command[0], strerror(-err));
-			goto cleanup;
+			return -1;
 		}
-		s.launched_running = 1;
+		s->launched_running = 1;
 		/* native unwinder: its tables ready before it runs; and
 		 * what finding its LuaJIT takes */
-		unwind_preload(s.unw, o->command[0], lj_preload, NULL);
+		unwind_preload(s->unw, o->command[0], lj_preload, NULL);
 	}
-	s.start_ns = mono_ns();
-	emit_meta(&s);
-	err = add_initial_targets(&s);
+	return 0;
+}
+
+/* Starts the recording: the META record and the targets, the ring
+ * buffer's readers, the perf events, and the command's exec.  0, or -1
+ * said. */
+static int session_start(struct session *s)
+{
+	const struct record_opts *o = s->o;
+	int err;
+
+	s->start_ns = mono_ns();
+	emit_meta(s);
+	err = add_initial_targets(s);
 	if (err) {
 		fprintf(stderr, "luaprof record: cannot add targets: %s\n", strerror(-err));
-		goto cleanup;
+		return -1;
 	}
 	/* Setup that costs the machine, done before sampling starts; a
 	 * failure is said at the first write. */
-	ksym_set_load(s.ksyms);
-	s.rb = ring_buffer__new(bpf_map__fd(s.skel->maps.events), ring_event, &s, NULL);
-	if (!s.rb) {
+	ksym_set_load(s->ksyms);
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), ring_event, s, NULL);
+	if (!s->rb) {
 		fprintf(stderr, "luaprof record: ring buffer: %s\n", strerror(errno));
-		goto cleanup;
+		return -1;
 	}
-	err = sidekick_new(&s.side, s.rb, s.unw, known_maps, &s);
+	err = sidekick_new(&s->side, s->rb, s->unw, known_maps, s);
 	if (err && !o->quiet)
 		fprintf(stderr, "luaprof record: no flush sidekick (%s): walks of processes "
 			"started during a flush may be cut short\n", strerror(-err));
-	err = perf_sampling_attach(&s.perf, s.skel->progs.on_sample, o->freq_hz);
+	err = perf_sampling_attach(&s->perf, s->skel->progs.on_sample, o->freq_hz);
 	if (err) {
 		fprintf(stderr, "luaprof record: cannot open cpu-clock perf events: %s\n",
 			strerror(-err));
-		goto cleanup;
+		return -1;
 	}
 	if (o->command) {
-		err = launch_start(&s.launched);
+		err = launch_start(&s->launched);
 		if (err) {
 			fprintf(stderr, "luaprof record: cannot execute %s: %s\n",
 				o->command[0], strerror(-err));
-			waitpid(s.launched.pid, NULL, 0);
-			s.launched_running = 0;
-			goto cleanup;
+			waitpid(s->launched.pid, NULL, 0);
+			s->launched_running = 0;
+			return -1;
 		}
 	}
-	recording = 1;
-	if (!o->quiet && old[0])
-		fprintf(stderr, "luaprof record: the existing %s is kept as %s\n",
-			o->output, old);
-	if (!o->quiet)
-		fprintf(stderr, "luaprof record: recording %d process%s at %u Hz into %s "
-			"(Ctrl-C to stop)\n", s.nalive, s.nalive == 1 ? "" : "es",
-			o->freq_hz, o->output);
-	record_loop(&s);
-	stop_launched(&s);
-	ret = finish(&s);
-cleanup:
-	if (s.launched.go_fd >= 0) { /* never started: let it go */
-		close(s.launched.go_fd);
-		waitpid(s.launched.pid, NULL, 0);
+	return 0;
+}
+
+/* Frees what session_open() and session_start() made.  A session that
+ * never recorded leaves no trace, and the old one (`old`) where it was. */
+static void session_close(struct session *s, int recording, const char *old)
+{
+	if (s->launched.go_fd >= 0) { /* never started: let it go */
+		close(s->launched.go_fd);
+		waitpid(s->launched.pid, NULL, 0);
 	}
-	if (s.launched.err_fd >= 0)
-		close(s.launched.err_fd);
-	perf_sampling_detach(&s.perf);
-	sidekick_free(s.side);
-	ring_buffer__free(s.rb);
-	unwind_free(s.unw); /* native unwinder */
-	sampler__destroy(s.skel);
-	if (s.w) {
-		trace_writer_close(s.w, NULL);
+	if (s->launched.err_fd >= 0)
+		close(s->launched.err_fd);
+	perf_sampling_detach(&s->perf);
+	sidekick_free(s->side);
+	ring_buffer__free(s->rb);
+	unwind_free(s->unw); /* native unwinder */
+	sampler__destroy(s->skel);
+	if (s->w) {
+		trace_writer_close(s->w, NULL);
 		if (!recording) {
-			/* Nothing was recorded: leave nothing, and the old
-			 * trace where it was. */
-			unlink(o->output);
+			unlink(s->o->output);
 			if (old[0])
-				rename(old, o->output);
+				rename(old, s->o->output);
 		}
 	}
-	stack_table_free(s.stacks);
-	ksym_set_free(s.ksyms);
-	object_set_free(s.objs);
-	proto_table_free(s.protos);
-	jit_trace_table_free(s.jit_traces);
-	source_table_free(s.sources);
-	for (int i = 0; i < s.ntargets; i++) {
-		maps_table_free(&s.targets[i].maps);
-		maps_table_free(&s.targets[i].exec_maps);
-		free(s.targets[i].lj);
+	stack_table_free(s->stacks);
+	ksym_set_free(s->ksyms);
+	object_set_free(s->objs);
+	proto_table_free(s->protos);
+	jit_trace_table_free(s->jit_traces);
+	source_table_free(s->sources);
+	for (int i = 0; i < s->ntargets; i++) {
+		maps_table_free(&s->targets[i].maps);
+		maps_table_free(&s->targets[i].exec_maps);
+		free(s->targets[i].lj);
 	}
-	free(s.targets);
-	free(s.held);
+	free(s->targets);
+	free(s->held);
+}
+
+int record_session_run(const struct record_opts *o)
+{
+	struct session s = { .o = o, .launched = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
+	char old[PATH_MAX + 8] = "";
+	int ret = 1, recording = 0;
+
+	if (check_pids(o))
+		return 1;
+	libbpf_set_print(o->verbose ? libbpf_stderr : libbpf_quiet);
+	catch_signals();
+	if (!session_open(&s, old, sizeof(old)) && !session_start(&s)) {
+		recording = 1;
+		if (!o->quiet && old[0])
+			fprintf(stderr, "luaprof record: the existing %s is kept as %s\n",
+				o->output, old);
+		if (!o->quiet)
+			fprintf(stderr, "luaprof record: recording %d process%s at %u Hz "
+				"into %s (Ctrl-C to stop)\n", s.nalive,
+				s.nalive == 1 ? "" : "es", o->freq_hz, o->output);
+		record_loop(&s);
+		stop_launched(&s);
+		ret = finish(&s);
+	}
+	session_close(&s, recording, old);
 	return ret;
 }

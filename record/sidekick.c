@@ -16,10 +16,12 @@
  *
  * So for the length of a flush a second thread takes over the ring
  * buffer: it publishes the mappings of a process that exec'd, or whose
- * walk stopped outside the code it knows, and
- * queues every event for the main thread, which handles them after the
- * flush, in order, exactly as if it had read them itself.  The unwinder
- * is the sidekick's alone while it runs: a flush does not touch it.
+ * walk stopped outside the code it knows, and queues every event for the
+ * main thread, which handles them after the flush, in order, exactly as
+ * if it had read them itself.  The unwinder is the sidekick's alone while
+ * it runs: a flush does not touch it.  (The objects' reader,
+ * objects_prep.c, is the other thread of record/: it reads files for the
+ * flush and never touches the ring buffer or the unwinder.)
  *
  * What it published goes with the event that made it publish: when the
  * main thread handles that event it writes the trace's records from what

@@ -28,6 +28,7 @@
 #include "lib/dwarf_image.h"
 #include "lib/elfsyms.h"
 #include "lib/grow.h"
+#include "lib/htab.h"
 #include "lib/srcline.h"
 #include "record/addrset.h"
 #include "record/srclines.h"
@@ -51,7 +52,7 @@ struct srclines_object {
 };
 
 /* One record being built: its chains, their frames and the strings they
- * name, each string once (strs[] is hashed by content in slots[]). */
+ * name, each string once (strs[] is hashed by content in names). */
 struct batch {
 	struct lp_srcchain *chains;
 	size_t nchain, capchain;
@@ -59,8 +60,7 @@ struct batch {
 	size_t nframe, capframe;
 	const char **strs;
 	size_t nstr, capstr;
-	uint32_t *slots; /* 1 + index into strs, 0 empty */
-	size_t capslots;
+	struct htab names; /* strs[] by content */
 	size_t bytes;    /* the body so far, counts aside */
 };
 
@@ -75,58 +75,32 @@ static size_t uv_size(uint64_t v)
 	return n;
 }
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-	return h;
-}
-
-static int rehash(struct batch *b)
-{
-	size_t cap = b->capslots ? 2 * b->capslots : 256;
-	uint32_t *slots = calloc(cap, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < b->nstr; i++) {
-		size_t h = hash_str(b->strs[i]) & (cap - 1);
-
-		while (slots[h])
-			h = (h + 1) & (cap - 1);
-		slots[h] = (uint32_t)i + 1;
-	}
-	free(b->slots);
-	b->slots = slots;
-	b->capslots = cap;
-	return 0;
-}
-
 /* The frame index of s in the batch (1 + its index, 0 for none), adding
  * it if new; *cost grows by what a new string adds to the body. */
 static int intern(struct batch *b, const char *s, uint32_t *idx, size_t *cost)
 {
-	size_t len = s ? strlen(s) : 0, h;
+	size_t len = s ? strlen(s) : 0;
+	struct htab_probe p;
+	uint64_t hash;
+	int64_t i;
 	int err;
 
 	*idx = 0;
 	if (!len || len > MAX_NAME)
 		return 0;
-	if (2 * (b->nstr + 1) > b->capslots && (err = rehash(b)))
-		return err;
-	for (h = hash_str(s) & (b->capslots - 1); b->slots[h]; h = (h + 1) & (b->capslots - 1)) {
-		if (!strcmp(b->strs[b->slots[h] - 1], s)) {
-			*idx = b->slots[h];
+	hash = hash_bytes(s, len);
+	htab_probe_start(&b->names, hash, &p);
+	while ((i = htab_probe_next(&b->names, &p)) >= 0) {
+		if (!strcmp(b->strs[i], s)) {
+			*idx = (uint32_t)i + 1;
 			return 0;
 		}
 	}
-	err = GROW(b->strs, b->capstr, b->nstr + 1);
+	err = GROW(b->strs, b->capstr, b->nstr + 1) ?:
+	      htab_insert(&b->names, hash, (uint32_t)b->nstr);
 	if (err)
 		return err;
 	b->strs[b->nstr++] = s;
-	b->slots[h] = (uint32_t)b->nstr;
 	*idx = (uint32_t)b->nstr;
 	*cost += uv_size(len) + len;
 	return 0;
@@ -185,8 +159,7 @@ static int batch_write(struct batch *b, uint64_t id, uint32_t flags,
 		}
 	}
 	b->nchain = b->nframe = b->nstr = b->bytes = 0;
-	if (b->slots)
-		memset(b->slots, 0, b->capslots * sizeof(*b->slots));
+	htab_free(&b->names);
 	return err;
 }
 
@@ -195,7 +168,7 @@ static void batch_free(struct batch *b)
 	free(b->chains);
 	free(b->frames);
 	free(b->strs);
-	free(b->slots);
+	htab_free(&b->names);
 }
 
 int srclines_open(struct srclines_object **out, int fd, const char *path,

@@ -18,7 +18,9 @@
  * would (docs/format.md §3.14; tests/unit/test_symtab.c).
  *
  * The table is read once, when the object is first hit, and kept, its
- * names copied out: samples go on hitting new addresses.
+ * names copied out: samples go on hitting new addresses.  It is read on
+ * objects_prep.c's worker (obj_symtab_read()), then marked and written on
+ * the recorder's thread (objects.c), never on both at once.
  */
 #include <errno.h>
 #include <limits.h>

@@ -49,20 +49,12 @@ int unwind_add_process(struct unwinder *u, pid_t pid,
 int unwind_update_process(struct unwinder *u, pid_t pid,
 			  const struct maps_table *maps);
 void unwind_remove_process(struct unwinder *u, pid_t pid);
-/* Builds and loads the tables of the open file fd, as a mapping of it
- * would; 0 or -errno. */
-int unwind_preload_file(struct unwinder *u, int fd);
-/* The same for the command cmd (found as execvp() would) and the
- * libraries it needs, before it runs: record/unwind_preload.c.  also
- * (may be NULL) is called with each file's path too; u may be NULL. */
+/* Builds the tables of the command cmd (found as execvp() would) and of
+ * the libraries it needs, before it runs (command_files.c finds them),
+ * so that its first samples find them ready.  also (may be NULL) is
+ * called with each file's path too; u may be NULL. */
 int unwind_preload(struct unwinder *u, const char *cmd,
 		   void (*also)(const char *path, void *arg), void *arg);
-/* The walk behind it: each(path, fd, elf, arg) once for each file found
- * (elf NULL if it is not an ELF file; both closed after).  0 or -errno. */
-struct Elf;
-int command_files(const char *cmd,
-		  void (*each)(const char *path, int fd, struct Elf *elf, void *arg),
-		  void *arg);
 void unwind_stats(const struct unwinder *u, struct unwind_stats *st);
 /* How a walk stopped (enum lp_ustop), as record -v names it. */
 const char *unwind_stop_name(uint32_t stop);

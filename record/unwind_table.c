@@ -47,6 +47,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
 #include "record/unwind_table.h"
 
 /* DWARF register numbers, x86_64 psABI. */
@@ -489,22 +490,252 @@ static void push_row(struct builder *b, uint64_t pc, struct lp_unwind_row row)
 		b->err = -ERANGE;
 		return;
 	}
-	if (b->n == b->cap) {
-		size_t ncap = b->cap ? b->cap * 2 : 1024;
-		struct build_row *v = realloc(b->v, ncap * sizeof(*v));
-
-		if (!v) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->v = v;
-		b->cap = ncap;
+	if (GROW(b->v, b->cap, b->n + 1)) {
+		b->err = -ENOMEM;
+		return;
 	}
 	row.pc = (uint32_t)pc;
 	b->v[b->n].pc = pc;
 	b->v[b->n].seq = b->seq++;
 	b->v[b->n].r = row;
 	b->n++;
+}
+
+/* One run of CFA instructions: where it reads, the rules it changes, and
+ * what DW_CFA_restore and DW_CFA_restore_state go back to. */
+struct cfa_run {
+	struct builder *b;
+	const struct cie *cie;
+	const struct cfi_sec *s;
+	struct rd r;
+	struct cfa_state *st;
+	const struct cfa_state *init; /* DW_CFA_restore's rules */
+	struct cfa_state stack[STATE_STACK]; /* DW_CFA_remember_state's */
+	unsigned int depth;
+	int emit; /* an FDE's: rows are pushed, expressions counted */
+};
+
+/* The advances: by how many code units the location moves (for
+ * DW_CFA_set_loc, from loc to the address it names).  1 if op is one of
+ * them, 0 if not, -EINVAL. */
+static int cfa_advance(struct cfa_run *x, uint8_t op, uint64_t loc,
+		       uint64_t *delta)
+{
+	const struct cie *cie = x->cie;
+	uint64_t newloc;
+	int unsup = 0;
+
+	if ((op & 0xc0) == DW_CFA_advance_loc) {
+		*delta = op & 0x3f;
+		return 1;
+	}
+	switch (op) {
+	case DW_CFA_set_loc:
+		if (x->s->eh)
+			newloc = rd_encoded(&x->r, cie->fde_enc, x->s, &unsup);
+		else
+			newloc = rd_uN(&x->r, cie->addr_size);
+		if (unsup || newloc < loc)
+			return -EINVAL;
+		*delta = (newloc - loc) / (cie->code_align ? cie->code_align : 1);
+		return 1;
+	case DW_CFA_advance_loc1:
+		*delta = rd_uN(&x->r, 1);
+		return 1;
+	case DW_CFA_advance_loc2:
+		*delta = rd_uN(&x->r, 2);
+		return 1;
+	case DW_CFA_advance_loc4:
+		*delta = rd_uN(&x->r, 4);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The rules of a register saved at an offset, restored, undefined, the
+ * same, or somewhere the walker never needs to look.  1 if op is one of
+ * them, 0 if not. */
+static int cfa_reg_rule(struct cfa_run *x, uint8_t op)
+{
+	const struct cie *cie = x->cie;
+	struct cfa_state *st = x->st;
+	struct rd *r = &x->r;
+	uint64_t reg;
+	int64_t off;
+
+	switch (op & 0xc0) {
+	case DW_CFA_offset:
+		off = (int64_t)rd_uleb(r) * cie->data_align;
+		set_rule(st, cie->ra_reg, op & 0x3f, RULE_OFFSET, off);
+		return 1;
+	case DW_CFA_restore:
+		restore_rule(st, x->init, cie->ra_reg, op & 0x3f);
+		return 1;
+	}
+	switch (op) {
+	case DW_CFA_offset_extended:
+		reg = rd_uleb(r);
+		off = (int64_t)rd_uleb(r) * cie->data_align;
+		set_rule(st, cie->ra_reg, reg, RULE_OFFSET, off);
+		return 1;
+	case DW_CFA_offset_extended_sf:
+		reg = rd_uleb(r);
+		off = rd_sleb(r) * cie->data_align;
+		set_rule(st, cie->ra_reg, reg, RULE_OFFSET, off);
+		return 1;
+	case DW_CFA_GNU_negative_offset_extended:
+		reg = rd_uleb(r);
+		off = -(int64_t)rd_uleb(r) * cie->data_align;
+		set_rule(st, cie->ra_reg, reg, RULE_OFFSET, off);
+		return 1;
+	case DW_CFA_restore_extended:
+		restore_rule(st, x->init, cie->ra_reg, rd_uleb(r));
+		return 1;
+	case DW_CFA_undefined:
+		set_rule(st, cie->ra_reg, rd_uleb(r), RULE_UNDEF, 0);
+		return 1;
+	case DW_CFA_same_value:
+		set_rule(st, cie->ra_reg, rd_uleb(r), RULE_SAME, 0);
+		return 1;
+	case DW_CFA_register:
+		reg = rd_uleb(r);
+		rd_uleb(r);
+		set_rule(st, cie->ra_reg, reg, RULE_OTHER, 0);
+		return 1;
+	case DW_CFA_val_offset:
+	case DW_CFA_val_offset_sf:
+		reg = rd_uleb(r);
+		if (op == DW_CFA_val_offset)
+			rd_uleb(r);
+		else
+			rd_sleb(r);
+		set_rule(st, cie->ra_reg, reg, RULE_OTHER, 0);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A register saved at the address an expression computes (or, val_,
+ * holding its value): a known form becomes RULE_EXPR_REG, any other
+ * RULE_OTHER, counted where the walker needs that register.  0 or
+ * -EINVAL. */
+static int cfa_reg_expr(struct cfa_run *x, uint8_t op)
+{
+	const struct cie *cie = x->cie;
+	struct cfa_state *st = x->st;
+	struct breg_expr e;
+	uint64_t reg;
+	size_t len;
+
+	reg = rd_uleb(&x->r);
+	len = rd_uleb(&x->r);
+	if (!rd_need(&x->r, len))
+		return -EINVAL;
+	if (op == DW_CFA_expression && match_breg(x->r.p, len, &e) && !e.deref) {
+		set_rule(st, cie->ra_reg, reg, RULE_EXPR_REG, e.off);
+		if (reg == DW_REG_RBP)
+			st->rbp.base = e.reg;
+		else if (reg == cie->ra_reg)
+			st->ra.base = e.reg;
+	} else {
+		set_rule(st, cie->ra_reg, reg, RULE_OTHER, 0);
+		if (x->emit && (reg == DW_REG_RBP || reg == cie->ra_reg))
+			x->b->t->unsupported_exprs++;
+	}
+	x->r.p += len;
+	return 0;
+}
+
+/* The CFA computed by an expression: the .plt's, "register + offset",
+ * or a realigned frame's "register + offset, dereferenced, plus a
+ * constant"; any other is CFA_EXPR, counted.  0 or -EINVAL. */
+static int cfa_def_expr(struct cfa_run *x)
+{
+	struct cfa_state *st = x->st;
+	struct breg_expr e;
+	size_t len;
+	uint8_t thr;
+
+	len = rd_uleb(&x->r);
+	if (!rd_need(&x->r, len))
+		return -EINVAL;
+	st->cfa_add = 0;
+	if (match_plt(x->r.p, len, &thr)) {
+		st->cfa_kind = CFA_PLT;
+		st->cfa_off = thr;
+	} else if (match_breg(x->r.p, len, &e) && (e.deref || !e.add)) {
+		st->cfa_kind = e.deref ? CFA_DEREF : CFA_REG;
+		st->cfa_reg = e.reg;
+		st->cfa_off = e.off;
+		st->cfa_add = (int64_t)e.add;
+	} else {
+		st->cfa_kind = CFA_EXPR;
+		if (x->emit)
+			x->b->t->unsupported_exprs++;
+	}
+	x->r.p += len;
+	return 0;
+}
+
+/* The CFA's rule, and everything else that is neither an advance nor a
+ * register's rule.  1 if op is known, 0 if not, -EINVAL. */
+static int cfa_other(struct cfa_run *x, uint8_t op)
+{
+	const struct cie *cie = x->cie;
+	struct cfa_state *st = x->st;
+	struct rd *r = &x->r;
+
+	switch (op) {
+	case DW_CFA_nop:
+		return 1;
+	case DW_CFA_GNU_args_size:
+		rd_uleb(r);
+		return 1;
+	case DW_CFA_remember_state:
+		if (x->depth == STATE_STACK)
+			return -EINVAL;
+		x->stack[x->depth++] = *st;
+		return 1;
+	case DW_CFA_restore_state:
+		if (!x->depth)
+			return -EINVAL;
+		/* GCC's epilogues rely on the CFA coming back too,
+		 * as libgcc's unwinder does it. */
+		*st = x->stack[--x->depth];
+		return 1;
+	case DW_CFA_def_cfa:
+		st->cfa_kind = CFA_REG;
+		st->cfa_reg = rd_uleb(r);
+		st->cfa_off = (int64_t)rd_uleb(r);
+		return 1;
+	case DW_CFA_def_cfa_sf:
+		st->cfa_kind = CFA_REG;
+		st->cfa_reg = rd_uleb(r);
+		st->cfa_off = rd_sleb(r) * cie->data_align;
+		return 1;
+	case DW_CFA_def_cfa_register:
+		st->cfa_reg = rd_uleb(r);
+		if (st->cfa_kind != CFA_REG) /* no offset to keep */
+			st->cfa_kind = CFA_EXPR;
+		return 1;
+	case DW_CFA_def_cfa_offset:
+	case DW_CFA_def_cfa_offset_sf:
+		st->cfa_off = op == DW_CFA_def_cfa_offset ? (int64_t)rd_uleb(r) :
+			      rd_sleb(r) * cie->data_align;
+		/* Only a register rule has an offset to change. */
+		if (st->cfa_kind != CFA_REG)
+			st->cfa_kind = CFA_EXPR;
+		return 1;
+	case DW_CFA_def_cfa_expression:
+		return cfa_def_expr(x) ?: 1;
+	case DW_CFA_expression:
+	case DW_CFA_val_expression:
+		return cfa_reg_expr(x, op) ?: 1;
+	default:
+		return 0; /* unknown opcode: its length too */
+	}
 }
 
 /*
@@ -516,201 +747,35 @@ static int run_cfa(struct builder *b, const struct cie *cie,
 		   const struct cfi_sec *s, const uint8_t *p, const uint8_t *end,
 		   struct cfa_state *st, int emit, uint64_t *loc, uint64_t end_pc)
 {
-	struct cfa_state stack[STATE_STACK];
-	unsigned int depth = 0;
-	struct rd r = { p, end, 0 };
-	const struct cfa_state *init = emit ? &cie->init : st;
+	struct cfa_run x = { .b = b, .cie = cie, .s = s, .r = { p, end, 0 },
+			     .st = st, .init = &cie->init, .emit = emit };
 	struct cfa_state cie_init;
 
 	if (!emit) {
 		/* A CIE's restore refers to its own starting rules. */
 		cie_init = *st;
-		init = &cie_init;
+		x.init = &cie_init;
 	}
-	while (r.p < r.end && !r.bad) {
-		uint8_t op = (uint8_t)rd_uN(&r, 1);
-		uint64_t reg, delta = 0, newloc = 0;
-		int64_t off;
-		int advance = 0, unsup = 0;
-		size_t len;
+	while (x.r.p < x.r.end && !x.r.bad) {
+		uint8_t op = (uint8_t)rd_uN(&x.r, 1);
+		uint64_t delta = 0, next;
+		int advance = cfa_advance(&x, op, *loc, &delta);
 
-		switch (op & 0xc0) {
-		case DW_CFA_advance_loc:
-			delta = op & 0x3f;
-			advance = 1;
-			break;
-		case DW_CFA_offset:
-			off = (int64_t)rd_uleb(&r) * cie->data_align;
-			set_rule(st, cie->ra_reg, op & 0x3f, RULE_OFFSET, off);
-			break;
-		case DW_CFA_restore:
-			restore_rule(st, init, cie->ra_reg, op & 0x3f);
-			break;
-		default:
-			switch (op) {
-			case DW_CFA_nop:
-			case DW_CFA_GNU_args_size:
-				if (op == DW_CFA_GNU_args_size)
-					rd_uleb(&r);
-				break;
-			case DW_CFA_set_loc:
-				if (s->eh)
-					newloc = rd_encoded(&r, cie->fde_enc, s, &unsup);
-				else
-					newloc = rd_uN(&r, cie->addr_size);
-				if (unsup || newloc < *loc)
-					return -EINVAL;
-				delta = (newloc - *loc) / (cie->code_align ? cie->code_align : 1);
-				advance = 1;
-				break;
-			case DW_CFA_advance_loc1:
-				delta = rd_uN(&r, 1);
-				advance = 1;
-				break;
-			case DW_CFA_advance_loc2:
-				delta = rd_uN(&r, 2);
-				advance = 1;
-				break;
-			case DW_CFA_advance_loc4:
-				delta = rd_uN(&r, 4);
-				advance = 1;
-				break;
-			case DW_CFA_offset_extended:
-				reg = rd_uleb(&r);
-				off = (int64_t)rd_uleb(&r) * cie->data_align;
-				set_rule(st, cie->ra_reg, reg, RULE_OFFSET, off);
-				break;
-			case DW_CFA_offset_extended_sf:
-				reg = rd_uleb(&r);
-				off = rd_sleb(&r) * cie->data_align;
-				set_rule(st, cie->ra_reg, reg, RULE_OFFSET, off);
-				break;
-			case DW_CFA_GNU_negative_offset_extended:
-				reg = rd_uleb(&r);
-				off = -(int64_t)rd_uleb(&r) * cie->data_align;
-				set_rule(st, cie->ra_reg, reg, RULE_OFFSET, off);
-				break;
-			case DW_CFA_restore_extended:
-				restore_rule(st, init, cie->ra_reg, rd_uleb(&r));
-				break;
-			case DW_CFA_undefined:
-				set_rule(st, cie->ra_reg, rd_uleb(&r), RULE_UNDEF, 0);
-				break;
-			case DW_CFA_same_value:
-				set_rule(st, cie->ra_reg, rd_uleb(&r), RULE_SAME, 0);
-				break;
-			case DW_CFA_register:
-				reg = rd_uleb(&r);
-				rd_uleb(&r);
-				set_rule(st, cie->ra_reg, reg, RULE_OTHER, 0);
-				break;
-			case DW_CFA_val_offset:
-			case DW_CFA_val_offset_sf:
-				reg = rd_uleb(&r);
-				if (op == DW_CFA_val_offset)
-					rd_uleb(&r);
-				else
-					rd_sleb(&r);
-				set_rule(st, cie->ra_reg, reg, RULE_OTHER, 0);
-				break;
-			case DW_CFA_remember_state:
-				if (depth == STATE_STACK)
-					return -EINVAL;
-				stack[depth++] = *st;
-				break;
-			case DW_CFA_restore_state:
-				if (!depth)
-					return -EINVAL;
-				/* GCC's epilogues rely on the CFA coming back too,
-				 * as libgcc's unwinder does it. */
-				*st = stack[--depth];
-				break;
-			case DW_CFA_def_cfa:
-				st->cfa_kind = CFA_REG;
-				st->cfa_reg = rd_uleb(&r);
-				st->cfa_off = (int64_t)rd_uleb(&r);
-				break;
-			case DW_CFA_def_cfa_sf:
-				st->cfa_kind = CFA_REG;
-				st->cfa_reg = rd_uleb(&r);
-				st->cfa_off = rd_sleb(&r) * cie->data_align;
-				break;
-			case DW_CFA_def_cfa_register:
-				st->cfa_reg = rd_uleb(&r);
-				if (st->cfa_kind != CFA_REG) /* no offset to keep */
-					st->cfa_kind = CFA_EXPR;
-				break;
-			case DW_CFA_def_cfa_offset:
-			case DW_CFA_def_cfa_offset_sf:
-				st->cfa_off = op == DW_CFA_def_cfa_offset ? (int64_t)rd_uleb(&r) :
-					      rd_sleb(&r) * cie->data_align;
-				/* Only a register rule has an offset to change. */
-				if (st->cfa_kind != CFA_REG)
-					st->cfa_kind = CFA_EXPR;
-				break;
-			case DW_CFA_def_cfa_expression: {
-				struct breg_expr x;
-				uint8_t thr;
-
-				len = rd_uleb(&r);
-				if (!rd_need(&r, len))
-					return -EINVAL;
-				st->cfa_add = 0;
-				if (match_plt(r.p, len, &thr)) {
-					st->cfa_kind = CFA_PLT;
-					st->cfa_off = thr;
-				} else if (match_breg(r.p, len, &x) && (x.deref || !x.add)) {
-					st->cfa_kind = x.deref ? CFA_DEREF : CFA_REG;
-					st->cfa_reg = x.reg;
-					st->cfa_off = x.off;
-					st->cfa_add = (int64_t)x.add;
-				} else {
-					st->cfa_kind = CFA_EXPR;
-					if (emit)
-						b->t->unsupported_exprs++;
-				}
-				r.p += len;
-				break;
-			}
-			case DW_CFA_expression:
-			case DW_CFA_val_expression: {
-				struct breg_expr x;
-
-				reg = rd_uleb(&r);
-				len = rd_uleb(&r);
-				if (!rd_need(&r, len))
-					return -EINVAL;
-				if (op == DW_CFA_expression && match_breg(r.p, len, &x) &&
-				    !x.deref) {
-					set_rule(st, cie->ra_reg, reg, RULE_EXPR_REG, x.off);
-					if (reg == DW_REG_RBP)
-						st->rbp.base = x.reg;
-					else if (reg == cie->ra_reg)
-						st->ra.base = x.reg;
-				} else {
-					set_rule(st, cie->ra_reg, reg, RULE_OTHER, 0);
-					if (emit && (reg == DW_REG_RBP || reg == cie->ra_reg))
-						b->t->unsupported_exprs++;
-				}
-				r.p += len;
-				break;
-			}
-			default:
-				return -EINVAL; /* unknown opcode: its length too */
-			}
+		if (advance < 0)
+			return -EINVAL;
+		if (!advance && (cfa_reg_rule(&x, op) ?: cfa_other(&x, op)) <= 0)
+			return -EINVAL;
+		if (!advance || !emit)
+			continue;
+		next = *loc + delta * cie->code_align;
+		if (next > *loc) {
+			push_row(b, *loc, make_row(st, b->t));
+			*loc = next;
 		}
-		if (advance && emit) {
-			uint64_t next = *loc + delta * cie->code_align;
-
-			if (next > *loc) {
-				push_row(b, *loc, make_row(st, b->t));
-				*loc = next;
-			}
-			if (*loc >= end_pc)
-				return 0;
-		}
+		if (*loc >= end_pc)
+			return 0;
 	}
-	return r.bad ? -EINVAL : 0;
+	return x.r.bad ? -EINVAL : 0;
 }
 
 /* ---- CIEs and FDEs ------------------------------------------------------ */
@@ -850,16 +915,9 @@ static const struct cie *get_cie(struct builder *b, const struct cfi_sec *s,
 
 static void note_range(struct builder *b, uint64_t lo, uint64_t hi)
 {
-	if (b->nranges == b->capranges) {
-		size_t ncap = b->capranges ? b->capranges * 2 : 256;
-		struct range *v = realloc(b->ranges, ncap * sizeof(*v));
-
-		if (!v) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->ranges = v;
-		b->capranges = ncap;
+	if (GROW(b->ranges, b->capranges, b->nranges + 1)) {
+		b->err = -ENOMEM;
+		return;
 	}
 	b->ranges[b->nranges++] = (struct range){ lo, hi };
 }

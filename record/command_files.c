@@ -1,28 +1,18 @@
 /*
- * unwind_preload.c - builds the unwind tables of a launched command and
- * of the libraries it will load, before it runs (record -- CMD).
+ * command_files.c - the files a command will map before it runs: the
+ * command as execvp() finds it (a script: its #! interpreter), its
+ * PT_INTERP, and its DT_NEEDED libraries, recursively, looked up as the
+ * dynamic loader looks them up, less its cache: DT_RPATH,
+ * LD_LIBRARY_PATH, DT_RUNPATH (with $ORIGIN), then the system's
+ * directories.
  *
- * Without this, the tables of an object are built when the recorder first
- * sees it mapped: after the exec for the program and its interpreter, and
- * a moment later for each library the dynamic loader maps.  A sample taken
- * in between cannot be walked past its leaf (bpf/unwind_native.bpf.h: the
- * stack is cut, NO_TABLE or UNMAPPED), and building libc's, libluajit's
- * and a dozen others' tables takes tens of milliseconds: 76 ms of cut
- * stacks at the start of every sysbench run.  The launched command waits
- * for the recorder anyway, so the tables are built then, and the exec
- * finds them ready: an object is known by what the file is (record/
- * unwind.c), so a table built from the file here is the one its mapping
- * uses later.
- *
- * Which files (command_files(); mapsize.c reads the same ones to size
- * the unwind maps): the command as execvp() finds it (a script: its #!
- * interpreter), its PT_INTERP, and its DT_NEEDED libraries, recursively,
- * looked up as the dynamic loader looks them up, less its cache: DT_RPATH, LD_LIBRARY_PATH, DT_RUNPATH (with
- * $ORIGIN), then the system's directories.  A library it cannot find is
- * built when it is mapped, as before; a library it finds that is not the
- * one loaded costs only the time to build it.  The caller may do its own
- * work on each file too (`also`): LuaJIT's detection reads the DWARF of
- * the one that holds LuaJIT then (record/luajit_detect.c).
+ * `record -- CMD` knows what its command will load before it execs:
+ * unwind.c builds their unwind tables then (unwind_preload()), LuaJIT's
+ * detection reads the DWARF of the one that holds LuaJIT
+ * (record/luajit_detect.c), and mapsize.c sizes the unwind maps from
+ * them.  A library this does not find is handled when it is mapped, as
+ * for any other process; a library it finds that is not the one loaded
+ * costs only the time spent on it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,39 +23,39 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "record/unwind.h"
+#include "record/command_files.h"
 
-#define PRELOAD_MAX 128 /* objects followed, the command included */
+#define FILES_MAX 128 /* objects followed, the command included */
 
 static const char *const system_dirs[] = {
 	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
 	"/lib64", "/usr/lib64", "/lib", "/usr/lib",
 };
 
-struct preload {
+struct walk {
 	void (*each)(const char *path, int fd, struct Elf *elf, void *arg);
 	void *arg;
-	char *paths[PRELOAD_MAX]; /* found, in the order they were queued */
-	char *names[PRELOAD_MAX]; /* DT_NEEDED names met, to look up once */
+	char *paths[FILES_MAX]; /* found, in the order they were queued */
+	char *names[FILES_MAX]; /* DT_NEEDED names met, to look up once */
 	int npaths, nnames;
 };
 
-static int seen_name(struct preload *p, const char *name)
+static int seen_name(struct walk *p, const char *name)
 {
 	for (int i = 0; i < p->nnames; i++)
 		if (!strcmp(p->names[i], name))
 			return 1;
-	if (p->nnames < PRELOAD_MAX && (p->names[p->nnames] = strdup(name)))
+	if (p->nnames < FILES_MAX && (p->names[p->nnames] = strdup(name)))
 		p->nnames++;
 	return 0;
 }
 
-static void queue(struct preload *p, const char *path)
+static void queue(struct walk *p, const char *path)
 {
 	for (int i = 0; i < p->npaths; i++)
 		if (!strcmp(p->paths[i], path))
 			return;
-	if (p->npaths < PRELOAD_MAX && (p->paths[p->npaths] = strdup(path)))
+	if (p->npaths < FILES_MAX && (p->paths[p->npaths] = strdup(path)))
 		p->npaths++;
 }
 
@@ -120,7 +110,7 @@ static int find_library(char *out, size_t size, const char *name, const char *fr
 }
 
 /* A script's interpreter (#!/path), queued; 1 if path is a script. */
-static int follow_script(struct preload *p, int fd)
+static int follow_script(struct walk *p, int fd)
 {
 	char head[256];
 	ssize_t n = pread(fd, head, sizeof(head) - 1, 0);
@@ -138,7 +128,7 @@ static int follow_script(struct preload *p, int fd)
 }
 
 /* Hands one file to p->each and queues what it needs. */
-static void follow(struct preload *p, const char *path)
+static void follow(struct walk *p, const char *path)
 {
 	const char *needed[64], *rpath = NULL, *runpath = NULL;
 	char found[4096];
@@ -211,7 +201,7 @@ int command_files(const char *cmd,
 		  void (*each)(const char *path, int fd, struct Elf *elf, void *arg),
 		  void *arg)
 {
-	struct preload p = { .each = each, .arg = arg };
+	struct walk p = { .each = each, .arg = arg };
 	char path[4096];
 
 	if (!cmd || elf_version(EV_CURRENT) == EV_NONE)
@@ -231,29 +221,4 @@ int command_files(const char *cmd,
 	for (int i = 0; i < p.nnames; i++)
 		free(p.names[i]);
 	return 0;
-}
-
-struct preload_also {
-	struct unwinder *u;
-	void (*also)(const char *path, void *arg);
-	void *arg;
-};
-
-static void preload_one(const char *path, int fd, struct Elf *elf, void *arg)
-{
-	struct preload_also *a = arg;
-
-	(void)elf;
-	if (a->u)
-		unwind_preload_file(a->u, fd);
-	if (a->also)
-		a->also(path, a->arg);
-}
-
-int unwind_preload(struct unwinder *u, const char *cmd,
-		   void (*also)(const char *path, void *arg), void *arg)
-{
-	struct preload_also a = { .u = u, .also = also, .arg = arg };
-
-	return u || also ? command_files(cmd, preload_one, &a) : 0;
 }
