@@ -9,29 +9,7 @@
 
 #include "lib/htab.h"
 
-void htab_probe_start(const struct htab *h, uint64_t hash,
-		      struct htab_probe *p)
-{
-	p->hash = hash;
-	p->pos = h->cap ? hash & (h->cap - 1) : 0;
-}
-
-int64_t htab_probe_next(const struct htab *h, struct htab_probe *p)
-{
-	if (!h->cap)
-		return -1;
-	for (;;) {
-		const struct htab_slot *s = &h->slots[p->pos];
-
-		if (!s->idx)
-			return -1;
-		p->pos = (p->pos + 1) & (h->cap - 1);
-		if (s->hash == p->hash)
-			return s->idx - 1;
-	}
-}
-
-static void place(struct htab_slot *slots, size_t cap, uint64_t hash,
+static void place(struct htab_slot *slots, size_t cap, uint32_t hash,
 		  uint32_t idx)
 {
 	size_t pos = hash & (cap - 1);
@@ -49,7 +27,7 @@ static int rehash(struct htab *h)
 	size_t ncap = h->cap ? h->cap * 2 : 64;
 	struct htab_slot *ns;
 
-	if (ncap < h->cap)
+	if (ncap < h->cap || ncap > (size_t)UINT32_MAX + 1)
 		return -ENOMEM;
 	ns = calloc(ncap, sizeof(*ns));
 	if (!ns)
@@ -74,7 +52,7 @@ int htab_insert(struct htab *h, uint64_t hash, uint32_t idx)
 		if (err)
 			return err;
 	}
-	place(h->slots, h->cap, hash, idx + 1);
+	place(h->slots, h->cap, (uint32_t)hash, idx + 1);
 	h->len++;
 	return 0;
 }
