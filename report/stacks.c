@@ -516,10 +516,18 @@ static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t 
 	return 0;
 }
 
+/* Every field but root (a function of the pid: the process's name), so
+ * that stacks_prefetch() can find the slot before root is known.  One
+ * multiply per field, independent of each other, and one finalizer: a
+ * chain of hash_mix() would be as long as the fields are many, and every
+ * sample pays it. */
 static uint64_t seen_hash(const struct seen_ent *e)
 {
-	return hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_u64(e->pid),
-		e->ustack), e->lstack), e->kstack), e->gen), e->root), e->vm << 1 | e->cut);
+	return hash_u64((e->ustack * 0x9e3779b97f4a7c15ull) ^
+			(e->lstack * 0xc2b2ae3d27d4eb4full) ^
+			(e->kstack * 0x165667b19e3779f9ull) ^
+			(e->gen * 0xd6e8feb86659fd93ull) ^
+			((uint64_t)e->pid << 9 | (uint64_t)e->vm << 1 | e->cut));
 }
 
 /* Doubles the seen table (from 0: 4096 slots), keeping it at most half
@@ -551,20 +559,39 @@ static int seen_grow(struct stacks *s)
 	return 0;
 }
 
+/* The seen table's key of a sample (root aside). */
+static void seen_key(const struct stacks *s, const struct lp_sample *smp,
+		     struct seen_ent *k)
+{
+	*k = (struct seen_ent){ .ustack = smp->ustack, .lstack = smp->lstack,
+				.kstack = smp->kstack,
+				.gen = maps_generation(s->maps, smp->pid),
+				.pid = smp->pid,
+				.vm = (uint8_t)(vm_class(smp) + 1),
+				.cut = smp->ustack && lp_ustop_cut(smp->ustop), .used = 1 };
+}
+
+void stacks_prefetch(const struct stacks *s, const struct lp_sample *smp)
+{
+	struct seen_ent k;
+
+	if (!s->capseen)
+		return;
+	seen_key(s, smp, &k);
+	__builtin_prefetch(&s->seen[seen_hash(&k) & (s->capseen - 1)]);
+}
+
 int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		      uint32_t root, uint32_t *lidx, int *missing)
 {
-	struct seen_ent k = { .ustack = smp->ustack, .lstack = smp->lstack,
-			      .kstack = smp->kstack,
-			      .gen = maps_generation(s->maps, smp->pid),
-			      .pid = smp->pid, .root = root,
-			      .vm = (uint8_t)(vm_class(smp) + 1),
-			      .cut = smp->ustack && lp_ustop_cut(smp->ustop), .used = 1 };
+	struct seen_ent k;
 	enum lua_place how;
 	size_t pos = 0;
 	uint32_t entry;
 	int err;
 
+	seen_key(s, smp, &k);
+	k.root = root;
 	if (s->capseen) {
 		for (pos = seen_hash(&k) & (s->capseen - 1); s->seen[pos].used;
 		     pos = (pos + 1) & (s->capseen - 1)) {
