@@ -41,104 +41,68 @@ char *folded_stack(const struct profile *p, uint32_t id)
 
 /* ---- sorting by text without building it ------------------------------
  * Lines sort as their texts would by strcmp, but the texts are not made
- * to be compared: each frame name gets its rank among the names, ordered
- * as if each ended in ';' (what follows it in a line but for the last),
- * and lines compare as sequences of ranks.  Ranks differ where the texts
- * first differ, in the same order, but for one case: the last frame of a
- * line, where the text ends instead of going on with ';', when the other
- * line's name there is longer with the same beginning (the ended text is
- * then first, whatever follows).  Names are as written, ';' made ':'. */
-
-struct fline {
-	size_t off;     /* its ranks in ranks[] */
-	uint32_t n, id; /* frames; stack id */
-	uint64_t count;
-};
+ * to be compared: each frame name gets a rank among the names, and lines
+ * compare as sequences of ranks (seq_keys_sort()).  A name has two ranks:
+ * as followed by ';' (every frame of a line but the last) and as followed
+ * by the end of the text (the last), ordered together as those texts
+ * would be, the end before any character.  Ranks then differ where the
+ * texts first differ, in the same order, and are equal where the texts
+ * read the same.  Names are as written, ';' made ':'. */
 
 static const struct profile *sort_p; /* qsort has no context argument */
-static const uint32_t *sort_ranks;
-static const struct fline *sort_lines;
 
 static int folded_char(const char *s, size_t i)
 {
 	return s[i] == ';' ? ':' : (unsigned char)s[i];
 }
 
-/* strcmp of two names as written, each followed by ';'. */
-static int name_cmp(const char *a, const char *b)
+/* A name's rank key: its id, times 2, + 1 for the ending one. */
+#define LAST 1u
+
+/* strcmp of two names as written, each followed by ';' or, as the last
+ * of a line, by the end (-1: before any character). */
+static int name_key_cmp(const void *x, const void *y)
 {
+	uint32_t kx = *(const uint32_t *)x, ky = *(const uint32_t *)y;
+	const char *a = strtab_get(&sort_p->names, kx >> 1);
+	const char *b = strtab_get(&sort_p->names, ky >> 1);
+
 	for (size_t i = 0;; i++) {
-		int x = a[i] ? folded_char(a, i) : ';', y = b[i] ? folded_char(b, i) : ';';
+		int u = a[i] ? folded_char(a, i) : (kx & LAST ? -1 : ';');
+		int v = b[i] ? folded_char(b, i) : (ky & LAST ? -1 : ';');
 
-		if (x != y)
-			return x - y;
+		if (u != v)
+			return u - v;
 		if (!a[i])
-			return 0;
+			return 0; /* ';' is never a name's own character */
 	}
 }
 
-static int name_id_cmp(const void *x, const void *y)
-{
-	return name_cmp(strtab_get(&sort_p->names, *(const uint32_t *)x),
-			strtab_get(&sort_p->names, *(const uint32_t *)y));
-}
-
-/* Whether name b, as written, begins with all of name a. */
-static int name_starts(const char *b, const char *a)
-{
-	for (size_t i = 0; a[i]; i++)
-		if (!b[i] || folded_char(a, i) != folded_char(b, i))
-			return 0;
-	return 1;
-}
-
-static int fline_cmp(const void *x, const void *y)
-{
-	const struct fline *a = &sort_lines[*(const uint32_t *)x];
-	const struct fline *b = &sort_lines[*(const uint32_t *)y];
-	const uint32_t *ra = sort_ranks + a->off, *rb = sort_ranks + b->off;
-	uint32_t n = a->n < b->n ? a->n : b->n;
-
-	for (uint32_t i = 0; i < n; i++) {
-		const uint32_t *va, *vb;
-		uint32_t na, nb;
-
-		if (ra[i] == rb[i])
-			continue;
-		if (i + 1 == a->n || i + 1 == b->n) {
-			va = seqtab_get(&sort_p->stacks, a->id, &na);
-			vb = seqtab_get(&sort_p->stacks, b->id, &nb);
-			if (i + 1 == a->n && name_starts(strtab_get(&sort_p->names, vb[i]),
-							 strtab_get(&sort_p->names, va[i])))
-				return -1;
-			if (i + 1 == b->n && name_starts(strtab_get(&sort_p->names, va[i]),
-							 strtab_get(&sort_p->names, vb[i])))
-				return 1;
-		}
-		return ra[i] < rb[i] ? -1 : 1;
-	}
-	return a->n < b->n ? -1 : a->n > b->n;
-}
-
-/* Each used name's rank in name_cmp order, equal names equal ranks. */
+/* The rank of each used name's key, rank[2 * id + LAST?], equal texts
+ * equal ranks; rank[] holds 1 for the keys in use, 0 for the rest. */
 static int rank_names(const struct profile *p, uint32_t *rank)
 {
-	uint32_t *ids = malloc((p->names.len ? p->names.len : 1) * sizeof(*ids));
-	size_t n = 0;
+	size_t nkeys = 2 * p->names.len, n = 0;
+	uint32_t *keys = malloc((nkeys ? nkeys : 1) * sizeof(*keys));
 
-	if (!ids)
+	if (!keys)
 		return -ENOMEM;
-	for (size_t i = 0; i < p->names.len; i++)
+	for (size_t i = 0; i < nkeys; i++)
 		if (rank[i])
-			ids[n++] = (uint32_t)i;
-	qsort(ids, n, sizeof(*ids), name_id_cmp);
+			keys[n++] = (uint32_t)i;
+	qsort(keys, n, sizeof(*keys), name_key_cmp);
 	for (size_t i = 0, r = 0; i < n; i++) {
-		if (i && name_id_cmp(&ids[i - 1], &ids[i]))
+		if (i && name_key_cmp(&keys[i - 1], &keys[i]))
 			r++;
-		rank[ids[i]] = (uint32_t)r;
+		rank[keys[i]] = (uint32_t)r;
 	}
-	free(ids);
+	free(keys);
 	return 0;
+}
+
+static int same_ranks(const struct seq_key *a, const struct seq_key *b)
+{
+	return a->n == b->n && !memcmp(a->v, b->v, a->n * sizeof(*a->v));
 }
 
 /* The output, gathered and written in large pieces. */
@@ -197,17 +161,18 @@ static void write_line(struct obuf *b, const struct profile *p, uint32_t id,
 int out_folded(FILE *out, const struct profile *p, const struct out_opts *o)
 {
 	size_t n = p->stacks.len, k = 0, nranks = 0;
-	struct fline *lines = NULL;
-	uint32_t *rank = NULL, *ranks = NULL, *order = NULL;
+	struct seq_key *lines = NULL;
+	uint32_t *rank = NULL, *ranks = NULL;
 	struct obuf *b = NULL;
 	int err = -ENOMEM;
 
 	(void)o;
+	if (p->names.len > UINT32_MAX / 2)
+		return -ENOMEM;
 	lines = calloc(n ? n : 1, sizeof(*lines));
-	order = calloc(n ? n : 1, sizeof(*order));
-	rank = calloc(p->names.len ? p->names.len : 1, sizeof(*rank));
+	rank = calloc(p->names.len ? 2 * p->names.len : 1, sizeof(*rank));
 	b = malloc(sizeof(*b));
-	if (!lines || !order || !rank || !b)
+	if (!lines || !rank || !b)
 		goto cleanup;
 	for (size_t i = 0; i < n; i++) {
 		const uint32_t *v;
@@ -217,43 +182,41 @@ int out_folded(FILE *out, const struct profile *p, const struct out_opts *o)
 			continue;
 		v = seqtab_get(&p->stacks, i, &len);
 		for (uint32_t j = 0; j < len; j++)
-			rank[v[j]] = 1; /* used */
-		lines[k] = (struct fline){ nranks, len, (uint32_t)i, p->counts[i] };
-		order[k] = (uint32_t)k;
+			rank[2 * v[j] + (j + 1 == len ? LAST : 0)] = 1; /* used */
+		lines[k++] = (struct seq_key){ NULL, len, (uint32_t)i };
 		nranks += len;
-		k++;
 	}
 	ranks = malloc((nranks ? nranks : 1) * sizeof(*ranks));
 	sort_p = p;
 	if (!ranks || rank_names(p, rank))
 		goto cleanup;
+	nranks = 0;
 	for (size_t i = 0; i < k; i++) {
 		const uint32_t *v;
 		uint32_t len;
 
 		v = seqtab_get(&p->stacks, lines[i].id, &len);
 		for (uint32_t j = 0; j < len; j++)
-			ranks[lines[i].off + j] = rank[v[j]];
+			ranks[nranks + j] = rank[2 * v[j] + (j + 1 == len ? LAST : 0)];
+		lines[i].v = ranks + nranks;
+		nranks += len;
 	}
-	sort_ranks = ranks;
-	sort_lines = lines;
-	qsort(order, k, sizeof(*order), fline_cmp);
+	seq_keys_sort(lines, k);
 	b->out = out;
 	b->len = 0;
 	for (size_t i = 0; i < k; i++) {
-		uint64_t count = lines[order[i]].count;
-		uint32_t id = lines[order[i]].id;
+		uint64_t count = p->counts[lines[i].id];
+		uint32_t id = lines[i].id;
 
 		/* Stacks whose texts read the same (';' made ':') merge. */
-		while (i + 1 < k && !fline_cmp(&order[i], &order[i + 1]))
-			count += lines[order[++i]].count;
+		while (i + 1 < k && same_ranks(&lines[i], &lines[i + 1]))
+			count += p->counts[lines[++i].id];
 		write_line(b, p, id, count);
 	}
 	fwrite(b->v, 1, b->len, out);
 	err = 0;
 cleanup:
 	free(lines);
-	free(order);
 	free(rank);
 	free(ranks);
 	free(b);
