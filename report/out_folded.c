@@ -126,29 +126,78 @@ static void obuf_put(struct obuf *b, const char *s, size_t n)
 	b->len += n;
 }
 
-static void write_line(struct obuf *b, const struct profile *p, uint32_t id,
-		       uint64_t count)
-{
-	const uint32_t *v;
-	char num[24];
-	uint32_t n;
-	int k = sizeof(num);
+/* The text of the line being written, frames as written (';' made ':')
+ * and joined by ';', without its count.  Lines come sorted, so a line
+ * shares its first frames with the one before: those stay, and only the
+ * rest is appended.  Names' texts are made once, back to back. */
+struct ftext {
+	char *line;
+	size_t len, cap;
+	uint32_t *ends;     /* ends[j]: the text's length up to frame j */
+	size_t capends;
+	char *names;        /* used names' texts */
+	size_t nlen, ncap;
+	uint64_t *name_at;  /* by name id: offset << 24 | length, + 1; 0: not made */
+};
 
-	v = seqtab_get(&p->stacks, id, &n);
-	for (uint32_t i = 0; i < n; i++) {
-		const char *name = strtab_get(&p->names, v[i]), *semi;
+/* Name id's text, as written, made the first time. */
+static int name_text(struct ftext *t, const struct profile *p, uint32_t id,
+		     const char **s, size_t *n)
+{
+	uint64_t at = t->name_at[id];
+
+	if (!at) {
+		const char *name = strtab_get(&p->names, id);
 		size_t len = strlen(name);
 
-		if (i)
-			obuf_put(b, ";", 1);
-		while ((semi = memchr(name, ';', len))) {
-			obuf_put(b, name, (size_t)(semi - name));
-			obuf_put(b, ":", 1);
-			len -= (size_t)(semi - name) + 1;
-			name = semi + 1;
-		}
-		obuf_put(b, name, len);
+		if (len >= 1u << 24 || GROW(t->names, t->ncap, t->nlen + len))
+			return -ENOMEM;
+		for (size_t i = 0; i < len; i++)
+			t->names[t->nlen + i] = name[i] == ';' ? ':' : name[i];
+		at = ((uint64_t)t->nlen << 24 | len) + 1;
+		t->name_at[id] = at;
+		t->nlen += len;
 	}
+	*s = t->names + ((at - 1) >> 24);
+	*n = (at - 1) & ((1u << 24) - 1);
+	return 0;
+}
+
+/* Makes the text of stack id, whose first `keep` frames read as those of
+ * the line before. */
+static int line_text(struct ftext *t, const struct profile *p, uint32_t id, uint32_t keep)
+{
+	const uint32_t *v;
+	uint32_t n;
+	int err;
+
+	v = seqtab_get(&p->stacks, id, &n);
+	err = GROW(t->ends, t->capends, n ? n : 1);
+	if (err)
+		return err;
+	t->len = keep ? t->ends[keep - 1] : 0;
+	for (uint32_t j = keep; j < n; j++) {
+		const char *s;
+		size_t len;
+
+		err = name_text(t, p, v[j], &s, &len) ?:
+		      GROW(t->line, t->cap, t->len + len + 1);
+		if (err)
+			return err;
+		if (j)
+			t->line[t->len++] = ';';
+		memcpy(t->line + t->len, s, len);
+		t->len += len;
+		t->ends[j] = (uint32_t)t->len;
+	}
+	return 0;
+}
+
+static void write_count(struct obuf *b, uint64_t count)
+{
+	char num[24];
+	int k = sizeof(num);
+
 	num[--k] = '\n';
 	do {
 		num[--k] = '0' + count % 10;
@@ -158,12 +207,24 @@ static void write_line(struct obuf *b, const struct profile *p, uint32_t id,
 	obuf_put(b, num + k, sizeof(num) - k);
 }
 
+/* Frames two sorted lines begin with alike (their last aside: its rank
+ * is the ending one). */
+static uint32_t common_frames(const struct seq_key *a, const struct seq_key *b)
+{
+	uint32_t n = (a->n < b->n ? a->n : b->n), i = 0;
+
+	while (i + 1 < n && a->v[i] == b->v[i])
+		i++;
+	return i;
+}
+
 int out_folded(FILE *out, const struct profile *p, const struct out_opts *o)
 {
 	size_t n = p->stacks.len, k = 0, nranks = 0;
 	struct seq_key *lines = NULL;
 	uint32_t *rank = NULL, *ranks = NULL;
 	struct obuf *b = NULL;
+	struct ftext t = { 0 };
 	int err = -ENOMEM;
 
 	(void)o;
@@ -204,18 +265,30 @@ int out_folded(FILE *out, const struct profile *p, const struct out_opts *o)
 	seq_keys_sort(lines, k);
 	b->out = out;
 	b->len = 0;
-	for (size_t i = 0; i < k; i++) {
+	t.name_at = calloc(p->names.len ? p->names.len : 1, sizeof(*t.name_at));
+	if (!t.name_at)
+		goto cleanup;
+	for (size_t i = 0, prev = 0; i < k; i++) {
 		uint64_t count = p->counts[lines[i].id];
-		uint32_t id = lines[i].id;
+		uint32_t id = lines[i].id, keep = i ? common_frames(&lines[prev], &lines[i]) : 0;
 
 		/* Stacks whose texts read the same (';' made ':') merge. */
+		prev = i;
 		while (i + 1 < k && same_ranks(&lines[i], &lines[i + 1]))
 			count += p->counts[lines[++i].id];
-		write_line(b, p, id, count);
+		err = line_text(&t, p, id, keep);
+		if (err)
+			goto cleanup;
+		obuf_put(b, t.line, t.len);
+		write_count(b, count);
 	}
 	fwrite(b->v, 1, b->len, out);
 	err = 0;
 cleanup:
+	free(t.line);
+	free(t.ends);
+	free(t.names);
+	free(t.name_at);
 	free(lines);
 	free(rank);
 	free(ranks);
