@@ -84,6 +84,15 @@ static inline uint64_t hash_mix(uint64_t h, uint64_t v)
 	return hash_u64(h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)));
 }
 
+/* Up to four fields (0 for those unused) into one hash: one multiply
+ * each, independent of each other, and one finalizer, where a chain of
+ * hash_mix() takes as many finalizers, one after another, as fields. */
+static inline uint64_t hash_fields(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	return hash_u64((a * 0x9e3779b97f4a7c15ull) ^ (b * 0xc2b2ae3d27d4eb4full) ^
+			(c * 0x165667b19e3779f9ull) ^ (d * 0xd6e8feb86659fd93ull));
+}
+
 uint64_t hash_bytes(const void *p, size_t n);
 
 #endif

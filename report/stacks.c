@@ -28,6 +28,27 @@ struct ures_ent {
 	int cut;
 };
 
+/* A user stack's native frames as named against one layout: (pid, stack,
+ * layout generation) -> for each address, leaf first, its frames
+ * (frames_user_chain()) and whether it lies in anonymous memory.  A
+ * native stack runs under many Lua stacks, and each pair is resolved
+ * (resolve_user()): its addresses are looked up once per native stack,
+ * not once per pair.  A frame is named when a resolution first needs it,
+ * as it was before this cache, so that names get the same ids. */
+struct native_ent {
+	uint32_t pid, stack;
+	uint64_t gen;
+	size_t first; /* its frames in nfr[] */
+};
+
+struct native_frame {
+	uint32_t off;  /* its names in nids[]; UNNAMED until named */
+	uint32_t func; /* the function's own name (frames_user_chain()) */
+	uint8_t n;     /* names */
+	int8_t anon;   /* in anonymous memory: 1, 0, or -1 not yet known */
+};
+#define UNNAMED UINT32_MAX
+
 /* (user stack, Lua stack) -> the Lua stack as placed (lua_place()). */
 struct lplace_ent {
 	uint32_t stack, lstack, placed;
@@ -75,6 +96,14 @@ struct stacks {
 	size_t naddrs, capaddrs;
 	struct htab st_h;
 
+	struct native_ent *nat;
+	size_t nnat, capnat;
+	struct htab nat_h;
+	struct native_frame *nfr;
+	size_t nnfr, capnfr;
+	uint32_t *nids;
+	size_t nnids, capnids;
+
 	struct ures_ent *ures;
 	size_t nures, capures;
 	struct htab ures_h;
@@ -101,6 +130,12 @@ struct stacks {
 	uint32_t *buf; /* scratch for one stack's name ids */
 	size_t capbuf;
 
+	/* Kernel stacks' names, root first, once all KSYMS are known: by
+	 * stack index, the first in kids[], UNNAMED until named. */
+	uint32_t *kfirst;
+	uint32_t *kids;
+	size_t nkids, capkids;
+
 	uint32_t last;   /* the count entry of the last sample */
 	uint32_t *final; /* count entry -> profile stack id, once finished */
 };
@@ -126,6 +161,12 @@ void stacks_free(struct stacks *s)
 	free(s->st);
 	free(s->addrs);
 	htab_free(&s->st_h);
+	free(s->nat);
+	htab_free(&s->nat_h);
+	free(s->nfr);
+	free(s->nids);
+	free(s->kfirst);
+	free(s->kids);
 	free(s->ures);
 	htab_free(&s->ures_h);
 	seqtab_free(&s->useqs);
@@ -200,7 +241,7 @@ static int lua_names(struct stacks *s, uint32_t pid, uint32_t lidx, uint32_t *ou
 	int64_t i;
 	int err;
 
-	hash = hash_mix(hash_mix(hash_mix(hash_u64(pid), gen), lidx), vm);
+	hash = hash_fields(pid, gen, lidx, vm);
 	htab_probe_start(&s->lnames_h, hash, &p);
 	while ((i = htab_probe_next(&s->lnames_h, &p)) >= 0) {
 		const struct lnames_ent *e = &s->lnames[i];
@@ -222,14 +263,91 @@ static int lua_names(struct stacks *s, uint32_t pid, uint32_t lidx, uint32_t *ou
 	return 0;
 }
 
+/* The native entry of user stack uidx in pid's layout of generation gen. */
+static int native_get(struct stacks *s, uint32_t pid, uint32_t uidx, uint64_t gen,
+		      const struct native_ent **out)
+{
+	uint64_t hash = hash_fields(pid, uidx, gen, 0);
+	uint32_t depth = s->st[uidx].depth;
+	struct native_ent *ne;
+	struct htab_probe p;
+	int64_t i;
+	int err;
+
+	htab_probe_start(&s->nat_h, hash, &p);
+	while ((i = htab_probe_next(&s->nat_h, &p)) >= 0) {
+		ne = &s->nat[i];
+		if (ne->pid == pid && ne->stack == uidx && ne->gen == gen) {
+			*out = ne;
+			return 0;
+		}
+	}
+	err = GROW(s->nfr, s->capnfr, s->nnfr + depth) ?:
+	      GROW(s->nat, s->capnat, s->nnat + 1) ?:
+	      htab_insert(&s->nat_h, hash, s->nnat);
+	if (err)
+		return err;
+	for (uint32_t j = 0; j < depth; j++)
+		s->nfr[s->nnfr + j] = (struct native_frame){ UNNAMED, 0, 0, -1 };
+	ne = &s->nat[s->nnat++];
+	*ne = (struct native_ent){ pid, uidx, gen, s->nnfr };
+	s->nnfr += depth;
+	*out = ne;
+	return 0;
+}
+
+/* The frames of address i (leaf first) of ne's stack, whose addresses
+ * are a[]: frames_user_chain(), the first time. */
+static int native_chain(struct stacks *s, const struct native_ent *ne, const uint64_t *a,
+			uint32_t i, const uint32_t **ids, uint32_t *n, uint32_t *func)
+{
+	struct native_frame *f = &s->nfr[ne->first + i];
+
+	if (f->off == UNNAMED) {
+		uint32_t v[FRAMES_MAX_CHAIN], k;
+		int err;
+
+		err = frames_user_chain(s->fr, ne->pid, a[i], i != 0, v, &k, &f->func);
+		if (!err && s->nnids + k >= UNNAMED)
+			err = -ENOMEM;
+		if (!err)
+			err = GROW(s->nids, s->capnids, s->nnids + k);
+		if (err)
+			return err;
+		memcpy(s->nids + s->nnids, v, k * sizeof(*v));
+		f->off = (uint32_t)s->nnids;
+		f->n = (uint8_t)k;
+		s->nnids += k;
+	}
+	*ids = s->nids + f->off;
+	*n = f->n;
+	*func = f->func;
+	return 0;
+}
+
+/* Whether address i of ne's stack, looked up at `at`, is in anonymous
+ * memory. */
+static int native_anon(struct stacks *s, const struct native_ent *ne, uint32_t i, uint64_t at)
+{
+	struct native_frame *f = &s->nfr[ne->first + i];
+
+	if (f->anon < 0) {
+		const struct map_ent *m = maps_find(s->maps, ne->pid, at);
+
+		f->anon = m && !m->path[0];
+	}
+	return f->anon;
+}
+
 /* Names a user stack's frames against pid's layout as it is now, with
  * the Lua stack's frames in place of the native frames of each VM entry,
  * and [truncated] at the root of a native stack that was cut.  uidx or
  * lidx may be NONE. */
-static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
+static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t uidx,
 			uint32_t lidx, int cut, uint32_t *useq)
 {
 	const struct stack_ent *e = uidx < MISSING ? &s->st[uidx] : NULL;
+	const struct native_ent *ne = NULL;
 	/* Not s->addrs + 0 while s->addrs is NULL (only empty stacks yet):
 	 * arithmetic on a NULL pointer is undefined. */
 	const uint64_t *a = e && e->depth ? s->addrs + e->off : NULL;
@@ -243,6 +361,8 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 
 	/* A native address may be several frames (inlined functions). */
 	err = reserve_buf(s, room + ld + 2);
+	if (!err && nd)
+		err = native_get(s, pid, uidx, gen, &ne);
 	if (err)
 		return err;
 	/* The Lua names go after the result's room. */
@@ -258,7 +378,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 		lua_trace_code(s->lua, lidx, &ts, &te);
 	for (uint32_t i = 0, n; i < nd; i++) {
 		uint64_t at = i ? a[i] - 1 : a[i];
-		const struct map_ent *m;
+		const uint32_t *ids;
 		int vm = at >= vs && at < ve;
 
 		/* Trace code (anonymous memory, before any VM frame) stands
@@ -266,10 +386,8 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 		 * would: it runs on that entry's C frame.  The sample's own
 		 * trace is known to be code even where the mappings lag
 		 * behind (LuaJIT remaps its code areas when it flushes). */
-		if (!vm && (trace || li == 0) && !any_vm) {
-			m = maps_find(s->maps, pid, at);
-			vm = (m && !m->path[0]) || (trace && at >= ts && at < te);
-		}
+		if (!vm && (trace || li == 0) && !any_vm)
+			vm = native_anon(s, ne, i, at) || (trace && at >= ts && at < te);
 		if (have_vm && li < nl && vm) {
 			/* This VM entry's Lua frames; a C function's Lua-level
 			 * frame repeats the native frame just above it.  An
@@ -291,9 +409,10 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 			if (!empty || i == 0)
 				continue;
 		}
-		err = frames_user_chain(s->fr, pid, a[i], i != 0, &s->buf[k], &n, &last);
+		err = native_chain(s, ne, a, i, &ids, &n, &last);
 		if (err)
 			return err;
+		memcpy(&s->buf[k], ids, n * sizeof(*ids));
 		k += n;
 		if (i == 0)
 			leaf_n = k;
@@ -318,13 +437,13 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	return seqtab_intern(&s->useqs, s->buf, k, useq, NULL);
 }
 
-/* The user frames of a sample: user stack id (0: none), Lua stack id
- * lid (0: none) as placed at lidx (UINT32_MAX: none or undefined), cut
+/* The user frames of a sample: user stack idx (NONE: none, MISSING:
+ * undefined), Lua stack id lid (0: none) as placed at lidx (UINT32_MAX:
+ * none or undefined), cut
  * when the native walk could not reach the outermost frame. */
-static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
+static int user_frames(struct stacks *s, uint32_t pid, uint32_t idx,
 		       uint64_t lid, uint32_t lidx, int cut, uint32_t *useq)
 {
-	uint32_t idx = id ? find_stack(s, id) : NONE;
 	uint64_t gen, hash;
 	struct htab_probe p;
 	int64_t i;
@@ -339,7 +458,7 @@ static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
 		return 0;
 	}
 	gen = maps_generation(s->maps, pid);
-	hash = hash_mix(hash_mix(hash_mix(hash_mix(hash_u64(pid), idx), lidx), gen), cut);
+	hash = hash_fields((uint64_t)cut << 32 | pid, idx, lidx, gen);
 	htab_probe_start(&s->ures_h, hash, &p);
 	while ((i = htab_probe_next(&s->ures_h, &p)) >= 0) {
 		const struct ures_ent *u = &s->ures[i];
@@ -350,7 +469,7 @@ static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
 			return 0;
 		}
 	}
-	err = resolve_user(s, pid, idx, lidx, cut, useq);
+	err = resolve_user(s, pid, gen, idx, lidx, cut, useq);
 	if (!err)
 		err = GROW(s->ures, s->capures, s->nures + 1);
 	if (!err)
@@ -377,12 +496,11 @@ static const struct frame_info vm_info = {
  * and Lua stack): its index in the lua, UINT32_MAX if the sample has none
  * or names one never defined; *how how it was placed, LUA_PLACE_MAX when
  * it was not in compiled code. */
-static int lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t *lidx,
-		     enum lua_place *how)
+static int lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t idx,
+		     uint32_t *lidx, enum lua_place *how)
 {
-	uint32_t idx = smp->ustack ? find_stack(s, smp->ustack) : NONE;
 	uint32_t l = smp->lstack ? lua_find_stack(s->lua, smp->lstack) : UINT32_MAX;
-	uint64_t hash = hash_mix(hash_u64(idx), l);
+	uint64_t hash = hash_fields(idx, l, 0, 0);
 	const struct stack_ent *e;
 	struct lplace_ent *pe;
 	struct htab_probe p;
@@ -469,8 +587,8 @@ static int vm_pseudo_frame(struct stacks *s, int k, uint32_t *id)
 
 /* The count entry of a sample not seen before, whose Lua stack
  * lua_stack() placed at lidx: its frames resolved. */
-static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t lidx,
-			uint32_t root, int vmk, uint32_t *entry, int *missing)
+static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t uidx,
+			uint32_t lidx, uint32_t root, int vmk, uint32_t *entry, int *missing)
 {
 	uint32_t useq = NONE, kstack = NONE, vm;
 	struct count_ent *c;
@@ -480,7 +598,7 @@ static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t 
 	int err;
 
 	if (smp->ustack || smp->lstack) {
-		err = user_frames(s, smp->pid, smp->ustack, smp->lstack, lidx,
+		err = user_frames(s, smp->pid, uidx, smp->lstack, lidx,
 				  smp->ustack && lp_ustop_cut(smp->ustop), &useq);
 		if (err)
 			return err;
@@ -491,7 +609,7 @@ static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t 
 	err = vm_pseudo_frame(s, vmk, &vm);
 	if (err)
 		return err;
-	hash = hash_mix(hash_mix(hash_mix(hash_u64(root), useq), kstack), vm);
+	hash = hash_fields(root, useq, kstack, vm);
 	htab_probe_start(&s->cnt_h, hash, &p);
 	while ((i = htab_probe_next(&s->cnt_h, &p)) >= 0) {
 		c = &s->cnt[i];
@@ -587,7 +705,7 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 	struct seen_ent k;
 	enum lua_place how;
 	size_t pos = 0;
-	uint32_t entry;
+	uint32_t entry, uidx;
 	int err;
 
 	seen_key(s, smp, &k);
@@ -610,8 +728,9 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 			}
 		}
 	}
-	err = lua_stack(s, smp, lidx, &how) ?:
-	      place_sample(s, smp, *lidx, root, (int)k.vm - 1, &entry, missing);
+	uidx = smp->ustack ? find_stack(s, smp->ustack) : NONE;
+	err = lua_stack(s, smp, uidx, lidx, &how) ?:
+	      place_sample(s, smp, uidx, *lidx, root, (int)k.vm - 1, &entry, missing);
 	if (err)
 		return err;
 	if (how < LUA_PLACE_MAX)
@@ -636,6 +755,33 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 	k.count = 1;
 	s->seen[pos] = k;
 	s->nseen++;
+	return 0;
+}
+
+/* Names kernel stack idx's frames, root first, into kids[] (from
+ * kfirst[idx]) the first time. */
+static int kernel_names(struct stacks *s, uint32_t idx)
+{
+	const struct stack_ent *ke = &s->st[idx];
+	int err;
+
+	if (s->kfirst[idx] != UNNAMED)
+		return 0;
+	if (s->nkids + ke->depth >= UNNAMED)
+		return -ENOMEM;
+	err = GROW(s->kids, s->capkids, s->nkids + ke->depth);
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < ke->depth; i++) {
+		uint32_t leaf_dist = ke->depth - 1 - i;
+
+		err = frames_kernel(s->fr, s->addrs[ke->off + leaf_dist],
+				    leaf_dist != 0, &s->kids[s->nkids + i]);
+		if (err)
+			return err;
+	}
+	s->kfirst[idx] = (uint32_t)s->nkids;
+	s->nkids += ke->depth;
 	return 0;
 }
 
@@ -671,13 +817,12 @@ static int flatten(struct stacks *s, const struct count_ent *c, uint32_t *n)
 		if (err)
 			return err;
 	}
-	for (uint32_t i = 0; ke && i < ke->depth; i++) {
-		uint32_t leaf_dist = ke->depth - 1 - i;
-
-		err = frames_kernel(s->fr, s->addrs[ke->off + leaf_dist],
-				    leaf_dist != 0, &s->buf[k++]);
+	if (ke) {
+		err = kernel_names(s, c->kstack);
 		if (err)
 			return err;
+		memcpy(&s->buf[k], s->kids + s->kfirst[c->kstack], ke->depth * sizeof(*s->kids));
+		k += ke->depth;
 	}
 	if (k == (c->root != STACKS_NO_ROOT)) {
 		err = frames_name(s->fr, "[no stack]", &id);
@@ -698,8 +843,11 @@ int stacks_finish(struct stacks *s, struct profile *p)
 		if (s->seen[i].used)
 			s->cnt[s->seen[i].cnt].count += s->seen[i].count;
 	s->final = calloc(s->ncnt ? s->ncnt : 1, sizeof(*s->final));
-	if (!s->final)
+	s->kfirst = malloc((s->nst ? s->nst : 1) * sizeof(*s->kfirst));
+	if (!s->final || !s->kfirst)
 		return -ENOMEM;
+	for (size_t i = 0; i < s->nst; i++)
+		s->kfirst[i] = UNNAMED;
 	for (size_t i = 0; i < s->ncnt; i++) {
 		err = flatten(s, &s->cnt[i], &n);
 		if (!err)
