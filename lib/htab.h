@@ -63,6 +63,24 @@ static inline int64_t htab_probe_next(const struct htab *h, struct htab_probe *p
 	}
 }
 
+/* Hints for a lookup to come in a table larger than the caches, a few
+ * lookups ahead: htab_prefetch() starts reading hash's slot; once it is
+ * read, htab_peek() gives its first candidate (-1 for none), whose entry
+ * the caller can start reading in turn. */
+static inline void htab_prefetch(const struct htab *h, uint64_t hash)
+{
+	if (h->cap)
+		__builtin_prefetch(&h->slots[hash & (h->cap - 1)]);
+}
+
+static inline int64_t htab_peek(const struct htab *h, uint64_t hash)
+{
+	struct htab_probe p;
+
+	htab_probe_start(h, hash, &p);
+	return htab_probe_next(h, &p);
+}
+
 /* Adds entry `idx` under `hash`; 0 or -ENOMEM. */
 int htab_insert(struct htab *h, uint64_t hash, uint32_t idx);
 void htab_free(struct htab *h);
