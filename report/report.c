@@ -289,15 +289,14 @@ static int on_sample(struct run *r, struct report_pass *ps, const struct lp_samp
  * memory each one's counting will read is fetched ahead
  * (stacks_prefetch()) and the reads of a run overlap instead of waiting
  * one after another.  Any other record ends a run first. */
-#define SAMPLE_RUN 16
+#define SAMPLE_RUN STACKS_PREFETCH_MAX
 
 static int on_samples(struct run *r, struct report_pass *ps, const struct lp_sample *run,
 		      unsigned *n)
 {
 	int err = 0;
 
-	for (unsigned i = 0; i < *n; i++)
-		stacks_prefetch(ps->st, &run[i]);
+	stacks_prefetch(ps->st, run, *n);
 	for (unsigned i = 0; i < *n && !err; i++)
 		err = on_sample(r, ps, &run[i]);
 	*n = 0;

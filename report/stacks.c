@@ -68,8 +68,7 @@ struct seen_ent {
 	uint8_t how;      /* how it was placed, LUA_PLACE_MAX: not */
 	uint8_t vm;       /* vm_class() + 1 */
 	uint8_t cut;      /* the native walk did not reach the root */
-	uint8_t used;     /* the slot holds an entry */
-} __attribute__((aligned(64))); /* one cache line a probe, not two */
+} __attribute__((aligned(64))); /* one cache line an entry, not two */
 
 /* What is counted: one entry per distinct (root, user frames, kernel
  * stack, VM-state pseudo-frame). */
@@ -123,8 +122,9 @@ struct stacks {
 	struct htab lnames_h;
 	struct seqtab lseqs;
 
-	struct seen_ent *seen; /* open addressing, entries in place */
-	size_t nseen, capseen; /* capseen: 0 or a power of two */
+	struct seen_ent *seen; /* 64-byte aligned (seen_reserve()) */
+	size_t nseen, capseen;
+	struct htab seen_h;
 	uint32_t vm_ids[3]; /* the VM pseudo-frames' names, + 1; 0 unknown */
 
 	uint32_t *buf; /* scratch for one stack's name ids */
@@ -175,6 +175,7 @@ void stacks_free(struct stacks *s)
 	free(s->cnt);
 	htab_free(&s->cnt_h);
 	free(s->seen);
+	htab_free(&s->seen_h);
 	free(s->lnames);
 	htab_free(&s->lnames_h);
 	seqtab_free(&s->lseqs);
@@ -648,29 +649,23 @@ static uint64_t seen_hash(const struct seen_ent *e)
 			((uint64_t)e->pid << 9 | (uint64_t)e->vm << 1 | e->cut));
 }
 
-/* Doubles the seen table (from 0: 4096 slots), keeping it at most half
- * full. */
-static int seen_grow(struct stacks *s)
+/* Room for one more seen entry: the array doubles (from 4096), copied
+ * to keep its entries on cache lines of their own, which realloc() would
+ * not. */
+static int seen_reserve(struct stacks *s)
 {
 	size_t ncap = s->capseen ? 2 * s->capseen : 4096;
 	struct seen_ent *v;
 
-	if (ncap > SIZE_MAX / 2 / sizeof(*v))
+	if (s->nseen < s->capseen)
+		return 0;
+	if (ncap > SIZE_MAX / sizeof(*v) || s->nseen >= UINT32_MAX - 1)
 		return -ENOMEM;
 	v = aligned_alloc(64, ncap * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	memset(v, 0, ncap * sizeof(*v));
-	for (size_t i = 0; i < s->capseen; i++) {
-		size_t pos;
-
-		if (!s->seen[i].used)
-			continue;
-		for (pos = seen_hash(&s->seen[i]) & (ncap - 1); v[pos].used;
-		     pos = (pos + 1) & (ncap - 1))
-			;
-		v[pos] = s->seen[i];
-	}
+	if (s->nseen)
+		memcpy(v, s->seen, s->nseen * sizeof(*v));
 	free(s->seen);
 	s->seen = v;
 	s->capseen = ncap;
@@ -686,46 +681,56 @@ static void seen_key(const struct stacks *s, const struct lp_sample *smp,
 				.gen = maps_generation(s->maps, smp->pid),
 				.pid = smp->pid,
 				.vm = (uint8_t)(vm_class(smp) + 1),
-				.cut = smp->ustack && lp_ustop_cut(smp->ustop), .used = 1 };
+				.cut = smp->ustack && lp_ustop_cut(smp->ustop) };
 }
 
-void stacks_prefetch(const struct stacks *s, const struct lp_sample *smp)
+void stacks_prefetch(const struct stacks *s, const struct lp_sample *v, unsigned n)
 {
+	uint64_t hash[STACKS_PREFETCH_MAX];
 	struct seen_ent k;
 
-	if (!s->capseen)
-		return;
-	seen_key(s, smp, &k);
-	__builtin_prefetch(&s->seen[seen_hash(&k) & (s->capseen - 1)]);
+	if (n > STACKS_PREFETCH_MAX)
+		n = STACKS_PREFETCH_MAX;
+	for (unsigned i = 0; i < n; i++) {
+		seen_key(s, &v[i], &k);
+		hash[i] = seen_hash(&k);
+		htab_prefetch(&s->seen_h, hash[i]);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		int64_t e = htab_peek(&s->seen_h, hash[i]);
+
+		if (e >= 0)
+			__builtin_prefetch(&s->seen[e]);
+	}
 }
 
 int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		      uint32_t root, uint32_t *lidx, int *missing)
 {
-	struct seen_ent k;
+	struct seen_ent k, *e;
+	struct htab_probe p;
 	enum lua_place how;
-	size_t pos = 0;
 	uint32_t entry, uidx;
+	uint64_t hash;
+	int64_t i;
 	int err;
 
 	seen_key(s, smp, &k);
 	k.root = root;
-	if (s->capseen) {
-		for (pos = seen_hash(&k) & (s->capseen - 1); s->seen[pos].used;
-		     pos = (pos + 1) & (s->capseen - 1)) {
-			struct seen_ent *e = &s->seen[pos];
-
-			if (e->ustack == k.ustack && e->lstack == k.lstack &&
-			    e->kstack == k.kstack && e->gen == k.gen && e->pid == k.pid &&
-			    e->root == k.root && e->vm == k.vm && e->cut == k.cut) {
-				e->count++;
-				s->last = e->cnt;
-				*missing = 0;
-				*lidx = e->lidx;
-				if (e->how < LUA_PLACE_MAX)
-					s->place[e->how]++;
-				return 0;
-			}
+	hash = seen_hash(&k);
+	htab_probe_start(&s->seen_h, hash, &p);
+	while ((i = htab_probe_next(&s->seen_h, &p)) >= 0) {
+		e = &s->seen[i];
+		if (e->ustack == k.ustack && e->lstack == k.lstack &&
+		    e->kstack == k.kstack && e->gen == k.gen && e->pid == k.pid &&
+		    e->root == k.root && e->vm == k.vm && e->cut == k.cut) {
+			e->count++;
+			s->last = e->cnt;
+			*missing = 0;
+			*lidx = e->lidx;
+			if (e->how < LUA_PLACE_MAX)
+				s->place[e->how]++;
+			return 0;
 		}
 	}
 	uidx = smp->ustack ? find_stack(s, smp->ustack) : NONE;
@@ -741,20 +746,14 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		s->cnt[entry].count++;
 		return 0;
 	}
-	if ((s->nseen + 1) * 2 > s->capseen) {
-		err = seen_grow(s);
-		for (pos = seen_hash(&k) & (s->capseen - 1); !err && s->seen[pos].used;
-		     pos = (pos + 1) & (s->capseen - 1))
-			;
-	}
+	err = seen_reserve(s) ?: htab_insert(&s->seen_h, hash, s->nseen);
 	if (err)
 		return err;
 	k.cnt = entry;
 	k.lidx = *lidx;
 	k.how = (uint8_t)how;
 	k.count = 1;
-	s->seen[pos] = k;
-	s->nseen++;
+	s->seen[s->nseen++] = k;
 	return 0;
 }
 
@@ -839,9 +838,8 @@ int stacks_finish(struct stacks *s, struct profile *p)
 	uint32_t n, id;
 	int created, err;
 
-	for (size_t i = 0; i < s->capseen; i++)
-		if (s->seen[i].used)
-			s->cnt[s->seen[i].cnt].count += s->seen[i].count;
+	for (size_t i = 0; i < s->nseen; i++)
+		s->cnt[s->seen[i].cnt].count += s->seen[i].count;
 	s->final = calloc(s->ncnt ? s->ncnt : 1, sizeof(*s->final));
 	s->kfirst = malloc((s->nst ? s->nst : 1) * sizeof(*s->kfirst));
 	if (!s->final || !s->kfirst)
