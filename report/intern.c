@@ -60,7 +60,12 @@ void strtab_free(struct strtab *t)
 int seqtab_intern(struct seqtab *t, const uint32_t *v, uint32_t n,
 		  uint32_t *id, int *created)
 {
-	uint64_t hash = hash_bytes(v, (size_t)n * sizeof(*v));
+	return seqtab_intern_hashed(t, v, n, seqtab_hash(v, n), id, created);
+}
+
+int seqtab_intern_hashed(struct seqtab *t, const uint32_t *v, uint32_t n, uint64_t hash,
+			 uint32_t *id, int *created)
+{
 	struct htab_probe p;
 	int64_t i;
 	int err;

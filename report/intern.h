@@ -46,6 +46,19 @@ struct seqtab {
 /* Interns v[0..n); *created says whether the id is new.  0 or -ENOMEM. */
 int seqtab_intern(struct seqtab *t, const uint32_t *v, uint32_t n,
 		  uint32_t *id, int *created);
+/* The same, given hash = seqtab_hash(v, n): a caller that interns many
+ * sequences hashes a few ahead and fetches their slots (seqtab_prefetch())
+ * while it interns the ones before. */
+static inline uint64_t seqtab_hash(const uint32_t *v, uint32_t n)
+{
+	return hash_bytes(v, (size_t)n * sizeof(*v));
+}
+int seqtab_intern_hashed(struct seqtab *t, const uint32_t *v, uint32_t n, uint64_t hash,
+			 uint32_t *id, int *created);
+static inline void seqtab_prefetch(const struct seqtab *t, uint64_t hash)
+{
+	htab_prefetch(&t->h, hash);
+}
 void seqtab_free(struct seqtab *t);
 /* A sequence to sort (seq_keys_sort()), and an id of the caller's. */
 struct seq_key {

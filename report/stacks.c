@@ -129,6 +129,8 @@ struct stacks {
 
 	uint32_t *buf; /* scratch for one stack's name ids */
 	size_t capbuf;
+	uint32_t *win; /* stacks_finish()'s window of stacks */
+	size_t capwin;
 
 	/* Kernel stacks' names, root first, once all KSYMS are known: by
 	 * stack index, the first in kids[], UNNAMED until named. */
@@ -180,6 +182,7 @@ void stacks_free(struct stacks *s)
 	htab_free(&s->lnames_h);
 	seqtab_free(&s->lseqs);
 	free(s->buf);
+	free(s->win);
 	free(s->final);
 	free(s);
 }
@@ -833,23 +836,35 @@ static int flatten(struct stacks *s, const struct count_ent *c, uint32_t *n)
 	return 0;
 }
 
-int stacks_finish(struct stacks *s, struct profile *p)
+/* Count entries are flattened and interned into the profile's stacks
+ * FINISH_WINDOW at a time: the window's stacks are made and hashed first,
+ * their slots fetched, then interned, so that a wide trace's lookups
+ * overlap instead of waiting one after another. */
+#define FINISH_WINDOW 16
+
+static int finish_window(struct stacks *s, struct profile *p, size_t from, size_t to)
 {
+	size_t off[FINISH_WINDOW + 1], len = 0;
+	uint64_t hash[FINISH_WINDOW];
 	uint32_t n, id;
 	int created, err;
 
-	for (size_t i = 0; i < s->nseen; i++)
-		s->cnt[s->seen[i].cnt].count += s->seen[i].count;
-	s->final = calloc(s->ncnt ? s->ncnt : 1, sizeof(*s->final));
-	s->kfirst = malloc((s->nst ? s->nst : 1) * sizeof(*s->kfirst));
-	if (!s->final || !s->kfirst)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->nst; i++)
-		s->kfirst[i] = UNNAMED;
-	for (size_t i = 0; i < s->ncnt; i++) {
-		err = flatten(s, &s->cnt[i], &n);
-		if (!err)
-			err = seqtab_intern(&p->stacks, s->buf, n, &id, &created);
+	for (size_t i = from; i < to; i++) {
+		err = flatten(s, &s->cnt[i], &n) ?: GROW(s->win, s->capwin, len + n);
+		if (err)
+			return err;
+		memcpy(s->win + len, s->buf, n * sizeof(*s->buf));
+		off[i - from] = len;
+		len += n;
+		hash[i - from] = seqtab_hash(s->win + off[i - from], n);
+		seqtab_prefetch(&p->stacks, hash[i - from]);
+	}
+	off[to - from] = len;
+	for (size_t i = from; i < to; i++) {
+		size_t w = i - from;
+
+		err = seqtab_intern_hashed(&p->stacks, s->win + off[w], (uint32_t)(off[w + 1] - off[w]),
+					   hash[w], &id, &created);
 		if (!err && created)
 			err = GROW(p->counts, p->counts_cap, p->stacks.len);
 		if (err)
@@ -861,6 +876,23 @@ int stacks_finish(struct stacks *s, struct profile *p)
 		p->shown += s->cnt[i].count;
 	}
 	return 0;
+}
+
+int stacks_finish(struct stacks *s, struct profile *p)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < s->nseen; i++)
+		s->cnt[s->seen[i].cnt].count += s->seen[i].count;
+	s->final = calloc(s->ncnt ? s->ncnt : 1, sizeof(*s->final));
+	s->kfirst = malloc((s->nst ? s->nst : 1) * sizeof(*s->kfirst));
+	if (!s->final || !s->kfirst)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->nst; i++)
+		s->kfirst[i] = UNNAMED;
+	for (size_t i = 0; i < s->ncnt && !err; i += FINISH_WINDOW)
+		err = finish_window(s, p, i, s->ncnt - i < FINISH_WINDOW ? s->ncnt : i + FINISH_WINDOW);
+	return err;
 }
 
 uint32_t stacks_last_entry(const struct stacks *s)
