@@ -189,12 +189,17 @@ static const char digit_pairs[] =
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 	"8081828384858687888990919293949596979899";
 
-/* A number, with a separator before it unless it is the first. */
+/* A number, with a separator before it unless it is the first; out has
+ * room for FMT_ROOM bytes whatever the number's length: the text goes
+ * out in one copy of that fixed size, which the compiler does inline. */
+#define FMT_ROOM 24
+
 static size_t fmt_uint(char *out, int comma, uint64_t x)
 {
-	char buf[24];
-	int n = sizeof(buf);
+	char buf[2 * FMT_ROOM];
+	int n = FMT_ROOM;
 
+	memset(buf + FMT_ROOM, 0, FMT_ROOM);
 	while (x >= 100) {
 		n -= 2;
 		memcpy(buf + n, digit_pairs + 2 * (x % 100), 2);
@@ -208,8 +213,8 @@ static size_t fmt_uint(char *out, int comma, uint64_t x)
 	}
 	if (comma)
 		buf[--n] = ',';
-	memcpy(out, buf + n, sizeof(buf) - n);
-	return sizeof(buf) - n;
+	memcpy(out, buf + n, FMT_ROOM);
+	return FMT_ROOM - n;
 }
 
 /* A stack's frame numbers, root first, in brackets; numbered as first met. */
@@ -224,7 +229,7 @@ static void write_stack(struct ss *s, uint32_t stack)
 		return;
 	}
 	v = seqtab_get(&s->p->stacks, stack, &n);
-	if (GROW(s->texts, s->captexts, s->ltexts + 2 + (size_t)n * 12)) {
+	if (GROW(s->texts, s->captexts, s->ltexts + 2 + (size_t)n * 12 + FMT_ROOM)) {
 		s->err = -ENOMEM;
 		return;
 	}
@@ -286,7 +291,7 @@ static void write_thread(struct ss *s, size_t from, size_t to, int first, struct
 	uint64_t period = profile_sample_ns(s->p, t0->trace);
 	uint64_t start = t0->time_ns - s->origin, total = 0;
 	size_t n = thread_runs(s, from, to, period, r), wlen = 0;
-	char name[512], wtext[24];
+	char name[512], wtext[FMT_ROOM];
 	uint64_t last = 0;
 
 	snprintf(name, sizeof(name), "%s %" PRIu32 "/%" PRIu32 "%s%s",
