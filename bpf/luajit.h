@@ -66,41 +66,115 @@ enum lj_frame_type {
 #define LJ_FF_LUA 0
 #define LJ_FF_C 1
 
+/*
+ * The fields of struct lj_layout, written once (as LuaJIT writes its
+ * bytecodes in BCDEF) and expanded into the struct below and, in record/,
+ * into the offsets file's names (luajit_detect.c), the DWARF reader's
+ * members (luajit_dwarf.c) and the values shared by the built-in rows of
+ * one reference width (luajit_layouts.c, which says where they come from).
+ * A new field is one line here.  Columns:
+ *
+ *   type    of the field (fixed width: __u16 for u16)
+ *   name    of the field, and of its line in an offsets file
+ *   group   VM: needed to walk Lua frames, an offsets file must give it;
+ *           FF, JIT, SNAP: optional (without them no coroutine crossing,
+ *           traces by number only, no snapshots); JIT and SNAP are read
+ *           from DWARF all or none; PAD: padding, in the struct only
+ *   from    where DWARF has it: M: a member's offset in struct `struct`;
+ *           SIZE: sizeof(struct); GG: from GG_State's layout; FLAGS: from
+ *           the types found; FRAME: a macro of lj_frame.h, not in DWARF;
+ *           FF: lj_ff.h's enum; NONE
+ *   struct  LuaJIT's type (T_* in luajit_dwarf.c), member its member
+ *   width   the member's size the recorder reads it at (SNAP), 0 unchecked
+ *   gc64, nogc64  the value in the built-in builds with 64-bit and with
+ *           32-bit references, "-" where each build has its own (GG, FLAGS)
+ *
+ * The BPF walker reads the struct only; the other columns are record/'s.
+ */
+#define LJ_LAYOUTDEF(_) \
+	_(u32, flags,        VM,   FLAGS, L,     exdata,     0, -,   -  )   /* LJ_LAYOUT_* */ \
+	_(s32, g2disp,       VM,   GG,    GG,    dispatch,   0, -,   -  )   /* DISPATCH - G */ \
+	_(u32, gg_g,         VM,   GG,    GG,    g,          0, -,   -  )   /* G - &GG->L */ \
+	_(u16, ref_size,     VM,   SIZE,  GCREF, -,          0, 8,   4  )   /* 8 with GC64 */ \
+	/* global_State */ \
+	_(u16, g_vmstate,    VM,   M,     G,     vmstate,    0, 184, 136) \
+	_(u16, g_mainthref,  VM,   M,     G,     mainthref,  0, 192, 140) \
+	_(u16, g_cur_L,      VM,   M,     G,     cur_L,      0, 368, 288) \
+	_(u16, g_jit_base,   VM,   M,     G,     jit_base,   0, 376, 292) \
+	/* lua_State: base and top are pointers (8 bytes) either way */ \
+	_(u16, l_glref,      VM,   M,     L,     glref,      0, 16,  8  ) \
+	_(u16, l_base,       VM,   M,     L,     base,       0, 32,  16 ) \
+	_(u16, l_top,        VM,   M,     L,     top,        0, 40,  24 ) \
+	_(u16, l_stack,      VM,   M,     L,     stack,      0, 56,  36 ) \
+	_(u16, l_maxstack,   VM,   M,     L,     maxstack,   0, 48,  32 )   /* before stack */ \
+	_(u16, l_cframe,     VM,   M,     L,     cframe,     0, 80,  48 ) \
+	/* GCfunc: the header is shared; the walker reads ffid and pc of Lua \
+	 * functions (GCfuncL), f and upvalue of C ones (GCfuncC) */ \
+	_(u16, fn_ffid,      VM,   M,     FUNCL, ffid,       0, 10,  6  ) \
+	_(u16, fn_pc,        VM,   M,     FUNCL, pc,         0, 32,  16 ) \
+	_(u16, fn_f,         VM,   M,     FUNCC, f,          0, 40,  24 ) \
+	_(u16, fn_upvalue,   VM,   M,     FUNCC, upvalue,    0, 48,  32 ) \
+	/* GCproto: pt_size is sizeof(GCproto), where the bytecode starts */ \
+	_(u16, pt_size,      VM,   SIZE,  PROTO, -,          0, 104, 64 ) \
+	_(u16, pt_sizebc,    VM,   M,     PROTO, sizebc,     0, 12,  8  ) \
+	_(u16, pt_k,         VM,   M,     PROTO, k,          0, 32,  16 ) \
+	_(u16, pt_sizekgc,   VM,   M,     PROTO, sizekgc,    0, 48,  24 ) \
+	_(u16, pt_sizekn,    VM,   M,     PROTO, sizekn,     0, 52,  28 ) \
+	_(u16, pt_sizept,    VM,   M,     PROTO, sizept,     0, 56,  32 ) \
+	_(u16, pt_numparams, VM,   M,     PROTO, numparams,  0, 10,  6  ) \
+	_(u16, pt_framesize, VM,   M,     PROTO, framesize,  0, 11,  7  ) \
+	_(u16, pt_sizeuv,    VM,   M,     PROTO, sizeuv,     0, 60,  36 ) \
+	_(u16, pt_flags,     VM,   M,     PROTO, flags,      0, 61,  37 ) \
+	_(u16, pt_chunkname, VM,   M,     PROTO, chunkname,  0, 64,  40 ) \
+	_(u16, pt_firstline, VM,   M,     PROTO, firstline,  0, 72,  44 ) \
+	_(u16, pt_numline,   VM,   M,     PROTO, numline,    0, 76,  48 ) \
+	_(u16, pt_lineinfo,  VM,   M,     PROTO, lineinfo,   0, 80,  52 ) \
+	_(u16, pt_uvinfo,    VM,   M,     PROTO, uvinfo,     0, 88,  56 ) \
+	_(u16, pt_varinfo,   VM,   M,     PROTO, varinfo,    0, 96,  60 ) \
+	/* GCstr: the characters follow the header */ \
+	_(u16, str_len,      VM,   M,     STR,   len,        0, 20,  16 )   /* after sid, hash */ \
+	_(u16, str_size,     VM,   SIZE,  STR,   -,          0, 24,  20 ) \
+	/* C frame of a VM entry: 4-byte slots without GC64; cf_size is 96 \
+	 * with LUAJIT_NO_UNWIND, which Debian does not set */ \
+	_(u16, cf_l,         VM,   FRAME, -,     -,          0, 16,  24 ) \
+	_(u16, cf_pc,        VM,   FRAME, -,     -,          0, 24,  28 ) \
+	_(u16, cf_prev,      VM,   FRAME, -,     -,          0, 32,  32 ) \
+	_(u16, cf_size,      VM,   FRAME, -,     -,          0, 80,  80 ) \
+	/* fast function ids the walker follows into another coroutine */ \
+	_(u8,  ffid_coroutine_resume,   FF, FF, -, coroutine_resume,   0, 35, 35) \
+	_(u8,  ffid_coroutine_wrap_aux, FF, FF, -, coroutine_wrap_aux, 0, 36, 36) \
+	_(u16, pad,          PAD,  NONE,  -,     -,          0, 0,   0  ) \
+	/* Compiled traces: J = G + g2j; J->trace is an 8-byte pointer to \
+	 * sizetrace GCRefs; a GCtrace's fields.  g2j 0: not known, traces \
+	 * are then recorded by number only. */ \
+	_(u16, g2j,          JIT,  GG,    GG,    J,          0, -,   -  ) \
+	_(u16, j_trace,      JIT,  M,     JIT,   trace,      0, 384, 360) \
+	_(u16, j_sizetrace,  JIT,  M,     JIT,   sizetrace,  0, 396, 372) \
+	_(u16, tr_startpt,   JIT,  M,     TRACE, startpt,    0, 64,  48 ) \
+	_(u16, tr_startpc,   JIT,  M,     TRACE, startpc,    0, 72,  52 ) \
+	_(u16, tr_mcode,     JIT,  M,     TRACE, mcode,      0, 88,  64 ) \
+	_(u16, tr_szmcode,   JIT,  M,     TRACE, szmcode,    0, 84,  60 ) \
+	_(u16, tr_root,      JIT,  M,     TRACE, root,       0, 108, 84 ) \
+	_(u16, tr_traceno,   JIT,  M,     TRACE, traceno,    0, 104, 80 ) \
+	/* A trace's snapshots, read by the recorder only: GCtrace's counts \
+	 * and pointers, and SnapShot's size and fields.  sn_size 0: not \
+	 * known, traces are recorded without them. */ \
+	_(u16, tr_nsnap,     SNAP, M,     TRACE, nsnap,      2, 10,  6  ) \
+	_(u16, tr_nsnapmap,  SNAP, M,     TRACE, nsnapmap,   4, 44,  28 ) \
+	_(u16, tr_nk,        SNAP, M,     TRACE, nk,         4, 40,  24 ) \
+	_(u16, tr_snap,      SNAP, M,     TRACE, snap,       8, 48,  32 ) \
+	_(u16, tr_snapmap,   SNAP, M,     TRACE, snapmap,    8, 56,  40 ) \
+	_(u16, tr_ir,        SNAP, M,     TRACE, ir,         8, 32,  16 ) \
+	_(u16, sn_size,      SNAP, SIZE,  SNAP,  -,          0, 12,  12 ) \
+	_(u16, sn_mapofs,    SNAP, M,     SNAP,  mapofs,     4, 0,   0  ) \
+	_(u16, sn_mcofs,     SNAP, M,     SNAP,  mcofs,      2, 6,   6  ) \
+	_(u16, sn_nent,      SNAP, M,     SNAP,  nent,       1, 10,  10 )
+
+#define LJ_LAYOUT_MEMBER(type, name, ...) __##type name;
 struct lj_layout {
-	__u32 flags;   /* LJ_LAYOUT_* */
-	__s32 g2disp;  /* DISPATCH - G */
-	__u32 gg_g;    /* G - &GG->L */
-	__u16 ref_size; /* 8 with GC64, else 4 */
-	/* global_State */
-	__u16 g_vmstate, g_mainthref, g_cur_L, g_jit_base;
-	/* lua_State */
-	__u16 l_glref, l_base, l_top, l_stack, l_maxstack, l_cframe;
-	/* GCfunc (GCfuncL / GCfuncC) */
-	__u16 fn_ffid, fn_pc, fn_f, fn_upvalue;
-	/* GCproto: pt_size is sizeof(GCproto), where the bytecode starts */
-	__u16 pt_size, pt_sizebc, pt_k, pt_sizekgc, pt_sizekn, pt_sizept;
-	__u16 pt_numparams, pt_framesize, pt_sizeuv, pt_flags;
-	__u16 pt_chunkname, pt_firstline, pt_numline, pt_lineinfo;
-	__u16 pt_uvinfo, pt_varinfo;
-	/* GCstr: the characters follow the header */
-	__u16 str_len, str_size;
-	/* C frame of a VM entry */
-	__u16 cf_l, cf_pc, cf_prev, cf_size;
-	/* fast function ids the walker follows into another coroutine */
-	__u8 ffid_coroutine_resume, ffid_coroutine_wrap_aux;
-	__u8 pad[2];
-	/* Compiled traces: J = G + g2j; J->trace is an 8-byte pointer to
-	 * sizetrace GCRefs; a GCtrace's fields.  g2j 0: not known, traces
-	 * are then recorded by number only. */
-	__u16 g2j, j_trace, j_sizetrace;
-	__u16 tr_startpt, tr_startpc, tr_mcode, tr_szmcode, tr_root, tr_traceno;
-	/* A trace's snapshots, read by the recorder only: GCtrace's counts
-	 * (nsnap u16, nsnapmap u32, nk u32) and pointers (snap, snapmap,
-	 * ir), and SnapShot's size and fields (mapofs u32, mcofs u16, nent
-	 * u8).  sn_size 0: not known, traces are recorded without them. */
-	__u16 tr_nsnap, tr_nsnapmap, tr_nk, tr_snap, tr_snapmap, tr_ir;
-	__u16 sn_size, sn_mapofs, sn_mcofs, sn_nent;
+	LJ_LAYOUTDEF(LJ_LAYOUT_MEMBER)
 };
+#undef LJ_LAYOUT_MEMBER
 
 /* Per target process, in the BPF map lj_procs, keyed by tgid. */
 struct lj_proc {

@@ -606,65 +606,59 @@ static int decode_trace_snaps(struct trace_reader *r, struct lp_cursor *c,
 	return 0;
 }
 
+/* The fixed-size records: no strings, no arrays, r unused. */
+static int decode_exit(struct trace_reader *r, struct lp_cursor *c, struct lp_exit *ex)
+{
+	(void)r;
+	return lp_get_uv32(c, &ex->pid) ?: lp_get_uv(c, &ex->time_ns);
+}
+
+static int decode_lost(struct trace_reader *r, struct lp_cursor *c, struct lp_lost *lo)
+{
+	(void)r;
+	return lp_get_uv(c, &lo->time_ns) ?: lp_get_uv(c, &lo->count) ?:
+	       lp_get_uv32(c, &lo->reason);
+}
+
+static int decode_footer(struct trace_reader *r, struct lp_cursor *c, struct lp_footer *f)
+{
+	(void)r;
+	return lp_get_uv(c, &f->samples) ?: lp_get_uv(c, &f->lost) ?:
+	       lp_get_uv(c, &f->chunks) ?: lp_get_uv(c, &f->end_mono_ns);
+}
+
+static int decode_trace(struct trace_reader *r, struct lp_cursor *c, struct lp_trace *tr)
+{
+	(void)r;
+	return lp_get_uv(c, &tr->id) ?: lp_get_uv32(c, &tr->pid) ?:
+	       lp_get_uv32(c, &tr->traceno) ?: lp_get_uv(c, &tr->proto) ?:
+	       lp_get_uv32(c, &tr->startpc) ?: lp_get_uv32(c, &tr->root) ?:
+	       lp_get_uv(c, &tr->mcode) ?: lp_get_uv(c, &tr->szmcode);
+}
+
+static int decode_puc_lua(struct trace_reader *r, struct lp_cursor *c,
+			  struct lp_puc_lua *pl)
+{
+	return lp_get_uv32(c, &pl->pid) ?: get_str(r, c, &pl->version) ?:
+	       get_str(r, c, &pl->object);
+}
+
+/*
+ * One decode_name() per record type of LP_RECDEF.  -ENOENT for a type
+ * this reader does not know (a later version's), -EBADMSG for a chunk
+ * record out of its place (reader.c takes it at a chunk's start); the
+ * retired type never gets here (lp_decode_record()).
+ */
 static int decode_body(struct trace_reader *r, uint64_t type,
 		       struct lp_cursor *c, struct lp_record *rec)
 {
-	struct lp_footer *f = &rec->u.footer;
-
 	switch (type) {
-	case LP_REC_META:
-		return decode_meta(r, c, &rec->u.meta);
-	case LP_REC_PROCESS:
-		return decode_process(r, c, &rec->u.process);
-	case LP_REC_EXIT:
-		return lp_get_uv32(c, &rec->u.exit.pid) ?:
-		       lp_get_uv(c, &rec->u.exit.time_ns);
-	case LP_REC_MAPS:
-		return decode_maps(r, c, &rec->u.maps);
-	case LP_REC_STACK:
-		return decode_stack(r, c, &rec->u.stack);
-	case LP_REC_SAMPLE:
-		return decode_sample(r, c, &rec->u.sample);
-	case LP_REC_LOST:
-		return lp_get_uv(c, &rec->u.lost.time_ns) ?:
-		       lp_get_uv(c, &rec->u.lost.count) ?:
-		       lp_get_uv32(c, &rec->u.lost.reason);
-	case LP_REC_KSYMS:
-		return decode_ksyms(r, c, &rec->u.ksyms);
-	case LP_REC_FOOTER:
-		return lp_get_uv(c, &f->samples) ?: lp_get_uv(c, &f->lost) ?:
-		       lp_get_uv(c, &f->chunks) ?: lp_get_uv(c, &f->end_mono_ns);
-	case LP_REC_LUAJIT:
-		return decode_luajit(r, c, &rec->u.luajit);
-	case LP_REC_PROTO:
-		return decode_proto(r, c, &rec->u.proto);
-	case LP_REC_LUA_STACK:
-		return decode_lua_stack(r, c, &rec->u.lua_stack);
-	case LP_REC_TRACE:
-		return lp_get_uv(c, &rec->u.trace.id) ?:
-		       lp_get_uv32(c, &rec->u.trace.pid) ?:
-		       lp_get_uv32(c, &rec->u.trace.traceno) ?:
-		       lp_get_uv(c, &rec->u.trace.proto) ?:
-		       lp_get_uv32(c, &rec->u.trace.startpc) ?:
-		       lp_get_uv32(c, &rec->u.trace.root) ?:
-		       lp_get_uv(c, &rec->u.trace.mcode) ?:
-		       lp_get_uv(c, &rec->u.trace.szmcode);
-	case LP_REC_OBJECT:
-		return decode_object(r, c, &rec->u.object);
-	case LP_REC_SYMTAB:
-		return decode_symtab(r, c, &rec->u.symtab);
-	case LP_REC_LUA_SOURCE:
-		return decode_lua_source(r, c, &rec->u.lua_source);
-	case LP_REC_SRCLINES:
-		return decode_srclines(r, c, &rec->u.srclines);
-	case LP_REC_PUC_LUA:
-		return lp_get_uv32(c, &rec->u.puc_lua.pid) ?:
-		       get_str(r, c, &rec->u.puc_lua.version) ?:
-		       get_str(r, c, &rec->u.puc_lua.object);
-	case LP_REC_TRACE_SNAPS:
-		return decode_trace_snaps(r, c, &rec->u.trace_snaps);
+#define DECODE(T, n, num, kind) \
+	LP_REC_IF_BODY(kind, case LP_REC_##T: return decode_##n(r, c, &rec->u.n);)
+	LP_RECDEF(DECODE)
+#undef DECODE
 	case LP_REC_CHUNK:
-		return -EBADMSG; /* framing: only at a chunk's start (reader.c) */
+		return -EBADMSG;
 	}
 	return -ENOENT;
 }

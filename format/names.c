@@ -16,20 +16,9 @@ static const char *const codec_names[] = {
 };
 
 static const char *const record_names[] = {
-	[LP_REC_META] = "meta",	    [LP_REC_PROCESS] = "process",
-	[LP_REC_EXIT] = "exit",	    [LP_REC_MAPS] = "maps",
-	[LP_REC_STACK] = "stack",   [LP_REC_SAMPLE] = "sample",
-	[LP_REC_LOST] = "lost",	    [LP_REC_KSYMS] = "ksyms",
-	[LP_REC_FOOTER] = "footer", [LP_REC_LUAJIT] = "luajit",
-	[LP_REC_PROTO] = "proto",   [LP_REC_LUA_STACK] = "lua_stack",
-	[LP_REC_TRACE] = "trace",
-	[LP_REC_OBJECT] = "object", [LP_REC_SYMTAB] = "symtab",
-	[LP_REC_DEBUG_RETIRED] = "debug",
-	[LP_REC_LUA_SOURCE] = "lua_source",
-	[LP_REC_SRCLINES] = "srclines",
-	[LP_REC_PUC_LUA] = "puc_lua",
-	[LP_REC_TRACE_SNAPS] = "trace_snaps",
-	[LP_REC_CHUNK] = "chunk",
+#define NAME(T, n, num, kind) [LP_REC_##T] = #n,
+	LP_RECDEF(NAME)
+#undef NAME
 };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

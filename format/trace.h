@@ -133,28 +133,54 @@ enum lp_chunk_type { LP_CHUNK_RECORDS = 1 };
 
 enum lp_codec { LP_CODEC_NONE = 0, LP_CODEC_LZ4 = 1, LP_CODEC_ZLIB = 2 };
 
+/*
+ * The record types, written once (as LuaJIT's BCDEF): LP_RECDEF(_) calls
+ * _(TYPE, name, number, kind) for each, and every per-type list expands
+ * it: enum lp_record_type (LP_REC_TYPE = number), the union in struct
+ * lp_record (struct lp_name name), names.c (lp_record_name() = "name"),
+ * the writer's and the decoder's dispatch, the tests' round trip.  kind
+ * is BODY for a record the reader returns, RETIRED for one an older
+ * writer wrote and a reader skips (counted in retired_records), FRAMING
+ * for one the writer and the reader keep to themselves.  A new record
+ * type is a line here, its struct lp_name above struct lp_record, its
+ * put_name() in writer.c and decode_name() in decode.c, the grammar above
+ * and docs/format.md.  Numbers are the format: never reuse one.
+ */
+#define LP_RECDEF(_) \
+	_(META, meta, 1, BODY) \
+	_(PROCESS, process, 2, BODY) \
+	_(EXIT, exit, 3, BODY) \
+	_(MAPS, maps, 4, BODY) \
+	_(STACK, stack, 5, BODY) \
+	_(SAMPLE, sample, 6, BODY) \
+	_(LOST, lost, 7, BODY) \
+	_(KSYMS, ksyms, 8, BODY) \
+	_(FOOTER, footer, 9, BODY) \
+	_(LUAJIT, luajit, 10, BODY) \
+	_(PROTO, proto, 11, BODY) \
+	_(LUA_STACK, lua_stack, 12, BODY) \
+	_(OBJECT, object, 13, BODY) \
+	_(SYMTAB, symtab, 14, BODY) \
+	_(TRACE, trace, 15, BODY) \
+	_(DEBUG_RETIRED, debug, 16, RETIRED) /* DWARF pieces; see SRCLINES */ \
+	_(LUA_SOURCE, lua_source, 17, BODY) \
+	_(SRCLINES, srclines, 18, BODY) \
+	_(PUC_LUA, puc_lua, 19, BODY) \
+	_(TRACE_SNAPS, trace_snaps, 20, BODY) \
+	_(CHUNK, chunk, 21, FRAMING) /* a chunk's number, see reader.c */
+
+/* LP_REC_IF_BODY(kind, ...): the tokens after kind for a BODY type,
+ * nothing for the others; an expansion of LP_RECDEF that concerns
+ * decoded records only goes through it. */
+#define LP_REC_IF_BODY(kind, ...) LP_REC_IF_BODY_##kind(__VA_ARGS__)
+#define LP_REC_IF_BODY_BODY(...) __VA_ARGS__
+#define LP_REC_IF_BODY_RETIRED(...)
+#define LP_REC_IF_BODY_FRAMING(...)
+
 enum lp_record_type {
-	LP_REC_META = 1,
-	LP_REC_PROCESS = 2,
-	LP_REC_EXIT = 3,
-	LP_REC_MAPS = 4,
-	LP_REC_STACK = 5,
-	LP_REC_SAMPLE = 6,
-	LP_REC_LOST = 7,
-	LP_REC_KSYMS = 8,
-	LP_REC_FOOTER = 9,
-	LP_REC_LUAJIT = 10,
-	LP_REC_PROTO = 11,
-	LP_REC_LUA_STACK = 12,
-	LP_REC_OBJECT = 13,
-	LP_REC_SYMTAB = 14,
-	LP_REC_TRACE = 15,
-	LP_REC_DEBUG_RETIRED = 16, /* DWARF pieces; superseded by SRCLINES */
-	LP_REC_LUA_SOURCE = 17,
-	LP_REC_SRCLINES = 18,
-	LP_REC_PUC_LUA = 19,
-	LP_REC_TRACE_SNAPS = 20,
-	LP_REC_CHUNK = 21, /* a chunk's number: framing, never returned */
+#define LP_REC_ENUM(T, n, num, kind) LP_REC_##T = num,
+	LP_RECDEF(LP_REC_ENUM)
+#undef LP_REC_ENUM
 };
 
 /* meta.flags */
@@ -497,25 +523,9 @@ struct lp_srclines {
 struct lp_record {
 	enum lp_record_type type;
 	union {
-		struct lp_meta meta;
-		struct lp_process process;
-		struct lp_exit exit;
-		struct lp_maps maps;
-		struct lp_stack stack;
-		struct lp_sample sample;
-		struct lp_lost lost;
-		struct lp_ksyms ksyms;
-		struct lp_footer footer;
-		struct lp_luajit luajit;
-		struct lp_proto proto;
-		struct lp_lua_stack lua_stack;
-		struct lp_object object;
-		struct lp_symtab symtab;
-		struct lp_trace trace;
-		struct lp_lua_source lua_source;
-		struct lp_srclines srclines;
-		struct lp_puc_lua puc_lua;
-		struct lp_trace_snaps trace_snaps;
+#define LP_REC_MEMBER(T, n, num, kind) LP_REC_IF_BODY(kind, struct lp_##n n;)
+		LP_RECDEF(LP_REC_MEMBER)
+#undef LP_REC_MEMBER
 	} u;
 };
 

@@ -469,96 +469,104 @@ size_t lp_trace_snaps_size(const struct lp_trace_snaps *ts)
 	return n;
 }
 
-/* Appends the body of rec to b; returns 0, -EINVAL or -E2BIG/-ENOMEM. */
-static int put_body(struct trace_writer *w, struct lp_buf *b,
-		    const struct lp_record *rec)
+static int put_meta(struct lp_buf *b, const struct lp_meta *me)
 {
-	const struct lp_meta *me = &rec->u.meta;
-	const struct lp_process *pr = &rec->u.process;
-	const struct lp_maps *ma = &rec->u.maps;
-	const struct lp_sample *sa = &rec->u.sample;
-	const struct lp_footer *fo = &rec->u.footer;
+	return lp_put_str(b, me->version) ?: lp_put_str(b, me->cmdline) ?:
+	       lp_put_str(b, me->target) ?: lp_put_str(b, me->hostname) ?:
+	       lp_put_str(b, me->kernel) ?: lp_put_str(b, me->clock) ?:
+	       lp_put_uv(b, me->rate_hz) ?: lp_put_uv(b, me->start_mono_ns) ?:
+	       lp_put_uv(b, me->start_real_ns) ?: lp_put_uv(b, me->flags);
+}
+
+static int put_process(struct lp_buf *b, const struct lp_process *pr)
+{
+	return lp_put_uv(b, pr->pid) ?: lp_put_uv(b, pr->ppid) ?:
+	       lp_put_uv(b, pr->time_ns) ?: lp_put_uv(b, pr->flags) ?:
+	       lp_put_str(b, pr->comm) ?: lp_put_str(b, pr->exe);
+}
+
+static int put_exit(struct lp_buf *b, const struct lp_exit *ex)
+{
+	return lp_put_uv(b, ex->pid) ?: lp_put_uv(b, ex->time_ns);
+}
+
+static int put_maps(struct lp_buf *b, const struct lp_maps *ma)
+{
 	uint32_t i;
 	int err;
 
+	if (ma->count && !ma->mappings)
+		return -EINVAL;
+	err = lp_put_uv(b, ma->pid) ?: lp_put_uv(b, ma->time_ns) ?:
+	      lp_put_uv(b, ma->flags) ?: lp_put_uv(b, ma->count);
+	for (i = 0; !err && i < ma->count; i++)
+		err = put_mapping(b, &ma->mappings[i]);
+	/* Appended to v1: which object each mapping is (§3.4). */
+	for (i = 0; !err && i < ma->count; i++)
+		err = lp_put_uv(b, ma->mappings[i].object);
+	return err;
+}
+
+/* sa->time_ns is already the delta put_body() made of it. */
+static int put_sample(struct lp_buf *b, const struct lp_sample *sa)
+{
+	return lp_put_sv(b, (int64_t)sa->time_ns) ?:
+	       lp_put_uv(b, sa->pid) ?: lp_put_uv(b, sa->tid) ?:
+	       lp_put_uv(b, sa->cpu) ?: lp_put_uv(b, sa->kstack) ?:
+	       lp_put_uv(b, sa->ustack) ?: lp_put_uv(b, sa->flags) ?:
+	       lp_put_uv(b, sa->lstack) ?: lp_put_sv(b, sa->vmstate) ?:
+	       lp_put_uv(b, sa->lua_state) ?: lp_put_uv(b, sa->ustop);
+}
+
+static int put_lost(struct lp_buf *b, const struct lp_lost *lo)
+{
+	return lp_put_uv(b, lo->time_ns) ?: lp_put_uv(b, lo->count) ?:
+	       lp_put_uv(b, lo->reason);
+}
+
+static int put_footer(struct lp_buf *b, const struct lp_footer *fo)
+{
+	return lp_put_uv(b, fo->samples) ?: lp_put_uv(b, fo->lost) ?:
+	       lp_put_uv(b, fo->chunks) ?: lp_put_uv(b, fo->end_mono_ns);
+}
+
+static int put_puc_lua(struct lp_buf *b, const struct lp_puc_lua *pl)
+{
+	return lp_put_uv(b, pl->pid) ?: lp_put_str(b, pl->version) ?:
+	       lp_put_str(b, pl->object);
+}
+
+static int put_trace(struct lp_buf *b, const struct lp_trace *tr)
+{
+	return lp_put_uv(b, tr->id) ?: lp_put_uv(b, tr->pid) ?:
+	       lp_put_uv(b, tr->traceno) ?: lp_put_uv(b, tr->proto) ?:
+	       lp_put_uv(b, tr->startpc) ?: lp_put_uv(b, tr->root) ?:
+	       lp_put_uv(b, tr->mcode) ?: lp_put_uv(b, tr->szmcode);
+}
+
+/*
+ * Appends the body of rec to b; returns 0, -EINVAL or -E2BIG/-ENOMEM.
+ * One put_name() per record type of LP_RECDEF; the retired and framing
+ * types are no caller's to write.  A sample's time is a delta against
+ * the previous sample of this chunk only, so that every chunk decodes
+ * without its predecessors.
+ */
+static int put_body(struct trace_writer *w, struct lp_buf *b,
+		    const struct lp_record *rec)
+{
+	struct lp_record rebased;
+
+	if (rec->type == LP_REC_SAMPLE) {
+		rebased = *rec;
+		rebased.u.sample.time_ns -= w->prev_sample_time;
+		rec = &rebased;
+	}
 	switch (rec->type) {
-	case LP_REC_META:
-		return lp_put_str(b, me->version) ?: lp_put_str(b, me->cmdline) ?:
-		       lp_put_str(b, me->target) ?: lp_put_str(b, me->hostname) ?:
-		       lp_put_str(b, me->kernel) ?: lp_put_str(b, me->clock) ?:
-		       lp_put_uv(b, me->rate_hz) ?:
-		       lp_put_uv(b, me->start_mono_ns) ?:
-		       lp_put_uv(b, me->start_real_ns) ?:
-		       lp_put_uv(b, me->flags);
-	case LP_REC_PROCESS:
-		return lp_put_uv(b, pr->pid) ?: lp_put_uv(b, pr->ppid) ?:
-		       lp_put_uv(b, pr->time_ns) ?: lp_put_uv(b, pr->flags) ?:
-		       lp_put_str(b, pr->comm) ?: lp_put_str(b, pr->exe);
-	case LP_REC_EXIT:
-		return lp_put_uv(b, rec->u.exit.pid) ?:
-		       lp_put_uv(b, rec->u.exit.time_ns);
-	case LP_REC_MAPS:
-		if (ma->count && !ma->mappings)
-			return -EINVAL;
-		err = lp_put_uv(b, ma->pid) ?: lp_put_uv(b, ma->time_ns) ?:
-		      lp_put_uv(b, ma->flags) ?: lp_put_uv(b, ma->count);
-		for (i = 0; !err && i < ma->count; i++)
-			err = put_mapping(b, &ma->mappings[i]);
-		/* Appended to v1: which object each mapping is (§3.4). */
-		for (i = 0; !err && i < ma->count; i++)
-			err = lp_put_uv(b, ma->mappings[i].object);
-		return err;
-	case LP_REC_STACK:
-		return put_stack(b, &rec->u.stack);
-	case LP_REC_SAMPLE:
-		/* Delta against the previous sample of this chunk only, so
-		 * that every chunk decodes without its predecessors. */
-		return lp_put_sv(b, (int64_t)(sa->time_ns - w->prev_sample_time)) ?:
-		       lp_put_uv(b, sa->pid) ?: lp_put_uv(b, sa->tid) ?:
-		       lp_put_uv(b, sa->cpu) ?: lp_put_uv(b, sa->kstack) ?:
-		       lp_put_uv(b, sa->ustack) ?: lp_put_uv(b, sa->flags) ?:
-		       lp_put_uv(b, sa->lstack) ?: lp_put_sv(b, sa->vmstate) ?:
-		       lp_put_uv(b, sa->lua_state) ?: lp_put_uv(b, sa->ustop);
-	case LP_REC_LOST:
-		return lp_put_uv(b, rec->u.lost.time_ns) ?:
-		       lp_put_uv(b, rec->u.lost.count) ?:
-		       lp_put_uv(b, rec->u.lost.reason);
-	case LP_REC_KSYMS:
-		return put_ksyms(b, &rec->u.ksyms);
-	case LP_REC_FOOTER:
-		return lp_put_uv(b, fo->samples) ?: lp_put_uv(b, fo->lost) ?:
-		       lp_put_uv(b, fo->chunks) ?: lp_put_uv(b, fo->end_mono_ns);
-	case LP_REC_LUAJIT:
-		return put_luajit(b, &rec->u.luajit);
-	case LP_REC_PUC_LUA:
-		return lp_put_uv(b, rec->u.puc_lua.pid) ?:
-		       lp_put_str(b, rec->u.puc_lua.version) ?:
-		       lp_put_str(b, rec->u.puc_lua.object);
-	case LP_REC_PROTO:
-		return put_proto(b, &rec->u.proto);
-	case LP_REC_LUA_STACK:
-		return put_lua_stack(b, &rec->u.lua_stack);
-	case LP_REC_TRACE:
-		return lp_put_uv(b, rec->u.trace.id) ?: lp_put_uv(b, rec->u.trace.pid) ?:
-		       lp_put_uv(b, rec->u.trace.traceno) ?:
-		       lp_put_uv(b, rec->u.trace.proto) ?:
-		       lp_put_uv(b, rec->u.trace.startpc) ?:
-		       lp_put_uv(b, rec->u.trace.root) ?:
-		       lp_put_uv(b, rec->u.trace.mcode) ?:
-		       lp_put_uv(b, rec->u.trace.szmcode);
-	case LP_REC_OBJECT:
-		return put_object(b, &rec->u.object);
-	case LP_REC_SYMTAB:
-		return put_symtab(b, &rec->u.symtab);
-	case LP_REC_LUA_SOURCE:
-		return put_lua_source(b, &rec->u.lua_source);
-	case LP_REC_SRCLINES:
-		return put_srclines(b, &rec->u.srclines);
-	case LP_REC_TRACE_SNAPS:
-		return put_trace_snaps(b, &rec->u.trace_snaps);
-	case LP_REC_DEBUG_RETIRED:
-	case LP_REC_CHUNK:
-		break; /* retired; or written by the writer itself */
+#define PUT(T, n, num, kind) LP_REC_IF_BODY(kind, case LP_REC_##T: return put_##n(b, &rec->u.n);)
+	LP_RECDEF(PUT)
+#undef PUT
+	default:
+		break;
 	}
 	return -EINVAL;
 }

@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "record/recorder.h"
+#include "record/addrset.h"
 
 static size_t hash(uint64_t k, size_t cap)
 {

@@ -23,8 +23,8 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/sampler.h"
+#include "record/kernel.h"
 #include "record/record.h"
-#include "record/recorder.h"
 #include "sampler.skel.h"
 
 static void usage(FILE *f)

@@ -18,8 +18,9 @@
 #include <lz4.h>
 #include <unistd.h>
 
+#include "format/trace.h"
 #include "lib/grow.h"
-#include "record/recorder.h"
+#include "record/kallsyms.h"
 
 /* 16 bytes a symbol; the names, in the order the file gives them, in
  * blocks of NAMES_PER_BLOCK compressed with LZ4 (5 ms for the lot): the

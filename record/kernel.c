@@ -27,7 +27,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/sampler.h"
-#include "record/recorder.h"
+#include "record/kernel.h"
 #include "sampler.skel.h"
 
 /* The oldest kernel the tests boot (tests/kernels.sh): what we promise. */

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "record/recorder.h"
+#include "record/launch.h"
 
 int launch_prepare(char **argv, struct launched *l)
 {

@@ -46,7 +46,7 @@
 #include <unistd.h>
 
 #include "record/luajit.h"
-#include "record/recorder.h"
+#include "record/procmaps.h"
 
 struct elf_exports {
 	uint64_t setmode, setexdata, gettop; /* vaddrs, 0 when absent */
@@ -195,41 +195,33 @@ static int open_mapping(pid_t pid, const struct lp_mapping *m)
 	return fd;
 }
 
-/* The lj_layout fields, by the names a --luajit-offsets file uses. */
-#define FIELD(f) { #f, offsetof(struct lj_layout, f), sizeof(((struct lj_layout *)0)->f) }
+/* The lj_layout fields, by the names a --luajit-offsets file uses
+ * (bpf/luajit.h's list).  A file may leave out the optional ones: without
+ * them Lua frames are still walked (fast-function ids: no coroutine
+ * crossing; traces: number only; snapshots: compiled code placed in the
+ * trace's first function). */
+#define FILE_FIELD(type, name, group, ...) FILE_FIELD_##group(name)
+#define FILE_FIELD_VM(f) FILE_FIELD_ENTRY(f, 0)
+#define FILE_FIELD_FF(f) FILE_FIELD_ENTRY(f, 1)
+#define FILE_FIELD_JIT(f) FILE_FIELD_ENTRY(f, 1)
+#define FILE_FIELD_SNAP(f) FILE_FIELD_ENTRY(f, 1)
+#define FILE_FIELD_PAD(f)
+#define FILE_FIELD_ENTRY(f, opt) \
+	{ #f, offsetof(struct lj_layout, f), sizeof(((struct lj_layout *)0)->f), opt },
 static const struct {
 	const char *name;
 	size_t off, size;
+	int optional;
 } layout_fields[] = {
-	FIELD(flags), FIELD(g2disp), FIELD(gg_g), FIELD(ref_size),
-	FIELD(g_vmstate), FIELD(g_mainthref), FIELD(g_cur_L), FIELD(g_jit_base),
-	FIELD(l_glref), FIELD(l_base), FIELD(l_top), FIELD(l_stack),
-	FIELD(l_maxstack), FIELD(l_cframe), FIELD(fn_ffid), FIELD(fn_pc),
-	FIELD(fn_f), FIELD(fn_upvalue), FIELD(pt_size), FIELD(pt_sizebc),
-	FIELD(pt_k), FIELD(pt_sizekgc), FIELD(pt_sizekn), FIELD(pt_sizept),
-	FIELD(pt_numparams), FIELD(pt_framesize), FIELD(pt_sizeuv),
-	FIELD(pt_flags), FIELD(pt_chunkname), FIELD(pt_firstline),
-	FIELD(pt_numline), FIELD(pt_lineinfo), FIELD(pt_uvinfo),
-	FIELD(pt_varinfo), FIELD(str_len), FIELD(str_size), FIELD(cf_l),
-	FIELD(cf_pc), FIELD(cf_prev), FIELD(cf_size),
-	FIELD(ffid_coroutine_resume), FIELD(ffid_coroutine_wrap_aux),
-	FIELD(g2j), FIELD(j_trace), FIELD(j_sizetrace), FIELD(tr_startpt),
-	FIELD(tr_startpc), FIELD(tr_mcode), FIELD(tr_szmcode), FIELD(tr_root),
-	FIELD(tr_traceno), FIELD(tr_nsnap), FIELD(tr_nsnapmap), FIELD(tr_nk),
-	FIELD(tr_snap), FIELD(tr_snapmap), FIELD(tr_ir), FIELD(sn_size),
-	FIELD(sn_mapofs), FIELD(sn_mcofs), FIELD(sn_nent),
+	LJ_LAYOUTDEF(FILE_FIELD)
 };
-
-/* Fields a file may leave out: without them Lua frames are still walked
- * (fast-function ids: no coroutine crossing; traces: number only;
- * snapshots: compiled code placed in the trace's first function). */
-static int optional_field(const char *name)
-{
-	return !strncmp(name, "ffid_", 5) || !strncmp(name, "tr_", 3) ||
-	       !strncmp(name, "sn_", 3) ||
-	       !strncmp(name, "j_", 2) || !strcmp(name, "g2j");
-}
-#undef FIELD
+#undef FILE_FIELD
+#undef FILE_FIELD_VM
+#undef FILE_FIELD_FF
+#undef FILE_FIELD_JIT
+#undef FILE_FIELD_SNAP
+#undef FILE_FIELD_PAD
+#undef FILE_FIELD_ENTRY
 #define NFIELDS (sizeof(layout_fields) / sizeof(layout_fields[0]))
 
 /* A field's value; g2disp is the one signed field. */
@@ -646,7 +638,7 @@ int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 	}
 	fclose(f);
 	for (size_t i = 0; i < NFIELDS; i++) {
-		if (!set[i] && !optional_field(layout_fields[i].name)) {
+		if (!set[i] && !layout_fields[i].optional) {
 			snprintf(msg, msglen, "%s: no value for %s", path,
 				 layout_fields[i].name);
 			return -EINVAL;

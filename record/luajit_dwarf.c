@@ -95,80 +95,43 @@ struct lj_types {
 	uint32_t nff;           /* 0: the enum was not found */
 };
 
-/* An lj_layout field that is a member's offset in one of the types. */
+/* The lj_layout fields that are a member's offset in one of the types
+ * (bpf/luajit.h's list, from = M), by group: VM fields must all be there;
+ * JIT fields (compiled traces) and SNAP fields (a trace's snapshots, each
+ * of the width luajit_snaps.c reads: a u16 mapofs and no mcofs before
+ * 2020) are taken all or none. */
+enum member_group { MG_VM, MG_JIT, MG_SNAP };
+
 struct member_field {
+	enum member_group group;
 	enum lj_dwarf_type type;
 	const char *member;
 	size_t field; /* a __u16 of struct lj_layout */
+	unsigned width; /* the member's size, 0: any */
 };
 
-#define MF(t, m, f) { t, m, offsetof(struct lj_layout, f) }
+#define MEMBER_FIELD(type, name, group, from, str, member, width, ...) \
+	MEMBER_FIELD_##from(name, group, str, member, width)
+#define MEMBER_FIELD_M(f, g, t, m, w) \
+	{ MG_##g, T_##t, #m, offsetof(struct lj_layout, f), w },
+#define MEMBER_FIELD_SIZE(f, g, t, m, w)  /* the ones below: read by code */
+#define MEMBER_FIELD_GG(f, g, t, m, w)
+#define MEMBER_FIELD_FLAGS(f, g, t, m, w)
+#define MEMBER_FIELD_FRAME(f, g, t, m, w)
+#define MEMBER_FIELD_FF(f, g, t, m, w)
+#define MEMBER_FIELD_NONE(f, g, t, m, w)
 static const struct member_field member_fields[] = {
-	MF(T_G, "vmstate", g_vmstate),
-	MF(T_G, "mainthref", g_mainthref),
-	MF(T_G, "cur_L", g_cur_L),
-	MF(T_G, "jit_base", g_jit_base),
-	MF(T_L, "glref", l_glref),
-	MF(T_L, "base", l_base),
-	MF(T_L, "top", l_top),
-	MF(T_L, "stack", l_stack),
-	MF(T_L, "maxstack", l_maxstack),
-	MF(T_L, "cframe", l_cframe),
-	/* The header is shared; the walker reads ffid and pc of Lua
-	 * functions, f and upvalue of C ones. */
-	MF(T_FUNCL, "ffid", fn_ffid),
-	MF(T_FUNCL, "pc", fn_pc),
-	MF(T_FUNCC, "f", fn_f),
-	MF(T_FUNCC, "upvalue", fn_upvalue),
-	MF(T_PROTO, "sizebc", pt_sizebc),
-	MF(T_PROTO, "k", pt_k),
-	MF(T_PROTO, "sizekgc", pt_sizekgc),
-	MF(T_PROTO, "sizekn", pt_sizekn),
-	MF(T_PROTO, "sizept", pt_sizept),
-	MF(T_PROTO, "numparams", pt_numparams),
-	MF(T_PROTO, "framesize", pt_framesize),
-	MF(T_PROTO, "sizeuv", pt_sizeuv),
-	MF(T_PROTO, "flags", pt_flags),
-	MF(T_PROTO, "chunkname", pt_chunkname),
-	MF(T_PROTO, "firstline", pt_firstline),
-	MF(T_PROTO, "numline", pt_numline),
-	MF(T_PROTO, "lineinfo", pt_lineinfo),
-	MF(T_PROTO, "uvinfo", pt_uvinfo),
-	MF(T_PROTO, "varinfo", pt_varinfo),
-	MF(T_STR, "len", str_len),
+	LJ_LAYOUTDEF(MEMBER_FIELD)
 };
-
-/* The same for compiled traces: all of them, or none (g2j = 0). */
-static const struct member_field trace_fields[] = {
-	MF(T_JIT, "trace", j_trace),
-	MF(T_JIT, "sizetrace", j_sizetrace),
-	MF(T_TRACE, "startpt", tr_startpt),
-	MF(T_TRACE, "startpc", tr_startpc),
-	MF(T_TRACE, "mcode", tr_mcode),
-	MF(T_TRACE, "szmcode", tr_szmcode),
-	MF(T_TRACE, "root", tr_root),
-	MF(T_TRACE, "traceno", tr_traceno),
-};
-
-/* A trace's snapshots (luajit_snaps.c): all of them or none, each of the
- * size luajit_snaps.c reads (a u16 mapofs and no mcofs before 2020). */
-static const struct {
-	enum lj_dwarf_type type;
-	const char *member;
-	size_t field;
-	unsigned size;
-} snap_fields[] = {
-	{ T_TRACE, "nsnap", offsetof(struct lj_layout, tr_nsnap), 2 },
-	{ T_TRACE, "nsnapmap", offsetof(struct lj_layout, tr_nsnapmap), 4 },
-	{ T_TRACE, "nk", offsetof(struct lj_layout, tr_nk), 4 },
-	{ T_TRACE, "snap", offsetof(struct lj_layout, tr_snap), 8 },
-	{ T_TRACE, "snapmap", offsetof(struct lj_layout, tr_snapmap), 8 },
-	{ T_TRACE, "ir", offsetof(struct lj_layout, tr_ir), 8 },
-	{ T_SNAP, "mapofs", offsetof(struct lj_layout, sn_mapofs), 4 },
-	{ T_SNAP, "mcofs", offsetof(struct lj_layout, sn_mcofs), 2 },
-	{ T_SNAP, "nent", offsetof(struct lj_layout, sn_nent), 1 },
-};
-#undef MF
+#undef MEMBER_FIELD
+#undef MEMBER_FIELD_M
+#undef MEMBER_FIELD_SIZE
+#undef MEMBER_FIELD_GG
+#undef MEMBER_FIELD_FLAGS
+#undef MEMBER_FIELD_FRAME
+#undef MEMBER_FIELD_FF
+#undef MEMBER_FIELD_NONE
+#define NMEMBER_FIELDS (sizeof(member_fields) / sizeof(member_fields[0]))
 
 /* ---- finding the debug info ------------------------------------------- */
 
@@ -554,13 +517,15 @@ static void trace_layout(struct lj_types *ty, struct lj_layout *lo, uint16_t gg_
 	    find_member(&ty->die[T_GG], "J", &j, &m, 0) || j <= gg_g ||
 	    j - gg_g > UINT16_MAX)
 		return;
-	for (size_t i = 0; i < sizeof(trace_fields) / sizeof(trace_fields[0]); i++) {
+	for (size_t i = 0; i < NMEMBER_FIELDS; i++) {
+		const struct member_field *f = &member_fields[i];
 		uint16_t v;
 
-		if (member_u16(ty, trace_fields[i].type, trace_fields[i].member,
-			       &v, "", msg, sizeof(msg)))
+		if (f->group != MG_JIT)
+			continue;
+		if (member_u16(ty, f->type, f->member, &v, "", msg, sizeof(msg)))
 			return;
-		memcpy((char *)&t + trace_fields[i].field, &v, sizeof(v));
+		memcpy((char *)&t + f->field, &v, sizeof(v));
 	}
 	t.g2j = (uint16_t)(j - gg_g);
 	*lo = t;
@@ -591,17 +556,19 @@ static void snap_layout(struct lj_types *ty, struct lj_layout *lo)
 
 	if (!ty->have[T_TRACE] || !ty->have[T_SNAP])
 		return;
-	for (size_t i = 0; i < sizeof(snap_fields) / sizeof(snap_fields[0]); i++) {
+	for (size_t i = 0; i < NMEMBER_FIELDS; i++) {
+		const struct member_field *f = &member_fields[i];
 		Dwarf_Die m;
 		uint64_t off;
 		uint16_t v;
 
-		if (find_member(&ty->die[snap_fields[i].type], snap_fields[i].member,
-				&off, &m, 0) || off > UINT16_MAX ||
-		    member_size(&m) != snap_fields[i].size)
+		if (f->group != MG_SNAP)
+			continue;
+		if (find_member(&ty->die[f->type], f->member, &off, &m, 0) ||
+		    off > UINT16_MAX || member_size(&m) != f->width)
 			return;
 		v = (uint16_t)off;
-		memcpy((char *)&sl + snap_fields[i].field, &v, sizeof(v));
+		memcpy((char *)&sl + f->field, &v, sizeof(v));
 	}
 	size = dwarf_bytesize(&ty->die[T_SNAP]);
 	if (size <= 0 || size > 64)
@@ -622,14 +589,16 @@ static int fill_layout(struct lj_types *ty, struct lj_layout *lo,
 	memset(lo, 0, sizeof(*lo));
 	func_from_union(ty, T_FUNCC, "c");
 	func_from_union(ty, T_FUNCL, "l");
-	for (size_t i = 0; i < sizeof(member_fields) / sizeof(member_fields[0]); i++) {
+	for (size_t i = 0; i < NMEMBER_FIELDS; i++) {
+		const struct member_field *f = &member_fields[i];
 		uint16_t v;
 
-		err = member_u16(ty, member_fields[i].type, member_fields[i].member,
-				 &v, path, msg, msglen);
+		if (f->group != MG_VM)
+			continue;
+		err = member_u16(ty, f->type, f->member, &v, path, msg, msglen);
 		if (err)
 			return err;
-		memcpy((char *)lo + member_fields[i].field, &v, sizeof(v));
+		memcpy((char *)lo + f->field, &v, sizeof(v));
 	}
 	err = type_size(ty, T_PROTO, &size, path, msg, msglen);
 	if (err)

@@ -42,68 +42,30 @@
 #include "record/luajit_layouts.h"
 
 /*
- * SnapShot (lj_jit.h), the same in all four: { u32 mapofs; IRRef1 ref;
- * u16 mcofs; u8 nslots, topslot, nent, count; }.  Releases before 2020
- * had no mcofs and a u16 mapofs: DWARF tells them apart.
+ * The offsets shared by upstream and OpenResty, for each reference width,
+ * are the last two columns of bpf/luajit.h's list: the two variants differ
+ * only in the size of lua_State, global_State and jit_State, i.e. in gg_g,
+ * g2disp and g2j, which each row gives.  Without GC64 a GCRef or MRef is 4
+ * bytes, but some fields stay 8: L->base and L->top are TValue pointers,
+ * L->cframe and the cframe's prev link are void pointers, fn_f is a C
+ * function pointer and fn_upvalue holds 8-byte TValues.  SnapShot
+ * (lj_jit.h) is the same in all four: { u32 mapofs; IRRef1 ref; u16 mcofs;
+ * u8 nslots, topslot, nent, count; }; releases before 2020 had no mcofs
+ * and a u16 mapofs: DWARF tells them apart.
  */
-#define LJ_SNAPSHOT .sn_size = 12, .sn_mapofs = 0, .sn_mcofs = 6, .sn_nent = 10
-
-/*
- * Offsets shared by upstream and OpenResty: they differ only in the size
- * of lua_State, global_State and jit_State, i.e. in gg_g and g2disp.
- */
-#define LJ_GC64_COMMON                                                     \
-	.ref_size = 8,                                                     \
-	.g_vmstate = 184, .g_mainthref = 192, .g_cur_L = 368,              \
-	.g_jit_base = 376,                                                 \
-	.l_glref = 16, .l_base = 32, .l_top = 40,                          \
-	.l_stack = 56, .l_maxstack = 48, /* maxstack comes first */        \
-	.l_cframe = 80,                                                    \
-	.fn_ffid = 10, .fn_pc = 32, .fn_f = 40, .fn_upvalue = 48,          \
-	.pt_size = 104, .pt_sizebc = 12, .pt_k = 32, .pt_sizekgc = 48,     \
-	.pt_sizekn = 52, .pt_sizept = 56, .pt_numparams = 10,              \
-	.pt_framesize = 11, .pt_sizeuv = 60, .pt_flags = 61,               \
-	.pt_chunkname = 64, .pt_firstline = 72, .pt_numline = 76,          \
-	.pt_lineinfo = 80, .pt_uvinfo = 88, .pt_varinfo = 96,              \
-	.str_len = 20, /* after the string's sid and hash */               \
-	.str_size = 24,                                                    \
-	.cf_l = 16, .cf_pc = 24, .cf_prev = 32,                            \
-	.cf_size = 80, /* 96 with LUAJIT_NO_UNWIND, not set by Debian */   \
-	.ffid_coroutine_resume = 35, .ffid_coroutine_wrap_aux = 36,        \
-	.j_trace = 384, .j_sizetrace = 396, /* trace: a pointer, 8 bytes */ \
-	.tr_startpt = 64, .tr_startpc = 72, .tr_mcode = 88,                \
-	.tr_szmcode = 84, .tr_root = 108, .tr_traceno = 104,               \
-	.tr_nsnap = 10, .tr_nsnapmap = 44, .tr_nk = 40, .tr_snap = 48,     \
-	.tr_snapmap = 56, .tr_ir = 32, LJ_SNAPSHOT
-
-/*
- * Without GC64 a GCRef or MRef is 4 bytes, but some fields stay 8: L->base
- * and L->top are TValue pointers, L->cframe and the cframe's prev link are
- * void pointers, fn_f is a C function pointer and fn_upvalue holds 8-byte
- * TValues.  Only the references (ref_size) shrink.
- */
-#define LJ_NOGC64_COMMON                                                   \
-	.ref_size = 4,                                                     \
-	.g_vmstate = 136, .g_mainthref = 140, .g_cur_L = 288,              \
-	.g_jit_base = 292,                                                 \
-	.l_glref = 8,                                                      \
-	.l_base = 16, .l_top = 24, /* 8-byte pointers, not refs */         \
-	.l_stack = 36, .l_maxstack = 32, .l_cframe = 48,                   \
-	.fn_ffid = 6, .fn_pc = 16, .fn_f = 24, .fn_upvalue = 32,           \
-	.pt_size = 64, .pt_sizebc = 8, .pt_k = 16, .pt_sizekgc = 24,       \
-	.pt_sizekn = 28, .pt_sizept = 32, .pt_numparams = 6,               \
-	.pt_framesize = 7, .pt_sizeuv = 36, .pt_flags = 37,                \
-	.pt_chunkname = 40, .pt_firstline = 44, .pt_numline = 48,          \
-	.pt_lineinfo = 52, .pt_uvinfo = 56, .pt_varinfo = 60,              \
-	.str_len = 16, .str_size = 20,                                     \
-	.cf_l = 24, .cf_pc = 28, /* 4-byte slots, not GC64's 16/24 */      \
-	.cf_prev = 32, .cf_size = 80,                                      \
-	.ffid_coroutine_resume = 35, .ffid_coroutine_wrap_aux = 36,        \
-	.j_trace = 360, .j_sizetrace = 372,                                \
-	.tr_startpt = 48, .tr_startpc = 52, .tr_mcode = 64,                \
-	.tr_szmcode = 60, .tr_root = 84, .tr_traceno = 80,                 \
-	.tr_nsnap = 6, .tr_nsnapmap = 28, .tr_nk = 24, .tr_snap = 32,      \
-	.tr_snapmap = 40, .tr_ir = 16, LJ_SNAPSHOT
+#define LJ_COMMON_GC64(type, name, group, from, str, member, width, gc64, nogc64) \
+	LJ_COMMON_##from(name, gc64)
+#define LJ_COMMON_NOGC64(type, name, group, from, str, member, width, gc64, nogc64) \
+	LJ_COMMON_##from(name, nogc64)
+#define LJ_COMMON_M(f, v) .f = v,
+#define LJ_COMMON_SIZE(f, v) .f = v,
+#define LJ_COMMON_FRAME(f, v) .f = v,
+#define LJ_COMMON_FF(f, v) .f = v,
+#define LJ_COMMON_GG(f, v)    /* each row's own */
+#define LJ_COMMON_FLAGS(f, v) /* each row's own */
+#define LJ_COMMON_NONE(f, v)
+#define LJ_GC64_COMMON LJ_LAYOUTDEF(LJ_COMMON_GC64)
+#define LJ_NOGC64_COMMON LJ_LAYOUTDEF(LJ_COMMON_NOGC64)
 
 /*
  * Fast-function names by id.  Index 0 is a Lua function, 1 a C function;

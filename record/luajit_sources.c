@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "record/luajit.h"
-#include "record/recorder.h"
+#include "record/procs.h"
 
 struct src_ent {
 	uint64_t id;

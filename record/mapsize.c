@@ -41,7 +41,8 @@
 #include "bpf/sampler.h"
 #include "bpf/unwind.h"
 #include "lib/grow.h"
-#include "record/recorder.h"
+#include "record/mapsize.h"
+#include "record/procmaps.h"
 #include "record/unwind.h"
 #include "sampler.skel.h"
 

@@ -38,8 +38,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "format/trace.h"
 #include "lib/elfsyms.h"
-#include "record/recorder.h"
+#include "record/addrset.h"
+#include "record/objects.h"
+#include "record/objects_prep.h"
+#include "record/procmaps.h"
+#include "record/srclines.h"
+#include "record/symtab.h"
 
 /* Descriptors kept open for objects not yet embedded; past this many the
  * file is opened again by path when its symbols are written. */

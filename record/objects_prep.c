@@ -30,7 +30,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "record/recorder.h"
+#include "record/objects_prep.h"
+#include "record/srclines.h"
+#include "record/symtab.h"
 
 struct obj_prep {
 	pthread_t thread;

@@ -13,7 +13,7 @@
 
 #include <bpf/libbpf.h>
 
-#include "record/recorder.h"
+#include "record/perf.h"
 
 static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu)
 {

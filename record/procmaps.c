@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "record/recorder.h"
+#include "record/procmaps.h"
 
 static int mapping_cmp(const void *a, const void *b)
 {

@@ -13,23 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "record/recorder.h"
-
-uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-uint64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
+#include "record/clock.h"
+#include "record/procs.h"
 
 int proc_exists(pid_t pid)
 {

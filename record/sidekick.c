@@ -37,7 +37,10 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/sampler.h"
-#include "record/recorder.h"
+#include "record/clock.h"
+#include "record/procmaps.h"
+#include "record/procs.h"
+#include "record/sidekick.h"
 #include "record/unwind.h"
 
 /* Past this much queued, the sidekick stops reading: the ring buffer

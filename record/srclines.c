@@ -24,11 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/trace.h"
 #include "lib/dwarf_image.h"
 #include "lib/elfsyms.h"
 #include "lib/grow.h"
 #include "lib/srcline.h"
-#include "record/recorder.h"
+#include "record/addrset.h"
+#include "record/srclines.h"
 
 /* A record is cut at about this many bytes: well below a chunk, and large
  * enough that its names are listed once for many chains. */

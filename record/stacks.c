@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "record/recorder.h"
+#include "record/stacks.h"
 
 struct stack_entry {
 	uint64_t hash;

@@ -25,8 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/trace.h"
 #include "lib/elfsyms.h"
-#include "record/recorder.h"
+#include "record/symtab.h"
 
 /* Symbols per SYMTAB record: keeps every record far below the format's
  * 16 MiB limit, whatever the object. */

@@ -36,7 +36,8 @@
 
 #include "bpf/sampler.h"
 #include "lib/grow.h"
-#include "record/recorder.h"
+#include "record/clock.h"
+#include "record/procmaps.h"
 #include "record/unwind.h"
 #include "record/unwind_buckets.h"
 #include "record/unwind_table.h"

@@ -131,138 +131,143 @@ static int trace_snaps_equal(const struct lp_trace_snaps *a, const struct lp_tra
 	return 1;
 }
 
+static int meta_equal(const struct lp_meta *a, const struct lp_meta *b)
+{
+	return str_eq(a->version, b->version) && str_eq(a->cmdline, b->cmdline) &&
+	       str_eq(a->target, b->target) && str_eq(a->hostname, b->hostname) &&
+	       str_eq(a->kernel, b->kernel) && str_eq(a->clock, b->clock) &&
+	       a->rate_hz == b->rate_hz && a->start_mono_ns == b->start_mono_ns &&
+	       a->start_real_ns == b->start_real_ns && a->flags == b->flags;
+}
+
+static int process_equal(const struct lp_process *a, const struct lp_process *b)
+{
+	return a->pid == b->pid && a->ppid == b->ppid && a->time_ns == b->time_ns &&
+	       a->flags == b->flags && str_eq(a->comm, b->comm) && str_eq(a->exe, b->exe);
+}
+
+static int exit_equal(const struct lp_exit *a, const struct lp_exit *b)
+{
+	return a->pid == b->pid && a->time_ns == b->time_ns;
+}
+
+static int maps_equal(const struct lp_maps *a, const struct lp_maps *b)
+{
+	if (a->pid != b->pid || a->time_ns != b->time_ns || a->flags != b->flags ||
+	    a->count != b->count)
+		return 0;
+	for (uint32_t i = 0; i < a->count; i++) {
+		const struct lp_mapping *x = &a->mappings[i], *y = &b->mappings[i];
+
+		if (x->start != y->start || x->end != y->end || x->pgoff != y->pgoff ||
+		    x->prot != y->prot || x->inode != y->inode || !str_eq(x->path, y->path) ||
+		    x->object != y->object)
+			return 0;
+	}
+	return 1;
+}
+
+static int stack_equal(const struct lp_stack *a, const struct lp_stack *b)
+{
+	return a->id == b->id && a->kind == b->kind && a->depth == b->depth &&
+	       (!a->depth || !memcmp(a->addrs, b->addrs, a->depth * sizeof(uint64_t)));
+}
+
+/* Field by field: memcmp would compare padding, which a compound
+ * literal need not zero (clang's does not). */
+static int sample_equal(const struct lp_sample *x, const struct lp_sample *y)
+{
+	return x->time_ns == y->time_ns && x->pid == y->pid && x->tid == y->tid &&
+	       x->cpu == y->cpu && x->kstack == y->kstack && x->ustack == y->ustack &&
+	       x->flags == y->flags && x->lstack == y->lstack &&
+	       x->vmstate == y->vmstate && x->lua_state == y->lua_state &&
+	       x->ustop == y->ustop;
+}
+
+static int lost_equal(const struct lp_lost *a, const struct lp_lost *b)
+{
+	return a->time_ns == b->time_ns && a->count == b->count && a->reason == b->reason;
+}
+
+static int ksyms_equal(const struct lp_ksyms *a, const struct lp_ksyms *b)
+{
+	if (a->count != b->count)
+		return 0;
+	for (uint32_t i = 0; i < a->count; i++)
+		if (a->syms[i].addr != b->syms[i].addr ||
+		    !str_eq(a->syms[i].name, b->syms[i].name))
+			return 0;
+	return 1;
+}
+
+static int footer_equal(const struct lp_footer *a, const struct lp_footer *b)
+{
+	return !memcmp(a, b, sizeof(*a));
+}
+
+static int puc_lua_equal(const struct lp_puc_lua *a, const struct lp_puc_lua *b)
+{
+	return a->pid == b->pid && str_eq(a->version, b->version) &&
+	       str_eq(a->object, b->object);
+}
+
+static int object_equal(const struct lp_object *a, const struct lp_object *b)
+{
+	return a->id == b->id && str_eq(a->path, b->path) && a->id_kind == b->id_kind &&
+	       a->ident_len == b->ident_len && a->size == b->size &&
+	       (!a->ident_len || !memcmp(a->ident, b->ident, a->ident_len));
+}
+
+static int symtab_equal(const struct lp_symtab *a, const struct lp_symtab *b)
+{
+	if (a->object != b->object || a->nseg != b->nseg || a->nsym != b->nsym ||
+	    (a->nseg && memcmp(a->segs, b->segs, a->nseg * sizeof(*a->segs))))
+		return 0;
+	for (uint32_t i = 0; i < a->nsym; i++)
+		if (a->syms[i].addr != b->syms[i].addr || a->syms[i].size != b->syms[i].size ||
+		    !str_eq(a->syms[i].name, b->syms[i].name))
+			return 0;
+	return 1;
+}
+
+static int trace_equal(const struct lp_trace *a, const struct lp_trace *b)
+{
+	return !memcmp(a, b, sizeof(*a));
+}
+
+static int lua_source_equal(const struct lp_lua_source *a, const struct lp_lua_source *b)
+{
+	return a->id == b->id && str_eq(a->chunkname, b->chunkname) &&
+	       str_eq(a->path, b->path) && a->status == b->status && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns && a->text_len == b->text_len &&
+	       (!a->text_len || !memcmp(a->text, b->text, a->text_len)) &&
+	       b->text[b->text_len] == '\0';
+}
+
+static int lua_stack_equal(const struct lp_lua_stack *a, const struct lp_lua_stack *b)
+{
+	if (a->id != b->id || a->depth != b->depth)
+		return 0;
+	for (uint32_t i = 0; i < a->depth; i++)
+		if (!lframe_equal(&a->frames[i], &b->frames[i]))
+			return 0;
+	return 1;
+}
+
+/* One name_equal() per record type of LP_RECDEF; the retired and framing
+ * types are never written by callers nor returned. */
 int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)
 {
-	uint32_t i;
-
 	if (a->type != b->type)
 		return 0;
 	switch (a->type) {
-	case LP_REC_META:
-		return str_eq(a->u.meta.version, b->u.meta.version) &&
-		       str_eq(a->u.meta.cmdline, b->u.meta.cmdline) &&
-		       str_eq(a->u.meta.target, b->u.meta.target) &&
-		       str_eq(a->u.meta.hostname, b->u.meta.hostname) &&
-		       str_eq(a->u.meta.kernel, b->u.meta.kernel) &&
-		       str_eq(a->u.meta.clock, b->u.meta.clock) &&
-		       a->u.meta.rate_hz == b->u.meta.rate_hz &&
-		       a->u.meta.start_mono_ns == b->u.meta.start_mono_ns &&
-		       a->u.meta.start_real_ns == b->u.meta.start_real_ns &&
-		       a->u.meta.flags == b->u.meta.flags;
-	case LP_REC_PROCESS:
-		return a->u.process.pid == b->u.process.pid &&
-		       a->u.process.ppid == b->u.process.ppid &&
-		       a->u.process.time_ns == b->u.process.time_ns &&
-		       a->u.process.flags == b->u.process.flags &&
-		       str_eq(a->u.process.comm, b->u.process.comm) &&
-		       str_eq(a->u.process.exe, b->u.process.exe);
-	case LP_REC_EXIT:
-		return a->u.exit.pid == b->u.exit.pid && a->u.exit.time_ns == b->u.exit.time_ns;
-	case LP_REC_MAPS:
-		if (a->u.maps.pid != b->u.maps.pid || a->u.maps.time_ns != b->u.maps.time_ns ||
-		    a->u.maps.flags != b->u.maps.flags || a->u.maps.count != b->u.maps.count)
-			return 0;
-		for (i = 0; i < a->u.maps.count; i++) {
-			const struct lp_mapping *x = &a->u.maps.mappings[i], *y = &b->u.maps.mappings[i];
-
-			if (x->start != y->start || x->end != y->end || x->pgoff != y->pgoff ||
-			    x->prot != y->prot || x->inode != y->inode || !str_eq(x->path, y->path) ||
-			    x->object != y->object)
-				return 0;
-		}
-		return 1;
-	case LP_REC_STACK:
-		return a->u.stack.id == b->u.stack.id && a->u.stack.kind == b->u.stack.kind &&
-		       a->u.stack.depth == b->u.stack.depth &&
-		       (!a->u.stack.depth || !memcmp(a->u.stack.addrs, b->u.stack.addrs,
-						     a->u.stack.depth * sizeof(uint64_t)));
-	/* Field by field: memcmp would compare padding, which a compound
-	 * literal need not zero (clang's does not). */
-	case LP_REC_SAMPLE: {
-		const struct lp_sample *x = &a->u.sample, *y = &b->u.sample;
-
-		return x->time_ns == y->time_ns && x->pid == y->pid && x->tid == y->tid &&
-		       x->cpu == y->cpu && x->kstack == y->kstack && x->ustack == y->ustack &&
-		       x->flags == y->flags && x->lstack == y->lstack &&
-		       x->vmstate == y->vmstate && x->lua_state == y->lua_state;
+#define EQUAL(T, name, num, kind) \
+	LP_REC_IF_BODY(kind, case LP_REC_##T: return name##_equal(&a->u.name, &b->u.name);)
+	LP_RECDEF(EQUAL)
+#undef EQUAL
+	default:
+		return 0;
 	}
-	case LP_REC_LOST:
-		return a->u.lost.time_ns == b->u.lost.time_ns &&
-		       a->u.lost.count == b->u.lost.count && a->u.lost.reason == b->u.lost.reason;
-	case LP_REC_KSYMS:
-		if (a->u.ksyms.count != b->u.ksyms.count)
-			return 0;
-		for (i = 0; i < a->u.ksyms.count; i++)
-			if (a->u.ksyms.syms[i].addr != b->u.ksyms.syms[i].addr ||
-			    !str_eq(a->u.ksyms.syms[i].name, b->u.ksyms.syms[i].name))
-				return 0;
-		return 1;
-	case LP_REC_FOOTER:
-		return !memcmp(&a->u.footer, &b->u.footer, sizeof(a->u.footer));
-	case LP_REC_LUAJIT:
-		return luajit_equal(&a->u.luajit, &b->u.luajit);
-	case LP_REC_PUC_LUA:
-		return a->u.puc_lua.pid == b->u.puc_lua.pid &&
-		       str_eq(a->u.puc_lua.version, b->u.puc_lua.version) &&
-		       str_eq(a->u.puc_lua.object, b->u.puc_lua.object);
-	case LP_REC_PROTO:
-		return proto_equal(&a->u.proto, &b->u.proto);
-	case LP_REC_OBJECT:
-		return a->u.object.id == b->u.object.id &&
-		       str_eq(a->u.object.path, b->u.object.path) &&
-		       a->u.object.id_kind == b->u.object.id_kind &&
-		       a->u.object.ident_len == b->u.object.ident_len &&
-		       a->u.object.size == b->u.object.size &&
-		       (!a->u.object.ident_len ||
-			!memcmp(a->u.object.ident, b->u.object.ident, a->u.object.ident_len));
-	case LP_REC_SYMTAB:
-		if (a->u.symtab.object != b->u.symtab.object ||
-		    a->u.symtab.nseg != b->u.symtab.nseg || a->u.symtab.nsym != b->u.symtab.nsym ||
-		    (a->u.symtab.nseg && memcmp(a->u.symtab.segs, b->u.symtab.segs,
-						a->u.symtab.nseg * sizeof(*a->u.symtab.segs))))
-			return 0;
-		for (i = 0; i < a->u.symtab.nsym; i++)
-			if (a->u.symtab.syms[i].addr != b->u.symtab.syms[i].addr ||
-			    a->u.symtab.syms[i].size != b->u.symtab.syms[i].size ||
-			    !str_eq(a->u.symtab.syms[i].name, b->u.symtab.syms[i].name))
-				return 0;
-		return 1;
-	case LP_REC_TRACE:
-		return !memcmp(&a->u.trace, &b->u.trace, sizeof(a->u.trace));
-	case LP_REC_SRCLINES:
-		return srclines_equal(&a->u.srclines, &b->u.srclines);
-	case LP_REC_LUA_SOURCE:
-		return a->u.lua_source.id == b->u.lua_source.id &&
-		       str_eq(a->u.lua_source.chunkname, b->u.lua_source.chunkname) &&
-		       str_eq(a->u.lua_source.path, b->u.lua_source.path) &&
-		       a->u.lua_source.status == b->u.lua_source.status &&
-		       a->u.lua_source.size == b->u.lua_source.size &&
-		       a->u.lua_source.mtime_ns == b->u.lua_source.mtime_ns &&
-		       a->u.lua_source.text_len == b->u.lua_source.text_len &&
-		       (!a->u.lua_source.text_len ||
-			!memcmp(a->u.lua_source.text, b->u.lua_source.text,
-				a->u.lua_source.text_len)) &&
-		       b->u.lua_source.text[b->u.lua_source.text_len] == '\0';
-	case LP_REC_LUA_STACK:
-		if (a->u.lua_stack.id != b->u.lua_stack.id ||
-		    a->u.lua_stack.depth != b->u.lua_stack.depth)
-			return 0;
-		for (i = 0; i < a->u.lua_stack.depth; i++) {
-			const struct lp_lframe *x = &a->u.lua_stack.frames[i];
-			const struct lp_lframe *y = &b->u.lua_stack.frames[i];
-
-			if (x->kind != y->kind || x->link != y->link ||
-			    x->value != y->value || x->pc != y->pc)
-				return 0;
-		}
-		return 1;
-	case LP_REC_TRACE_SNAPS:
-		return trace_snaps_equal(&a->u.trace_snaps, &b->u.trace_snaps);
-	case LP_REC_DEBUG_RETIRED:
-	case LP_REC_CHUNK:
-		break; /* never written by callers, never returned */
-	}
-	return 0;
 }
 
 static void note_bounds(struct trace_writer *w, struct layout *l)

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "format/trace.h"
-#include "record/recorder.h"
+#include "record/srclines.h"
 #include "report/objects.h"
 #include "report/symbolize.h"
 #include "tests/unit/unit.h"

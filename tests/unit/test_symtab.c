@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "lib/elfsyms.h"
-#include "record/recorder.h"
+#include "record/symtab.h"
 #include "report/objects.h"
 #include "tests/unit/report_test.h"
 
