@@ -137,29 +137,27 @@ struct ftext {
 	size_t capends;
 	char *names;        /* used names' texts */
 	size_t nlen, ncap;
-	uint64_t *name_at;  /* by name id: offset << 24 | length, + 1; 0: not made */
+	struct { size_t at, len; } *name; /* by name id: offset + 1 (0: not made) */
 };
 
 /* Name id's text, as written, made the first time. */
 static int name_text(struct ftext *t, const struct profile *p, uint32_t id,
 		     const char **s, size_t *n)
 {
-	uint64_t at = t->name_at[id];
-
-	if (!at) {
+	if (!t->name[id].at) {
 		const char *name = strtab_get(&p->names, id);
 		size_t len = strlen(name);
 
-		if (len >= 1u << 24 || GROW(t->names, t->ncap, t->nlen + len))
+		if (GROW(t->names, t->ncap, t->nlen + len))
 			return -ENOMEM;
 		for (size_t i = 0; i < len; i++)
 			t->names[t->nlen + i] = name[i] == ';' ? ':' : name[i];
-		at = ((uint64_t)t->nlen << 24 | len) + 1;
-		t->name_at[id] = at;
+		t->name[id].at = t->nlen + 1;
+		t->name[id].len = len;
 		t->nlen += len;
 	}
-	*s = t->names + ((at - 1) >> 24);
-	*n = (at - 1) & ((1u << 24) - 1);
+	*s = t->names + t->name[id].at - 1;
+	*n = t->name[id].len;
 	return 0;
 }
 
@@ -265,8 +263,8 @@ int out_folded(FILE *out, const struct profile *p, const struct out_opts *o)
 	seq_keys_sort(lines, k);
 	b->out = out;
 	b->len = 0;
-	t.name_at = calloc(p->names.len ? p->names.len : 1, sizeof(*t.name_at));
-	if (!t.name_at)
+	t.name = calloc(p->names.len ? p->names.len : 1, sizeof(*t.name));
+	if (!t.name)
 		goto cleanup;
 	for (size_t i = 0, prev = 0; i < k; i++) {
 		uint64_t count = p->counts[lines[i].id];
@@ -288,7 +286,7 @@ cleanup:
 	free(t.line);
 	free(t.ends);
 	free(t.names);
-	free(t.name_at);
+	free(t.name);
 	free(lines);
 	free(rank);
 	free(ranks);
