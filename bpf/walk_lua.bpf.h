@@ -54,10 +54,13 @@
  * pointer): the walk then ends with a TRUNC frame, and never emits a
  * frame it could not read.
  *
- * Each read of target memory costs about 50 ns, most of what the walk
- * costs, so fields that lie close together are read in one go: a
- * lua_State's (struct lj_state), a function's header and pc, a
- * prototype's chunk name and lines.  A layout whose fields lie further
+ * Each read of target memory costs about 50 ns (150 on a loaded virtual
+ * machine), most of what the walk costs, so fields that lie close
+ * together are read in one go: G's (struct lj_gfields), a lua_State's
+ * (struct lj_state), a C frame's, J's trace array and its size, a
+ * trace's start and code, a function's header and pc, a prototype's
+ * chunk name and lines; and the frames' slots come from one read of the
+ * Lua stack below them (LJ_STACK_WIN).  A layout whose fields lie further
  * apart than LJ_BLOCK bytes is read field by field, as is a block whose
  * one read fails (it may run past the end of a mapping).
  */
@@ -71,7 +74,8 @@
 #define LUA_RESUMER_HOPS 16    /* Lua-resumed coroutines followed */
 #define LUA_C_ONLY_MAX 4       /* C-only C frames passed at one place */
 #define GC64_PTR_MASK ((1ull << 47) - 1)
-#define LJ_BLOCK 128 /* bytes read at once; a power of two */
+#define LJ_BLOCK 256 /* bytes read at once; a power of two */
+#define LJ_STACK_WIN 512 /* bytes of a Lua stack read at once; a power of two */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -80,11 +84,18 @@ struct {
 	__type(value, struct lj_proc);
 } lj_procs SEC(".maps");
 
+/* Per thread: the last G it validated, and the memory mapping that held
+ * its stack pointer at a sample (see on_sampled_stack()). */
+struct lj_thread {
+	__u64 G;
+	__u64 stack_lo, stack_hi; /* 0, 0: not known yet */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
-	__type(key, __u32);   /* tid */
-	__type(value, __u64); /* last validated G */
+	__type(key, __u32); /* tid */
+	__type(value, struct lj_thread);
 } lj_thread_G SEC(".maps");
 
 /* Compiled traces a sample has shown, by process, GCtrace and number and
@@ -147,6 +158,13 @@ struct {
 	__type(value, struct lj_proc);
 } lj_images SEC(".maps");
 
+/* The fields of a global_State the walk reads. */
+struct lj_gfields {
+	__u64 mainthref, cur_L, jit_base;
+	__s32 vmstate;
+	__u32 pad;
+};
+
 /* The fields of a lua_State the walk reads. */
 struct lj_state {
 	__u64 glref, base, stack, maxstack, cframe;
@@ -157,7 +175,6 @@ struct lj_state {
  * CPU's sample_scratch, looked up where needed. */
 struct lua_walk {
 	struct lj_layout lo;
-	__u8 block[LJ_BLOCK + 8]; /* the last block read (+8: see block_u64) */
 	__u64 G, mainL;
 	__u64 L;     /* the lua_State being walked */
 	__u64 frame; /* address of the current frame's link slot */
@@ -175,6 +192,14 @@ struct lua_walk {
 	__u8 pc_reg; /* ... and pc is the PC register's */
 	int skip_next; /* the next frame is a vararg function's own */
 	int done;
+	__u64 cf_read; /* the C frame whose fields follow, 0 none */
+	__u64 cf_pc, cf_prev;
+	__s32 cf_nres;
+	__u64 win_lo; /* stack[] holds [win_lo, win_lo + win_len) */
+	__u32 win_len;
+	/* Last, and not cleared per sample: what is read is used. */
+	__u8 block[2 * LJ_BLOCK]; /* the last block read (see read_block, block_u64) */
+	__u8 stack_win[2 * LJ_STACK_WIN]; /* Lua stack below the last frame read */
 };
 
 /* The walk's state lives in a per-CPU map value, not on the stack: the
@@ -212,7 +237,11 @@ static __always_inline int read_block(struct lua_walk *w, __u64 addr, __u32 span
 {
 	if (span > LJ_BLOCK)
 		return -1;
-	return bpf_probe_read_user(w->block, span, (const void *)addr) ? -1 : 0;
+	/* The mask, after the barrier, is for the verifier, which may lose
+	 * the check's bound on a copy: the block has room for it. */
+	barrier_var(span);
+	return bpf_probe_read_user(w->block, span & (2 * LJ_BLOCK - 1),
+				   (const void *)addr) ? -1 : 0;
 }
 
 /* The 8 (4) bytes at rel in the last block read: rel is masked into the
@@ -257,6 +286,33 @@ static __always_inline int read_state(struct lua_walk *w, __u64 L, struct lj_sta
 	    read_ref(lo, &st->maxstack, L + lo->l_maxstack) ||
 	    read_u64(&st->cframe, L + lo->l_cframe))
 		return -1;
+	return 0;
+}
+
+/* The fields of global_State G the walk needs: one read when they lie
+ * within LJ_BLOCK bytes (vmstate to jit_base: 200 bytes with GC64). */
+static __always_inline int read_G(struct lua_walk *w, __u64 G, struct lj_gfields *g)
+{
+	const struct lj_layout *lo = &w->lo;
+	__u32 first = min_u32(min_u32(lo->g_vmstate, lo->g_mainthref),
+			      min_u32(lo->g_cur_L, lo->g_jit_base));
+	__u32 end = max_u32(max_u32(lo->g_vmstate, lo->g_mainthref),
+			    max_u32(lo->g_cur_L, lo->g_jit_base)) + 8;
+
+	if (!read_block(w, G + first, end - first)) {
+		g->mainthref = block_ref(w, lo->g_mainthref - first);
+		g->cur_L = block_ref(w, lo->g_cur_L - first);
+		g->jit_base = block_ref(w, lo->g_jit_base - first);
+		g->vmstate = (__s32)block_u64(w, lo->g_vmstate - first);
+		return 0;
+	}
+	if (read_ref(lo, &g->mainthref, G + lo->g_mainthref) ||
+	    read_ref(lo, &g->cur_L, G + lo->g_cur_L) ||
+	    bpf_probe_read_user(&g->vmstate, sizeof(g->vmstate),
+				(const void *)(G + lo->g_vmstate)))
+		return -1;
+	if (read_ref(lo, &g->jit_base, G + lo->g_jit_base))
+		g->jit_base = 0;
 	return 0;
 }
 
@@ -308,25 +364,43 @@ static __always_inline void emit_entry(struct lua_walk *w, __u64 cf)
  * not. */
 #define LJ_CF_NRES(lo) ((lo)->cf_l - 8)
 
+/* The fields of C frame cf the walk reads (nres, the saved PC and the
+ * link to the older C frame: 32 bytes) into w->cf_*, in one read, kept
+ * for the next use of the same frame.  0, or -1 if they cannot be read. */
+static __always_inline int read_cframe(struct lua_walk *w, __u64 cf)
+{
+	const struct lj_layout *lo = &w->lo;
+	__u32 first = min_u32(LJ_CF_NRES(lo), min_u32(lo->cf_pc, lo->cf_prev));
+	__u32 end = max_u32(LJ_CF_NRES(lo), max_u32(lo->cf_pc, lo->cf_prev)) + 8;
+
+	if (w->cf_read == cf)
+		return 0;
+	w->cf_read = 0;
+	if (!read_block(w, cf + first, end - first)) {
+		w->cf_nres = (__s32)block_u64(w, LJ_CF_NRES(lo) - first);
+		w->cf_pc = block_ref(w, lo->cf_pc - first);
+		w->cf_prev = block_u64(w, lo->cf_prev - first);
+	} else if (bpf_probe_read_user(&w->cf_nres, sizeof(w->cf_nres),
+				       (const void *)(cf + LJ_CF_NRES(lo))) ||
+		   read_ref(lo, &w->cf_pc, cf + lo->cf_pc) ||
+		   read_u64(&w->cf_prev, cf + lo->cf_prev)) {
+		return -1;
+	}
+	w->cf_read = cf;
+	return 0;
+}
+
 /* Passes the C frames, from w->cf on, that lj_vm_cpcall pushed for C code
  * alone after the Lua frame at `frame` was made (see the top of the file),
  * with an ENTRY each. */
 static __always_inline void pass_c_only(struct lua_walk *w, __u64 frame)
 {
-	const struct lj_layout *lo = &w->lo;
-
 	for (int i = 0; i < LUA_C_ONLY_MAX; i++) {
-		__s32 nres;
-		__u64 prev;
-
-		if (!w->cf || bpf_probe_read_user(&nres, sizeof(nres),
-						  (const void *)(w->cf + LJ_CF_NRES(lo))) ||
-		    nres >= 0 || frame >= w->stack - (__s64)nres)
+		if (!w->cf || read_cframe(w, w->cf) || w->cf_nres >= 0 ||
+		    frame >= w->stack - (__s64)w->cf_nres)
 			return;
 		emit_entry(w, w->cf);
-		if (read_u64(&prev, w->cf + lo->cf_prev))
-			prev = 0;
-		w->cf = prev & ~3ull;
+		w->cf = w->cf_prev & ~3ull;
 		if (w->cf)
 			w->outer_cf = w->cf;
 	}
@@ -343,23 +417,19 @@ static __always_inline void truncate_walk(struct lua_walk *w, __u32 why)
 }
 
 /* G validates if its GG_State's main thread is where G says and the
- * running coroutine belongs to it; a G that validated before on this
- * thread (known) needs only the second.  Fills *curL and its fields. */
-static __always_inline int valid_G(struct lua_walk *w, __u64 G, int known,
+ * running coroutine belongs to it.  Fills *g with G's fields, *curL and
+ * st with the running coroutine's.  (A G known from before on this
+ * thread needed only the second; both come in the one read of G.) */
+static __always_inline int valid_G(struct lua_walk *w, __u64 G, struct lj_gfields *g,
 				   __u64 *curL, struct lj_state *st)
 {
 	const struct lj_layout *lo = &w->lo;
-	__u64 m, l;
 
-	if (G < 4096)
+	if (G < 4096 || read_G(w, G, g) || g->mainthref != G - lo->gg_g || !g->cur_L)
 		return 0;
-	if (!known && (read_ref(lo, &m, G + lo->g_mainthref) || m != G - lo->gg_g))
+	if (read_state(w, g->cur_L, st) || st->glref != G)
 		return 0;
-	if (read_ref(lo, &l, G + lo->g_cur_L) || !l)
-		return 0;
-	if (read_state(w, l, st) || st->glref != G)
-		return 0;
-	*curL = l;
+	*curL = g->cur_L;
 	return 1;
 }
 
@@ -397,9 +467,43 @@ static __always_inline void start_thread(struct lua_walk *w, __u64 L,
 	w->frame = base - 8;
 	pass_c_only(w, w->frame);
 	w->pc = pc;
-	if (!pc && w->cf)
-		read_ref(lo, &w->pc, w->cf + lo->cf_pc);
+	if (!pc && w->cf && !read_cframe(w, w->cf))
+		w->pc = w->cf_pc;
 	w->skip_next = 0;
+}
+
+/* The 16 bytes of Lua stack at addr, from the stack window: frames lie
+ * a few slots apart, downward, so one read of LJ_STACK_WIN bytes below
+ * a frame serves the next ones.  The window starts no lower than
+ * L->stack (an object of its own: below it may be unmapped), and a
+ * window that cannot be read is not used. */
+static __always_inline int read_slots(struct lua_walk *w, __u64 addr, __u64 *slots)
+{
+	__u64 hi = addr + 16, lo, len;
+	__u32 off;
+
+	if (addr < w->win_lo || hi > w->win_lo + w->win_len) {
+		lo = hi > LJ_STACK_WIN ? hi - LJ_STACK_WIN : 0;
+		if (lo < w->stack)
+			lo = w->stack;
+		len = hi - lo;
+		w->win_len = 0;
+		if (addr < lo || len > LJ_STACK_WIN)
+			return bpf_probe_read_user(slots, 16, (const void *)addr);
+		/* The mask, after the barrier, is for the verifier: the
+		 * window has room for it. */
+		barrier_var(len);
+		if (bpf_probe_read_user(w->stack_win, len & (2 * LJ_STACK_WIN - 1),
+					(const void *)lo))
+			return bpf_probe_read_user(slots, 16, (const void *)addr);
+		w->win_lo = lo;
+		w->win_len = len;
+	}
+	off = addr - w->win_lo;
+	barrier_var(off);
+	slots[0] = *(const __u64 *)&w->stack_win[off & (LJ_STACK_WIN - 1)];
+	slots[1] = *(const __u64 *)&w->stack_win[(off & (LJ_STACK_WIN - 1)) + 8];
+	return 0;
 }
 
 /* Reads the frame slot(s) at w->frame: the function and the link. */
@@ -409,7 +513,7 @@ static __always_inline int read_frame(struct lua_walk *w, __u64 *func, __u64 *li
 	__u64 slots[2];
 
 	if (lo->flags & LJ_LAYOUT_GC64) {
-		if (bpf_probe_read_user(slots, sizeof(slots), (const void *)(w->frame - 8)))
+		if (read_slots(w, w->frame - 8, slots))
 			return -1;
 		*func = slots[0] & GC64_PTR_MASK;
 		*link = slots[1];
@@ -622,13 +726,14 @@ static long lua_walk_step(__u32 i, void *ctx)
 			if (w->cf) {
 				__u64 prev = 0;
 
-				read_u64(&prev, w->cf + lo->cf_prev);
+				if (!read_cframe(w, w->cf))
+					prev = w->cf_prev;
 				w->cf = prev & ~3ull;
 				if (w->cf)
 					w->outer_cf = w->cf;
 				pass_c_only(w, next);
-				if (w->cf)
-					read_ref(lo, &prev_pc, w->cf + lo->cf_pc);
+				if (w->cf && !read_cframe(w, w->cf))
+					prev_pc = w->cf_pc;
 			}
 		}
 	}
@@ -641,11 +746,81 @@ static long lua_walk_step(__u32 i, void *ctx)
 	return 0;
 }
 
+/* The frame of trace number vmstate, which runs: its GCtrace,
+ * J->trace[N], goes with the frame, and the recorder reads where it
+ * starts.  Where it starts and where its code is tell a trace from a
+ * later one that reused the number and the GCtrace's memory after a
+ * flush: the same loop compiled again starts where it did, but its code
+ * is elsewhere (new machine-code areas).  Returns 1 if no sample showed
+ * this trace before (lj_traces_seen): the recorder should read it now. */
+static __always_inline int trace_frame(struct lua_walk *w, __u64 G, __s32 vmstate,
+				       __u32 tgid)
+{
+	const struct lj_layout *lo = &w->lo;
+	__u64 J = G + lo->g2j, tr = 0, trarr = 0, startpc = 0, mcode = 0;
+	__u32 sizetrace = 0, first, end;
+	__u16 fp = 0;
+	__u8 one = 1;
+
+	/* J->trace (a pointer) and J->sizetrace lie side by side. */
+	first = min_u32(lo->j_trace, lo->j_sizetrace);
+	end = max_u32(lo->j_trace, lo->j_sizetrace) + 8;
+	if (!lo->g2j) {
+		/* The trace by number only. */
+	} else if (!read_block(w, J + first, end - first)) {
+		trarr = block_u64(w, lo->j_trace - first);
+		sizetrace = (__u32)block_u64(w, lo->j_sizetrace - first);
+	} else if (read_u64(&trarr, J + lo->j_trace) ||
+		   bpf_probe_read_user(&sizetrace, sizeof(sizetrace),
+				       (const void *)(J + lo->j_sizetrace))) {
+		sizetrace = 0;
+	}
+	if ((__u32)vmstate < sizetrace)
+		read_ref(lo, &tr, trarr + (__u64)vmstate * lo->ref_size);
+	if (tr) {
+		first = min_u32(lo->tr_startpc, lo->tr_mcode);
+		end = max_u32(lo->tr_startpc, lo->tr_mcode) + 8;
+		if (!read_block(w, tr + first, end - first)) {
+			startpc = block_ref(w, lo->tr_startpc - first);
+			mcode = block_u64(w, lo->tr_mcode - first);
+		} else {
+			read_ref(lo, &startpc, tr + lo->tr_startpc);
+			read_u64(&mcode, tr + lo->tr_mcode);
+		}
+		fp = (__u16)((startpc >> 2) ^ (mcode >> 4) ^ (mcode >> 20)) | 1;
+	}
+	emit(w, LP_LUA_FRAME_TRACE, tr, (__u32)vmstate, 0, fp);
+	if (tr) {
+		struct lj_trace_key tk = {
+			.tr = tr, .tgid = tgid, .id = (__u32)vmstate << 16 | fp,
+		};
+
+		if (!bpf_map_lookup_elem(&lj_traces_seen, &tk)) {
+			bpf_map_update_elem(&lj_traces_seen, &tk, &one, BPF_ANY);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Does the memory mapping that holds the sampled stack pointer hold addr
- * too (bpf_find_vma)?  1 yes, 0 no, -1 unknown (the mappings are locked:
- * the process maps or faults at this moment). */
+ * too?  1 yes, 0 no, -1 unknown (the mappings are locked: the process
+ * maps or faults at this moment).
+ *
+ * bpf_find_vma() answers, but costs 7 to 12 us a call here, more than the
+ * rest of a sample: a tick comes with interrupts off, so it must release
+ * the mappings' lock through an irq_work, a self-interrupt (a VM exit on
+ * a virtual machine).  So the mapping it found is kept with the thread
+ * (t) and answers while the stack pointer stays in it:
+ * a thread runs on one stack for long, and one in use is not unmapped.
+ * A "no" is asked again of the kernel, which refreshes what is kept: a
+ * stack that moved (a host switching stacks, tarantool's fibers) or a
+ * mapping that changed since is looked up anew, so a kept mapping can
+ * only err by saying yes for a mapping that was since replaced by smaller
+ * ones under the same stack pointer. */
 struct stack_check {
 	__u64 addr;
+	__u64 lo, hi;
 	int holds;
 };
 
@@ -654,16 +829,25 @@ static long stack_check_cb(struct task_struct *task, struct vm_area_struct *vma,
 {
 	struct stack_check *sc = data;
 
-	sc->holds = sc->addr >= vma->vm_start && sc->addr < vma->vm_end;
+	sc->lo = vma->vm_start;
+	sc->hi = vma->vm_end;
+	sc->holds = sc->addr >= sc->lo && sc->addr < sc->hi;
 	return 0;
 }
 
-static __always_inline int on_sampled_stack(__u64 sp, __u64 addr)
+static __always_inline int on_sampled_stack(struct lj_thread *t, __u64 sp, __u64 addr)
 {
 	struct stack_check sc = { .addr = addr, .holds = -1 };
 
+	if (sp >= t->stack_lo && sp < t->stack_hi &&
+	    addr >= t->stack_lo && addr < t->stack_hi)
+		return 1;
 	if (bpf_find_vma(bpf_get_current_task_btf(), sp, stack_check_cb, &sc, 0))
 		return -1;
+	if (sc.holds >= 0) {
+		t->stack_lo = sc.lo;
+		t->stack_hi = sc.hi;
+	}
 	return sc.holds;
 }
 
@@ -766,18 +950,21 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	struct lj_proc *p;
 	__u32 zero = 0;
 	__u32 tgid, tid;
-	__u64 G, L = 0, base, pc = 0, *cached, ip;
+	__u64 G, L = 0, base, pc = 0, ip;
+	struct lj_thread *t;
 	const struct lj_layout *lo;
 	struct lj_state st;
+	struct lj_gfields g;
 	__s32 vmstate;
-	int wake, off_frame;
+	int wake, off_frame, in_trace = 0;
 
 	if (!e || !regs)
 		return 0;
 	wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
 	if (!wp)
 		return 0;
-	__builtin_memset(wp, 0, sizeof(*wp));
+	/* Not the block: 512 bytes (8 cache lines, cold at 99 Hz) for nothing. */
+	__builtin_memset(wp, 0, __builtin_offsetof(struct lua_walk, block));
 	tgid = e->h.pid;
 	tid = e->h.tid;
 	e->lua_state = LP_WALK_NONE;
@@ -795,15 +982,22 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	/* r14 - g2disp first (or the VM frame's L, on the second try): a G
 	 * this thread validated before is known good (its main thread need
 	 * not be looked at, nor the cache written again). */
-	cached = bpf_map_lookup_elem(&lj_thread_G, &tid);
+	t = bpf_map_lookup_elem(&lj_thread_G, &tid);
+	if (!t) {
+		struct lj_thread nt = {};
+
+		bpf_map_update_elem(&lj_thread_G, &tid, &nt, BPF_ANY);
+		t = bpf_map_lookup_elem(&lj_thread_G, &tid);
+		if (!t)
+			return 0;
+	}
 	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa) :
 			   regs->r14 - (__s64)lo->g2disp;
-	if (valid_G(wp, G, cached && *cached == G, &L, &st)) {
-		if (!cached || *cached != G)
-			bpf_map_update_elem(&lj_thread_G, &tid, &G, BPF_ANY);
+	if (valid_G(wp, G, &g, &L, &st)) {
+		t->G = G;
 	} else {
-		G = cached ? *cached : p->g_hint;
-		if (vm_frame_cfa || !valid_G(wp, G, cached != NULL, &L, &st)) {
+		G = t->G ? t->G : p->g_hint;
+		if (vm_frame_cfa || !valid_G(wp, G, &g, &L, &st)) {
 			e->lua_state = LP_WALK_NO_G;
 			return 0;
 		}
@@ -812,8 +1006,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	wp->mainL = G - lo->gg_g;
 	e->lua_G = G;
 	wake = !p->g_hint;
-	if (bpf_probe_read_user(&vmstate, sizeof(vmstate), (const void *)(G + lo->g_vmstate)))
-		return wake;
+	vmstate = g.vmstate;
 	e->vmstate = vmstate;
 
 	if (!st.cframe) {
@@ -828,7 +1021,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	 * hint may be another thread's VM (sysbench has one per thread).
 	 * Its C frame then lies on another stack: no G for this tick, and
 	 * the native walk looks for this stack's own VM frame. */
-	if (!vm_frame_cfa && on_sampled_stack(regs->sp, st.cframe & ~3ull) == 0) {
+	if (!vm_frame_cfa && on_sampled_stack(t, regs->sp, st.cframe & ~3ull) == 0) {
 		e->lua_state = LP_WALK_NO_G;
 		return wake;
 	}
@@ -851,45 +1044,10 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	}
 	base = st.base;
 	if (vmstate >= 0) {
-		__u64 jb = 0;
-
-		/* A trace runs on G->jit_base.  Its GCtrace, J->trace[N],
-		 * goes with the frame: the recorder reads where it starts. */
-		__u64 tr = 0, trarr = 0;
-		__u32 sizetrace = 0;
-
-		if (lo->g2j && !read_u64(&trarr, G + lo->g2j + lo->j_trace) &&
-		    !bpf_probe_read_user(&sizetrace, sizeof(sizetrace),
-					 (const void *)(G + lo->g2j + lo->j_sizetrace)) &&
-		    (__u32)vmstate < sizetrace)
-			read_ref(lo, &tr, trarr + (__u64)vmstate * lo->ref_size);
-		/* Where it starts and where its code is tell a trace from a
-		 * later one that reused the number and the GCtrace's memory
-		 * after a flush: the same loop compiled again starts where
-		 * it did, but its code is elsewhere (new machine-code areas). */
-		__u64 mcode = 0;
-		__u16 fp = 0;
-
-		if (tr) {
-			read_ref(lo, &trarr, tr + lo->tr_startpc);
-			read_u64(&mcode, tr + lo->tr_mcode);
-			fp = (__u16)((trarr >> 2) ^ (mcode >> 4) ^ (mcode >> 20)) | 1;
-		}
-		emit(wp, LP_LUA_FRAME_TRACE, tr, (__u32)vmstate, 0, fp);
-		if (tr) {
-			struct lj_trace_key tk = {
-				.tr = tr, .tgid = tgid,
-				.id = (__u32)vmstate << 16 | fp,
-			};
-			__u8 one = 1;
-
-			if (!bpf_map_lookup_elem(&lj_traces_seen, &tk)) {
-				bpf_map_update_elem(&lj_traces_seen, &tk, &one, BPF_ANY);
-				wake = 1;
-			}
-		}
-		if (!read_ref(lo, &jb, G + lo->g_jit_base) && jb)
-			base = jb;
+		/* A trace runs on G->jit_base. */
+		wake |= trace_frame(wp, G, vmstate, tgid);
+		if (g.jit_base)
+			base = g.jit_base;
 	} else if (~vmstate == LJ_VMST_INTERP && !p->vm_end) {
 		/* BASE is in a register we cannot yet tell from garbage;
 		 * the recorder locates the VM from this sample's G. */
@@ -902,9 +1060,18 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 			base = rdx;
 			pc = regs->bx;
 		}
+	} else if (~vmstate == LJ_VMST_INTERP && g.jit_base > st.stack &&
+		   g.jit_base <= st.maxstack + 8 * 8) {
+		/* Interpreting, yet outside the VM, with a trace's base set:
+		 * a JLOOP has jumped into the trace, whose first
+		 * instructions have not yet set vmstate (the exits clear
+		 * jit_base before they set INTERP).  The trace runs on
+		 * jit_base; L->base is older. */
+		base = g.jit_base;
+		in_trace = 1;
 	}
 	start_thread(wp, L, &st, base, pc);
-	wp->leaf = vmstate < 0;
+	wp->leaf = vmstate < 0 && !in_trace;
 	wp->pc_reg = pc && !off_frame;
 	e->lua_state = LP_WALK_WALKED;
 	phase_end(LP_PHASE_LUA_STATE);

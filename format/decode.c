@@ -144,11 +144,57 @@ static int decode_stack(struct trace_reader *r, struct lp_cursor *c,
 		prev = addrs[i];
 	}
 	s->addrs = addrs;
-	return 0;
+	/* A later stack_branch may name it. */
+	return r->stacks ? lp_stacktree_add(r->stacks, s) : 0;
 }
 
-static int decode_sample(struct trace_reader *r, struct lp_cursor *c,
-			 struct lp_sample *s)
+/*
+ * A stack_branch (§3.5.1): the base's root-side frames and the new ones,
+ * rebuilt from the stacks read so far.  A base never read (its chunk
+ * lost, or a hostile writer) makes the record bad: its samples then name
+ * a stack the report does not know, and count as such.
+ */
+static int decode_stack_branch(struct trace_reader *r, struct lp_cursor *c,
+			       struct lp_stack *s)
+{
+	uint64_t dbase, keep, nnew, pred, *addrs, *new;
+	uint32_t anchor, i;
+	int err;
+
+	err = lp_get_uv(c, &s->id) ?: lp_get_uv32(c, &s->kind) ?:
+	      lp_get_uv(c, &dbase) ?: lp_get_uv(c, &keep) ?: lp_get_uv(c, &nnew);
+	if (err)
+		return err;
+	if (!r->stacks || !s->id || !dbase || dbase >= s->id ||
+	    keep > LP_STACK_MAX_DEPTH || nnew > LP_STACK_MAX_DEPTH - keep ||
+	    nnew > lp_cursor_left(c))
+		return -EBADMSG;
+	err = lp_stacktree_base(r->stacks, s->kind, s->id - dbase,
+				(uint32_t)keep, &anchor, &pred);
+	if (err)
+		return -EBADMSG;
+	s->depth = (uint32_t)(keep + nnew);
+	/* The stack leaf first, then its new frames root side first. */
+	addrs = get_array(r, s->depth + nnew, sizeof(*addrs));
+	if (!addrs)
+		return -ENOMEM;
+	new = addrs + s->depth;
+	for (i = 0; i < nnew; i++) {
+		int64_t delta;
+
+		if (lp_get_sv(c, &delta))
+			return -EBADMSG;
+		pred += (uint64_t)delta; /* modulo 2^64 */
+		new[i] = pred;
+	}
+	s->addrs = addrs;
+	return lp_stacktree_extend(r->stacks, s->id, s->kind, anchor,
+				   (uint32_t)keep, new, (uint32_t)nnew, addrs);
+}
+
+/* A sample (6), or a sample_us (23) whose dtime counts microseconds. */
+static int decode_sample_in(struct trace_reader *r, struct lp_cursor *c,
+			    struct lp_sample *s, uint64_t time_unit)
 {
 	int64_t dtime;
 	int err;
@@ -182,9 +228,15 @@ static int decode_sample(struct trace_reader *r, struct lp_cursor *c,
 			return err;
 	}
 	/* Only a sample that decoded moves the time base, as in the writer. */
-	s->time_ns = r->prev_sample_time + (uint64_t)dtime;
+	s->time_ns = r->prev_sample_time + (uint64_t)dtime * time_unit;
 	r->prev_sample_time = s->time_ns;
 	return 0;
+}
+
+static int decode_sample(struct trace_reader *r, struct lp_cursor *c,
+			 struct lp_sample *s)
+{
+	return decode_sample_in(r, c, s, 1);
 }
 
 static int decode_ksyms(struct trace_reader *r, struct lp_cursor *c,
@@ -657,6 +709,12 @@ static int decode_body(struct trace_reader *r, uint64_t type,
 	LP_REC_IF_BODY(kind, case LP_REC_##T: return decode_##n(r, c, &rec->u.n);)
 	LP_RECDEF(DECODE)
 #undef DECODE
+	case LP_REC_STACK_BRANCH:
+		rec->type = LP_REC_STACK;
+		return decode_stack_branch(r, c, &rec->u.stack);
+	case LP_REC_SAMPLE_US:
+		rec->type = LP_REC_SAMPLE;
+		return decode_sample_in(r, c, &rec->u.sample, 1000);
 	case LP_REC_CHUNK:
 		return -EBADMSG;
 	}
@@ -681,6 +739,10 @@ int lp_decode_record(struct trace_reader *r, struct lp_record *rec)
 	r->rec = body.end;
 	if (type < 64 && (r->skip >> type & 1))
 		return 0; /* the caller wants none of these */
+	if (type == LP_REC_STACK_BRANCH && (r->skip >> LP_REC_STACK & 1))
+		return 0; /* read as stacks, skipped with them */
+	if (type == LP_REC_SAMPLE_US && (r->skip >> LP_REC_SAMPLE & 1))
+		return 0; /* read as samples, skipped with them */
 	/* What an older writer embedded and no reader needs any more. */
 	if (type == LP_REC_DEBUG_RETIRED) {
 		r->stats.retired_records++;
@@ -708,7 +770,8 @@ int lp_decode_record(struct trace_reader *r, struct lp_record *rec)
 		r->stats.footer_seen = 1;
 		r->stats.footer = rec->u.footer;
 	}
-	if (type == LP_REC_SAMPLE)
+	if (type == LP_REC_SAMPLE || type == LP_REC_SAMPLE_US)
 		r->stats.samples++;
+	r->rec_bytes = len;
 	return 1;
 }

@@ -1,8 +1,10 @@
 /*
- * names.c - the human-readable names of codecs and record types.  They
- * appear on the command line (`record --codec lz4`) and in diagnostics
- * (`report --stats`), so they live next to the format rather than in
- * either tool, and both directions of the codec mapping share one table.
+ * names.c - the human-readable names of codecs and record types.  Codec
+ * names appear on the command line (`record --compress lz4`) and in
+ * `luaprof info` (its codecs line), record type names in diagnostics and
+ * the tests, so they live next to the format rather than in either tool;
+ * both directions of the codec mapping share one table, and the record
+ * names expand the list of types (LP_RECDEF in trace.h).
  */
 #include <errno.h>
 #include <string.h>

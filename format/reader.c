@@ -1,6 +1,8 @@
 /*
  * reader.c - reads a trace file (format v1, see trace.h and
- * docs/format.md) back into decoded records, for `luaprof report`.
+ * docs/format.md) back into decoded records, for `luaprof report`, `diff`
+ * and `info`: the file header and the chunk framing here, the record
+ * bodies in decode.c.
  *
  * The file is untrusted: it may be cut short by a killed recorder, damaged
  * on disk, hand-made, or written by a newer luaprof.  So the reader checks
@@ -326,6 +328,7 @@ static int next_chunk(struct trace_reader *r)
 			continue;
 		}
 		leave_resync(r, position(r));
+		r->stats.codec_chunks[h.codec <= LP_CODEC_ZLIB ? h.codec : LP_CODEC_ZLIB + 1]++;
 		r->start += total;
 		ret = open_chunk(r, &h, p + LP_CHUNK_HEADER_SIZE);
 		if (ret)
@@ -336,6 +339,11 @@ static int next_chunk(struct trace_reader *r)
 void trace_reader_skip(struct trace_reader *r, uint64_t types)
 {
 	r->skip = types;
+}
+
+uint64_t trace_reader_record_bytes(const struct trace_reader *r)
+{
+	return r->rec_bytes;
 }
 
 int trace_reader_next(struct trace_reader *r, struct lp_record *rec)
@@ -452,6 +460,14 @@ int trace_reader_open(struct trace_reader **out, const char *path,
 	err = check_header(r, (size_t)got, errbuf, errlen);
 	if (err)
 		goto cleanup;
+	if (r->stats.incompat & LP_INCOMPAT_STACK_BRANCH) {
+		r->stacks = lp_stacktree_new(SIZE_MAX);
+		if (!r->stacks) {
+			set_error(errbuf, errlen, "out of memory");
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	}
 	r->start = LP_HEADER_SIZE;
 	*out = r;
 	return 0;
@@ -479,5 +495,6 @@ void trace_reader_close(struct trace_reader *r)
 	lp_buf_free(&r->raw);
 	lp_buf_free(&r->strings);
 	lp_buf_free(&r->array);
+	lp_stacktree_free(r->stacks);
 	free(r);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "format/codec.h"
+#include "format/stacktree.h"
 #include "format/trace.h"
 
 struct trace_reader {
@@ -43,8 +44,13 @@ struct trace_reader {
 	struct lp_buf strings;
 	struct lp_buf array;
 
+	/* Stacks read so far, for stack_branch records to name (a trace
+	 * with incompat STACK_BRANCH only; NULL otherwise). */
+	struct lp_stacktree *stacks;
+
 	struct trace_reader_stats stats;
 	uint64_t skip; /* bit t: records of type t are skipped unread */
+	uint64_t rec_bytes; /* the body size of the last record returned */
 };
 
 /*

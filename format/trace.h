@@ -1,6 +1,14 @@
 /*
- * trace.h - the luaprof trace format, version 1: grammar, constants and the
- * decoded (in-memory) form of every record, shared by writer.c and reader.c.
+ * trace.h - the luaprof trace format, version 1, and the one public header
+ * of format/: the grammar, its constants, the list of record types
+ * (LP_RECDEF), the decoded (in-memory) form of every record, and the
+ * library's calls: the writer (writer.c), the reader (reader.c, decode.c),
+ * the names of codecs and record types (names.c), the identity of an ELF
+ * file as an object record states it (objid.c) and the private files
+ * traces and reports are written to (private.c).  format/ is the trace
+ * format and nothing else: what record/ and report/ share besides it
+ * (growable arrays, the hash table, ELF symbols, DWARF lines) is in lib/,
+ * which may use these types; format/ never includes lib/.
  *
  * A trace is what `luaprof record` leaves behind and all `luaprof report`
  * ever reads, so it must survive a recorder killed at any instant and be
@@ -14,7 +22,11 @@
  *   header     := magic[8] "LUAPROF\0"
  *                 version:u16le         (= 1)
  *                 header_size:u16le     (= 24; bytes from magic to crc)
- *                 incompat:u32le        (feature bits a reader must know)
+ *                 incompat:u32le        (feature bits a reader must know:
+ *                                        0x1 STACK_BRANCH, stacks may be
+ *                                        stack_branch records; 0x2
+ *                                        SAMPLE_US, samples may be
+ *                                        sample_us records)
  *                 compat:u32le          (feature bits a reader may ignore:
  *                                        0x1 CHUNK_SEQ, every records chunk
  *                                        starts with a chunk record)
@@ -46,8 +58,17 @@
  *   mapping    := start:uv size:uv pgoff:uv prot:uv inode:uv path:str
  *   stack      := id:uv kind:uv depth:uv addr[depth]   (leaf first)
  *   addr       := first: value:uv; then: (value - previous):sv
+ *   stack_branch := id:uv kind:uv (id - base):uv keep:uv nnew:uv
+ *                 (addr - previous):sv[nnew]
+ *                 (incompat STACK_BRANCH: the stack is the keep root-side
+ *                  frames of stack base, then the nnew frames, written
+ *                  from the branch point toward the leaf; previous starts
+ *                  at the base's frame at the first new frame's depth,
+ *                  else the last kept frame, else 0.  Read as a stack.)
  *   sample     := dtime:sv pid:uv tid:uv cpu:uv kstack:uv ustack:uv flags:uv
- *                 lstack:uv vmstate:sv lua_state:uv
+ *                 lstack:uv vmstate:sv lua_state:uv ustop:uv
+ *   sample_us  := as sample, but dtime counts microseconds (incompat
+ *                 SAMPLE_US; read as a sample)
  *   lost       := time_ns:uv count:uv reason:uv
  *   ksyms      := count:uv ksym[count]  (ascending addresses)
  *   ksym       := (addr - previous addr):uv name:str  (previous = 0 first)
@@ -118,7 +139,12 @@
 
 /* Feature bits.  A reader refuses a trace with an incompat bit it does
  * not know, and ignores unknown compat bits. */
-#define LP_INCOMPAT_KNOWN 0u
+/* Stacks may be stack_branch records, which name an earlier stack: a
+ * reader that skipped them would lose the samples naming them. */
+#define LP_INCOMPAT_STACK_BRANCH 0x1u
+/* Samples may be sample_us records, whose dtime counts microseconds. */
+#define LP_INCOMPAT_SAMPLE_US 0x2u
+#define LP_INCOMPAT_KNOWN (LP_INCOMPAT_STACK_BRANCH | LP_INCOMPAT_SAMPLE_US)
 /* Every records chunk starts with a chunk record numbering it, so that a
  * reader tells a missing, repeated or reordered chunk (format.md §2.3). */
 #define LP_COMPAT_CHUNK_SEQ 0x1u
@@ -141,7 +167,9 @@ enum lp_codec { LP_CODEC_NONE = 0, LP_CODEC_LZ4 = 1, LP_CODEC_ZLIB = 2 };
  * the writer's and the decoder's dispatch, the tests' round trip.  kind
  * is BODY for a record the reader returns, RETIRED for one an older
  * writer wrote and a reader skips (counted in retired_records), FRAMING
- * for one the writer and the reader keep to themselves.  A new record
+ * for one the writer and the reader keep to themselves, WIRE for another
+ * type's shorter form, which the writer picks for a record of that type
+ * when it applies and the reader returns as that type.  A new record
  * type is a line here, its struct lp_name above struct lp_record, its
  * put_name() in writer.c and decode_name() in decode.c, the grammar above
  * and docs/format.md.  Numbers are the format: never reuse one.
@@ -167,7 +195,9 @@ enum lp_codec { LP_CODEC_NONE = 0, LP_CODEC_LZ4 = 1, LP_CODEC_ZLIB = 2 };
 	_(SRCLINES, srclines, 18, BODY) \
 	_(PUC_LUA, puc_lua, 19, BODY) \
 	_(TRACE_SNAPS, trace_snaps, 20, BODY) \
-	_(CHUNK, chunk, 21, FRAMING) /* a chunk's number, see reader.c */
+	_(CHUNK, chunk, 21, FRAMING) /* a chunk's number, see reader.c */ \
+	_(STACK_BRANCH, stack_branch, 22, WIRE) /* a STACK on an earlier one */ \
+	_(SAMPLE_US, sample_us, 23, WIRE) /* a SAMPLE, its dtime in µs */
 
 /* LP_REC_IF_BODY(kind, ...): the tokens after kind for a BODY type,
  * nothing for the others; an expansion of LP_RECDEF that concerns
@@ -176,6 +206,7 @@ enum lp_codec { LP_CODEC_NONE = 0, LP_CODEC_LZ4 = 1, LP_CODEC_ZLIB = 2 };
 #define LP_REC_IF_BODY_BODY(...) __VA_ARGS__
 #define LP_REC_IF_BODY_RETIRED(...)
 #define LP_REC_IF_BODY_FRAMING(...)
+#define LP_REC_IF_BODY_WIRE(...)
 
 enum lp_record_type {
 #define LP_REC_ENUM(T, n, num, kind) LP_REC_##T = num,
@@ -581,8 +612,8 @@ int trace_writer_close(struct trace_writer *w, const struct lp_footer *footer);
 void trace_writer_get_stats(const struct trace_writer *w,
 			    struct trace_writer_stats *stats);
 /* The size in bytes of a SRCLINES record's body as the writer encodes it
- * (0 for one it would refuse), so that a writer can bound what it embeds
- * before it writes, and `info` count what a trace holds. */
+ * (0 for one it would refuse), so that a recorder can bound what it
+ * embeds before it writes. */
 size_t lp_srclines_size(const struct lp_srclines *sl);
 /* Likewise for a TRACE_SNAPS record (0 for one the writer would refuse). */
 size_t lp_trace_snaps_size(const struct lp_trace_snaps *ts);
@@ -616,6 +647,9 @@ struct trace_reader_stats {
 	uint64_t missing_chunks;
 	uint64_t disordered_chunks;
 	uint64_t samples;         /* sample records returned */
+	/* Chunks whose CRC checked out, by the codec their header names:
+	 * none, lz4, zlib, then any other (a bad chunk, counted above). */
+	uint64_t codec_chunks[LP_CODEC_ZLIB + 2];
 	int truncated;            /* the file ends inside a chunk */
 	int footer_seen;          /* a footer record was read */
 	struct lp_footer footer;  /* the first footer read, if footer_seen */
@@ -629,6 +663,10 @@ int trace_reader_next(struct trace_reader *r, struct lp_record *rec);
  * records out of a long trace.  Skipping samples leaves the time base of
  * later samples wrong: a pass that skips them must not read them. */
 void trace_reader_skip(struct trace_reader *r, uint64_t types);
+/* The size in bytes of the body of the record trace_reader_next() last
+ * returned, as the trace stores it (decompressed): what `info` says an
+ * embedded table costs. */
+uint64_t trace_reader_record_bytes(const struct trace_reader *r);
 void trace_reader_get_stats(const struct trace_reader *r,
 			    struct trace_reader_stats *stats);
 void trace_reader_close(struct trace_reader *r);

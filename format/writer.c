@@ -20,7 +20,12 @@
 #include <unistd.h>
 
 #include "format/codec.h"
+#include "format/stacktree.h"
 #include "format/trace.h"
+
+/* The most frame paths the writer remembers to share stacks' root sides
+ * (about 32 bytes each); stacks past it are still written, sharing less. */
+#define WRITER_STACKTREE_NODES (1u << 18)
 
 struct trace_writer {
 	int fd;
@@ -38,6 +43,10 @@ struct trace_writer {
 	uint64_t prev_sample_time; /* of the last sample in this chunk */
 	uint64_t samples, lost;    /* for a footer the caller leaves to us */
 	uint64_t chunk_samples;    /* samples in the pending chunk */
+	/* Stacks written so far, by their root sides, and how the stack
+	 * being appended branches from one of them (stacktree.h). */
+	struct lp_stacktree *stacks;
+	struct lp_stack_branch branch;
 	struct trace_writer_stats stats;
 };
 
@@ -173,6 +182,33 @@ static int put_stack(struct lp_buf *b, const struct lp_stack *s)
 			err = lp_put_uv(b, s->addrs[0]);
 		else
 			err = lp_put_sv(b, (int64_t)(s->addrs[i] - prev));
+		prev = s->addrs[i];
+	}
+	return err;
+}
+
+static int stack_valid(const struct lp_stack *s)
+{
+	return s->id && s->depth <= LP_STACK_MAX_DEPTH && (!s->depth || s->addrs);
+}
+
+/*
+ * A stack as an earlier one's root side and its own frames (§3.5.1): the
+ * new frames from the branch point toward the leaf, each a difference
+ * from the one before, the first from the base's frame at its depth.
+ */
+static int put_stack_branch(struct lp_buf *b, const struct lp_stack *s,
+			    const struct lp_stack_branch *br)
+{
+	uint64_t prev = br->pred;
+	uint32_t i = s->depth - br->keep;
+	int err;
+
+	err = lp_put_uv(b, s->id) ?: lp_put_uv(b, s->kind) ?:
+	      lp_put_uv(b, s->id - br->base) ?: lp_put_uv(b, br->keep) ?:
+	      lp_put_uv(b, i);
+	while (!err && i-- > 0) {
+		err = lp_put_sv(b, (int64_t)(s->addrs[i] - prev));
 		prev = s->addrs[i];
 	}
 	return err;
@@ -544,10 +580,34 @@ static int put_trace(struct lp_buf *b, const struct lp_trace *tr)
 	       lp_put_uv(b, tr->mcode) ?: lp_put_uv(b, tr->szmcode);
 }
 
+static int64_t sample_dtime(const struct trace_writer *w, const struct lp_sample *sa)
+{
+	return (int64_t)(sa->time_ns - w->prev_sample_time);
+}
+
+/* Whether a sample goes as a sample_us: its time a whole number of
+ * microseconds after the last, as luaprof's are (§3.6.1). */
+static int in_us(const struct trace_writer *w, const struct lp_sample *sa)
+{
+	return sample_dtime(w, sa) % 1000 == 0;
+}
+
+/* The record type rec goes as: a stack that branches from an earlier one
+ * as a stack_branch, a sample in whole µs as a sample_us (the WIRE types
+ * of LP_RECDEF). */
+static uint64_t wire_type(const struct trace_writer *w, const struct lp_record *rec)
+{
+	if (rec->type == LP_REC_STACK && w->branch.base)
+		return LP_REC_STACK_BRANCH;
+	if (rec->type == LP_REC_SAMPLE && in_us(w, &rec->u.sample))
+		return LP_REC_SAMPLE_US;
+	return rec->type;
+}
+
 /*
  * Appends the body of rec to b; returns 0, -EINVAL or -E2BIG/-ENOMEM.
  * One put_name() per record type of LP_RECDEF; the retired and framing
- * types are no caller's to write.  A sample's time is a delta against
+ * types are no caller's to write, the wire types the writer's choice.  A sample's time is a delta against
  * the previous sample of this chunk only, so that every chunk decodes
  * without its predecessors.
  */
@@ -557,9 +617,13 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 	struct lp_record rebased;
 
 	if (rec->type == LP_REC_SAMPLE) {
+		/* As a sample_us, the delta in µs (wire_type()). */
 		rebased = *rec;
-		rebased.u.sample.time_ns -= w->prev_sample_time;
+		rebased.u.sample.time_ns = (uint64_t)(sample_dtime(w, &rec->u.sample) /
+						      (in_us(w, &rec->u.sample) ? 1000 : 1));
 		rec = &rebased;
+	} else if (rec->type == LP_REC_STACK && w->branch.base) {
+		return put_stack_branch(b, &rec->u.stack, &w->branch);
 	}
 	switch (rec->type) {
 #define PUT(T, n, num, kind) LP_REC_IF_BODY(kind, case LP_REC_##T: return put_##n(b, &rec->u.n);)
@@ -600,7 +664,7 @@ static int append_record(struct trace_writer *w, const struct lp_record *rec)
 
 	if (mark == LP_CHUNK_HEADER_SIZE)
 		err = put_chunk_record(w);
-	err = err ?: lp_put_uv(&w->chunk, rec->type) ?:
+	err = err ?: lp_put_uv(&w->chunk, wire_type(w, rec)) ?:
 	      lp_put_bytes(&w->chunk, gap, sizeof(gap));
 	body = w->chunk.len;
 	err = err ?: put_body(w, &w->chunk, rec);
@@ -630,6 +694,14 @@ static int add_record(struct trace_writer *w, const struct lp_record *rec)
 
 	if (w->error)
 		return w->error;
+	memset(&w->branch, 0, sizeof(w->branch));
+	if (rec->type == LP_REC_STACK) {
+		if (!stack_valid(&rec->u.stack))
+			return -EINVAL;
+		/* Without memory for the search, the stack goes whole. */
+		if (lp_stacktree_find(w->stacks, &rec->u.stack, &w->branch))
+			memset(&w->branch, 0, sizeof(w->branch));
+	}
 	err = append_record(w, rec);
 	if (err == -E2BIG && pending_raw(w)) {
 		/* Too big for what is left of this chunk: it gets a chunk
@@ -638,6 +710,10 @@ static int add_record(struct trace_writer *w, const struct lp_record *rec)
 	}
 	if (err)
 		return err;
+	/* Only a stack in the trace may be a later stack's base; failing
+	 * to remember it (out of memory) only shares less. */
+	if (rec->type == LP_REC_STACK)
+		lp_stacktree_insert(w->stacks, &rec->u.stack, &w->branch);
 	w->stats.records++;
 	if (rec->type == LP_REC_SAMPLE) {
 		w->samples++;
@@ -670,6 +746,11 @@ int trace_writer_open(struct trace_writer **out, const char *path,
 		err = w->fd;
 		goto cleanup;
 	}
+	w->stacks = lp_stacktree_new(WRITER_STACKTREE_NODES);
+	if (!w->stacks) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	/* The limit refuses a record that can never fit in a chunk as soon
 	 * as encoding it passes LP_CHUNK_MAX_RAW (plus the slack of the
 	 * length gap, see append_record()), not after. */
@@ -682,7 +763,7 @@ int trace_writer_open(struct trace_writer **out, const char *path,
 	err = lp_put_bytes(&header, LP_MAGIC, LP_MAGIC_SIZE) ?:
 	      lp_put_u16(&header, LP_VERSION) ?:
 	      lp_put_u16(&header, LP_HEADER_SIZE) ?:
-	      lp_put_u32(&header, LP_INCOMPAT_KNOWN) ?:
+	      lp_put_u32(&header, LP_INCOMPAT_STACK_BRANCH | LP_INCOMPAT_SAMPLE_US) ?:
 	      lp_put_u32(&header, LP_COMPAT_CHUNK_SEQ);
 	err = err ?: lp_put_u32(&header, lp_crc32(0, header.data, header.len));
 	err = err ?: write_full(w->fd, header.data, header.len);
@@ -698,6 +779,7 @@ cleanup:
 	if (w->fd >= 0)
 		close(w->fd);
 	lp_buf_free(&w->chunk);
+	lp_stacktree_free(w->stacks);
 	free(w);
 	return err;
 }
@@ -743,6 +825,7 @@ int trace_writer_close(struct trace_writer *w, const struct lp_footer *footer)
 		err = -errno;
 	lp_buf_free(&w->chunk);
 	lp_buf_free(&w->packed);
+	lp_stacktree_free(w->stacks);
 	free(w);
 	return err;
 }

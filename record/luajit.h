@@ -2,8 +2,10 @@
  * luajit.h - what record/ knows about the LuaJIT VM in a target process:
  * which object holds LuaJIT, which build it is and with which struct
  * offsets (luajit_detect.c), where its global_State and interpreter code
- * are once a sample has shown them (luajit_vm.c), and the Lua function
- * prototypes read from it (luajit_protos.c).
+ * are once a sample has shown them (luajit_vm.c), and what is read from
+ * it: the Lua function prototypes (luajit_protos.c), the source files of
+ * their chunks (luajit_sources.c), and the compiled traces
+ * (luajit_jit_traces.c) with their snapshots (luajit_snaps.c).
  */
 #ifndef LUAPROF_RECORD_LUAJIT_H
 #define LUAPROF_RECORD_LUAJIT_H
@@ -60,7 +62,8 @@ int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file
  * layout (tarantool's takes 100 ms, during which the command's first Lua
  * would run with no Lua walk).  arg is unused (unwind_preload's `also`). */
 void lj_preload(const char *path, void *arg);
-/* Reads a layout from a file of "field = value" lines (luajit.h names). */
+/* Reads a layout from a file of "field = value" lines, the names of
+ * bpf/luajit.h's LJ_LAYOUTDEF. */
 int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 			size_t msglen);
 /* A copy of t for a forked child with the same memory. */
@@ -116,6 +119,11 @@ struct proto_table *proto_table_new(void);
 uint64_t proto_table_get(struct proto_table *pt, const struct lj_target *t,
 			 uint64_t addr, uint16_t fingerprint,
 			 const struct lp_proto **rec);
+/* The same for the proto at addr that no sample showed (a compiled
+ * trace's): its fingerprint read from its header, and its bytecode's
+ * length in *sizebc; 0 if it cannot be read. */
+uint64_t proto_table_at(struct proto_table *pt, const struct lj_target *t,
+			uint64_t addr, uint32_t *sizebc, const struct lp_proto **rec);
 /* What the walker saw of a prototype before its first sample (chunk
  * name: len of its full bytes): names it if it is gone when read. */
 void proto_table_note(struct proto_table *pt, uint32_t pid, uint64_t addr,
@@ -125,6 +133,9 @@ void proto_table_note(struct proto_table *pt, uint32_t pid, uint64_t addr,
 uint64_t proto_table_from_ident(const struct proto_table *pt);
 uint64_t proto_table_count(const struct proto_table *pt);
 uint64_t proto_table_failed(const struct proto_table *pt);
+/* Protos not read, or not remembered, for want of memory (not counted by
+ * proto_table_failed or proto_table_from_ident). */
+uint64_t proto_table_nomem(const struct proto_table *pt);
 void proto_table_free(struct proto_table *pt);
 
 /* ---- luajit_sources.c ---------------------------------------------------
@@ -151,18 +162,18 @@ uint64_t source_table_get(struct source_table *st, pid_t pid,
 void source_table_stats(const struct source_table *st, struct source_stats *out);
 void source_table_free(struct source_table *st);
 
-/* ---- luajit_traces.c ----------------------------------------------------
- * Compiled traces by (pid, number, GCtrace address, fingerprint), read
- * once each: a number reused after a flush gets a new id, and so does a
- * trace found changed when it is looked at again (at most every 100 ms).
- * *rec is set when a TRACE record must be written, *snaps when a
- * TRACE_SNAPS record must follow it; the protos either names are handed
- * to emit_proto first, in the order they must be written. */
-struct trace_table;
+/* ---- luajit_snaps.c -----------------------------------------------------
+ * A compiled trace's snapshots, read from the target and decoded into the
+ * frames its machine code stands for (see the file).  hdr holds the
+ * GCtrace's first LJ_GCTRACE_HDR bytes.  0 with *out set (owned by sr
+ * until its next call); -ENOTSUP if the layout has no snapshot offsets;
+ * -ESTALE if the trace is gone or changed; another -errno if it could not
+ * be read.  The protos the frames name are handed to emit first. */
+struct snap_reader;
 
 typedef void (*snap_emit_proto_fn)(void *ctx, const struct lp_proto *rec);
 
-/* What the table read, for record's summary. */
+/* What was read, for record's summary. */
 struct snap_stats {
 	uint64_t traces;     /* traces whose snapshots were written */
 	uint64_t stale;      /* ... gone or changed before they were read */
@@ -171,30 +182,7 @@ struct snap_stats {
 	uint64_t unplaced;   /* ... of them not decoded: code not placed */
 };
 
-#define LJ_TRACE_HDR 256 /* bytes of a GCtrace read: every field used */
-
-struct trace_table *trace_table_new(void);
-uint64_t trace_table_get(struct trace_table *tt, struct proto_table *pt,
-			 const struct lj_target *t, uint64_t addr, uint32_t traceno,
-			 uint16_t fingerprint, const struct lp_trace **rec,
-			 const struct lp_trace_snaps **snaps,
-			 snap_emit_proto_fn emit_proto, void *ctx);
-uint64_t trace_table_count(const struct trace_table *tt);
-void trace_table_stats(const struct trace_table *tt, struct snap_stats *out);
-void trace_table_free(struct trace_table *tt);
-/* The id of the proto at addr, reading it if it is new (*prec is then
- * set, and owned by pt until its next call), and its bytecode's length
- * in *sizebc; 0 if it cannot be read. */
-uint64_t lj_proto_get(struct proto_table *pt, const struct lj_target *t,
-		      uint64_t addr, uint32_t *sizebc, const struct lp_proto **prec);
-
-/* ---- luajit_snaps.c -----------------------------------------------------
- * A trace's snapshots, read from the target and decoded into the frames
- * its machine code stands for (see the file).  hdr holds the GCtrace's
- * first LJ_TRACE_HDR bytes.  0 with *out set (owned by sr until its next
- * call); -ENOTSUP if the layout has no snapshot offsets; -ESTALE if the
- * trace is gone or changed; another -errno if it could not be read. */
-struct snap_reader;
+#define LJ_GCTRACE_HDR 256 /* bytes of a GCtrace read: every field used */
 
 struct snap_reader *snap_reader_new(void);
 int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
@@ -203,6 +191,27 @@ int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
 		     void *ctx, const struct lp_trace_snaps **out);
 void snap_reader_stats(const struct snap_reader *sr, struct snap_stats *out);
 void snap_reader_free(struct snap_reader *sr);
+
+/* ---- luajit_jit_traces.c ------------------------------------------------
+ * LuaJIT's compiled traces ("jit traces", not the trace file) by (pid,
+ * number, GCtrace address, fingerprint), read once each: a number reused
+ * after a flush gets a new id, and so does a trace found changed when it
+ * is looked at again (at most every 100 ms).  *rec is set when a TRACE
+ * record must be written, *snaps when a TRACE_SNAPS record must follow
+ * it; the protos either names are handed to emit_proto first, in the
+ * order they must be written.  0 for a trace not known. */
+struct jit_trace_table;
+
+struct jit_trace_table *jit_trace_table_new(void);
+uint64_t jit_trace_table_get(struct jit_trace_table *tt, struct proto_table *pt,
+			     const struct lj_target *t, uint64_t addr, uint32_t traceno,
+			     uint16_t fingerprint, const struct lp_trace **rec,
+			     const struct lp_trace_snaps **snaps,
+			     snap_emit_proto_fn emit_proto, void *ctx);
+/* The jit traces met; what their snapshots' reading came to. */
+uint64_t jit_trace_table_count(const struct jit_trace_table *tt);
+void jit_trace_table_stats(const struct jit_trace_table *tt, struct snap_stats *out);
+void jit_trace_table_free(struct jit_trace_table *tt);
 
 /* A GCRef or MRef copied out of target memory: ref_size bytes,
  * zero-extended (x86_64 is little-endian). */

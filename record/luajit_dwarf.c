@@ -114,7 +114,10 @@ struct member_field {
 	MEMBER_FIELD_##from(name, group, str, member, width)
 #define MEMBER_FIELD_M(f, g, t, m, w) \
 	{ MG_##g, T_##t, #m, offsetof(struct lj_layout, f), w },
-#define MEMBER_FIELD_SIZE(f, g, t, m, w)  /* the ones below: read by code */
+/* The other kinds are fill_layout()'s, trace_layout()'s and
+ * snap_layout()'s code: sizes, GG_State's shape, flags, the C frame and
+ * the fast function ids. */
+#define MEMBER_FIELD_SIZE(f, g, t, m, w)
 #define MEMBER_FIELD_GG(f, g, t, m, w)
 #define MEMBER_FIELD_FLAGS(f, g, t, m, w)
 #define MEMBER_FIELD_FRAME(f, g, t, m, w)

@@ -2,8 +2,8 @@
  * luajit_layouts.c - the table of LuaJIT builds luaprof can walk without
  * debug info, and the cheap static test that tells their reference width
  * apart.  Every LuaJIT build has its own struct offsets; the BPF walker
- * gets them as a struct lj_layout, and the reporter names builtins by the
- * build's fast-function ids, which differ between LuaJIT variants.
+ * gets them as a struct lj_layout, and builtins are named by the build's
+ * fast-function ids, which differ between LuaJIT variants.
  *
  * The rows come from Debian bookworm's two x86_64 LuaJIT builds:
  * luajit/libluajit-5.1-2 2.1.0~beta3+git20220320+dfsg-4.1+deb12u1
@@ -14,7 +14,8 @@
  * way its debian/rules does (`make amalg` with dpkg-buildflags) plus -g,
  * with and without GC64, and a probe compiled against LuaJIT's internal
  * headers (lj_obj.h, lj_frame.h, lj_dispatch.h, lj_jit.h, lj_ff.h) with
- * the same defines printed every offsetof, sizeof and constant below
+ * the same defines printed every offsetof, sizeof and constant below and
+ * in the last two columns of bpf/luajit.h's LJ_LAYOUTDEF
  * (GCtrace and SnapShot too, with lj_ir.h for luajit_snaps.c's IR).  The
  * fast-function names are buildvm's jit/vmdef.lua of those builds, which is
  * identical to the one each Debian package ships.  The GC64 builds' .text

@@ -1,10 +1,12 @@
 /*
- * luajit_layouts.h - the LuaJIT builds luaprof knows without debug info:
- * their struct offsets (struct lj_layout, bpf/luajit.h), their fast
- * function names by id, and a way to tell GC64 from 32-bit references in a
- * stripped binary without running it.  The recorder picks a layout here
- * for each target, then validates it on the live process; the reporter
- * names builtins with lj_ffname().
+ * luajit_layouts.h - the LuaJIT builds luaprof knows without debug info
+ * (lj_builds): their struct offsets (struct lj_layout, bpf/luajit.h),
+ * their fast function names by id, and a way to tell GC64 from 32-bit
+ * references in a stripped binary without running it.  The recorder picks
+ * a layout here for each target, then validates it on the live process,
+ * and writes the build's fast function names into the trace's LUAJIT
+ * record, from which the reporter names builtins; luajit_dwarf.c borrows
+ * the names to spell a DWARF enum's builtins the same way.
  */
 #ifndef LUAPROF_RECORD_LUAJIT_LAYOUTS_H
 #define LUAPROF_RECORD_LUAJIT_LAYOUTS_H
@@ -44,7 +46,8 @@ const struct lj_build_desc *lj_known_build_for(uint32_t flags, const int32_t *g2
  * *g2disp set, else -ENOENT. */
 int lj_g2disp_from_vm(const uint8_t *code, size_t len, int gc64, int32_t *g2disp);
 
-/* "string.format" for an ffid of that build, or NULL. */
+/* "string.format" for an ffid of that build, or NULL (for the tests: the
+ * recorder hands the whole list on). */
 const char *lj_ffname(const struct lj_build_desc *b, uint32_t ffid);
 
 /* GC64 or not from lua_gettop's first bytes (at most 16): 1 GC64, 0 not,

@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/grow.h"
+#include "lib/htab.h"
 #include "record/luajit.h"
 
 #define PROTO_MAX_SIZE (16u << 20)
@@ -50,11 +52,12 @@ struct proto_ident {
 	char *chunkname;
 };
 
+/* A prototype met: its key, and its id or what is known of it. */
 struct proto_key {
 	uint64_t addr;
 	uint32_t pid;
 	uint16_t fingerprint;
-	uint64_t id; /* 0 empty; ID_FAILED; ID_NOTED: not read yet */
+	uint64_t id; /* ID_FAILED; ID_NOTED: not read yet */
 	struct proto_ident *ident;
 };
 
@@ -62,26 +65,34 @@ struct proto_key {
 #define ID_NOTED (UINT64_MAX - 1)
 
 struct proto_table {
-	struct proto_key *slots; /* open addressing; id 0 = empty */
-	uint64_t nslots, count, failed, next_id;
-	uint64_t noted;      /* slots ID_NOTED */
+	struct proto_key *v; /* every proto met, in the order met */
+	size_t n, cap;
+	struct htab index;   /* key_hash() -> v[] */
+	uint64_t count, failed, nomem, next_id;
+	uint64_t noted;      /* entries ID_NOTED */
 	uint64_t from_ident; /* written from what the walker saw */
 	char *last_ident_name; /* the chunk name pt->rec points at, if so */
-	/* The decoded record handed out by proto_table_get. */
+	/* The decoded record handed out by proto_table_get, and the
+	 * buffers it points into, reused from one proto to the next. */
 	struct lp_proto rec;
 	uint8_t *block;
 	char *strings;
 	size_t strings_len, strings_cap;
 	struct lp_proto_kstr *kstr;
+	size_t kstr_cap;
+	size_t *kstr_off; /* each kstr's string in strings, until the end */
+	size_t kstr_off_cap;
 	const char **uvnames;
+	size_t uvnames_cap;
+	size_t *uv_off; /* each upvalue name's offset in block */
+	size_t uv_off_cap;
 	uint32_t *lines;
+	size_t lines_cap;
 };
 
 static uint64_t key_hash(uint32_t pid, uint64_t addr, uint16_t fp)
 {
-	uint64_t h = (addr ^ ((uint64_t)pid << 40) ^ fp) * 0x9e3779b97f4a7c15ull;
-
-	return h ^ (h >> 31);
+	return hash_u64(addr ^ (uint64_t)pid << 40 ^ fp);
 }
 
 struct proto_table *proto_table_new(void)
@@ -90,41 +101,36 @@ struct proto_table *proto_table_new(void)
 
 	if (!pt)
 		return NULL;
-	pt->nslots = 1024;
-	pt->slots = calloc(pt->nslots, sizeof(*pt->slots));
-	if (!pt->slots) {
-		free(pt);
-		return NULL;
-	}
 	pt->next_id = 1;
 	return pt;
 }
 
-static struct proto_key *find_slot(struct proto_key *slots, uint64_t nslots,
-				   uint32_t pid, uint64_t addr, uint16_t fp)
+/* The proto met under this key, or NULL. */
+static struct proto_key *find(struct proto_table *pt, uint64_t hash, uint32_t pid,
+			      uint64_t addr, uint16_t fp)
 {
-	uint64_t i = key_hash(pid, addr, fp) & (nslots - 1);
+	struct htab_probe p;
+	int64_t i;
 
-	while (slots[i].id && !(slots[i].addr == addr && slots[i].pid == pid &&
-				slots[i].fingerprint == fp))
-		i = (i + 1) & (nslots - 1);
-	return &slots[i];
+	htab_probe_start(&pt->index, hash, &p);
+	while ((i = htab_probe_next(&pt->index, &p)) >= 0) {
+		struct proto_key *e = &pt->v[i];
+
+		if (e->addr == addr && e->pid == pid && e->fingerprint == fp)
+			return e;
+	}
+	return NULL;
 }
 
-static int grow(struct proto_table *pt)
+/* A new entry for this key: 0, or -ENOMEM. */
+static int add(struct proto_table *pt, uint64_t hash, uint32_t pid, uint64_t addr,
+	       uint16_t fp, struct proto_key **out)
 {
-	uint64_t n = pt->nslots * 2;
-	struct proto_key *s = calloc(n, sizeof(*s));
-
-	if (!s)
+	if (GROW(pt->v, pt->cap, pt->n + 1) ||
+	    htab_insert(&pt->index, hash, (uint32_t)pt->n))
 		return -ENOMEM;
-	for (uint64_t i = 0; i < pt->nslots; i++)
-		if (pt->slots[i].id)
-			*find_slot(s, n, pt->slots[i].pid, pt->slots[i].addr,
-				   pt->slots[i].fingerprint) = pt->slots[i];
-	free(pt->slots);
-	pt->slots = s;
-	pt->nslots = n;
+	*out = &pt->v[pt->n++];
+	**out = (struct proto_key){ .addr = addr, .pid = pid, .fingerprint = fp };
 	return 0;
 }
 
@@ -136,38 +142,32 @@ static uint32_t get_u32(const uint8_t *p)
 	return v;
 }
 
-/* Copies a target GCstr into pt->strings; returns its offset or -1. */
-static long read_gcstr(struct proto_table *pt, const struct lj_target *t,
-		       uint64_t str, int check_type)
+/* Copies a target GCstr into pt->strings: 0 with its offset in *off;
+ * -EFAULT if it cannot be read, -EINVAL if it is no string (check_type),
+ * -ENOMEM. */
+static int read_gcstr(struct proto_table *pt, const struct lj_target *t,
+		      uint64_t str, int check_type, size_t *off)
 {
 	const struct lj_layout *lo = &t->layout;
 	uint8_t hdr[64];
 	uint32_t len;
-	long off;
 
 	if (!str || lo->str_size > sizeof(hdr) ||
 	    target_read(t->pid, str, hdr, lo->str_size))
-		return -1;
+		return -EFAULT;
 	if (check_type && hdr[lo->ref_size + 1] != LJ_TSTR_GCT)
-		return -1;
+		return -EINVAL;
 	len = get_u32(hdr + lo->str_len);
 	if (len > STRING_MAX)
 		len = STRING_MAX;
-	if (pt->strings_len + len + 1 > pt->strings_cap) {
-		size_t cap = (pt->strings_cap + len + 1) * 2;
-		char *s = realloc(pt->strings, cap);
-
-		if (!s)
-			return -1;
-		pt->strings = s;
-		pt->strings_cap = cap;
-	}
-	off = (long)pt->strings_len;
-	if (target_read(t->pid, str + lo->str_size, pt->strings + off, len))
-		return -1;
-	pt->strings[off + len] = '\0';
+	if (GROW(pt->strings, pt->strings_cap, pt->strings_len + len + 1))
+		return -ENOMEM;
+	*off = pt->strings_len;
+	if (target_read(t->pid, str + lo->str_size, pt->strings + *off, len))
+		return -EFAULT;
+	pt->strings[*off + len] = '\0';
 	pt->strings_len += len + 1;
-	return off;
+	return 0;
 }
 
 /* An offset inside the block for a pointer the header holds, or 0. */
@@ -193,179 +193,217 @@ static int proto_same(const struct lj_layout *lo, const uint8_t *a, const uint8_
 	return 1;
 }
 
-/* Reads and decodes the proto at addr into pt->rec. */
-static int read_proto(struct proto_table *pt, const struct lj_target *t,
-		      uint64_t addr, uint16_t fingerprint)
+/* What a proto's header says, read and checked before its block is. */
+struct proto_hdr {
+	uint32_t sizept, sizebc, sizekgc, numline, firstline;
+	uint64_t chunkref;
+};
+
+/* Reads the header of the proto at addr: 0; -EFAULT unreadable; -ESTALE
+ * not the proto the sample saw (freed, another one); -EINVAL sizes that
+ * make no sense. */
+static int read_header(const struct lj_target *t, uint64_t addr, uint16_t fingerprint,
+		       struct proto_hdr *h)
 {
 	const struct lj_layout *lo = &t->layout;
 	uint8_t hdr[PROTO_HDR_MAX];
-	uint32_t sizept, sizebc, sizekgc, numline, firstline;
-	size_t lineinfo, uvinfo, varinfo, koff, chunk_off_str = 0;
-	uint64_t chunkref, k;
-	long chunk_off, *kstr_off = NULL, *uv_off = NULL;
-	uint8_t *b;
-	int err = -EINVAL;
 
 	if (lo->pt_size > sizeof(hdr) || target_read(t->pid, addr, hdr, lo->pt_size))
 		return -EFAULT;
 	if (hdr[lo->ref_size + 1] != LJ_TPROTO_GCT)
 		return -ESTALE; /* freed (or never a proto) */
-	sizept = get_u32(hdr + lo->pt_sizept);
-	sizebc = get_u32(hdr + lo->pt_sizebc);
-	sizekgc = get_u32(hdr + lo->pt_sizekgc);
-	chunkref = lj_get_ref(lo, hdr + lo->pt_chunkname);
-	firstline = get_u32(hdr + lo->pt_firstline);
-	numline = get_u32(hdr + lo->pt_numline);
-	if (lj_proto_fingerprint(chunkref, firstline, numline) != fingerprint)
+	h->sizept = get_u32(hdr + lo->pt_sizept);
+	h->sizebc = get_u32(hdr + lo->pt_sizebc);
+	h->sizekgc = get_u32(hdr + lo->pt_sizekgc);
+	h->chunkref = lj_get_ref(lo, hdr + lo->pt_chunkname);
+	h->firstline = get_u32(hdr + lo->pt_firstline);
+	h->numline = get_u32(hdr + lo->pt_numline);
+	if (lj_proto_fingerprint(h->chunkref, h->firstline, h->numline) != fingerprint)
 		return -ESTALE;
-	if (sizept > PROTO_MAX_SIZE || sizept < lo->pt_size + 4ull * sizebc ||
-	    !sizebc || sizekgc > sizept / lo->ref_size)
+	if (h->sizept > PROTO_MAX_SIZE || h->sizept < lo->pt_size + 4ull * h->sizebc ||
+	    !h->sizebc || h->sizekgc > h->sizept / lo->ref_size)
 		return -EINVAL;
-	free(pt->block);
-	pt->block = b = malloc(sizept);
-	if (!b || target_read(t->pid, addr, b, sizept))
-		return -EFAULT;
+	return 0;
+}
 
-	pt->strings_len = 0;
-	chunk_off = read_gcstr(pt, t, chunkref, 1);
-	if (chunk_off < 0)
-		return -EFAULT;
-	chunk_off_str = (size_t)chunk_off;
-	lineinfo = inner(lj_get_ref(lo, b + lo->pt_lineinfo), addr, sizept);
-	uvinfo = inner(lj_get_ref(lo, b + lo->pt_uvinfo), addr, sizept);
-	varinfo = inner(lj_get_ref(lo, b + lo->pt_varinfo), addr, sizept);
-	k = lj_get_ref(lo, b + lo->pt_k);
-	koff = inner(k, addr, sizept + 1);
+/* Lines: instruction 0 is on firstline; lineinfo[i - 1] holds the offset
+ * from firstline of instruction i, in 1, 2 or 4 bytes; those past the end
+ * of the block are left 0.  0 or -ENOMEM. */
+static int decode_lines(struct proto_table *pt, const struct proto_hdr *h,
+			const uint8_t *b, size_t lineinfo)
+{
+	size_t w = h->numline < 256 ? 1 : h->numline < 65536 ? 2 : 4;
 
-	/* Lines: instruction 0 is on firstline; lineinfo[i - 1] holds the
-	 * offset from firstline of instruction i, in 1, 2 or 4 bytes. */
-	free(pt->lines);
-	pt->lines = calloc(sizebc, sizeof(*pt->lines));
-	if (!pt->lines)
+	if (GROW(pt->lines, pt->lines_cap, h->sizebc))
 		return -ENOMEM;
-	for (uint32_t i = 0; i < sizebc; i++) {
-		size_t w = numline < 256 ? 1 : numline < 65536 ? 2 : 4, at;
+	memset(pt->lines, 0, h->sizebc * sizeof(*pt->lines));
+	for (uint32_t i = 0; i < h->sizebc; i++) {
+		size_t at;
 		uint32_t d = 0;
 
-		pt->lines[i] = firstline;
+		pt->lines[i] = h->firstline;
 		if (!i || !lineinfo)
 			continue;
 		at = lineinfo + (i - 1) * w;
-		if (at + w > sizept)
+		if (at + w > h->sizept)
 			break;
 		memcpy(&d, b + at, w);
-		pt->lines[i] = firstline + d;
+		pt->lines[i] = h->firstline + d;
 	}
+	return 0;
+}
 
-	/* String constants: the GC constants sit below k, the one at
-	 * k - (d+1)*ref_size is what GGET/TGETS operand d names. */
-	free(pt->kstr);
-	pt->kstr = calloc(sizekgc + 1, sizeof(*pt->kstr));
-	kstr_off = calloc(sizekgc + 1, sizeof(*kstr_off));
-	if (!pt->kstr || !kstr_off) {
-		err = -ENOMEM;
-		goto out;
-	}
+/* String constants: the GC constants sit below k (at koff in the block),
+ * the one at k - (d+1)*ref_size is what GGET/TGETS operand d names; the
+ * others (tables, protos, cdata) and strings that cannot be read are left
+ * out.  Their strings' offsets in pt->kstr_off.  0 or -ENOMEM. */
+static int read_kstrs(struct proto_table *pt, const struct lj_target *t,
+		      const struct proto_hdr *h, const uint8_t *b, size_t koff)
+{
+	const struct lj_layout *lo = &t->layout;
+
 	pt->rec.nkstr = 0;
-	for (uint32_t d = 0; koff && d < sizekgc; d++) {
-		size_t at = koff - (d + 1) * lo->ref_size;
-		long off;
+	if (GROW(pt->kstr, pt->kstr_cap, h->sizekgc + 1) ||
+	    GROW(pt->kstr_off, pt->kstr_off_cap, h->sizekgc + 1))
+		return -ENOMEM;
+	for (uint32_t d = 0; koff && d < h->sizekgc; d++) {
+		size_t at = koff - (d + 1) * lo->ref_size, off;
+		int err;
 
 		if ((d + 1) * lo->ref_size > koff)
 			break;
-		off = read_gcstr(pt, t, lj_get_ref(lo, b + at), 1);
-		if (off < 0)
-			continue; /* a table, proto or cdata constant */
+		err = read_gcstr(pt, t, lj_get_ref(lo, b + at), 1, &off);
+		if (err == -ENOMEM)
+			return err;
+		if (err)
+			continue;
 		pt->kstr[pt->rec.nkstr].index = d;
-		kstr_off[pt->rec.nkstr++] = off;
+		pt->kstr_off[pt->rec.nkstr++] = off;
 	}
+	return 0;
+}
 
-	/* Upvalue names: NUL-separated, sizeuv of them. */
+/* Upvalue names: NUL-separated, sizeuv of them, from uvinfo in the block
+ * (0: none); their offsets in the block in pt->uv_off.  0 or -ENOMEM. */
+static int read_uvnames(struct proto_table *pt, const struct lj_layout *lo,
+			const struct proto_hdr *h, const uint8_t *b, size_t uvinfo)
+{
+	uint32_t n = b[lo->pt_sizeuv];
+	size_t at = uvinfo;
+
 	pt->rec.nuv = 0;
-	if (uvinfo) {
-		uint32_t n = b[lo->pt_sizeuv];
-		size_t at = uvinfo;
+	if (!uvinfo)
+		return 0;
+	if (GROW(pt->uvnames, pt->uvnames_cap, n + 1) ||
+	    GROW(pt->uv_off, pt->uv_off_cap, n + 1))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n && at < h->sizept; i++) {
+		size_t len = strnlen((const char *)b + at, h->sizept - at);
 
-		free(pt->uvnames);
-		pt->uvnames = calloc(n + 1, sizeof(*pt->uvnames));
-		uv_off = calloc(n + 1, sizeof(*uv_off));
-		if (!pt->uvnames || !uv_off) {
-			err = -ENOMEM;
-			goto out;
-		}
-		for (uint32_t i = 0; i < n && at < sizept; i++) {
-			size_t len = strnlen((const char *)b + at, sizept - at);
-
-			if (at + len >= sizept)
-				break;
-			uv_off[pt->rec.nuv++] = (long)at;
-			at += len + 1;
-		}
+		if (at + len >= h->sizept)
+			break;
+		pt->uv_off[pt->rec.nuv++] = at;
+		at += len + 1;
 	}
+	return 0;
+}
 
-	/* Everything is read.  The proto still alive and unchanged: what it
-	 * names was alive too while we read it. */
-	if (target_read(t->pid, addr, hdr, lo->pt_size) || !proto_same(lo, hdr, b)) {
-		err = -ESTALE;
-		goto out;
-	}
-	/* Point the record at it (strings may have moved while growing, so
-	 * offsets become pointers only now). */
+/* Points pt->rec at what was read (strings may have moved while growing,
+ * so offsets become pointers only now). */
+static void fill_rec(struct proto_table *pt, const struct lj_layout *lo, uint64_t addr,
+		     const struct proto_hdr *h, size_t chunk_off, size_t varinfo)
+{
+	const uint8_t *b = pt->block;
+
 	pt->rec.addr = addr;
-	pt->rec.chunkname = pt->strings + chunk_off_str;
-	pt->rec.firstline = firstline;
-	pt->rec.numline = numline;
+	pt->rec.chunkname = pt->strings + chunk_off;
+	pt->rec.firstline = h->firstline;
+	pt->rec.numline = h->numline;
 	pt->rec.numparams = b[lo->pt_numparams];
 	pt->rec.flags = b[lo->pt_flags];
-	pt->rec.nbc = sizebc;
+	pt->rec.nbc = h->sizebc;
 	pt->rec.bc = (const uint32_t *)(b + lo->pt_size);
 	pt->rec.lines = pt->lines;
 	for (uint32_t i = 0; i < pt->rec.nkstr; i++)
-		pt->kstr[i].str = pt->strings + kstr_off[i];
+		pt->kstr[i].str = pt->strings + pt->kstr_off[i];
 	pt->rec.kstr = pt->kstr;
 	for (uint32_t i = 0; i < pt->rec.nuv; i++)
-		pt->uvnames[i] = (const char *)b + uv_off[i];
+		pt->uvnames[i] = (const char *)b + pt->uv_off[i];
 	pt->rec.uvnames = pt->rec.nuv ? pt->uvnames : NULL;
 	pt->rec.varinfo = varinfo ? b + varinfo : NULL;
-	pt->rec.varinfo_len = varinfo ? (uint32_t)(sizept - varinfo) : 0;
-	err = 0;
-out:
-	free(kstr_off);
-	free(uv_off);
-	return err;
+	pt->rec.varinfo_len = varinfo ? (uint32_t)(h->sizept - varinfo) : 0;
 }
 
-static void grow_if_full(struct proto_table *pt)
+/* Reads and decodes the proto at addr into pt->rec: 0, -ENOMEM, or what
+ * read_header() says, -EFAULT for a block or chunk name that cannot be
+ * read, -ESTALE for a proto that changed while it was read. */
+static int read_proto(struct proto_table *pt, const struct lj_target *t,
+		      uint64_t addr, uint16_t fingerprint)
 {
-	if ((pt->count + pt->failed + pt->noted) * 2 > pt->nslots)
-		grow(pt);
+	const struct lj_layout *lo = &t->layout;
+	struct proto_hdr h;
+	uint8_t hdr[PROTO_HDR_MAX];
+	size_t chunk_off, koff;
+	uint8_t *b;
+	int err;
+
+	err = read_header(t, addr, fingerprint, &h);
+	if (err)
+		return err;
+	free(pt->block);
+	pt->block = b = malloc(h.sizept);
+	if (!b)
+		return -ENOMEM;
+	if (target_read(t->pid, addr, b, h.sizept))
+		return -EFAULT;
+	pt->strings_len = 0;
+	err = read_gcstr(pt, t, h.chunkref, 1, &chunk_off);
+	if (err)
+		return err == -ENOMEM ? err : -EFAULT;
+	koff = inner(lj_get_ref(lo, b + lo->pt_k), addr, h.sizept + 1);
+	err = decode_lines(pt, &h, b, inner(lj_get_ref(lo, b + lo->pt_lineinfo), addr,
+					    h.sizept)) ?:
+	      read_kstrs(pt, t, &h, b, koff) ?:
+	      read_uvnames(pt, lo, &h, b, inner(lj_get_ref(lo, b + lo->pt_uvinfo), addr,
+						h.sizept));
+	if (err)
+		return err;
+	/* Everything is read.  The proto still alive and unchanged: what it
+	 * names was alive too while we read it. */
+	if (target_read(t->pid, addr, hdr, lo->pt_size) || !proto_same(lo, hdr, b))
+		return -ESTALE;
+	fill_rec(pt, lo, addr, &h, chunk_off,
+		 inner(lj_get_ref(lo, b + lo->pt_varinfo), addr, h.sizept));
+	return 0;
 }
 
 void proto_table_note(struct proto_table *pt, uint32_t pid, uint64_t addr,
 		      uint16_t fingerprint, uint32_t firstline, uint32_t numline,
 		      const char *name, size_t len, size_t full)
 {
-	struct proto_key *slot = find_slot(pt->slots, pt->nslots, pid, addr, fingerprint);
+	uint64_t hash = key_hash(pid, addr, fingerprint);
+	struct proto_key *e;
 	struct proto_ident *id;
 
 	/* A name cut short is no file's or loader's name; a chunk loaded
 	 * from a string is named by the start of its first line. */
-	if (slot->id || !len || (len < full && (name[0] == '@' || name[0] == '=')))
+	if (find(pt, hash, pid, addr, fingerprint) || !len ||
+	    (len < full && (name[0] == '@' || name[0] == '=')))
 		return;
 	id = calloc(1, sizeof(*id));
-	if (!id || !(id->chunkname = strndup(name, len))) {
+	if (!id || !(id->chunkname = strndup(name, len)) ||
+	    add(pt, hash, pid, addr, fingerprint, &e)) {
+		if (id)
+			free(id->chunkname);
 		free(id);
+		pt->nomem++;
 		return;
 	}
 	id->firstline = firstline;
 	id->numline = numline;
-	slot->addr = addr;
-	slot->pid = pid;
-	slot->fingerprint = fingerprint;
-	slot->id = ID_NOTED;
-	slot->ident = id;
+	e->id = ID_NOTED;
+	e->ident = id;
 	pt->noted++;
-	grow_if_full(pt);
 }
 
 static void ident_free(struct proto_ident *id)
@@ -391,46 +429,72 @@ uint64_t proto_table_get(struct proto_table *pt, const struct lj_target *t,
 			 uint64_t addr, uint16_t fingerprint,
 			 const struct lp_proto **rec)
 {
-	struct proto_key *slot;
+	uint32_t pid = (uint32_t)t->pid;
+	uint64_t hash = key_hash(pid, addr, fingerprint);
+	struct proto_key *e;
 	struct proto_ident *id;
+	int err;
 
 	*rec = NULL;
-	slot = find_slot(pt->slots, pt->nslots, (uint32_t)t->pid, addr, fingerprint);
-	if (slot->id && slot->id != ID_NOTED)
-		return slot->id == ID_FAILED ? 0 : slot->id;
+	e = find(pt, hash, pid, addr, fingerprint);
+	if (e && e->id != ID_NOTED)
+		return e->id == ID_FAILED ? 0 : e->id;
+	if (!e && add(pt, hash, pid, addr, fingerprint, &e)) {
+		pt->nomem++;
+		return 0;
+	}
 	free(pt->last_ident_name);
 	pt->last_ident_name = NULL;
-	id = slot->ident;
-	slot->ident = NULL;
-	if (slot->id == ID_NOTED)
+	id = e->ident;
+	e->ident = NULL;
+	if (e->id == ID_NOTED)
 		pt->noted--;
-	slot->addr = addr;
-	slot->pid = (uint32_t)t->pid;
-	slot->fingerprint = fingerprint;
 	/* A proto that could not be read, nor named from what the walker
 	 * saw, is remembered as such (ID_FAILED) so that it is not read
-	 * again at every sample. */
-	if (!read_proto(pt, t, addr, fingerprint)) {
-		slot->id = pt->next_id++;
+	 * again at every sample.  Out of memory is counted as such, not as
+	 * a proto that could not be read. */
+	err = read_proto(pt, t, addr, fingerprint);
+	if (err == -ENOMEM)
+		pt->nomem++;
+	if (!err) {
+		e->id = pt->next_id++;
 		pt->count++;
 	} else if (id) {
 		rec_from_ident(pt, addr, id);
 		pt->last_ident_name = id->chunkname; /* until the next call */
 		id->chunkname = NULL;
-		slot->id = pt->next_id++;
+		e->id = pt->next_id++;
 		pt->count++;
-		pt->from_ident++;
+		pt->from_ident += err != -ENOMEM;
 	} else {
-		slot->id = ID_FAILED;
-		pt->failed++;
+		e->id = ID_FAILED;
+		pt->failed += err != -ENOMEM;
 	}
 	ident_free(id);
-	if (slot->id != ID_FAILED) {
-		pt->rec.id = slot->id;
-		*rec = &pt->rec;
-	}
-	grow_if_full(pt);
-	return *rec ? pt->rec.id : 0;
+	if (e->id == ID_FAILED)
+		return 0;
+	pt->rec.id = e->id;
+	*rec = &pt->rec;
+	return pt->rec.id;
+}
+
+uint64_t proto_table_at(struct proto_table *pt, const struct lj_target *t,
+			uint64_t addr, uint32_t *sizebc, const struct lp_proto **rec)
+{
+	const struct lj_layout *lo = &t->layout;
+	uint8_t hdr[PROTO_HDR_MAX];
+	uint32_t firstline, numline;
+
+	*rec = NULL;
+	*sizebc = 0;
+	if (!addr || lo->pt_size > sizeof(hdr) || target_read(t->pid, addr, hdr, lo->pt_size))
+		return 0;
+	memcpy(&firstline, hdr + lo->pt_firstline, 4);
+	memcpy(&numline, hdr + lo->pt_numline, 4);
+	memcpy(sizebc, hdr + lo->pt_sizebc, 4);
+	return proto_table_get(pt, t, addr,
+			       lj_proto_fingerprint(lj_get_ref(lo, hdr + lo->pt_chunkname),
+						    firstline, numline), rec);
 }
 
 uint64_t proto_table_from_ident(const struct proto_table *pt)
@@ -448,18 +512,26 @@ uint64_t proto_table_failed(const struct proto_table *pt)
 	return pt->failed;
 }
 
+uint64_t proto_table_nomem(const struct proto_table *pt)
+{
+	return pt->nomem;
+}
+
 void proto_table_free(struct proto_table *pt)
 {
 	if (!pt)
 		return;
-	for (uint64_t i = 0; i < pt->nslots; i++)
-		ident_free(pt->slots[i].ident);
-	free(pt->slots);
+	for (size_t i = 0; i < pt->n; i++)
+		ident_free(pt->v[i].ident);
+	free(pt->v);
+	htab_free(&pt->index);
 	free(pt->last_ident_name);
 	free(pt->block);
 	free(pt->strings);
 	free(pt->kstr);
+	free(pt->kstr_off);
 	free(pt->uvnames);
+	free(pt->uv_off);
 	free(pt->lines);
 	free(pt);
 }

@@ -190,7 +190,7 @@ static int proto_of(struct proto_table *pt, const struct lj_target *t,
 		    uint64_t proto, struct fn_ent *f, snap_emit_proto_fn emit, void *ctx)
 {
 	const struct lp_proto *prec;
-	uint64_t id = lj_proto_get(pt, t, proto, &f->sizebc, &prec);
+	uint64_t id = proto_table_at(pt, t, proto, &f->sizebc, &prec);
 
 	if (prec)
 		emit(ctx, prec);
@@ -202,17 +202,14 @@ static int proto_of(struct proto_table *pt, const struct lj_target *t,
 	return 0;
 }
 
-/* The function at addr, from the cache or read now; NULL if the cache is
- * full (the snapshot is then not placed). */
-static const struct fn_ent *func_at(struct snap_reader *sr, struct proto_table *pt,
-				    const struct lj_target *t, uint64_t addr,
-				    snap_emit_proto_fn emit, void *ctx)
+/* The cache's entry for the function or proto at addr; *fresh is set if
+ * it is new (then zeroed but for addr, for the caller to fill).  NULL if
+ * the cache is full (the snapshot is then not placed). */
+static struct fn_ent *fn_cached(struct snap_reader *sr, uint64_t addr, int *fresh)
 {
-	const struct lj_layout *lo = &t->layout;
-	uint32_t first = lo->fn_ffid - 1, end = (lo->fn_pc > lo->fn_f ? lo->fn_pc : lo->fn_f) + 8;
 	struct fn_ent *f;
-	uint8_t b[128];
 
+	*fresh = 0;
 	for (uint32_t i = 0; i < sr->nfns; i++)
 		if (sr->fns[i].addr == addr)
 			return &sr->fns[i];
@@ -221,6 +218,25 @@ static const struct fn_ent *func_at(struct snap_reader *sr, struct proto_table *
 	f = &sr->fns[sr->nfns++];
 	memset(f, 0, sizeof(*f));
 	f->addr = addr;
+	*fresh = 1;
+	return f;
+}
+
+/* The function at addr, from the cache or read now; NULL if the cache is
+ * full. */
+static const struct fn_ent *func_at(struct snap_reader *sr, struct proto_table *pt,
+				    const struct lj_target *t, uint64_t addr,
+				    snap_emit_proto_fn emit, void *ctx)
+{
+	const struct lj_layout *lo = &t->layout;
+	uint32_t first = lo->fn_ffid - 1, end = (lo->fn_pc > lo->fn_f ? lo->fn_pc : lo->fn_f) + 8;
+	struct fn_ent *f;
+	uint8_t b[128];
+	int fresh;
+
+	f = fn_cached(sr, addr, &fresh);
+	if (!f || !fresh)
+		return f;
 	if (!lo->fn_ffid || end - first > sizeof(b) ||
 	    target_read(t->pid, addr + first, b, end - first) || b[0] != GCT_FUNC)
 		return f;
@@ -253,6 +269,7 @@ static const struct fn_ent *proto_holding(struct snap_reader *sr, struct proto_t
 		uint32_t sizebc;
 		uint64_t v;
 		struct fn_ent *f;
+		int fresh;
 
 		if (ir_const(sr, ref, &op, &type, &v) || op != IR_KGC || type != IRT_PROTO ||
 		    pc <= v + lo->pt_size || (size_t)lo->pt_sizebc + 4 > sizeof(hdr) ||
@@ -261,15 +278,10 @@ static const struct fn_ent *proto_holding(struct snap_reader *sr, struct proto_t
 		sizebc = get_u32(hdr + lo->pt_sizebc);
 		if (pc > v + lo->pt_size + 4ull * sizebc)
 			continue;
-		for (uint32_t i = 0; i < sr->nfns; i++)
-			if (sr->fns[i].addr == v)
-				return &sr->fns[i];
-		if (sr->nfns == FUNC_CACHE)
-			return NULL;
-		f = &sr->fns[sr->nfns++];
-		memset(f, 0, sizeof(*f));
-		f->addr = v; /* a proto's address, never a function's */
-		proto_of(pt, t, v, f, emit, ctx);
+		/* A proto's address, never a function's. */
+		f = fn_cached(sr, v, &fresh);
+		if (f && fresh)
+			proto_of(pt, t, v, f, emit, ctx);
 		return f;
 	}
 	return NULL;
@@ -530,7 +542,7 @@ int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
 		     void *ctx, const struct lp_trace_snaps **out)
 {
 	const struct lj_layout *lo = &t->layout;
-	uint8_t again[LJ_TRACE_HDR];
+	uint8_t again[LJ_GCTRACE_HDR];
 	uint32_t prev_mcofs = 0, nf;
 	int err;
 

@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
 #include "record/luajit.h"
 #include "record/procs.h"
 
@@ -110,15 +111,8 @@ static struct src_ent *add_ent(struct source_table *st, uint32_t status)
 {
 	struct src_ent *e;
 
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? st->cap * 2 : 32;
-		struct src_ent *v = realloc(st->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		st->v = v;
-		st->cap = cap;
-	}
+	if (GROW(st->v, st->cap, st->n + 1))
+		return NULL;
 	e = &st->v[st->n++];
 	memset(e, 0, sizeof(*e));
 	e->id = st->next_id++;

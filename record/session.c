@@ -143,11 +143,12 @@ struct session {
 	struct object_set *objs; /* ELF objects hit, embedded (objects.c) */
 	struct unwinder *unw; /* native unwinder; NULL: frame pointers only */
 	struct sidekick *side; /* keeps unw current during flushes */
+	int side_polls;        /* the sidekick's thread polls rb (a flush) */
 	struct map_plan maps_plan; /* the BPF maps' sizes (mapsize.c) */
 	struct lp_sample *held; /* samples not written yet (emit()) */
 	size_t nheld, capheld;
 	struct proto_table *protos;
-	struct trace_table *traces;
+	struct jit_trace_table *jit_traces;
 	struct source_table *sources; /* Lua source files embedded */
 	struct lua_stats lua;
 	/* The Lua VMs said on stderr, as hashes of object and layout source:
@@ -759,7 +760,7 @@ struct proto_emit {
 	pid_t pid;
 };
 
-/* emit_proto() for what luajit_traces.c reads. */
+/* emit_proto() for what luajit_jit_traces.c reads. */
 static void emit_proto_cb(void *ctx, const struct lp_proto *pr)
 {
 	const struct proto_emit *pe = ctx;
@@ -810,9 +811,9 @@ static uint64_t intern_lua_stack(struct session *s, struct target *t,
 			struct proto_emit pe = { s, t->pid };
 
 			/* value: the trace's number; pc: its record's id. */
-			pc = (uint32_t)trace_table_get(s->traces, s->protos, t->lj, f->addr,
-						       f->pc, f->fingerprint, &tr, &snaps,
-						       emit_proto_cb, &pe);
+			pc = (uint32_t)jit_trace_table_get(s->jit_traces, s->protos, t->lj, f->addr,
+						           f->pc, f->fingerprint, &tr, &snaps,
+						           emit_proto_cb, &pe);
 			if (tr) {
 				memset(&rec, 0, sizeof(rec));
 				rec.type = LP_REC_TRACE;
@@ -1083,6 +1084,19 @@ static int handle_event(void *ctx, void *data, size_t size)
 		break;
 	}
 	return 0;
+}
+
+/* The ring buffer's callback: during a flush the sidekick's thread polls
+ * it, and its events are the sidekick's to queue (sidekick.c); the flag
+ * changes only around sidekick_begin() and sidekick_end(), whose thread
+ * start and join order it with the sidekick's reads. */
+static int ring_event(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+
+	if (s->side_polls && s->side)
+		return sidekick_event(s->side, data, size);
+	return handle_event(s, data, size);
 }
 
 /* Kernel symbols are a courtesy to the report: failing to read them is
@@ -1386,10 +1400,12 @@ static void record_loop(struct session *s)
 			/* Embedding may still resolve source lines from DWARF
 			 * for long on a cold page cache: the sidekick keeps
 			 * walks whole meanwhile (sidekick.c). */
+			s->side_polls = 1;
 			sidekick_begin(s->side);
 			err = write_ksyms(s) ?: write_objects(s, 0) ?:
 			      trace_writer_flush(s->w);
 			emit_dropped(s, sidekick_end(s->side, handle_event, s));
+			s->side_polls = 0;
 
 			if (err)
 				write_failed(s, err);
@@ -1569,14 +1585,19 @@ static void print_summary(struct session *s, uint64_t end_ns)
 			(unsigned long long)proto_table_count(s->protos),
 			(unsigned long long)proto_table_failed(s->protos),
 			(unsigned long long)proto_table_from_ident(s->protos));
-	if (trace_table_count(s->traces)) {
+	if (proto_table_nomem(s->protos))
+		fprintf(stderr, "luaprof record: Lua: out of memory %llu times reading "
+			"protos (their frames unknown, or named from their first "
+			"sample)\n",
+			(unsigned long long)proto_table_nomem(s->protos));
+	if (jit_trace_table_count(s->jit_traces)) {
 		struct snap_stats ts;
 
-		trace_table_stats(s->traces, &ts);
+		jit_trace_table_stats(s->jit_traces, &ts);
 		fprintf(stderr, "luaprof record: compiled traces: %llu met, read %llu "
 			"times: with their snapshots %llu (%llu snapshots, %llu not "
 			"decoded), gone or changed %llu, unreadable %llu\n",
-			(unsigned long long)trace_table_count(s->traces),
+			(unsigned long long)jit_trace_table_count(s->jit_traces),
 			(unsigned long long)(ts.traces + ts.stale + ts.unreadable),
 			(unsigned long long)ts.traces, (unsigned long long)ts.snaps,
 			(unsigned long long)ts.unplaced, (unsigned long long)ts.stale,
@@ -1722,10 +1743,10 @@ int record_session_run(const struct record_opts *o)
 	s.stacks = stack_table_new();
 	s.ksyms = ksym_set_new();
 	s.protos = proto_table_new();
-	s.traces = trace_table_new();
+	s.jit_traces = jit_trace_table_new();
 	s.sources = source_table_new();
 	s.objs = object_set_new(!o->no_embed);
-	if (!s.stacks || !s.ksyms || !s.protos || !s.traces || !s.sources || !s.objs) {
+	if (!s.stacks || !s.ksyms || !s.protos || !s.jit_traces || !s.sources || !s.objs) {
 		fprintf(stderr, "luaprof record: out of memory\n");
 		goto cleanup;
 	}
@@ -1765,12 +1786,12 @@ int record_session_run(const struct record_opts *o)
 	/* Setup that costs the machine, done before sampling starts; a
 	 * failure is said at the first write. */
 	ksym_set_load(s.ksyms);
-	s.rb = ring_buffer__new(bpf_map__fd(s.skel->maps.events), handle_event, &s, NULL);
+	s.rb = ring_buffer__new(bpf_map__fd(s.skel->maps.events), ring_event, &s, NULL);
 	if (!s.rb) {
 		fprintf(stderr, "luaprof record: ring buffer: %s\n", strerror(errno));
 		goto cleanup;
 	}
-	err = sidekick_new(&s.side, bpf_map__fd(s.skel->maps.events), s.unw, known_maps, &s);
+	err = sidekick_new(&s.side, s.rb, s.unw, known_maps, &s);
 	if (err && !o->quiet)
 		fprintf(stderr, "luaprof record: no flush sidekick (%s): walks of processes "
 			"started during a flush may be cut short\n", strerror(-err));
@@ -1827,7 +1848,7 @@ cleanup:
 	ksym_set_free(s.ksyms);
 	object_set_free(s.objs);
 	proto_table_free(s.protos);
-	trace_table_free(s.traces);
+	jit_trace_table_free(s.jit_traces);
 	source_table_free(s.sources);
 	for (int i = 0; i < s.ntargets; i++) {
 		maps_table_free(&s.targets[i].maps);

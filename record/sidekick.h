@@ -26,8 +26,12 @@ struct sidekick_stats {
 /* known(ctx, pid): the mappings the recorder last read of pid, or NULL;
  * a re-read keeps the code they held, as procmaps_read_code() does.  The
  * main thread leaves them alone during a flush. */
-int sidekick_new(struct sidekick **out, int events_fd, struct unwinder *unw,
+struct ring_buffer;
+/* rb is the caller's, which it does not poll during a flush; its callback
+ * hands events to sidekick_event() while the sidekick runs. */
+int sidekick_new(struct sidekick **out, struct ring_buffer *rb, struct unwinder *unw,
 		 const struct maps_table *(*known)(void *ctx, pid_t pid), void *ctx);
+int sidekick_event(void *k, void *data, size_t size);
 void sidekick_begin(struct sidekick *k);
 uint64_t sidekick_end(struct sidekick *k, int (*handle)(void *ctx, void *data, size_t size),
 		      void *ctx);

@@ -13,8 +13,8 @@
 #include <stdio.h>
 
 #include "format/trace.h"
-#include "report/lua.h"
-#include "report/luasrc.h"
+#include "report/luajit_protos.h"
+#include "report/luajit_sources.h"
 #include "report/profile.h"
 
 struct annotate;

@@ -6,7 +6,7 @@
  * Text formats need only the name; the flame graph colours frames by
  * kind, and pprof and speedscope describe functions, files, lines and
  * mappings as fields of their own.  The table is indexed by name id and
- * filled where names are made (frames.c, lua.c, stacks.c): the first
+ * filled where names are made (frames.c, luajit_protos.c, stacks.c): the first
  * description of a name wins, and a name nobody described reads as
  * FRAME_OTHER, a function of its own ("[truncated]", a --comm root).
  *

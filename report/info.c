@@ -6,7 +6,6 @@
  * taken, kept and lost; and whether the file is complete or damaged.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -14,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "format/trace.h"
 #include "report/count.h"
@@ -100,17 +98,6 @@ struct info_vm {
 	char *text;
 };
 
-static size_t uv_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
 static int on_object(struct info *in, const struct lp_object *o)
 {
 	struct info_obj *ob;
@@ -134,21 +121,9 @@ static int on_object(struct info *in, const struct lp_object *o)
 	return 0;
 }
 
-/* Adds a SYMTAB record's symbols and bytes (as encoded) to its object. */
-static void on_symtab(struct info *in, const struct lp_symtab *st)
+/* Adds a SYMTAB record's symbols and bytes (its body's) to its object. */
+static void on_symtab(struct info *in, const struct lp_symtab *st, uint64_t bytes)
 {
-	uint64_t bytes = uv_len(st->object) + uv_len(st->nseg) + uv_len(st->nsym), prev = 0;
-
-	for (uint32_t i = 0; i < st->nseg; i++)
-		bytes += uv_len(st->segs[i].offset) + uv_len(st->segs[i].filesz) +
-			 uv_len(st->segs[i].vaddr);
-	for (uint32_t i = 0; i < st->nsym; i++) {
-		size_t len = strlen(st->syms[i].name);
-
-		bytes += uv_len(st->syms[i].addr - prev) + uv_len(st->syms[i].size) +
-			 uv_len(len) + len;
-		prev = st->syms[i].addr;
-	}
 	for (size_t i = 0; i < in->nobjs; i++) {
 		if (in->objs[i].id == st->object) {
 			in->objs[i].nsym += st->nsym;
@@ -158,9 +133,9 @@ static void on_symtab(struct info *in, const struct lp_symtab *st)
 	}
 }
 
-/* Adds a SRCLINES record's addresses and bytes (as encoded) to its
+/* Adds a SRCLINES record's addresses and bytes (its body's) to its
  * object, or its note's bound. */
-static void on_srclines(struct info *in, const struct lp_srclines *sl)
+static void on_srclines(struct info *in, const struct lp_srclines *sl, uint64_t bytes)
 {
 	for (size_t i = 0; i < in->nobjs; i++) {
 		struct info_obj *ob = &in->objs[i];
@@ -168,7 +143,7 @@ static void on_srclines(struct info *in, const struct lp_srclines *sl)
 		if (ob->id != sl->object)
 			continue;
 		ob->chains += sl->nchain;
-		ob->line_bytes += lp_srclines_size(sl);
+		ob->line_bytes += bytes;
 		ob->lines_skipped |= sl->flags;
 		return;
 	}
@@ -243,7 +218,8 @@ static int on_meta(struct info *in, const struct lp_meta *m)
 	return err;
 }
 
-static int on_record(struct info *in, const struct lp_record *rec)
+/* rec, whose body takes bytes in the trace. */
+static int on_record(struct info *in, const struct lp_record *rec, uint64_t bytes)
 {
 	const struct lp_sample *s = &rec->u.sample;
 	struct proc *p;
@@ -287,7 +263,7 @@ static int on_record(struct info *in, const struct lp_record *rec)
 	case LP_REC_OBJECT:
 		return on_object(in, &rec->u.object);
 	case LP_REC_SYMTAB:
-		on_symtab(in, &rec->u.symtab);
+		on_symtab(in, &rec->u.symtab, bytes);
 		return 0;
 	case LP_REC_LUA_SOURCE:
 		in->lua_src[rec->u.lua_source.status <= LP_LUASRC_BUDGET ?
@@ -295,7 +271,7 @@ static int on_record(struct info *in, const struct lp_record *rec)
 		in->lua_src_bytes += rec->u.lua_source.text_len;
 		return 0;
 	case LP_REC_SRCLINES:
-		on_srclines(in, &rec->u.srclines);
+		on_srclines(in, &rec->u.srclines, bytes);
 		return 0;
 	case LP_REC_LUAJIT:
 		return on_luajit(in, &rec->u.luajit);
@@ -311,7 +287,7 @@ static int on_record(struct info *in, const struct lp_record *rec)
 		in->snaps += rec->u.trace_snaps.nsnap;
 		for (uint32_t i = 0; i < rec->u.trace_snaps.nsnap; i++)
 			in->snaps_undecoded += !rec->u.trace_snaps.snaps[i].nframe;
-		in->snap_bytes += lp_trace_snaps_size(&rec->u.trace_snaps);
+		in->snap_bytes += bytes;
 		return 0;
 	case LP_REC_FOOTER:
 		in->footer = rec->u.footer;
@@ -386,42 +362,6 @@ static void print_objects(const struct info *in)
 		       ob->ident, ob->path, ob->size, ob->nsym, ob->bytes);
 		print_lines(ob);
 	}
-}
-
-static uint32_t le32(const unsigned char *b)
-{
-	return b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24;
-}
-
-/*
- * Counts chunks per codec by walking the chunk headers from the file
- * header on.  The reader does not report codecs (trace_reader_stats has
- * no field for them), so this reads the framing trace.h documents; it
- * stops at the first thing that is not a chunk header, so on a damaged
- * trace it speaks for the chunks before the damage only.  Returns the
- * number of chunks walked.
- */
-static uint64_t walk_codecs(const char *path, uint64_t counts[4])
-{
-	unsigned char h[LP_HEADER_SIZE], b[LP_CHUNK_HEADER_SIZE];
-	uint64_t off, walked = 0;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	if (pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h))
-		goto cleanup;
-	off = h[10] | h[11] << 8; /* header_size */
-	while (pread(fd, b, sizeof(b), off) == (ssize_t)sizeof(b) &&
-	       !memcmp(b, LP_CHUNK_MAGIC, 4)) {
-		counts[b[5] <= LP_CODEC_ZLIB ? b[5] : 3]++;
-		walked++;
-		off += sizeof(b) + (uint64_t)le32(b + 12);
-	}
-cleanup:
-	close(fd);
-	return walked;
 }
 
 static double rel_s(const struct info *in, uint64_t t)
@@ -503,7 +443,8 @@ static void print_vms(const struct info *in)
 static void print_info(const char *path, const struct info *in,
 		       const struct trace_reader_stats *st)
 {
-	uint64_t codecs[4] = { 0 }, walked, lost, taken;
+	const uint64_t *codecs = st->codec_chunks;
+	uint64_t checked = 0, lost, taken;
 
 	lost = count_add(count_add(in->lost[0], in->lost[1]), in->lost[2]);
 	taken = count_add(lost, in->samples);
@@ -511,19 +452,16 @@ static void print_info(const char *path, const struct info *in,
 	printf("format: version %" PRIu32 ", incompat features 0x%" PRIx32
 	       ", compat features 0x%" PRIx32 "\n",
 	       st->version, st->incompat, st->compat);
-	walked = walk_codecs(path, codecs);
 	printf("codecs:");
 	for (int c = 0; c <= LP_CODEC_ZLIB; c++)
 		if (codecs[c])
-			printf(" %s (%" PRIu64 " chunks)", lp_codec_name(c),
-			       codecs[c]);
-	if (codecs[3])
-		printf(" unknown (%" PRIu64 " chunks)", codecs[3]);
-	if (!walked)
+			printf(" %s (%" PRIu64 " chunks)", lp_codec_name(c), codecs[c]);
+	if (codecs[LP_CODEC_ZLIB + 1])
+		printf(" unknown (%" PRIu64 " chunks)", codecs[LP_CODEC_ZLIB + 1]);
+	for (int c = 0; c <= LP_CODEC_ZLIB + 1; c++)
+		checked += codecs[c];
+	if (!checked)
 		printf(" unknown");
-	else if (walked < st->chunks + st->bad_chunks + st->skipped_chunks)
-		printf(" (of the %" PRIu64 " chunks before the first damage)",
-		       walked);
 	printf("\n");
 	print_meta(in);
 	print_procs(in);
@@ -668,7 +606,7 @@ int cmd_info(int argc, char **argv)
 		return 1;
 	}
 	while ((err = trace_reader_next(reader, &rec)) == 1) {
-		err = on_record(&in, &rec);
+		err = on_record(&in, &rec, trace_reader_record_bytes(reader));
 		if (err)
 			break;
 	}

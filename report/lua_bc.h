@@ -13,106 +13,123 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * The bytecodes, written once in LuaJIT's order (BCDEF in lj_bc.h):
+ * _(NAME, how operand A is used, the metamethod it may call or NULL).
+ * The opcode is the position in the list.  A is DST when the instruction
+ * writes slot A, BASE when it uses the slots from A on (a call's
+ * arguments, a loop's control variables), OTHER otherwise.
+ */
+#define LUA_BCDEF(_) \
+	_(ISLT, OTHER, "__lt") \
+	_(ISGE, OTHER, "__lt") \
+	_(ISLE, OTHER, "__le") \
+	_(ISGT, OTHER, "__le") \
+	_(ISEQV, OTHER, "__eq") \
+	_(ISNEV, OTHER, "__eq") \
+	_(ISEQS, OTHER, "__eq") \
+	_(ISNES, OTHER, "__eq") \
+	_(ISEQN, OTHER, "__eq") \
+	_(ISNEN, OTHER, "__eq") \
+	_(ISEQP, OTHER, "__eq") \
+	_(ISNEP, OTHER, "__eq") \
+	_(ISTC, DST, NULL) \
+	_(ISFC, DST, NULL) \
+	_(IST, OTHER, NULL) \
+	_(ISF, OTHER, NULL) \
+	_(ISTYPE, OTHER, NULL) \
+	_(ISNUM, OTHER, NULL) \
+	_(MOV, DST, NULL) \
+	_(NOT, DST, NULL) \
+	_(UNM, DST, "__unm") \
+	_(LEN, DST, "__len") \
+	_(ADDVN, DST, "__add") \
+	_(SUBVN, DST, "__sub") \
+	_(MULVN, DST, "__mul") \
+	_(DIVVN, DST, "__div") \
+	_(MODVN, DST, "__mod") \
+	_(ADDNV, DST, "__add") \
+	_(SUBNV, DST, "__sub") \
+	_(MULNV, DST, "__mul") \
+	_(DIVNV, DST, "__div") \
+	_(MODNV, DST, "__mod") \
+	_(ADDVV, DST, "__add") \
+	_(SUBVV, DST, "__sub") \
+	_(MULVV, DST, "__mul") \
+	_(DIVVV, DST, "__div") \
+	_(MODVV, DST, "__mod") \
+	_(POW, DST, "__pow") \
+	_(CAT, DST, "__concat") \
+	_(KSTR, DST, NULL) \
+	_(KCDATA, DST, NULL) \
+	_(KSHORT, DST, NULL) \
+	_(KNUM, DST, NULL) \
+	_(KPRI, DST, NULL) \
+	_(KNIL, BASE, NULL) \
+	_(UGET, DST, NULL) \
+	_(USETV, OTHER, NULL) \
+	_(USETS, OTHER, NULL) \
+	_(USETN, OTHER, NULL) \
+	_(USETP, OTHER, NULL) \
+	_(UCLO, OTHER, NULL) \
+	_(FNEW, DST, "__gc") \
+	_(TNEW, DST, "__gc") \
+	_(TDUP, DST, "__gc") \
+	_(GGET, DST, "__index") \
+	_(GSET, OTHER, "__newindex") \
+	_(TGETV, DST, "__index") \
+	_(TGETS, DST, "__index") \
+	_(TGETB, DST, "__index") \
+	_(TGETR, DST, "__index") \
+	_(TSETV, OTHER, "__newindex") \
+	_(TSETS, OTHER, "__newindex") \
+	_(TSETB, OTHER, "__newindex") \
+	_(TSETM, BASE, "__newindex") \
+	_(TSETR, OTHER, "__newindex") \
+	_(CALLM, BASE, "__call") \
+	_(CALL, BASE, "__call") \
+	_(CALLMT, BASE, "__call") \
+	_(CALLT, BASE, "__call") \
+	_(ITERC, BASE, "__call") \
+	_(ITERN, BASE, "__call") \
+	_(VARG, BASE, NULL) \
+	_(ISNEXT, BASE, NULL) \
+	_(RETM, BASE, NULL) \
+	_(RET, OTHER, NULL) \
+	_(RET0, OTHER, NULL) \
+	_(RET1, OTHER, NULL) \
+	_(FORI, BASE, NULL) \
+	_(JFORI, BASE, NULL) \
+	_(FORL, BASE, NULL) \
+	_(IFORL, BASE, NULL) \
+	_(JFORL, BASE, NULL) \
+	_(ITERL, BASE, NULL) \
+	_(IITERL, BASE, NULL) \
+	_(JITERL, BASE, NULL) \
+	_(LOOP, OTHER, NULL) \
+	_(ILOOP, OTHER, NULL) \
+	_(JLOOP, OTHER, NULL) \
+	_(JMP, OTHER, NULL) \
+	_(FUNCF, OTHER, NULL) \
+	_(IFUNCF, OTHER, NULL) \
+	_(JFUNCF, OTHER, NULL) \
+	_(FUNCV, OTHER, NULL) \
+	_(IFUNCV, OTHER, NULL) \
+	_(JFUNCV, OTHER, NULL) \
+	_(FUNCC, OTHER, NULL) \
+	_(FUNCCW, OTHER, NULL)
+
 enum lua_bc_op {
-	LBC_ISLT,
-	LBC_ISGE,
-	LBC_ISLE,
-	LBC_ISGT,
-	LBC_ISEQV,
-	LBC_ISNEV,
-	LBC_ISEQS,
-	LBC_ISNES,
-	LBC_ISEQN,
-	LBC_ISNEN,
-	LBC_ISEQP,
-	LBC_ISNEP,
-	LBC_ISTC,
-	LBC_ISFC,
-	LBC_IST,
-	LBC_ISF,
-	LBC_ISTYPE,
-	LBC_ISNUM,
-	LBC_MOV,
-	LBC_NOT,
-	LBC_UNM,
-	LBC_LEN,
-	LBC_ADDVN,
-	LBC_SUBVN,
-	LBC_MULVN,
-	LBC_DIVVN,
-	LBC_MODVN,
-	LBC_ADDNV,
-	LBC_SUBNV,
-	LBC_MULNV,
-	LBC_DIVNV,
-	LBC_MODNV,
-	LBC_ADDVV,
-	LBC_SUBVV,
-	LBC_MULVV,
-	LBC_DIVVV,
-	LBC_MODVV,
-	LBC_POW,
-	LBC_CAT,
-	LBC_KSTR,
-	LBC_KCDATA,
-	LBC_KSHORT,
-	LBC_KNUM,
-	LBC_KPRI,
-	LBC_KNIL,
-	LBC_UGET,
-	LBC_USETV,
-	LBC_USETS,
-	LBC_USETN,
-	LBC_USETP,
-	LBC_UCLO,
-	LBC_FNEW,
-	LBC_TNEW,
-	LBC_TDUP,
-	LBC_GGET,
-	LBC_GSET,
-	LBC_TGETV,
-	LBC_TGETS,
-	LBC_TGETB,
-	LBC_TGETR,
-	LBC_TSETV,
-	LBC_TSETS,
-	LBC_TSETB,
-	LBC_TSETM,
-	LBC_TSETR,
-	LBC_CALLM,
-	LBC_CALL,
-	LBC_CALLMT,
-	LBC_CALLT,
-	LBC_ITERC,
-	LBC_ITERN,
-	LBC_VARG,
-	LBC_ISNEXT,
-	LBC_RETM,
-	LBC_RET,
-	LBC_RET0,
-	LBC_RET1,
-	LBC_FORI,
-	LBC_JFORI,
-	LBC_FORL,
-	LBC_IFORL,
-	LBC_JFORL,
-	LBC_ITERL,
-	LBC_IITERL,
-	LBC_JITERL,
-	LBC_LOOP,
-	LBC_ILOOP,
-	LBC_JLOOP,
-	LBC_JMP,
-	LBC_FUNCF,
-	LBC_IFUNCF,
-	LBC_JFUNCF,
-	LBC_FUNCV,
-	LBC_IFUNCV,
-	LBC_JFUNCV,
-	LBC_FUNCC,
-	LBC_FUNCCW,
+#define LBC_ENUM(name, amode, mm) LBC_##name,
+	LUA_BCDEF(LBC_ENUM)
+#undef LBC_ENUM
 	LBC__MAX
 };
+
+/* LuaJIT 2.1's numbers (lj_bc.h): a line lost or moved in the list
+ * would shift every opcode after it. */
+_Static_assert(LBC_CALL == 0x42 && LBC_FUNCF == 0x59 && LBC__MAX == 97,
+	       "LUA_BCDEF is out of LuaJIT 2.1's order");
 
 enum lua_bc_amode { LBC_A_OTHER, LBC_A_DST, LBC_A_BASE };
 
@@ -123,103 +140,9 @@ struct lua_bc_info {
 };
 
 static const struct lua_bc_info lua_bc_info[LBC__MAX] = {
-	[LBC_ISLT] = { "ISLT", LBC_A_OTHER, "__lt" },
-	[LBC_ISGE] = { "ISGE", LBC_A_OTHER, "__lt" },
-	[LBC_ISLE] = { "ISLE", LBC_A_OTHER, "__le" },
-	[LBC_ISGT] = { "ISGT", LBC_A_OTHER, "__le" },
-	[LBC_ISEQV] = { "ISEQV", LBC_A_OTHER, "__eq" },
-	[LBC_ISNEV] = { "ISNEV", LBC_A_OTHER, "__eq" },
-	[LBC_ISEQS] = { "ISEQS", LBC_A_OTHER, "__eq" },
-	[LBC_ISNES] = { "ISNES", LBC_A_OTHER, "__eq" },
-	[LBC_ISEQN] = { "ISEQN", LBC_A_OTHER, "__eq" },
-	[LBC_ISNEN] = { "ISNEN", LBC_A_OTHER, "__eq" },
-	[LBC_ISEQP] = { "ISEQP", LBC_A_OTHER, "__eq" },
-	[LBC_ISNEP] = { "ISNEP", LBC_A_OTHER, "__eq" },
-	[LBC_ISTC] = { "ISTC", LBC_A_DST, NULL },
-	[LBC_ISFC] = { "ISFC", LBC_A_DST, NULL },
-	[LBC_IST] = { "IST", LBC_A_OTHER, NULL },
-	[LBC_ISF] = { "ISF", LBC_A_OTHER, NULL },
-	[LBC_ISTYPE] = { "ISTYPE", LBC_A_OTHER, NULL },
-	[LBC_ISNUM] = { "ISNUM", LBC_A_OTHER, NULL },
-	[LBC_MOV] = { "MOV", LBC_A_DST, NULL },
-	[LBC_NOT] = { "NOT", LBC_A_DST, NULL },
-	[LBC_UNM] = { "UNM", LBC_A_DST, "__unm" },
-	[LBC_LEN] = { "LEN", LBC_A_DST, "__len" },
-	[LBC_ADDVN] = { "ADDVN", LBC_A_DST, "__add" },
-	[LBC_SUBVN] = { "SUBVN", LBC_A_DST, "__sub" },
-	[LBC_MULVN] = { "MULVN", LBC_A_DST, "__mul" },
-	[LBC_DIVVN] = { "DIVVN", LBC_A_DST, "__div" },
-	[LBC_MODVN] = { "MODVN", LBC_A_DST, "__mod" },
-	[LBC_ADDNV] = { "ADDNV", LBC_A_DST, "__add" },
-	[LBC_SUBNV] = { "SUBNV", LBC_A_DST, "__sub" },
-	[LBC_MULNV] = { "MULNV", LBC_A_DST, "__mul" },
-	[LBC_DIVNV] = { "DIVNV", LBC_A_DST, "__div" },
-	[LBC_MODNV] = { "MODNV", LBC_A_DST, "__mod" },
-	[LBC_ADDVV] = { "ADDVV", LBC_A_DST, "__add" },
-	[LBC_SUBVV] = { "SUBVV", LBC_A_DST, "__sub" },
-	[LBC_MULVV] = { "MULVV", LBC_A_DST, "__mul" },
-	[LBC_DIVVV] = { "DIVVV", LBC_A_DST, "__div" },
-	[LBC_MODVV] = { "MODVV", LBC_A_DST, "__mod" },
-	[LBC_POW] = { "POW", LBC_A_DST, "__pow" },
-	[LBC_CAT] = { "CAT", LBC_A_DST, "__concat" },
-	[LBC_KSTR] = { "KSTR", LBC_A_DST, NULL },
-	[LBC_KCDATA] = { "KCDATA", LBC_A_DST, NULL },
-	[LBC_KSHORT] = { "KSHORT", LBC_A_DST, NULL },
-	[LBC_KNUM] = { "KNUM", LBC_A_DST, NULL },
-	[LBC_KPRI] = { "KPRI", LBC_A_DST, NULL },
-	[LBC_KNIL] = { "KNIL", LBC_A_BASE, NULL },
-	[LBC_UGET] = { "UGET", LBC_A_DST, NULL },
-	[LBC_USETV] = { "USETV", LBC_A_OTHER, NULL },
-	[LBC_USETS] = { "USETS", LBC_A_OTHER, NULL },
-	[LBC_USETN] = { "USETN", LBC_A_OTHER, NULL },
-	[LBC_USETP] = { "USETP", LBC_A_OTHER, NULL },
-	[LBC_UCLO] = { "UCLO", LBC_A_OTHER, NULL },
-	[LBC_FNEW] = { "FNEW", LBC_A_DST, "__gc" },
-	[LBC_TNEW] = { "TNEW", LBC_A_DST, "__gc" },
-	[LBC_TDUP] = { "TDUP", LBC_A_DST, "__gc" },
-	[LBC_GGET] = { "GGET", LBC_A_DST, "__index" },
-	[LBC_GSET] = { "GSET", LBC_A_OTHER, "__newindex" },
-	[LBC_TGETV] = { "TGETV", LBC_A_DST, "__index" },
-	[LBC_TGETS] = { "TGETS", LBC_A_DST, "__index" },
-	[LBC_TGETB] = { "TGETB", LBC_A_DST, "__index" },
-	[LBC_TGETR] = { "TGETR", LBC_A_DST, "__index" },
-	[LBC_TSETV] = { "TSETV", LBC_A_OTHER, "__newindex" },
-	[LBC_TSETS] = { "TSETS", LBC_A_OTHER, "__newindex" },
-	[LBC_TSETB] = { "TSETB", LBC_A_OTHER, "__newindex" },
-	[LBC_TSETM] = { "TSETM", LBC_A_BASE, "__newindex" },
-	[LBC_TSETR] = { "TSETR", LBC_A_OTHER, "__newindex" },
-	[LBC_CALLM] = { "CALLM", LBC_A_BASE, "__call" },
-	[LBC_CALL] = { "CALL", LBC_A_BASE, "__call" },
-	[LBC_CALLMT] = { "CALLMT", LBC_A_BASE, "__call" },
-	[LBC_CALLT] = { "CALLT", LBC_A_BASE, "__call" },
-	[LBC_ITERC] = { "ITERC", LBC_A_BASE, "__call" },
-	[LBC_ITERN] = { "ITERN", LBC_A_BASE, "__call" },
-	[LBC_VARG] = { "VARG", LBC_A_BASE, NULL },
-	[LBC_ISNEXT] = { "ISNEXT", LBC_A_BASE, NULL },
-	[LBC_RETM] = { "RETM", LBC_A_BASE, NULL },
-	[LBC_RET] = { "RET", LBC_A_OTHER, NULL },
-	[LBC_RET0] = { "RET0", LBC_A_OTHER, NULL },
-	[LBC_RET1] = { "RET1", LBC_A_OTHER, NULL },
-	[LBC_FORI] = { "FORI", LBC_A_BASE, NULL },
-	[LBC_JFORI] = { "JFORI", LBC_A_BASE, NULL },
-	[LBC_FORL] = { "FORL", LBC_A_BASE, NULL },
-	[LBC_IFORL] = { "IFORL", LBC_A_BASE, NULL },
-	[LBC_JFORL] = { "JFORL", LBC_A_BASE, NULL },
-	[LBC_ITERL] = { "ITERL", LBC_A_BASE, NULL },
-	[LBC_IITERL] = { "IITERL", LBC_A_BASE, NULL },
-	[LBC_JITERL] = { "JITERL", LBC_A_BASE, NULL },
-	[LBC_LOOP] = { "LOOP", LBC_A_OTHER, NULL },
-	[LBC_ILOOP] = { "ILOOP", LBC_A_OTHER, NULL },
-	[LBC_JLOOP] = { "JLOOP", LBC_A_OTHER, NULL },
-	[LBC_JMP] = { "JMP", LBC_A_OTHER, NULL },
-	[LBC_FUNCF] = { "FUNCF", LBC_A_OTHER, NULL },
-	[LBC_IFUNCF] = { "IFUNCF", LBC_A_OTHER, NULL },
-	[LBC_JFUNCF] = { "JFUNCF", LBC_A_OTHER, NULL },
-	[LBC_FUNCV] = { "FUNCV", LBC_A_OTHER, NULL },
-	[LBC_IFUNCV] = { "IFUNCV", LBC_A_OTHER, NULL },
-	[LBC_JFUNCV] = { "JFUNCV", LBC_A_OTHER, NULL },
-	[LBC_FUNCC] = { "FUNCC", LBC_A_OTHER, NULL },
-	[LBC_FUNCCW] = { "FUNCCW", LBC_A_OTHER, NULL },
+#define LBC_INFO(name, amode, mm) [LBC_##name] = { #name, LBC_A_##amode, mm },
+	LUA_BCDEF(LBC_INFO)
+#undef LBC_INFO
 };
 
 #define LBC_OP(ins) ((ins) & 0xff)
@@ -227,5 +150,10 @@ static const struct lua_bc_info lua_bc_info[LBC__MAX] = {
 #define LBC_C(ins) (((ins) >> 16) & 0xff)
 #define LBC_B(ins) ((ins) >> 24)
 #define LBC_D(ins) ((ins) >> 16)
+/* And the other way, an instruction from its fields (LuaJIT's BCINS_AD,
+ * BCINS_ABC): for the tests and the synthetic traces that make protos. */
+#define LBC_AD(op, a, d) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(d) << 16)
+#define LBC_ABC(op, a, b, c) \
+	((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(c) << 16 | (uint32_t)(b) << 24)
 
 #endif

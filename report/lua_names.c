@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "report/lua.h"
+#include "report/luajit_protos.h"
 #include "report/lua_bc.h"
 
 /* LuaJIT's internal names for hidden loop variables (VARNAMEDEF). */

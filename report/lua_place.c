@@ -26,20 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/lua_priv.h"
-
-void lua_place_free(struct lua *l)
-{
-	for (size_t i = 0; i < l->ntraces; i++) {
-		if (!l->traces[i].snaps)
-			continue;
-		free(l->traces[i].snaps->snaps);
-		free(l->traces[i].snaps->frames);
-		free(l->traces[i].snaps);
-	}
-	free(l->places);
-	htab_free(&l->places_h);
-}
+#include "report/luajit_protos_priv.h"
 
 int lua_add_trace_snaps(struct lua *l, const struct lp_trace_snaps *rec)
 {

@@ -12,7 +12,7 @@
  *
  * Source lines and inlined frames follow the same rule: an object's come
  * from the chains the recorder resolved and embedded (SRCLINES records,
- * linetab.c) when the trace has any for it, and from the DWARF of the
+ * srclines.c) when the trace has any for it, and from the DWARF of the
  * local file it trusts (or that file's debug file) only when the trace
  * embeds nothing of the object; that DWARF is opened on the first frame
  * that needs it, and read as the recorder reads it (lib/dwarf_image.c,
@@ -32,7 +32,7 @@
 #include "lib/srcline.h"
 #include "lib/escape.h"
 #include "lib/htab.h"
-#include "report/linetab.h"
+#include "report/srclines.h"
 #include "report/objects.h"
 
 enum { UNRESOLVED, EMBEDDED, LOCAL, FAILED };

@@ -34,8 +34,8 @@
 #include "report/objects.h"
 #include "report/profile.h"
 #include "report/report.h"
-#include "report/lua.h"
-#include "report/luasrc.h"
+#include "report/luajit_protos.h"
+#include "report/luajit_sources.h"
 #include "report/stacks.h"
 #include "report/symbolize.h"
 #include "report/vmstate.h"
@@ -375,13 +375,10 @@ static int on_record(struct run *r, struct report_pass *ps, const struct lp_reco
 	}
 }
 
-/* `luaprof report: ` or, with several traces, `luaprof report: PATH: `. */
-static void warn_prefix(const struct run *r, const struct report_pass *ps)
+/* The path to name ps by in a message: with several traces only. */
+static const char *pass_path(const struct run *r, const struct report_pass *ps)
 {
-	if (r->prof->ntraces > 1)
-		fprintf(stderr, "%s: %s: ", r->o->who, ps->path);
-	else
-		fprintf(stderr, "%s: ", r->o->who);
+	return r->prof->ntraces > 1 ? ps->path : NULL;
 }
 
 /* Samples in compiled code that keep the function their trace runs in,
@@ -394,24 +391,20 @@ static void warn_unplaced(struct run *r, struct report_pass *ps)
 
 	for (int i = LUA_PLACED; i < LUA_PLACE_MAX; i++)
 		compiled += c[i];
-	if (c[LUA_UNPLACED_NO_SNAPS]) {
-		warn_prefix(r, ps);
-		fprintf(stderr, "note: %" PRIu64 " of %" PRIu64 " samples in compiled code are in "
-			"traces recorded without their snapshots (an older luaprof, a LuaJIT "
-			"whose layout has none, a trace gone before it was read): they show "
-			"the function the trace runs in, not those it inlined\n",
-			c[LUA_UNPLACED_NO_SNAPS], compiled);
-	}
-	if (n) {
-		warn_prefix(r, ps);
-		fprintf(stderr, "note: %" PRIu64 " of %" PRIu64 " samples in compiled code were "
-			"not placed by their trace's snapshots (%" PRIu64 " at no address in "
-			"the trace's code, %" PRIu64 " in a snapshot the recorder could not "
-			"read, %" PRIu64 " whose base frame disagrees): they show the function "
-			"the trace runs in\n",
-			n, compiled, c[LUA_UNPLACED_OUTSIDE], c[LUA_UNPLACED_SNAP],
-			c[LUA_UNPLACED_BASE]);
-	}
+	if (c[LUA_UNPLACED_NO_SNAPS])
+		health_say(r->o->who, pass_path(r, ps), "note: %" PRIu64 " of %" PRIu64
+			   " samples in compiled code are in traces recorded without their "
+			   "snapshots (an older luaprof, a LuaJIT whose layout has none, a "
+			   "trace gone before it was read): they show the function the trace "
+			   "runs in, not those it inlined\n", c[LUA_UNPLACED_NO_SNAPS], compiled);
+	if (n)
+		health_say(r->o->who, pass_path(r, ps), "note: %" PRIu64 " of %" PRIu64
+			   " samples in compiled code were not placed by their trace's "
+			   "snapshots (%" PRIu64 " at no address in the trace's code, %" PRIu64
+			   " in a snapshot the recorder could not read, %" PRIu64 " whose base "
+			   "frame disagrees): they show the function the trace runs in\n",
+			   n, compiled, c[LUA_UNPLACED_OUTSIDE], c[LUA_UNPLACED_SNAP],
+			   c[LUA_UNPLACED_BASE]);
 }
 
 static void warn_health(struct run *r, struct report_pass *ps, const struct trace_reader_stats *st)
@@ -424,17 +417,8 @@ static void warn_health(struct run *r, struct report_pass *ps, const struct trac
 		lost = ps->footer.lost;
 	r->prof->lost = count_add(r->prof->lost, lost);
 	taken = count_add(ps->samples, lost);
-	health_warn(r->o->who, r->prof->ntraces > 1 ? ps->path : NULL, st);
-	if (lost) {
-		warn_prefix(r, ps);
-		fprintf(stderr, "warning: %" PRIu64 " samples were lost while recording (%.2f%% of %"
-			PRIu64 ")\n", lost, 100.0 * lost / taken, taken);
-	}
-	if (ps->missing) {
-		warn_prefix(r, ps);
-		fprintf(stderr, "warning: %" PRIu64 " samples name a stack that was never defined; "
-			"their frames print as [missing stack]\n", ps->missing);
-	}
+	health_warn(r->o->who, pass_path(r, ps), st);
+	health_warn_samples(r->o->who, pass_path(r, ps), lost, taken, ps->missing);
 	warn_unplaced(r, ps);
 }
 
@@ -647,65 +631,4 @@ int report_close_output(FILE *out, const char *path, const char *who, int err)
 		err = -EIO;
 	}
 	return err ? 1 : 0;
-}
-
-void profile_free(struct profile *p)
-{
-	for (size_t i = 0; i < p->ntraces; i++)
-		free(p->traces[i].cmdline);
-	free(p->traces);
-	free(p->samples_v);
-	frameinfo_free(&p->infos);
-	strtab_free(&p->names);
-	seqtab_free(&p->stacks);
-	free(p->counts);
-	memset(p, 0, sizeof(*p));
-}
-
-uint64_t profile_sample_ns(const struct profile *p, uint32_t t)
-{
-	uint32_t hz = t < p->ntraces ? p->traces[t].rate_hz : 0;
-
-	return hz ? 1000000000ull / hz : 10000000ull; /* 99 Hz, say, if unknown */
-}
-
-void profile_header(FILE *out, const struct profile *p, const char *title)
-{
-	const struct procs *t = p->procs;
-	uint64_t taken = count_add(p->samples, p->lost);
-	size_t listed = 0;
-
-	fprintf(out, "# luaprof report: %s\n", title);
-	if (p->ntraces > 1) {
-		fprintf(out, "# traces (merged):");
-		for (size_t i = 0; i < p->ntraces; i++)
-			fprintf(out, "%s %s", i ? "," : "", p->traces[i].path);
-		fprintf(out, "%s\n", p->complete ? "" : " (cut short: no footer)");
-	} else {
-		fprintf(out, "# trace: %s%s\n", p->trace,
-			p->complete ? "" : " (cut short: no footer)");
-	}
-	fprintf(out, "# samples: %" PRIu64, p->shown);
-	if (p->shown != p->samples)
-		fprintf(out, " shown of %" PRIu64 " read", p->samples);
-	fprintf(out, ", lost: %" PRIu64, p->lost);
-	if (p->lost)
-		fprintf(out, " (%.2f%%)", 100.0 * p->lost / taken);
-	if (p->cut)
-		fprintf(out, ", native stack cut: %" PRIu64 " (%.2f%%, [truncated])",
-			p->cut, p->shown ? 100.0 * p->cut / p->shown : 0.0);
-	fprintf(out, "\n# duration: %.3f s (first to last sample%s)\n", p->span_ns / 1e9,
-		p->ntraces > 1 ? ", each trace's added up" : "");
-	if (p->compiled)
-		fprintf(out, "# compiled code: %" PRIu64 " samples, %" PRIu64 " (%.1f%%) placed "
-			"in the functions their traces inlined\n", p->compiled,
-			p->compiled_placed, 100.0 * p->compiled_placed / p->compiled);
-	fprintf(out, "# processes: %zu", t->len);
-	for (size_t i = 0; i < t->len && listed < 8; i++, listed++)
-		fprintf(out, "%s%" PRIu32 " %s", i ? ", " : " (",
-			t->v[i].pid, t->v[i].comm && t->v[i].comm[0] ?
-			t->v[i].comm : "?");
-	if (t->len > listed)
-		fprintf(out, ", %zu more", t->len - listed);
-	fprintf(out, "%s\n#\n", t->len ? ")" : "");
 }

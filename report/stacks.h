@@ -19,7 +19,7 @@
 
 #include "format/trace.h"
 #include "report/frames.h"
-#include "report/lua.h"
+#include "report/luajit_protos.h"
 #include "report/maps.h"
 #include "report/profile.h"
 

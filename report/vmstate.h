@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "format/trace.h"
-#include "report/lua.h"
+#include "report/luajit_protos.h"
 #include "report/profile.h"
 
 enum vm_class {

@@ -54,6 +54,8 @@ int main(int argc, char **argv)
 		{ 0x700000, 0x701000, 0, LP_PROT_READ | LP_PROT_EXEC, 0, "", 0 },
 	};
 	uint64_t ustack[] = { 0x401104, 0x500010, 0x401010 }, jstack[] = { 0x700044, 0x401010 },
+		 /* Stacks 5 and 6 are written as branches of stack 3. */
+		 bstack[] = { 0x401120, 0x500010, 0x401010 },
 		 kstack[] = { 0xffffffff81000104ull,
 									   0xffffffff81000010ull };
 	struct trace_writer *w;
@@ -120,11 +122,13 @@ int main(int argc, char **argv)
 	err |= PUT(w, &r);
 	r.u.stack = (struct lp_stack){ 5, LP_STACK_USER, 2, jstack };
 	err |= PUT(w, &r);
+	r.u.stack = (struct lp_stack){ 6, LP_STACK_USER, 3, bstack };
+	err |= PUT(w, &r);
 	for (int i = 0; i < 6; i++) {
 		r.type = LP_REC_SAMPLE;
 		r.u.sample = (struct lp_sample){ .time_ns = 2000 + i * 1000, .pid = 7 + i % 2,
 						 .tid = 7 + i % 3, .cpu = i % 2, .kstack = i % 3 ? 4 : 0,
-						 .ustack = 3, .lstack = i % 2 ? 2 : 0,
+						 .ustack = i % 4 ? 3 : 6, .lstack = i % 2 ? 2 : 0,
 						 .vmstate = i % 2 ? 3 : ~i, .lua_state = i % 2 ? 2 : i % 6 };
 		err |= PUT(w, &r);
 	}

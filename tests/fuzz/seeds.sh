@@ -12,9 +12,10 @@
 #   lua         LuaJIT running samples/lua/abc.lua (protos, Lua stacks,
 #               luajit, lua_source, traces), --compress none
 #   old         the native trace as a luaprof before chunk numbers wrote
-#               it (compat 0, no chunk record): the reader's older path
+#               it (compat 0, no chunk record, incompat 0): the reader's
+#               older paths
 #   kitchen     tests/fuzz/seedgen.c's trace: every record type a report
-#               uses, symbol tables, source lines and a compiled trace's
+#               uses (stacks whole and as branches), symbol tables, source lines and a compiled trace's
 #               snapshots included, in 1 KB
 #               (a recording embeds libc's whole table: 40 KB)
 #
@@ -47,12 +48,14 @@ fi
 
 # The native trace without chunk numbers (docs/format.md §2.3): each
 # uncompressed chunk loses its leading chunk record, the header its bit.
+# Its incompat bits go too (a trace from before stack branches, §3.5.1):
+# its stack records read as before, its stack_branch records are bad.
 python3 - "$raw/native.lp" "$raw/old.lp" <<'PY'
 import re, struct, sys, zlib
-chunk_rec = int(re.search(r"LP_REC_CHUNK = (\d+)", open("format/trace.h").read()).group(1))
+chunk_rec = int(re.search(r"_\(CHUNK, chunk, (\d+),", open("format/trace.h").read()).group(1))  # LP_RECDEF
 data = open(sys.argv[1], "rb").read()
 head = bytearray(data[:24])
-head[16:20] = struct.pack("<I", 0)
+head[12:20] = struct.pack("<II", 0, 0)
 head[20:24] = struct.pack("<I", zlib.crc32(bytes(head[:20])))
 out, at = [bytes(head)], 24
 while at + 20 <= len(data):

@@ -334,6 +334,12 @@ size_t fmt_read_expect(const char *path, const struct lp_record *exp,
 		}
 		if (i >= n || !fmt_record_equal(&exp[i], &rec))
 			break;
+		/* The body's size as the reader met it is the writer's. */
+		if ((rec.type == LP_REC_SRCLINES &&
+		     trace_reader_record_bytes(r) != lp_srclines_size(&rec.u.srclines)) ||
+		    (rec.type == LP_REC_TRACE_SNAPS &&
+		     trace_reader_record_bytes(r) != lp_trace_snaps_size(&rec.u.trace_snaps)))
+			break;
 		i++;
 	}
 	trace_reader_get_stats(r, st);

@@ -245,6 +245,39 @@ static inline int rt_lost(struct trace_writer *w, uint64_t count,
 	return trace_write(w, &r);
 }
 
+/* ---- Lua ------------------------------------------------------------ *
+ * The hand-built Lua traces (test_report_lua.c, _place.c, _annotate.c,
+ * _views.c) share one host: its code at 0x10000..0x30000 (rt_map1 of
+ * /x/host), and in it a LuaJIT VM whose interpreter is 0x20000..0x21000,
+ * with fast functions named as RT_FFNAMES has them (0 Lua, 1 C, ...,
+ * 7 string.rep).  Instructions are made with lua_bc.h's LBC_AD and
+ * LBC_ABC. */
+
+/* pid's LUAJIT record: the VM above, with its first nff fast functions
+ * named (at most 8). */
+static inline int rt_luajit(struct trace_writer *w, uint32_t pid, uint32_t nff)
+{
+	static const char *const ffnames[] = { "Lua", "C", "assert", "type", "next",
+					       "pairs", "ipairs", "string.rep" };
+	struct lp_record r = { .type = LP_REC_LUAJIT };
+
+	r.u.luajit = (struct lp_luajit){ .pid = pid, .G = 0x1000, .vm_start = 0x20000,
+					 .vm_end = 0x21000, .flags = LP_LUAJIT_GC64,
+					 .name = "test", .source = "test",
+					 .nff = nff < 8 ? nff : 8, .ffnames = ffnames };
+	return trace_write(w, &r);
+}
+
+/* The host process pid (comm, /x/host, running since t) with its code
+ * mapped and the VM of rt_luajit(w, pid, nff) in it. */
+static inline int rt_lua_host(struct trace_writer *w, uint32_t pid, const char *comm,
+			      uint64_t t, uint32_t nff)
+{
+	return rt_process(w, pid, 1, LP_PROC_EXISTING, comm, "/x/host", t) ?:
+	       rt_map1(w, pid, LP_MAPS_REPLACE, 0x10000, 0x30000, 0, "/x/host") ?:
+	       rt_luajit(w, pid, nff);
+}
+
 /* ---- kernel frames by name ------------------------------------------ *
  * Tests that only care about stack shapes name their frames through
  * KSYMS: function i lives at RT_K(i), so a kernel stack of RT_K() values

@@ -443,11 +443,14 @@ TEST(roundtrip_every_record_every_codec)
 		      got.end_mono_ns == 9 && got.chunks == 1);
 		CHECK(st.chunks == 1 && st.version == LP_VERSION && !st.bad_chunks &&
 		      !st.bad_records && !st.unknown_records && !st.garbage_bytes && !st.truncated);
+		CHECK(st.codec_chunks[fmt_codecs[i]] == 1); /* the records compress */
 		/* The same records, one chunk each, decode the same. */
 		CHECK(fmt_write_trace(path, fmt_codecs[i], recs, n, 1, NULL, NULL, NULL) == 0);
 		CHECK(fmt_read_expect(path, recs, n, &got, &st) == n);
 		CHECK(st.chunks == n + 1 && got.chunks == n + 1 && got.samples == 20 &&
 		      got.lost == 1ull << 40);
+		CHECK(st.codec_chunks[0] + st.codec_chunks[1] + st.codec_chunks[2] == n + 1 &&
+		      !st.codec_chunks[3]);
 	}
 }
 

@@ -5,13 +5,11 @@
  */
 #include <string.h>
 
-#include "report/lua.h"
+#include "report/luajit_protos.h"
 #include "report/lua_bc.h"
 #include "tests/unit/unit.h"
 
 /* An instruction in the AD format (OP, A, D) or ABC format. */
-#define AD(op, a, d) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(d) << 16)
-#define ABC(op, a, b, c) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(c) << 16 | (uint32_t)(b) << 24)
 
 static const struct lp_proto_kstr kstr[] = { { 0, "work" }, { 1, "M" }, { 2, "field_fn" } };
 static const char *const uvnames[] = { "helper" };
@@ -27,8 +25,8 @@ static struct lp_proto proto(const uint32_t *bc, uint32_t n)
 TEST(lua_name_global)
 {
 	/* work(): GGET 0 "work"; CALL 0 1 1 */
-	static const uint32_t bc[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_GGET, 0, 0),
-				       ABC(LBC_CALL, 0, 1, 1) };
+	static const uint32_t bc[] = { LBC_AD(LBC_FUNCF, 2, 0), LBC_AD(LBC_GGET, 0, 0),
+				       LBC_ABC(LBC_CALL, 0, 1, 1) };
 	struct lp_proto p = proto(bc, 3);
 	char name[64];
 
@@ -43,11 +41,11 @@ TEST(lua_name_field_and_method)
 	/* M.field_fn(): GGET 0 "M"; TGETS 0 0 "field_fn"; CALL 0 1 1
 	 * M:field_fn(): GGET 0 "M"; MOV 2 0; TGETS 0 0 "field_fn"; CALL 0 1 2
 	 * (with two-slot frames the object goes to A + 2) */
-	static const uint32_t field[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_GGET, 0, 1),
-					  ABC(LBC_TGETS, 0, 0, 2), ABC(LBC_CALL, 0, 1, 1) };
-	static const uint32_t method[] = { AD(LBC_FUNCF, 3, 0), AD(LBC_GGET, 0, 1),
-					   AD(LBC_MOV, 2, 0), ABC(LBC_TGETS, 0, 0, 2),
-					   ABC(LBC_CALL, 0, 1, 2) };
+	static const uint32_t field[] = { LBC_AD(LBC_FUNCF, 2, 0), LBC_AD(LBC_GGET, 0, 1),
+					  LBC_ABC(LBC_TGETS, 0, 0, 2), LBC_ABC(LBC_CALL, 0, 1, 1) };
+	static const uint32_t method[] = { LBC_AD(LBC_FUNCF, 3, 0), LBC_AD(LBC_GGET, 0, 1),
+					   LBC_AD(LBC_MOV, 2, 0), LBC_ABC(LBC_TGETS, 0, 0, 2),
+					   LBC_ABC(LBC_CALL, 0, 1, 2) };
 	struct lp_proto p = proto(field, 4);
 	char name[64];
 
@@ -64,11 +62,11 @@ TEST(lua_name_local_upvalue_and_mov)
 {
 	/* varinfo: local "fn" in slot 0 from pc 1 for 10 instructions. */
 	static const uint8_t varinfo[] = { 'f', 'n', 0, 1, 10, 0 };
-	static const uint32_t local[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_KPRI, 1, 0),
-					  ABC(LBC_CALL, 0, 1, 1) };
+	static const uint32_t local[] = { LBC_AD(LBC_FUNCF, 2, 0), LBC_AD(LBC_KPRI, 1, 0),
+					  LBC_ABC(LBC_CALL, 0, 1, 1) };
 	/* helper(): UGET 1 0; MOV 0 1; CALL 0 1 1 -- follows the MOV */
-	static const uint32_t upv[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_UGET, 1, 0),
-					AD(LBC_MOV, 0, 1), ABC(LBC_CALL, 0, 1, 1) };
+	static const uint32_t upv[] = { LBC_AD(LBC_FUNCF, 2, 0), LBC_AD(LBC_UGET, 1, 0),
+					LBC_AD(LBC_MOV, 0, 1), LBC_ABC(LBC_CALL, 0, 1, 1) };
 	struct lp_proto p = proto(local, 3);
 	char name[64];
 
@@ -84,9 +82,9 @@ TEST(lua_name_local_upvalue_and_mov)
 TEST(lua_name_metamethod_and_unknown)
 {
 	/* A TGETV calling __index; a call whose slot was filled by a call. */
-	static const uint32_t mm[] = { AD(LBC_FUNCF, 2, 0), ABC(LBC_TGETV, 0, 1, 2) };
-	static const uint32_t anon[] = { AD(LBC_FUNCF, 2, 0), ABC(LBC_CALL, 0, 2, 1),
-					 ABC(LBC_CALL, 0, 1, 1) };
+	static const uint32_t mm[] = { LBC_AD(LBC_FUNCF, 2, 0), LBC_ABC(LBC_TGETV, 0, 1, 2) };
+	static const uint32_t anon[] = { LBC_AD(LBC_FUNCF, 2, 0), LBC_ABC(LBC_CALL, 0, 2, 1),
+					 LBC_ABC(LBC_CALL, 0, 1, 1) };
 	struct lp_proto p = proto(mm, 2);
 	char name[64];
 
@@ -100,12 +98,12 @@ TEST(lua_name_bad_input)
 {
 	/* Out-of-range pcs, unknown opcodes, a constant that is not there,
 	 * an upvalue index past the names and a MOV cycle give no name. */
-	static const uint32_t bc[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_GGET, 0, 77),
-				       ABC(LBC_CALL, 0, 1, 1), 0xff };
-	static const uint32_t cyc[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_MOV, 0, 1),
-					AD(LBC_MOV, 1, 0), ABC(LBC_CALL, 0, 1, 1) };
-	static const uint32_t uv[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_UGET, 0, 9),
-				       ABC(LBC_CALL, 0, 1, 1) };
+	static const uint32_t bc[] = { LBC_AD(LBC_FUNCF, 2, 0), LBC_AD(LBC_GGET, 0, 77),
+				       LBC_ABC(LBC_CALL, 0, 1, 1), 0xff };
+	static const uint32_t cyc[] = { LBC_AD(LBC_FUNCF, 2, 0), LBC_AD(LBC_MOV, 0, 1),
+					LBC_AD(LBC_MOV, 1, 0), LBC_ABC(LBC_CALL, 0, 1, 1) };
+	static const uint32_t uv[] = { LBC_AD(LBC_FUNCF, 2, 0), LBC_AD(LBC_UGET, 0, 9),
+				       LBC_ABC(LBC_CALL, 0, 1, 1) };
 	struct lp_proto p = proto(bc, 4);
 	char name[64];
 

@@ -6,19 +6,37 @@
  * chunk name is no string any more (dead, its memory reused), is
  * "unknown", never named from dead memory.
  *
+ * A proto whose block cannot be allocated is counted as out of memory,
+ * not as unreadable.
+ *
  * The reader is included rather than linked, its target_read() replaced
- * by a copy from this process's memory.
+ * by a copy from this process's memory and its malloc() by one that can
+ * be made to fail.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+void *protos_test_malloc(size_t size);
 #define target_read protos_test_read
+#define malloc protos_test_malloc
 #include "record/luajit_protos.c"
 #undef target_read
+#undef malloc
 
 #include "record/luajit_layouts.h"
 #include "tests/unit/unit.h"
+
+static int malloc_fails; /* the next malloc() returns NULL */
+
+void *protos_test_malloc(size_t size)
+{
+	if (malloc_fails) {
+		malloc_fails = 0;
+		return NULL;
+	}
+	return malloc(size);
+}
 
 int protos_test_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
@@ -145,5 +163,38 @@ TEST(lj_proto_gone_is_named_from_the_walker)
 	/* A file name cut short names nothing. */
 	proto_table_note(pt, (uint32_t)f.t.pid, addr + 8, fp, 1, 1, "@a/b", 4, 300);
 	CHECK(proto_table_get(pt, &f.t, addr + 8, fp, &rec) == 0 && !rec);
+	proto_table_free(pt);
+}
+
+TEST(lj_proto_out_of_memory_is_not_unreadable)
+{
+	static struct fake f, g;
+	struct proto_table *pt = proto_table_new();
+	const struct lp_proto *rec = NULL;
+	uint64_t addr, addr2;
+	uint16_t fp, fp2;
+
+	/* A live proto whose block cannot be allocated: unknown, counted as
+	 * memory, not as a proto that could not be read; and another with
+	 * what the walker saw of it, named from that, still counted as
+	 * memory. */
+	CHECK(pt && !fake_init(&f) && !fake_init(&g));
+	addr = (uint64_t)(uintptr_t)f.proto;
+	addr2 = (uint64_t)(uintptr_t)g.proto;
+	fp = lj_proto_fingerprint((uint64_t)(uintptr_t)f.str, 10, 2);
+	fp2 = lj_proto_fingerprint((uint64_t)(uintptr_t)g.str, 10, 2);
+	CHECK(read_proto(pt, &f.t, addr, fp) == 0);
+	malloc_fails = 1;
+	CHECK(read_proto(pt, &f.t, addr, fp) == -ENOMEM);
+	malloc_fails = 1;
+	CHECK(proto_table_get(pt, &f.t, addr, fp, &rec) == 0 && !rec);
+	CHECK(proto_table_nomem(pt) == 1 && proto_table_failed(pt) == 0);
+	proto_table_note(pt, (uint32_t)g.t.pid, addr2, fp2, 10, 2, "@seen.lua", 9, 9);
+	malloc_fails = 1;
+	CHECK(proto_table_get(pt, &g.t, addr2, fp2, &rec) != 0 && rec &&
+	      !strcmp(rec->chunkname, "@seen.lua") && rec->nbc == 0);
+	CHECK(proto_table_nomem(pt) == 2 && proto_table_from_ident(pt) == 0 &&
+	      proto_table_failed(pt) == 0);
+	malloc_fails = 0;
 	proto_table_free(pt);
 }

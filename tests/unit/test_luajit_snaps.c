@@ -12,8 +12,10 @@
  * snapshots go backwards in the code is refused.
  *
  * The decoder is included rather than linked, with target_read() and
- * lj_proto_get() replaced by the fake memory's.
+ * proto_table_at() replaced by the fake memory's (the latter under its
+ * own name: test_luajit_protos.c includes the real one).
  */
+#define proto_table_at snaps_test_proto_at
 #include "record/luajit_snaps.c"
 
 #include "tests/unit/unit.h"
@@ -65,7 +67,7 @@ static const struct { uint64_t addr; uint32_t sizebc; } protos[] = {
 };
 static int protos_emitted;
 
-uint64_t lj_proto_get(struct proto_table *pt, const struct lj_target *t,
+uint64_t proto_table_at(struct proto_table *pt, const struct lj_target *t,
 		      uint64_t addr, uint32_t *sizebc, const struct lp_proto **prec)
 {
 	static const struct lp_proto rec = { .id = 99 };
@@ -163,7 +165,7 @@ static void setup(struct fake *f, const struct lj_layout *lo)
 	memset(f, 0, sizeof(*f));
 	f->lo = lo;
 	f->fr2 = !!(lo->flags & LJ_LAYOUT_GC64);
-	f->hdr = region(TRACE_ADDR, LJ_TRACE_HDR);
+	f->hdr = region(TRACE_ADDR, LJ_GCTRACE_HDR);
 	f->snap = region(SNAP_ADDR, 64 * lo->sn_size);
 	f->map = (uint32_t *)region(MAP_ADDR, 4096);
 	f->ir = region(IR_ADDR, (REF_BIAS - NK) * IRINS_SIZE);
@@ -217,7 +219,7 @@ static int decode(struct fake *f, const struct lp_trace_snaps **out)
 {
 	struct snap_reader *sr = snap_reader_new();
 	struct lj_target t = { .pid = 1 };
-	uint8_t hdr[LJ_TRACE_HDR];
+	uint8_t hdr[LJ_GCTRACE_HDR];
 	static struct snap_reader *keep;
 	int err;
 

@@ -10,8 +10,6 @@
 #include "report/lua_bc.h"
 #include "tests/unit/report_test.h"
 
-#define AD(op, a, d) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(d) << 16)
-#define ABC(op, a, b, c) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(c) << 16 | (uint32_t)(b) << 24)
 
 static const char t_lua[] =
 	"function work()\n"
@@ -68,17 +66,15 @@ static int put_lua_samples(struct trace_writer *w, uint32_t pid,
  * itself at line 4, 1 in a chunk from stdin, 1 without Lua: 9 in all. */
 static int write_annotate_trace(const char *path)
 {
-	static const uint32_t main_bc[] = { AD(LBC_FUNCV, 2, 0), AD(LBC_GGET, 0, 0),
-					    ABC(LBC_CALL, 0, 1, 1), AD(LBC_RET0, 0, 1) };
+	static const uint32_t main_bc[] = { LBC_AD(LBC_FUNCV, 2, 0), LBC_AD(LBC_GGET, 0, 0),
+					    LBC_ABC(LBC_CALL, 0, 1, 1), LBC_AD(LBC_RET0, 0, 1) };
 	static const uint32_t main_lines[] = { 0, 4, 4, 5 };
-	static const uint32_t work_bc[] = { AD(LBC_FUNCF, 3, 0), AD(LBC_KSHORT, 0, 1),
-					    ABC(LBC_CALL, 0, 1, 1), AD(LBC_RET0, 0, 1) };
+	static const uint32_t work_bc[] = { LBC_AD(LBC_FUNCF, 3, 0), LBC_AD(LBC_KSHORT, 0, 1),
+					    LBC_ABC(LBC_CALL, 0, 1, 1), LBC_AD(LBC_RET0, 0, 1) };
 	static const uint32_t work_lines[] = { 1, 2, 2, 3 };
-	static const uint32_t stdin_bc[] = { AD(LBC_FUNCF, 1, 0), AD(LBC_RET0, 0, 1) };
+	static const uint32_t stdin_bc[] = { LBC_AD(LBC_FUNCF, 1, 0), LBC_AD(LBC_RET0, 0, 1) };
 	static const uint32_t stdin_lines[] = { 1, 1 };
 	static const struct lp_proto_kstr kstr[] = { { 0, "work" } };
-	static const char *const ffnames[] = { "Lua", "C", "assert", "type", "next",
-					       "pairs", "ipairs", "string.rep" };
 	static const struct lp_lframe in_work[] = {
 		{ LP_LFRAME_FF, 0, 7, 0 }, { LP_LFRAME_LUA, 0, 2, 2 },
 		{ LP_LFRAME_LUA, 3, 1, 3 }, { LP_LFRAME_ENTRY, 0, 0, 0 },
@@ -92,7 +88,7 @@ static int write_annotate_trace(const char *path)
 	static const struct lua_samples samples[] = {
 		{ 9, 5 }, { 10, 2 }, { 11, 1 }, { 0, 1 },
 	};
-	struct lp_record rec = { .type = LP_REC_LUAJIT };
+	struct lp_record rec = { 0 };
 	struct trace_writer *w = rt_open(path);
 	uint64_t t = 0;
 	int err;
@@ -100,11 +96,7 @@ static int write_annotate_trace(const char *path)
 	if (!w)
 		return -1;
 	err = rt_process(w, 40, 1, LP_PROC_EXISTING, "host", "/x/host", t);
-	rec.u.luajit = (struct lp_luajit){ .pid = 40, .G = 0x1000, .vm_start = 0x20000,
-					   .vm_end = 0x21000, .flags = LP_LUAJIT_GC64,
-					   .name = "test", .source = "test", .nff = 8,
-					   .ffnames = ffnames };
-	err = err ?: put(w, &rec);
+	err = err ?: rt_luajit(w, 40, 8);
 	err = err ?: put_t_source(w);
 	rec.type = LP_REC_PROTO;
 	rec.u.proto = (struct lp_proto){ .id = 1, .chunkname = "@t.lua", .firstline = 0,
@@ -201,10 +193,10 @@ TEST(report_annotate_lists_functions_with_their_source)
  * function of a chunk loaded from a string, 1 sample. */
 static int write_unknown_line_trace(const char *path)
 {
-	static const uint32_t work_bc[] = { AD(LBC_FUNCF, 3, 0), AD(LBC_KSHORT, 0, 1),
-					    ABC(LBC_CALL, 0, 1, 1), AD(LBC_RET0, 0, 1) };
+	static const uint32_t work_bc[] = { LBC_AD(LBC_FUNCF, 3, 0), LBC_AD(LBC_KSHORT, 0, 1),
+					    LBC_ABC(LBC_CALL, 0, 1, 1), LBC_AD(LBC_RET0, 0, 1) };
 	static const uint32_t work_lines[] = { 1, 2, 2, 3 };
-	static const uint32_t str_bc[] = { AD(LBC_FUNCF, 1, 0), AD(LBC_RET0, 0, 1) };
+	static const uint32_t str_bc[] = { LBC_AD(LBC_FUNCF, 1, 0), LBC_AD(LBC_RET0, 0, 1) };
 	static const uint32_t str_lines[] = { 1, 1 };
 	static const struct lp_lframe at_2[] = {
 		{ LP_LFRAME_LUA, 1, 2, 2 }, { LP_LFRAME_ENTRY, 0, 0, 0 },
@@ -218,7 +210,7 @@ static int write_unknown_line_trace(const char *path)
 	static const struct lua_samples samples[] = {
 		{ 9, 3 }, { 10, 2 }, { 11, 1 },
 	};
-	struct lp_record rec = { .type = LP_REC_LUAJIT };
+	struct lp_record rec = { 0 };
 	struct trace_writer *w = rt_open(path);
 	uint64_t t = 0;
 	int err;
@@ -226,10 +218,7 @@ static int write_unknown_line_trace(const char *path)
 	if (!w)
 		return -1;
 	err = rt_process(w, 41, 1, LP_PROC_EXISTING, "host", "/x/host", t);
-	rec.u.luajit = (struct lp_luajit){ .pid = 41, .G = 0x1000, .vm_start = 0x20000,
-					   .vm_end = 0x21000, .flags = LP_LUAJIT_GC64,
-					   .name = "test", .source = "test" };
-	err = err ?: put(w, &rec);
+	err = err ?: rt_luajit(w, 41, 0);
 	err = err ?: put_t_source(w);
 	rec.type = LP_REC_PROTO;
 	rec.u.proto = (struct lp_proto){ .id = 2, .chunkname = "@t.lua", .firstline = 1,

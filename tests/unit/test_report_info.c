@@ -56,7 +56,7 @@ TEST(info_reports_everything)
 	CHECK(write_info_trace(path, NULL) == 0);
 	CHECK(rt_run(cmd_info, &out, &err, "info", path, NULL) == 0);
 	CHECK(!strcmp(err, ""));
-	CHECK(strstr(out, "format: version 1, incompat features 0x0, compat features 0x1\n"));
+	CHECK(strstr(out, "format: version 1, incompat features 0x3, compat features 0x1\n"));
 	CHECK(strstr(out, "codecs: ") && strstr(out, "lz4 ("));
 	CHECK(strstr(out, "  luaprof version:  0.1.0\n"));
 	CHECK(strstr(out, "  command line:     luaprof record -F 99 -p 100\n"));

@@ -9,8 +9,6 @@
 #include "report/lua_bc.h"
 #include "tests/unit/report_test.h"
 
-#define AD(op, a, d) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(d) << 16)
-#define ABC(op, a, b, c) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(c) << 16 | (uint32_t)(b) << 24)
 
 /* pid 40: native code at 0x10000.., the VM's code at 0x20000..0x21000.
  * main chunk (proto 1) calls the global "work" (proto 2), which calls
@@ -20,15 +18,13 @@ static int write_lua_trace_with(const char *path, int32_t vmstate,
 				const struct lp_lframe *lframes, uint32_t nlframes,
 				const uint64_t *unative, uint32_t nunative)
 {
-	static const uint32_t main_bc[] = { AD(LBC_FUNCV, 2, 0), AD(LBC_GGET, 0, 0),
-					    ABC(LBC_CALL, 0, 1, 1), AD(LBC_RET0, 0, 1) };
+	static const uint32_t main_bc[] = { LBC_AD(LBC_FUNCV, 2, 0), LBC_AD(LBC_GGET, 0, 0),
+					    LBC_ABC(LBC_CALL, 0, 1, 1), LBC_AD(LBC_RET0, 0, 1) };
 	static const uint32_t main_lines[] = { 0, 3, 3, 4 };
-	static const uint32_t work_bc[] = { AD(LBC_FUNCF, 3, 0), AD(LBC_KSHORT, 0, 1),
-					    ABC(LBC_CALL, 0, 1, 1), AD(LBC_RET0, 0, 1) };
+	static const uint32_t work_bc[] = { LBC_AD(LBC_FUNCF, 3, 0), LBC_AD(LBC_KSHORT, 0, 1),
+					    LBC_ABC(LBC_CALL, 0, 1, 1), LBC_AD(LBC_RET0, 0, 1) };
 	static const uint32_t work_lines[] = { 1, 2, 2, 2 };
 	static const struct lp_proto_kstr kstr[] = { { 0, "work" } };
-	static const char *const ffnames[] = { "Lua", "C", "assert", "type", "next",
-					       "pairs", "ipairs", "string.rep" };
 	static const struct lp_lframe frames[] = {
 		{ LP_LFRAME_FF, 0, 7, 0 },         /* string.rep, called from work */
 		{ LP_LFRAME_LUA, 0, 2, 3 },        /* work, called from main */
@@ -37,20 +33,14 @@ static int write_lua_trace_with(const char *path, int32_t vmstate,
 	};
 	uint64_t native[] = { 0x10100 /* leaf: C code */, 0x20400 /* VM */,
 			      0x10200 /* the host */ };
-	struct lp_record rec = { .type = LP_REC_LUAJIT };
+	struct lp_record rec = { 0 };
 	struct trace_writer *w = rt_open(path);
 	uint64_t t = 0;
 	int err;
 
 	if (!w)
 		return -1;
-	err = rt_process(w, 40, 1, LP_PROC_EXISTING, "host", "/x/host", t) ?:
-	      rt_map1(w, 40, LP_MAPS_REPLACE, 0x10000, 0x30000, 0, "/x/host");
-	rec.u.luajit = (struct lp_luajit){ .pid = 40, .G = 0x1000, .vm_start = 0x20000,
-					   .vm_end = 0x21000, .flags = LP_LUAJIT_GC64,
-					   .name = "test", .source = "test", .nff = 8,
-					   .ffnames = ffnames };
-	err = err ?: trace_write(w, &rec);
+	err = rt_lua_host(w, 40, "host", t, 8);
 	rec.type = LP_REC_PROTO;
 	rec.u.proto = (struct lp_proto){ .id = 1, .chunkname = "@t.lua", .firstline = 0,
 					 .numline = 5, .nbc = 4, .bc = main_bc,

@@ -14,8 +14,6 @@
 #include "report/lua_bc.h"
 #include "tests/unit/report_test.h"
 
-#define AD(op, a, d) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(d) << 16)
-#define ABC(op, a, b, c) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(c) << 16 | (uint32_t)(b) << 24)
 
 #define F_ADDR 0x70000ull  /* f's proto; its bytecode 104 bytes on */
 #define BCOFS 104
@@ -27,22 +25,21 @@
  * is as an older luaprof wrote it. */
 static int write_place_trace(const char *path, int snaps)
 {
-	static const uint32_t main_bc[] = { AD(LBC_FUNCV, 2, 0), AD(LBC_GGET, 0, 0),
-					    ABC(LBC_CALL, 0, 1, 1), AD(LBC_RET0, 0, 1) };
+	static const uint32_t main_bc[] = { LBC_AD(LBC_FUNCV, 2, 0), LBC_AD(LBC_GGET, 0, 0),
+					    LBC_ABC(LBC_CALL, 0, 1, 1), LBC_AD(LBC_RET0, 0, 1) };
 	static const uint32_t main_lines[] = { 0, 3, 3, 4 };
 	static const uint32_t f_bc[] = {
-		AD(LBC_FUNCF, 4, 0), AD(LBC_KSHORT, 1, 1), AD(LBC_KSHORT, 2, 1),
-		AD(LBC_UGET, 3, 0), ABC(LBC_CALL, 3, 2, 2), AD(LBC_MOV, 1, 3),
-		AD(LBC_KSHORT, 2, 2), AD(LBC_MOV, 1, 2), AD(LBC_KSHORT, 0, 0),
-		AD(LBC_MOV, 0, 1), AD(LBC_KSHORT, 0, 0), AD(LBC_RET0, 0, 1),
+		LBC_AD(LBC_FUNCF, 4, 0), LBC_AD(LBC_KSHORT, 1, 1), LBC_AD(LBC_KSHORT, 2, 1),
+		LBC_AD(LBC_UGET, 3, 0), LBC_ABC(LBC_CALL, 3, 2, 2), LBC_AD(LBC_MOV, 1, 3),
+		LBC_AD(LBC_KSHORT, 2, 2), LBC_AD(LBC_MOV, 1, 2), LBC_AD(LBC_KSHORT, 0, 0),
+		LBC_AD(LBC_MOV, 0, 1), LBC_AD(LBC_KSHORT, 0, 0), LBC_AD(LBC_RET0, 0, 1),
 	};
 	static const uint32_t f_lines[] = { 10, 11, 12, 12, 12, 13, 14, 15, 15, 16, 16, 17 };
-	static const uint32_t g_bc[] = { AD(LBC_FUNCF, 2, 0), AD(LBC_KSHORT, 1, 1),
-					 AD(LBC_RET0, 0, 1), AD(LBC_RET0, 0, 1) };
+	static const uint32_t g_bc[] = { LBC_AD(LBC_FUNCF, 2, 0), LBC_AD(LBC_KSHORT, 1, 1),
+					 LBC_AD(LBC_RET0, 0, 1), LBC_AD(LBC_RET0, 0, 1) };
 	static const uint32_t g_lines[] = { 20, 21, 22, 22 };
 	static const char *const uvnames[] = { "g" };
 	static const struct lp_proto_kstr kstr[] = { { 0, "f" } };
-	static const char *const ffnames[] = { "Lua", "C" };
 	static const struct lp_lframe lframes[] = {
 		{ LP_LFRAME_TRACE, 0, 3, 1 },   /* trace 3, record 1 */
 		{ LP_LFRAME_LUA, 0, 2, 3 },     /* f, as the walker finds it: the
@@ -70,20 +67,14 @@ static int write_place_trace(const char *path, int snaps)
 	static const struct { const uint64_t *a; uint32_t n; int count; } us[] = {
 		{ u1, 2, 1 }, { u2, 2, 4 }, { u3, 3, 2 }, { u4, 2, 1 }, { u5, 2, 1 }, { u6, 2, 1 },
 	};
-	struct lp_record rec = { .type = LP_REC_LUAJIT };
+	struct lp_record rec = { 0 };
 	struct trace_writer *w = rt_open(path);
 	uint64_t t = 0;
 	int err;
 
 	if (!w)
 		return -1;
-	err = rt_process(w, 40, 1, LP_PROC_EXISTING, "host", "/x/host", t) ?:
-	      rt_map1(w, 40, LP_MAPS_REPLACE, 0x10000, 0x30000, 0, "/x/host");
-	rec.u.luajit = (struct lp_luajit){ .pid = 40, .G = 0x1000, .vm_start = 0x20000,
-					   .vm_end = 0x21000, .flags = LP_LUAJIT_GC64,
-					   .name = "test", .source = "test", .nff = 2,
-					   .ffnames = ffnames };
-	err = err ?: trace_write(w, &rec);
+	err = rt_lua_host(w, 40, "host", t, 2);
 	rec.type = LP_REC_PROTO;
 	rec.u.proto = (struct lp_proto){ .id = 1, .addr = 0x60000, .chunkname = "@t.lua",
 					 .numline = 30, .nbc = 4, .bc = main_bc,

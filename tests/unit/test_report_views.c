@@ -16,9 +16,6 @@
 #include "tests/unit/pb_read.h"
 #include "tests/unit/report_test.h"
 
-#define AD(op, a, d) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(d) << 16)
-#define ABC(op, a, b, c) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(c) << 16 | \
-			  (uint32_t)(b) << 24)
 
 /* A chunk name no output may pass through raw: markup, quotes, a
  * backslash and a byte that is not UTF-8. */
@@ -34,15 +31,13 @@
  * thread 40 in main alone (no work frame) follow. */
 static int write_views_trace(const char *path, int n40, uint64_t gap, int extra)
 {
-	static const uint32_t main_bc[] = { AD(LBC_FUNCV, 2, 0), AD(LBC_GGET, 0, 0),
-					    ABC(LBC_CALL, 0, 1, 1), AD(LBC_RET0, 0, 1) };
+	static const uint32_t main_bc[] = { LBC_AD(LBC_FUNCV, 2, 0), LBC_AD(LBC_GGET, 0, 0),
+					    LBC_ABC(LBC_CALL, 0, 1, 1), LBC_AD(LBC_RET0, 0, 1) };
 	static const uint32_t main_lines[] = { 0, 3, 3, 4 };
-	static const uint32_t work_bc[] = { AD(LBC_FUNCF, 3, 0), AD(LBC_KSHORT, 0, 1),
-					    ABC(LBC_CALL, 0, 1, 1), AD(LBC_RET0, 0, 1) };
+	static const uint32_t work_bc[] = { LBC_AD(LBC_FUNCF, 3, 0), LBC_AD(LBC_KSHORT, 0, 1),
+					    LBC_ABC(LBC_CALL, 0, 1, 1), LBC_AD(LBC_RET0, 0, 1) };
 	static const uint32_t work_lines[] = { 10, 11, 12, 13 };
 	static const struct lp_proto_kstr kstr[] = { { 0, "work" } };
-	static const char *const ffnames[] = { "Lua", "C", "assert", "type", "next",
-					       "pairs", "ipairs", "string.rep" };
 	static const struct lp_lframe frames[] = {
 		{ LP_LFRAME_FF, 0, 7, 0 },
 		{ LP_LFRAME_LUA, 0, 2, 3 },
@@ -55,7 +50,7 @@ static int write_views_trace(const char *path, int n40, uint64_t gap, int extra)
 	static const char *const kfn[] = { "sys_read" };
 	uint64_t native[] = { 0x10100, 0x20400, 0x10200 }, vm_only[] = { 0x20400, 0x10200 };
 	static const int ks[] = { 0 };
-	struct lp_record rec = { .type = LP_REC_LUAJIT };
+	struct lp_record rec = { 0 };
 	struct trace_writer *w = rt_open(path);
 	uint64_t t = 1000000000ull;
 	int err;
@@ -63,13 +58,7 @@ static int write_views_trace(const char *path, int n40, uint64_t gap, int extra)
 	if (!w)
 		return -1;
 	err = rt_meta(w, t - 1000, 1700000000ull * 1000000000ull) ?:
-	      rt_process(w, 40, 1, LP_PROC_EXISTING, "app", "/x/host", t) ?:
-	      rt_map1(w, 40, LP_MAPS_REPLACE, 0x10000, 0x30000, 0, "/x/host");
-	rec.u.luajit = (struct lp_luajit){ .pid = 40, .G = 0x1000, .vm_start = 0x20000,
-					   .vm_end = 0x21000, .flags = LP_LUAJIT_GC64,
-					   .name = "test", .source = "test", .nff = 8,
-					   .ffnames = ffnames };
-	err = err ?: trace_write(w, &rec);
+	      rt_lua_host(w, 40, "app", t, 8);
 	rec.type = LP_REC_PROTO;
 	rec.u.proto = (struct lp_proto){ .id = 1, .chunkname = CHUNK, .firstline = 0,
 					 .numline = 5, .nbc = 4, .bc = main_bc,

@@ -1,13 +1,14 @@
 /*
- * lua.h - the Lua side of a trace, for the report: each process's LuaJIT
+ * luajit_protos.h - the Lua side of a trace, for the report, as
+ * record/luajit_protos.c and its neighbours wrote it: each process's LuaJIT
  * VM (its interpreter's code range and fast-function names), the function
  * prototypes the recorder read, and the Lua stacks samples name.  Turns a
  * Lua stack into frame names: `NAME (CHUNK:LINE)` for Lua functions, with
  * NAME derived from the caller's call site as LuaJIT derives it
  * (lua_names.c), builtins by name, C functions by symbol.
  */
-#ifndef LUAPROF_REPORT_LUA_H
-#define LUAPROF_REPORT_LUA_H
+#ifndef LUAPROF_REPORT_LUAJIT_PROTOS_H
+#define LUAPROF_REPORT_LUAJIT_PROTOS_H
 
 #include <stdint.h>
 

@@ -1,11 +1,11 @@
 /*
- * luasrc.h - the Lua source files a trace embeds (LUA_SOURCE records),
- * kept by id and split into lines, for `report --annotate` and
- * `--by line`.  Only the trace is read: a report shows the same source on
+ * luajit_sources.h - the Lua source files a trace embeds (LUA_SOURCE
+ * records, which record/luajit_sources.c reads and writes), kept by id and
+ * split into lines, for `report --annotate` and `--by line`.  Only the trace is read: a report shows the same source on
  * any machine, whatever files it has.
  */
-#ifndef LUAPROF_REPORT_LUASRC_H
-#define LUAPROF_REPORT_LUASRC_H
+#ifndef LUAPROF_REPORT_LUAJIT_SOURCES_H
+#define LUAPROF_REPORT_LUAJIT_SOURCES_H
 
 #include <stddef.h>
 #include <stdint.h>

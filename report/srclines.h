@@ -1,6 +1,7 @@
 /*
- * linetab.h - the source-line chains a trace embeds for one object
- * (SRCLINES records, docs/format.md §3.18), by address.
+ * srclines.h - the source-line chains a trace embeds for one object
+ * (SRCLINES records, docs/format.md §3.18), by address: the report's side
+ * of record/srclines.c, which resolved and wrote them.
  *
  * The recorder resolved every address the report will look up, so the
  * report answers from what the records say and nothing else: an address
@@ -10,8 +11,8 @@
  * read stands.  Names are interned in a table the caller owns, so the
  * chains it hands out stay valid as long as that table.
  */
-#ifndef LUAPROF_REPORT_LINETAB_H
-#define LUAPROF_REPORT_LINETAB_H
+#ifndef LUAPROF_REPORT_SRCLINES_H
+#define LUAPROF_REPORT_SRCLINES_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /*
- * linetab.c - an object's embedded source-line chains, by address (see
- * linetab.h).
+ * srclines.c - an object's embedded source-line chains, by address (see
+ * srclines.h; record/srclines.c writes them).
  *
  * Entries are appended as records are read and sorted by address on the
  * first lookup, the order of arrival breaking ties so that the first
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "lib/htab.h"
-#include "report/linetab.h"
+#include "report/srclines.h"
 
 /* More chains than a recorder ever writes for one object (its set of
  * addresses holds at most 2^19 for the whole trace): a trace with more is

@@ -1,5 +1,6 @@
 /*
- * luasrc.c - the Lua source files of a trace, by id (see luasrc.h).
+ * luajit_sources.c - the Lua source files of a trace, by id (see
+ * luajit_sources.h).
  *
  * A source's text comes from the trace and is untrusted: it is kept with
  * its length (it may hold NUL bytes), and split once into lines by '\n'
@@ -12,7 +13,7 @@
 #include <string.h>
 
 #include "lib/htab.h"
-#include "report/luasrc.h"
+#include "report/luajit_sources.h"
 
 struct src {
 	uint64_t id;

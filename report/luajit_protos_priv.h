@@ -1,13 +1,16 @@
 /*
- * lua_priv.h - the state behind lua.h, shared by lua.c (the records,
- * naming stacks) and lua_place.c (compiled code placed in the functions
- * a trace inlined).  Private to those two files.
+ * luajit_protos_priv.h - the state behind luajit_protos.h, shared by
+ * luajit_protos.c (the records, naming stacks) and lua_place.c (compiled
+ * code placed in the functions a trace inlined).  Private to those two
+ * files.  The dependency runs one way: lua_place.c uses the calls below,
+ * luajit_protos.c calls nothing of lua_place.c (lua_free() frees the
+ * whole struct lua, snapshots and placements included).
  */
-#ifndef LUAPROF_REPORT_LUA_PRIV_H
-#define LUAPROF_REPORT_LUA_PRIV_H
+#ifndef LUAPROF_REPORT_LUAJIT_PROTOS_PRIV_H
+#define LUAPROF_REPORT_LUAJIT_PROTOS_PRIV_H
 
 #include "lib/htab.h"
-#include "report/lua.h"
+#include "report/luajit_protos.h"
 
 struct vm_ent {
 	uint32_t pid;
@@ -43,7 +46,7 @@ struct lstack_ent {
 	uint32_t leaf, leaf_vm;
 };
 
-/* What names a Lua frame (lua.c, name_lua_frame()): its function, the
+/* What names a Lua frame (luajit_protos.c, name_lua_frame()): its function, the
  * call site in its caller that names it, the pc and trace that give its
  * line, and whether the build is GC64 -> the name id.  A function appears
  * in many Lua stacks, called from the same few sites. */
@@ -92,7 +95,5 @@ int64_t lua_trace_index(const struct lua *l, uint64_t id);
 /* Appends a stack of depth frames (copied) with id 0; its index in *idx. */
 int lua_push_stack(struct lua *l, const struct lp_lframe *frames, uint32_t depth,
 		   uint32_t *idx);
-/* Frees what lua_place.c added to l. */
-void lua_place_free(struct lua *l);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * lua.c - keeps the Lua records of a trace and names Lua stacks (see
- * lua.h).  Prototypes and Lua stacks are defined once and named by id for
+ * luajit_protos.c - keeps the Lua records of a trace and names Lua stacks
+ * (see luajit_protos.h; the report's side of record/luajit_protos.c).  Prototypes and Lua stacks are defined once and named by id for
  * the rest of the trace, so they are copied out of the reader's buffers
  * and kept; a process's VM record may be replaced (exec, a new VM).
  */
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "lib/escape.h"
-#include "report/lua_priv.h"
+#include "report/luajit_protos_priv.h"
 
 int lua_new(struct lua **out, struct frames *fr, int current_lines)
 {
@@ -41,6 +41,16 @@ static void free_proto(struct lp_proto *p)
 	free(p);
 }
 
+/* A trace's snapshots, as lua_add_trace_snaps() (lua_place.c) kept them. */
+static void free_snaps(struct snap_set *ss)
+{
+	if (!ss)
+		return;
+	free(ss->snaps);
+	free(ss->frames);
+	free(ss);
+}
+
 void lua_free(struct lua *l)
 {
 	if (!l)
@@ -59,11 +69,14 @@ void lua_free(struct lua *l)
 		free(l->stacks[i].frames);
 	free(l->stacks);
 	htab_free(&l->stacks_h);
-	lua_place_free(l);
+	for (size_t i = 0; i < l->ntraces; i++)
+		free_snaps(l->traces[i].snaps);
 	free(l->traces);
 	htab_free(&l->traces_h);
 	free(l->fnames);
 	htab_free(&l->fnames_h);
+	free(l->places); /* lua_place.c's placements */
+	htab_free(&l->places_h);
 	free(l);
 }
 
