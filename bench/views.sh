@@ -7,7 +7,8 @@
 # second of each for `diff`.  Each run is timed three times and the
 # fastest kept (the machine is shared); prints wall and CPU seconds,
 # samples per second, peak memory and output size per format, and each
-# format's time as a ratio to folded's, the simplest.  No root needed.
+# format's time as a ratio to folded's, the simplest; then `info`, the
+# line views (--by line, --annotate) and --vmstate.  No root needed.
 #   usage: bench/views.sh            (SAMPLES=N to change the size)
 set -eu
 cd "$(dirname "$0")/.."
@@ -35,20 +36,25 @@ best3() {
 table() {
 	local shape=$1 f n s cpu rss
 	shift
+	rm -f "$TMP/a.lp" "$TMP/b.lp" # the writer never replaces a file
 	build/bench/synth -n "$SAMPLES" "$@" "$TMP/a.lp"
 	build/bench/synth -n "$SAMPLES" -s 2 "$@" "$TMP/b.lp"
 	echo "$shape trace: $SAMPLES samples, $(stat -c %s "$TMP/a.lp") bytes," \
 		"$($LUAPROF report --format folded "$TMP/a.lp" | wc -l) distinct stacks"
 	printf '%-12s %8s %8s %14s %8s %8s %8s\n' format seconds "CPU s" samples/s "RSS MB" "out MB" "/folded"
 	declare -A SECS
-	for f in folded top callgraph flamegraph pprof speedscope diff; do
-		if [ $f = diff ]; then
+	for f in folded top callgraph flamegraph pprof speedscope diff info by-line \
+		annotate vmstate; do
+		n=$SAMPLES
+		case $f in
+		diff)
 			set -- $LUAPROF diff -o "$TMP/out.$f" "$TMP/a.lp" "$TMP/b.lp"
-			n=$((2 * SAMPLES))
-		else
-			set -- $LUAPROF report --format $f -o "$TMP/out.$f" "$TMP/a.lp"
-			n=$SAMPLES
-		fi
+			n=$((2 * SAMPLES)) ;;
+		info) set -- sh -c "$LUAPROF info \"\$1\" >\"\$2\"" info "$TMP/a.lp" "$TMP/out.$f" ;;
+		by-line) set -- $LUAPROF report --by line -o "$TMP/out.$f" "$TMP/a.lp" ;;
+		annotate|vmstate) set -- $LUAPROF report --$f -o "$TMP/out.$f" "$TMP/a.lp" ;;
+		*) set -- $LUAPROF report --format $f -o "$TMP/out.$f" "$TMP/a.lp" ;;
+		esac
 		read -r s cpu rss < <(best3 "$@")
 		SECS[$f]=$s
 		awk -v f="$f" -v s="$s" -v c="$cpu" -v n="$n" -v rss="$rss" \

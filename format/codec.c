@@ -114,45 +114,47 @@ int lp_put_u32(struct lp_buf *b, uint32_t v)
 	return lp_put_bytes(b, tmp, sizeof(tmp));
 }
 
-int lp_get_uv_slow(struct lp_cursor *c, uint64_t *out)
+/* A varint at c->p: its value and length, or 0 when it runs past the end,
+ * is longer than LP_UV_MAX bytes, overflows 64 bits (the tenth byte holds
+ * bit 63 only) or is spelled overlong (a zero final byte after others). */
+static size_t get_uv(const struct lp_cursor *c, uint64_t *out)
 {
 	const uint8_t *p = c->p;
+	size_t left = lp_cursor_left(c), max = left < LP_UV_MAX ? left : LP_UV_MAX;
 	uint64_t v = 0;
-	int i;
 
-	for (i = 0; i < LP_UV_MAX; i++) {
-		uint8_t byte;
+	for (size_t i = 0; i < max; i++) {
+		uint8_t byte = p[i];
 
-		if (p >= c->end)
-			return -EBADMSG;
-		byte = *p++;
-		/* The tenth byte holds bit 63 only: anything more overflows. */
-		if (i == LP_UV_MAX - 1 && byte > 1)
-			return -EBADMSG;
 		v |= (uint64_t)(byte & 0x7f) << (7 * i);
-		if (!(byte & 0x80)) {
-			/* A zero final byte after others is an overlong spelling. */
-			if (byte == 0 && i > 0)
-				return -EBADMSG;
-			c->p = p;
+		if (byte < 0x80) {
+			if ((byte == 0 && i > 0) || (i == LP_UV_MAX - 1 && byte > 1))
+				return 0;
 			*out = v;
-			return 0;
+			return i + 1;
 		}
 	}
-	return -EBADMSG;
+	return 0;
+}
+
+int lp_get_uv_slow(struct lp_cursor *c, uint64_t *out)
+{
+	size_t n = get_uv(c, out);
+
+	if (!n)
+		return -EBADMSG;
+	c->p += n;
+	return 0;
 }
 
 int lp_get_uv32_slow(struct lp_cursor *c, uint32_t *out)
 {
-	struct lp_cursor save = *c;
 	uint64_t v;
+	size_t n = get_uv(c, &v);
 
-	if (lp_get_uv(c, &v))
+	if (!n || v > UINT32_MAX)
 		return -EBADMSG;
-	if (v > UINT32_MAX) {
-		*c = save;
-		return -EBADMSG;
-	}
+	c->p += n;
 	*out = (uint32_t)v;
 	return 0;
 }
@@ -160,9 +162,11 @@ int lp_get_uv32_slow(struct lp_cursor *c, uint32_t *out)
 int lp_get_sv_slow(struct lp_cursor *c, int64_t *out)
 {
 	uint64_t v;
+	size_t n = get_uv(c, &v);
 
-	if (lp_get_uv(c, &v))
+	if (!n)
 		return -EBADMSG;
+	c->p += n;
 	*out = lp_unzigzag(v);
 	return 0;
 }

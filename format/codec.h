@@ -58,8 +58,9 @@ struct lp_cursor {
 	const uint8_t *p, *end;
 };
 
-/* lp_get_uv(), lp_get_uv32() and lp_get_sv() are below: a one-byte value
- * (most of a trace's) takes no call; the rest go through these. */
+/* lp_get_uv(), lp_get_uv32() and lp_get_sv() are below: a one- or
+ * two-byte value (most of a trace's) takes no call; the rest go through
+ * these. */
 int lp_get_uv_slow(struct lp_cursor *c, uint64_t *v);
 int lp_get_uv32_slow(struct lp_cursor *c, uint32_t *v); /* rejects > 2^32-1 */
 int lp_get_sv_slow(struct lp_cursor *c, int64_t *v);
@@ -85,10 +86,32 @@ static inline int64_t lp_unzigzag(uint64_t v)
 	return (int64_t)((v >> 1) ^ (~(v & 1) + 1));
 }
 
+/* A value of two bytes (the next most common: ids and time deltas under
+ * 16384) is taken inline too; a final byte of 0 would spell it overlong,
+ * and is left to the slow path to refuse.  n gets the value's bytes. */
+static inline int lp_get_uv_fast(const struct lp_cursor *c, uint64_t *v, size_t *n)
+{
+	const uint8_t *p = c->p;
+
+	if (p < c->end && p[0] < 0x80) {
+		*v = p[0];
+		*n = 1;
+		return 1;
+	}
+	if (c->end - p >= 2 && (unsigned)p[1] - 1u < 0x7fu) {
+		*v = (p[0] & 0x7fu) | (uint64_t)p[1] << 7;
+		*n = 2;
+		return 1;
+	}
+	return 0;
+}
+
 static inline int lp_get_uv(struct lp_cursor *c, uint64_t *v)
 {
-	if (c->p < c->end && *c->p < 0x80) {
-		*v = *c->p++;
+	size_t n;
+
+	if (lp_get_uv_fast(c, v, &n)) {
+		c->p += n;
 		return 0;
 	}
 	return lp_get_uv_slow(c, v);
@@ -96,8 +119,12 @@ static inline int lp_get_uv(struct lp_cursor *c, uint64_t *v)
 
 static inline int lp_get_uv32(struct lp_cursor *c, uint32_t *v)
 {
-	if (c->p < c->end && *c->p < 0x80) {
-		*v = *c->p++;
+	uint64_t x;
+	size_t n;
+
+	if (lp_get_uv_fast(c, &x, &n)) {
+		c->p += n;
+		*v = (uint32_t)x;
 		return 0;
 	}
 	return lp_get_uv32_slow(c, v);
@@ -105,8 +132,12 @@ static inline int lp_get_uv32(struct lp_cursor *c, uint32_t *v)
 
 static inline int lp_get_sv(struct lp_cursor *c, int64_t *v)
 {
-	if (c->p < c->end && *c->p < 0x80) {
-		*v = lp_unzigzag(*c->p++);
+	uint64_t x;
+	size_t n;
+
+	if (lp_get_uv_fast(c, &x, &n)) {
+		c->p += n;
+		*v = lp_unzigzag(x);
 		return 0;
 	}
 	return lp_get_sv_slow(c, v);

@@ -30,6 +30,9 @@ struct maps {
 	struct pid_maps *pids;
 	size_t len, cap;
 	struct htab h; /* pid -> pids[] index, one entry per pid ever seen */
+	size_t hot;    /* pids[] index + 1 of the pid last asked its
+			* generation, 0 none: a trace's samples come in runs
+			* of few pids, and each sample asks */
 	struct strtab paths;
 	uint64_t last_gen;
 	struct {
@@ -283,10 +286,15 @@ void maps_exit(struct maps *m, uint32_t pid)
 	m->exited_len++;
 }
 
-uint64_t maps_generation(const struct maps *m, uint32_t pid)
+uint64_t maps_generation(struct maps *m, uint32_t pid)
 {
-	const struct pid_maps *pm = find_pid(m, pid);
+	const struct pid_maps *pm;
 
+	if (m->hot && m->pids[m->hot - 1].pid == pid)
+		return m->pids[m->hot - 1].gen;
+	pm = find_pid(m, pid);
+	if (pm)
+		m->hot = (size_t)(pm - m->pids) + 1;
 	return pm ? pm->gen : 0;
 }
 

@@ -36,8 +36,9 @@ int maps_fork(struct maps *m, uint32_t pid, uint32_t ppid);
  * sample that trails its exit record is still resolved. */
 void maps_exit(struct maps *m, uint32_t pid);
 
-/* The generation of pid's layout, 0 when it has none. */
-uint64_t maps_generation(const struct maps *m, uint32_t pid);
+/* The generation of pid's layout, 0 when it has none.  Not const: it
+ * remembers the pid it was last asked about. */
+uint64_t maps_generation(struct maps *m, uint32_t pid);
 /* The mapping of pid containing addr, or NULL. */
 const struct map_ent *maps_find(const struct maps *m, uint32_t pid,
 				uint64_t addr);

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/htab.h"
+#include "lib/grow.h"
 #include "report/formats.h"
 
 struct node {
@@ -26,33 +26,24 @@ struct tree {
 	const struct profile *p;
 	struct node *v;
 	size_t n, cap;
-	struct htab h; /* (parent, name) -> node */
 	uint32_t *kids;
 	double limit;
 	uint64_t hidden;
 };
 
+/* A new child of parent.  Stacks come sorted (seqtab_sorted_counted()),
+ * so those that share a path are next to each other: past the frames a
+ * stack shares with the one before, every node is new, and none needs
+ * to be looked up. */
 static int child(struct tree *t, uint32_t parent, uint32_t name,
 		 uint32_t *out)
 {
-	uint64_t hash = hash_mix(hash_u64(parent), name);
-	struct htab_probe p;
 	struct node *nd;
-	int64_t i;
 	int err;
 
-	htab_probe_start(&t->h, hash, &p);
-	while ((i = htab_probe_next(&t->h, &p)) >= 0) {
-		if (t->v[i].parent == parent && t->v[i].name == name) {
-			*out = i;
-			return 0;
-		}
-	}
 	if (t->n >= UINT32_MAX - 1)
 		return -ENOMEM;
 	err = GROW(t->v, t->cap, t->n + 1);
-	if (!err)
-		err = htab_insert(&t->h, hash, t->n);
 	if (err)
 		return err;
 	nd = &t->v[t->n];
@@ -197,6 +188,5 @@ int out_callgraph(FILE *out, const struct profile *p, const struct out_opts *o)
 cleanup:
 	free(t.v);
 	free(t.kids);
-	htab_free(&t.h);
 	return err;
 }

@@ -39,7 +39,7 @@
 
 #include "lib/escape.h"
 #include "report/formats.h"
-#include "lib/htab.h"
+#include "lib/grow.h"
 
 #define WIDTH 1200
 #define XPAD 10
@@ -67,32 +67,22 @@ struct ftree {
 	const struct profile *p;
 	struct fnode *v;
 	size_t n, cap;
-	struct htab h; /* (parent, name) -> node */
 	uint32_t *kids;
 	uint32_t maxdepth;
 };
 
 #define NONE UINT32_MAX
 
+/* A new child of parent: add_stacks() takes stacks sorted, so past the
+ * frames a stack shares with the one before, every node is new (those
+ * that share a path are next to each other) and none is looked up. */
 static int tree_child(struct ftree *t, uint32_t parent, uint32_t name, uint32_t *out)
 {
-	uint64_t hash = hash_mix(hash_u64(parent), name);
-	struct htab_probe pr;
-	int64_t i;
 	int err;
 
-	htab_probe_start(&t->h, hash, &pr);
-	while ((i = htab_probe_next(&t->h, &pr)) >= 0) {
-		if (t->v[i].parent == parent && t->v[i].name == name) {
-			*out = i;
-			return 0;
-		}
-	}
 	if (t->n >= UINT32_MAX - 2)
 		return -ENOMEM;
 	err = GROW(t->v, t->cap, t->n + 1);
-	if (!err)
-		err = htab_insert(&t->h, hash, t->n);
 	if (err)
 		return err;
 	t->v[t->n] = (struct fnode){ .name = name, .parent = parent,
@@ -198,7 +188,6 @@ static void tree_free(struct ftree *t)
 {
 	free(t->v);
 	free(t->kids);
-	htab_free(&t->h);
 }
 
 /* Finds each node's path in the base tree (diff colours), by name:

@@ -41,104 +41,68 @@ char *folded_stack(const struct profile *p, uint32_t id)
 
 /* ---- sorting by text without building it ------------------------------
  * Lines sort as their texts would by strcmp, but the texts are not made
- * to be compared: each frame name gets its rank among the names, ordered
- * as if each ended in ';' (what follows it in a line but for the last),
- * and lines compare as sequences of ranks.  Ranks differ where the texts
- * first differ, in the same order, but for one case: the last frame of a
- * line, where the text ends instead of going on with ';', when the other
- * line's name there is longer with the same beginning (the ended text is
- * then first, whatever follows).  Names are as written, ';' made ':'. */
-
-struct fline {
-	size_t off;     /* its ranks in ranks[] */
-	uint32_t n, id; /* frames; stack id */
-	uint64_t count;
-};
+ * to be compared: each frame name gets a rank among the names, and lines
+ * compare as sequences of ranks (seq_keys_sort()).  A name has two ranks:
+ * as followed by ';' (every frame of a line but the last) and as followed
+ * by the end of the text (the last), ordered together as those texts
+ * would be, the end before any character.  Ranks then differ where the
+ * texts first differ, in the same order, and are equal where the texts
+ * read the same.  Names are as written, ';' made ':'. */
 
 static const struct profile *sort_p; /* qsort has no context argument */
-static const uint32_t *sort_ranks;
-static const struct fline *sort_lines;
 
 static int folded_char(const char *s, size_t i)
 {
 	return s[i] == ';' ? ':' : (unsigned char)s[i];
 }
 
-/* strcmp of two names as written, each followed by ';'. */
-static int name_cmp(const char *a, const char *b)
+/* A name's rank key: its id, times 2, + 1 for the ending one. */
+#define LAST 1u
+
+/* strcmp of two names as written, each followed by ';' or, as the last
+ * of a line, by the end (-1: before any character). */
+static int name_key_cmp(const void *x, const void *y)
 {
+	uint32_t kx = *(const uint32_t *)x, ky = *(const uint32_t *)y;
+	const char *a = strtab_get(&sort_p->names, kx >> 1);
+	const char *b = strtab_get(&sort_p->names, ky >> 1);
+
 	for (size_t i = 0;; i++) {
-		int x = a[i] ? folded_char(a, i) : ';', y = b[i] ? folded_char(b, i) : ';';
+		int u = a[i] ? folded_char(a, i) : (kx & LAST ? -1 : ';');
+		int v = b[i] ? folded_char(b, i) : (ky & LAST ? -1 : ';');
 
-		if (x != y)
-			return x - y;
+		if (u != v)
+			return u - v;
 		if (!a[i])
-			return 0;
+			return 0; /* ';' is never a name's own character */
 	}
 }
 
-static int name_id_cmp(const void *x, const void *y)
-{
-	return name_cmp(strtab_get(&sort_p->names, *(const uint32_t *)x),
-			strtab_get(&sort_p->names, *(const uint32_t *)y));
-}
-
-/* Whether name b, as written, begins with all of name a. */
-static int name_starts(const char *b, const char *a)
-{
-	for (size_t i = 0; a[i]; i++)
-		if (!b[i] || folded_char(a, i) != folded_char(b, i))
-			return 0;
-	return 1;
-}
-
-static int fline_cmp(const void *x, const void *y)
-{
-	const struct fline *a = &sort_lines[*(const uint32_t *)x];
-	const struct fline *b = &sort_lines[*(const uint32_t *)y];
-	const uint32_t *ra = sort_ranks + a->off, *rb = sort_ranks + b->off;
-	uint32_t n = a->n < b->n ? a->n : b->n;
-
-	for (uint32_t i = 0; i < n; i++) {
-		const uint32_t *va, *vb;
-		uint32_t na, nb;
-
-		if (ra[i] == rb[i])
-			continue;
-		if (i + 1 == a->n || i + 1 == b->n) {
-			va = seqtab_get(&sort_p->stacks, a->id, &na);
-			vb = seqtab_get(&sort_p->stacks, b->id, &nb);
-			if (i + 1 == a->n && name_starts(strtab_get(&sort_p->names, vb[i]),
-							 strtab_get(&sort_p->names, va[i])))
-				return -1;
-			if (i + 1 == b->n && name_starts(strtab_get(&sort_p->names, va[i]),
-							 strtab_get(&sort_p->names, vb[i])))
-				return 1;
-		}
-		return ra[i] < rb[i] ? -1 : 1;
-	}
-	return a->n < b->n ? -1 : a->n > b->n;
-}
-
-/* Each used name's rank in name_cmp order, equal names equal ranks. */
+/* The rank of each used name's key, rank[2 * id + LAST?], equal texts
+ * equal ranks; rank[] holds 1 for the keys in use, 0 for the rest. */
 static int rank_names(const struct profile *p, uint32_t *rank)
 {
-	uint32_t *ids = malloc((p->names.len ? p->names.len : 1) * sizeof(*ids));
-	size_t n = 0;
+	size_t nkeys = 2 * p->names.len, n = 0;
+	uint32_t *keys = malloc((nkeys ? nkeys : 1) * sizeof(*keys));
 
-	if (!ids)
+	if (!keys)
 		return -ENOMEM;
-	for (size_t i = 0; i < p->names.len; i++)
+	for (size_t i = 0; i < nkeys; i++)
 		if (rank[i])
-			ids[n++] = (uint32_t)i;
-	qsort(ids, n, sizeof(*ids), name_id_cmp);
+			keys[n++] = (uint32_t)i;
+	qsort(keys, n, sizeof(*keys), name_key_cmp);
 	for (size_t i = 0, r = 0; i < n; i++) {
-		if (i && name_id_cmp(&ids[i - 1], &ids[i]))
+		if (i && name_key_cmp(&keys[i - 1], &keys[i]))
 			r++;
-		rank[ids[i]] = (uint32_t)r;
+		rank[keys[i]] = (uint32_t)r;
 	}
-	free(ids);
+	free(keys);
 	return 0;
+}
+
+static int same_ranks(const struct seq_key *a, const struct seq_key *b)
+{
+	return a->n == b->n && !memcmp(a->v, b->v, a->n * sizeof(*a->v));
 }
 
 /* The output, gathered and written in large pieces. */
@@ -162,29 +126,76 @@ static void obuf_put(struct obuf *b, const char *s, size_t n)
 	b->len += n;
 }
 
-static void write_line(struct obuf *b, const struct profile *p, uint32_t id,
-		       uint64_t count)
-{
-	const uint32_t *v;
-	char num[24];
-	uint32_t n;
-	int k = sizeof(num);
+/* The text of the line being written, frames as written (';' made ':')
+ * and joined by ';', without its count.  Lines come sorted, so a line
+ * shares its first frames with the one before: those stay, and only the
+ * rest is appended.  Names' texts are made once, back to back. */
+struct ftext {
+	char *line;
+	size_t len, cap;
+	uint32_t *ends;     /* ends[j]: the text's length up to frame j */
+	size_t capends;
+	char *names;        /* used names' texts */
+	size_t nlen, ncap;
+	struct { size_t at, len; } *name; /* by name id: offset + 1 (0: not made) */
+};
 
-	v = seqtab_get(&p->stacks, id, &n);
-	for (uint32_t i = 0; i < n; i++) {
-		const char *name = strtab_get(&p->names, v[i]), *semi;
+/* Name id's text, as written, made the first time. */
+static int name_text(struct ftext *t, const struct profile *p, uint32_t id,
+		     const char **s, size_t *n)
+{
+	if (!t->name[id].at) {
+		const char *name = strtab_get(&p->names, id);
 		size_t len = strlen(name);
 
-		if (i)
-			obuf_put(b, ";", 1);
-		while ((semi = memchr(name, ';', len))) {
-			obuf_put(b, name, (size_t)(semi - name));
-			obuf_put(b, ":", 1);
-			len -= (size_t)(semi - name) + 1;
-			name = semi + 1;
-		}
-		obuf_put(b, name, len);
+		if (GROW(t->names, t->ncap, t->nlen + len))
+			return -ENOMEM;
+		for (size_t i = 0; i < len; i++)
+			t->names[t->nlen + i] = name[i] == ';' ? ':' : name[i];
+		t->name[id].at = t->nlen + 1;
+		t->name[id].len = len;
+		t->nlen += len;
 	}
+	*s = t->names + t->name[id].at - 1;
+	*n = t->name[id].len;
+	return 0;
+}
+
+/* Makes the text of stack id, whose first `keep` frames read as those of
+ * the line before. */
+static int line_text(struct ftext *t, const struct profile *p, uint32_t id, uint32_t keep)
+{
+	const uint32_t *v;
+	uint32_t n;
+	int err;
+
+	v = seqtab_get(&p->stacks, id, &n);
+	err = GROW(t->ends, t->capends, n ? n : 1);
+	if (err)
+		return err;
+	t->len = keep ? t->ends[keep - 1] : 0;
+	for (uint32_t j = keep; j < n; j++) {
+		const char *s;
+		size_t len;
+
+		err = name_text(t, p, v[j], &s, &len) ?:
+		      GROW(t->line, t->cap, t->len + len + 1);
+		if (err)
+			return err;
+		if (j)
+			t->line[t->len++] = ';';
+		memcpy(t->line + t->len, s, len);
+		t->len += len;
+		t->ends[j] = (uint32_t)t->len;
+	}
+	return 0;
+}
+
+static void write_count(struct obuf *b, uint64_t count)
+{
+	char num[24];
+	int k = sizeof(num);
+
 	num[--k] = '\n';
 	do {
 		num[--k] = '0' + count % 10;
@@ -194,20 +205,33 @@ static void write_line(struct obuf *b, const struct profile *p, uint32_t id,
 	obuf_put(b, num + k, sizeof(num) - k);
 }
 
+/* Frames two sorted lines begin with alike (their last aside: its rank
+ * is the ending one). */
+static uint32_t common_frames(const struct seq_key *a, const struct seq_key *b)
+{
+	uint32_t n = (a->n < b->n ? a->n : b->n), i = 0;
+
+	while (i + 1 < n && a->v[i] == b->v[i])
+		i++;
+	return i;
+}
+
 int out_folded(FILE *out, const struct profile *p, const struct out_opts *o)
 {
 	size_t n = p->stacks.len, k = 0, nranks = 0;
-	struct fline *lines = NULL;
-	uint32_t *rank = NULL, *ranks = NULL, *order = NULL;
+	struct seq_key *lines = NULL;
+	uint32_t *rank = NULL, *ranks = NULL;
 	struct obuf *b = NULL;
+	struct ftext t = { 0 };
 	int err = -ENOMEM;
 
 	(void)o;
+	if (p->names.len > UINT32_MAX / 2)
+		return -ENOMEM;
 	lines = calloc(n ? n : 1, sizeof(*lines));
-	order = calloc(n ? n : 1, sizeof(*order));
-	rank = calloc(p->names.len ? p->names.len : 1, sizeof(*rank));
+	rank = calloc(p->names.len ? 2 * p->names.len : 1, sizeof(*rank));
 	b = malloc(sizeof(*b));
-	if (!lines || !order || !rank || !b)
+	if (!lines || !rank || !b)
 		goto cleanup;
 	for (size_t i = 0; i < n; i++) {
 		const uint32_t *v;
@@ -217,43 +241,53 @@ int out_folded(FILE *out, const struct profile *p, const struct out_opts *o)
 			continue;
 		v = seqtab_get(&p->stacks, i, &len);
 		for (uint32_t j = 0; j < len; j++)
-			rank[v[j]] = 1; /* used */
-		lines[k] = (struct fline){ nranks, len, (uint32_t)i, p->counts[i] };
-		order[k] = (uint32_t)k;
+			rank[2 * v[j] + (j + 1 == len ? LAST : 0)] = 1; /* used */
+		lines[k++] = (struct seq_key){ NULL, len, (uint32_t)i };
 		nranks += len;
-		k++;
 	}
 	ranks = malloc((nranks ? nranks : 1) * sizeof(*ranks));
 	sort_p = p;
 	if (!ranks || rank_names(p, rank))
 		goto cleanup;
+	nranks = 0;
 	for (size_t i = 0; i < k; i++) {
 		const uint32_t *v;
 		uint32_t len;
 
 		v = seqtab_get(&p->stacks, lines[i].id, &len);
 		for (uint32_t j = 0; j < len; j++)
-			ranks[lines[i].off + j] = rank[v[j]];
+			ranks[nranks + j] = rank[2 * v[j] + (j + 1 == len ? LAST : 0)];
+		lines[i].v = ranks + nranks;
+		nranks += len;
 	}
-	sort_ranks = ranks;
-	sort_lines = lines;
-	qsort(order, k, sizeof(*order), fline_cmp);
+	seq_keys_sort(lines, k);
 	b->out = out;
 	b->len = 0;
-	for (size_t i = 0; i < k; i++) {
-		uint64_t count = lines[order[i]].count;
-		uint32_t id = lines[order[i]].id;
+	t.name = calloc(p->names.len ? p->names.len : 1, sizeof(*t.name));
+	if (!t.name)
+		goto cleanup;
+	for (size_t i = 0, prev = 0; i < k; i++) {
+		uint64_t count = p->counts[lines[i].id];
+		uint32_t id = lines[i].id, keep = i ? common_frames(&lines[prev], &lines[i]) : 0;
 
 		/* Stacks whose texts read the same (';' made ':') merge. */
-		while (i + 1 < k && !fline_cmp(&order[i], &order[i + 1]))
-			count += lines[order[++i]].count;
-		write_line(b, p, id, count);
+		prev = i;
+		while (i + 1 < k && same_ranks(&lines[i], &lines[i + 1]))
+			count += p->counts[lines[++i].id];
+		err = line_text(&t, p, id, keep);
+		if (err)
+			goto cleanup;
+		obuf_put(b, t.line, t.len);
+		write_count(b, count);
 	}
 	fwrite(b->v, 1, b->len, out);
 	err = 0;
 cleanup:
+	free(t.line);
+	free(t.ends);
+	free(t.names);
+	free(t.name);
 	free(lines);
-	free(order);
 	free(rank);
 	free(ranks);
 	free(b);

@@ -95,10 +95,14 @@ static uint32_t name_str(struct pp *x, uint32_t name)
 
 /* ---- samples, aggregated ------------------------------------------------ */
 
-static int add_key(struct pp *x, const struct profile_sample *s)
+static uint64_t key_hash(const struct profile_sample *s)
 {
-	uint64_t hash = hash_mix(hash_mix(hash_mix(hash_mix(hash_u64(s->stack), s->tid),
-						   s->proc), s->vmclass), s->trace);
+	return hash_fields((uint64_t)s->stack << 32 | s->tid,
+			   (uint64_t)s->proc << 32 | s->vmclass, s->trace, 0);
+}
+
+static int add_key(struct pp *x, const struct profile_sample *s, uint64_t hash)
+{
 	uint64_t ns = profile_sample_ns(x->p, s->trace);
 	struct htab_probe pr;
 	struct skey *k;
@@ -124,6 +128,39 @@ static int add_key(struct pp *x, const struct profile_sample *s)
 					     .proc = s->proc, .vmclass = s->vmclass,
 					     .trace = s->trace, .count = 1, .ns = ns };
 	return 0;
+}
+
+/* Every sample into its key, in sample order (keys are numbered as first
+ * met).  On a wide trace the keys outgrow the caches, so the table's
+ * slot of the sample AHEAD on is fetched, and the key that slot names
+ * when it is AHEAD / 2 on: a sample's lookup then finds both read. */
+#define AHEAD 16
+
+static int add_keys(struct pp *x)
+{
+	const struct profile_sample *v = x->p->samples_v;
+	size_t n = x->p->nsamples;
+	uint64_t ring[AHEAD]; /* ring[j % AHEAD]: sample j's hash, j in [i, i + AHEAD) */
+	int err = 0;
+
+	for (size_t j = 0; j < AHEAD && j < n; j++)
+		ring[j] = key_hash(&v[j]);
+	for (size_t i = 0; i < n && !err; i++) {
+		uint64_t hash = ring[i % AHEAD];
+
+		if (i + AHEAD < n) {
+			ring[i % AHEAD] = key_hash(&v[i + AHEAD]);
+			htab_prefetch(&x->keys_h, ring[i % AHEAD]);
+		}
+		if (i + AHEAD / 2 < n) {
+			int64_t k = htab_peek(&x->keys_h, ring[(i + AHEAD / 2) % AHEAD]);
+
+			if (k >= 0)
+				__builtin_prefetch(&x->keys[k]);
+		}
+		err = add_key(x, &v[i], hash);
+	}
+	return err;
 }
 
 /* ---- functions and locations, numbered as samples first use them ------ */
@@ -375,8 +412,7 @@ int out_pprof(FILE *out, const struct profile *p, const struct out_opts *o)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	for (size_t i = 0; i < p->nsamples && !err; i++)
-		err = add_key(&x, &p->samples_v[i]);
+	err = add_keys(&x);
 	if (!err) {
 		write_profile(&x);
 		err = x.b.err;

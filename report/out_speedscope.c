@@ -183,27 +183,38 @@ cleanup:
 	return err;
 }
 
-/* A number, with a separator before it unless it is the first. */
+/* "00" to "99": numbers are written two digits a division. */
+static const char digit_pairs[] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+/* A number, with a separator before it unless it is the first; out has
+ * room for FMT_ROOM bytes whatever the number's length: the text goes
+ * out in one copy of that fixed size, which the compiler does inline. */
+#define FMT_ROOM 24
+
 static size_t fmt_uint(char *out, int comma, uint64_t x)
 {
-	char buf[24];
-	int n = sizeof(buf);
+	char buf[2 * FMT_ROOM];
+	int n = FMT_ROOM;
 
-	do {
-		buf[--n] = '0' + x % 10;
-		x /= 10;
-	} while (x);
+	memset(buf + FMT_ROOM, 0, FMT_ROOM);
+	while (x >= 100) {
+		n -= 2;
+		memcpy(buf + n, digit_pairs + 2 * (x % 100), 2);
+		x /= 100;
+	}
+	if (x >= 10) {
+		n -= 2;
+		memcpy(buf + n, digit_pairs + 2 * x, 2);
+	} else {
+		buf[--n] = (char)('0' + x);
+	}
 	if (comma)
 		buf[--n] = ',';
-	memcpy(out, buf + n, sizeof(buf) - n);
-	return sizeof(buf) - n;
-}
-
-static void put_uint(struct ss *s, int comma, uint64_t x)
-{
-	char b[24];
-
-	put(s, b, fmt_uint(b, comma, x));
+	memcpy(out, buf + n, FMT_ROOM);
+	return FMT_ROOM - n;
 }
 
 /* A stack's frame numbers, root first, in brackets; numbered as first met. */
@@ -218,7 +229,7 @@ static void write_stack(struct ss *s, uint32_t stack)
 		return;
 	}
 	v = seqtab_get(&s->p->stacks, stack, &n);
-	if (GROW(s->texts, s->captexts, s->ltexts + 2 + (size_t)n * 12)) {
+	if (GROW(s->texts, s->captexts, s->ltexts + 2 + (size_t)n * 12 + FMT_ROOM)) {
 		s->err = -ENOMEM;
 		return;
 	}
@@ -279,8 +290,9 @@ static void write_thread(struct ss *s, size_t from, size_t to, int first, struct
 	const struct proc *pr = &s->p->procs->v[t0->proc];
 	uint64_t period = profile_sample_ns(s->p, t0->trace);
 	uint64_t start = t0->time_ns - s->origin, total = 0;
-	size_t n = thread_runs(s, from, to, period, r);
-	char name[512];
+	size_t n = thread_runs(s, from, to, period, r), wlen = 0;
+	char name[512], wtext[FMT_ROOM];
+	uint64_t last = 0;
 
 	snprintf(name, sizeof(name), "%s %" PRIu32 "/%" PRIu32 "%s%s",
 		 pr->comm && pr->comm[0] ? pr->comm : "?", pr->pid, t0->tid,
@@ -300,7 +312,14 @@ static void write_thread(struct ss *s, size_t from, size_t to, int first, struct
 	}
 	PUT_LIT(s, "],\"weights\":[");
 	for (size_t i = 0; i < n; i++) {
-		put_uint(s, i != 0, r[i].weight);
+		/* Most runs weigh one period: its text is kept. */
+		if (i && r[i].weight == last) {
+			put(s, wtext, wlen);
+		} else {
+			wlen = fmt_uint(wtext, 1, r[i].weight);
+			last = r[i].weight;
+			put(s, wtext + !i, wlen - !i);
+		}
 		total += r[i].weight;
 	}
 	flush_buf(s);

@@ -83,9 +83,15 @@ void pb_bytes(struct pbuf *b, uint32_t field, const void *p, size_t n)
 	b->len += n;
 }
 
+/* A message's length goes before it, and is known only at its end: one
+ * byte is kept for it, enough for a body under 128 bytes (most), and
+ * only a longer body moves up to make room for more. */
 size_t pb_begin(struct pbuf *b, uint32_t field)
 {
 	key(b, field, PB_LEN);
+	if (reserve(b, 1))
+		return b->len;
+	b->v[b->len++] = 0;
 	return b->len;
 }
 
@@ -97,9 +103,11 @@ void pb_end(struct pbuf *b, size_t mark)
 		return;
 	body = b->len - mark;
 	n = varint_len(body);
-	if (reserve(b, n))
-		return;
-	memmove(b->v + mark + n, b->v + mark, body);
-	put_varint(b->v + mark, body);
-	b->len += n;
+	if (n > 1) {
+		if (reserve(b, n - 1))
+			return;
+		memmove(b->v + mark + n - 1, b->v + mark, body);
+		b->len += n - 1;
+	}
+	put_varint(b->v + mark - 1, body);
 }

@@ -34,6 +34,7 @@ static int new_entry(struct procs *t, uint32_t pid, struct proc **out)
 	err = htab_insert(&t->h, hash_u64(pid), t->len);
 	if (err)
 		return err;
+	t->hot = 0; /* it may have been pid's latest */
 	*out = &t->v[t->len++];
 	memset(*out, 0, sizeof(**out));
 	(*out)->pid = pid;
@@ -100,10 +101,16 @@ struct proc *procs_find(const struct procs *t, uint32_t pid)
 
 int procs_get(struct procs *t, uint32_t pid, struct proc **out)
 {
-	int64_t i = find_idx(t, pid);
+	int64_t i;
 
+	if (t->hot && t->v[t->hot - 1].pid == pid) {
+		*out = &t->v[t->hot - 1];
+		return 0;
+	}
+	i = find_idx(t, pid);
 	if (i >= 0) {
 		*out = &t->v[i];
+		t->hot = (size_t)i + 1;
 		return 0;
 	}
 	return new_entry(t, pid, out);

@@ -28,6 +28,8 @@ struct procs {
 	struct proc *v;
 	size_t len, cap;
 	struct htab h; /* pid -> entries */
+	size_t hot;    /* index + 1 of procs_get()'s last answer, 0 none:
+			* every sample asks, mostly for the pid before */
 };
 
 int procs_add(struct procs *t, const struct lp_process *rec);

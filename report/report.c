@@ -284,6 +284,25 @@ static int on_sample(struct run *r, struct report_pass *ps, const struct lp_samp
 	return err;
 }
 
+/* Samples are counted in runs of consecutive SAMPLE records, in stream
+ * order: a run is known before its first sample is counted, so the
+ * memory each one's counting will read is fetched ahead
+ * (stacks_prefetch()) and the reads of a run overlap instead of waiting
+ * one after another.  Any other record ends a run first. */
+#define SAMPLE_RUN STACKS_PREFETCH_MAX
+
+static int on_samples(struct run *r, struct report_pass *ps, const struct lp_sample *run,
+		      unsigned *n)
+{
+	int err = 0;
+
+	stacks_prefetch(ps->st, run, *n);
+	for (unsigned i = 0; i < *n && !err; i++)
+		err = on_sample(r, ps, &run[i]);
+	*n = 0;
+	return err;
+}
+
 static int on_meta(struct run *r, struct report_pass *ps, const struct lp_meta *m)
 {
 	struct profile_trace *t = &r->prof->traces[ps->index];
@@ -465,8 +484,10 @@ static int load_one(struct run *r, const char *path, uint32_t index)
 	struct trace_reader *reader = NULL;
 	struct profile *prof = r->prof;
 	struct lp_record rec;
+	struct lp_sample run[SAMPLE_RUN];
 	struct report_pass *ps = NULL;
 	char errbuf[256] = "";
+	unsigned nrun = 0;
 	int err;
 
 	prof->traces[index].path = path;
@@ -479,8 +500,16 @@ static int load_one(struct run *r, const char *path, uint32_t index)
 	err = pass_new(r, path, index, &ps);
 	if (ps)
 		ps->first_kept = prof->nsamples;
-	while (!err && (err = trace_reader_next(reader, &rec)) == 1)
-		err = on_record(r, ps, &rec);
+	while (!err && (err = trace_reader_next(reader, &rec)) == 1) {
+		if (rec.type == LP_REC_SAMPLE) {
+			run[nrun++] = rec.u.sample;
+			err = nrun == SAMPLE_RUN ? on_samples(r, ps, run, &nrun) : 0;
+			continue;
+		}
+		err = on_samples(r, ps, run, &nrun) ?: on_record(r, ps, &rec);
+	}
+	if (!err)
+		err = on_samples(r, ps, run, &nrun);
 	if (err < 0) {
 		fprintf(stderr, "%s: %s: %s\n", r->o->who, path, strerror(-err));
 		goto fail;

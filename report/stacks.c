@@ -28,6 +28,27 @@ struct ures_ent {
 	int cut;
 };
 
+/* A user stack's native frames as named against one layout: (pid, stack,
+ * layout generation) -> for each address, leaf first, its frames
+ * (frames_user_chain()) and whether it lies in anonymous memory.  A
+ * native stack runs under many Lua stacks, and each pair is resolved
+ * (resolve_user()): its addresses are looked up once per native stack,
+ * not once per pair.  A frame is named when a resolution first needs it,
+ * as it was before this cache, so that names get the same ids. */
+struct native_ent {
+	uint32_t pid, stack;
+	uint64_t gen;
+	size_t first; /* its frames in nfr[] */
+};
+
+struct native_frame {
+	uint32_t off;  /* its names in nids[]; UNNAMED until named */
+	uint32_t func; /* the function's own name (frames_user_chain()) */
+	uint8_t n;     /* names */
+	int8_t anon;   /* in anonymous memory: 1, 0, or -1 not yet known */
+};
+#define UNNAMED UINT32_MAX
+
 /* (user stack, Lua stack) -> the Lua stack as placed (lua_place()). */
 struct lplace_ent {
 	uint32_t stack, lstack, placed;
@@ -47,8 +68,7 @@ struct seen_ent {
 	uint8_t how;      /* how it was placed, LUA_PLACE_MAX: not */
 	uint8_t vm;       /* vm_class() + 1 */
 	uint8_t cut;      /* the native walk did not reach the root */
-	uint8_t used;     /* the slot holds an entry */
-} __attribute__((aligned(64))); /* one cache line a probe, not two */
+} __attribute__((aligned(64))); /* one cache line an entry, not two */
 
 /* What is counted: one entry per distinct (root, user frames, kernel
  * stack, VM-state pseudo-frame). */
@@ -75,6 +95,14 @@ struct stacks {
 	size_t naddrs, capaddrs;
 	struct htab st_h;
 
+	struct native_ent *nat;
+	size_t nnat, capnat;
+	struct htab nat_h;
+	struct native_frame *nfr;
+	size_t nnfr, capnfr;
+	uint32_t *nids;
+	size_t nnids, capnids;
+
 	struct ures_ent *ures;
 	size_t nures, capures;
 	struct htab ures_h;
@@ -94,12 +122,21 @@ struct stacks {
 	struct htab lnames_h;
 	struct seqtab lseqs;
 
-	struct seen_ent *seen; /* open addressing, entries in place */
-	size_t nseen, capseen; /* capseen: 0 or a power of two */
+	struct seen_ent *seen; /* 64-byte aligned (seen_reserve()) */
+	size_t nseen, capseen;
+	struct htab seen_h;
 	uint32_t vm_ids[3]; /* the VM pseudo-frames' names, + 1; 0 unknown */
 
 	uint32_t *buf; /* scratch for one stack's name ids */
 	size_t capbuf;
+	uint32_t *win; /* stacks_finish()'s window of stacks */
+	size_t capwin;
+
+	/* Kernel stacks' names, root first, once all KSYMS are known: by
+	 * stack index, the first in kids[], UNNAMED until named. */
+	uint32_t *kfirst;
+	uint32_t *kids;
+	size_t nkids, capkids;
 
 	uint32_t last;   /* the count entry of the last sample */
 	uint32_t *final; /* count entry -> profile stack id, once finished */
@@ -126,6 +163,12 @@ void stacks_free(struct stacks *s)
 	free(s->st);
 	free(s->addrs);
 	htab_free(&s->st_h);
+	free(s->nat);
+	htab_free(&s->nat_h);
+	free(s->nfr);
+	free(s->nids);
+	free(s->kfirst);
+	free(s->kids);
 	free(s->ures);
 	htab_free(&s->ures_h);
 	seqtab_free(&s->useqs);
@@ -134,10 +177,12 @@ void stacks_free(struct stacks *s)
 	free(s->cnt);
 	htab_free(&s->cnt_h);
 	free(s->seen);
+	htab_free(&s->seen_h);
 	free(s->lnames);
 	htab_free(&s->lnames_h);
 	seqtab_free(&s->lseqs);
 	free(s->buf);
+	free(s->win);
 	free(s->final);
 	free(s);
 }
@@ -200,7 +245,7 @@ static int lua_names(struct stacks *s, uint32_t pid, uint32_t lidx, uint32_t *ou
 	int64_t i;
 	int err;
 
-	hash = hash_mix(hash_mix(hash_mix(hash_u64(pid), gen), lidx), vm);
+	hash = hash_fields(pid, gen, lidx, vm);
 	htab_probe_start(&s->lnames_h, hash, &p);
 	while ((i = htab_probe_next(&s->lnames_h, &p)) >= 0) {
 		const struct lnames_ent *e = &s->lnames[i];
@@ -222,14 +267,91 @@ static int lua_names(struct stacks *s, uint32_t pid, uint32_t lidx, uint32_t *ou
 	return 0;
 }
 
+/* The native entry of user stack uidx in pid's layout of generation gen. */
+static int native_get(struct stacks *s, uint32_t pid, uint32_t uidx, uint64_t gen,
+		      const struct native_ent **out)
+{
+	uint64_t hash = hash_fields(pid, uidx, gen, 0);
+	uint32_t depth = s->st[uidx].depth;
+	struct native_ent *ne;
+	struct htab_probe p;
+	int64_t i;
+	int err;
+
+	htab_probe_start(&s->nat_h, hash, &p);
+	while ((i = htab_probe_next(&s->nat_h, &p)) >= 0) {
+		ne = &s->nat[i];
+		if (ne->pid == pid && ne->stack == uidx && ne->gen == gen) {
+			*out = ne;
+			return 0;
+		}
+	}
+	err = GROW(s->nfr, s->capnfr, s->nnfr + depth) ?:
+	      GROW(s->nat, s->capnat, s->nnat + 1) ?:
+	      htab_insert(&s->nat_h, hash, s->nnat);
+	if (err)
+		return err;
+	for (uint32_t j = 0; j < depth; j++)
+		s->nfr[s->nnfr + j] = (struct native_frame){ UNNAMED, 0, 0, -1 };
+	ne = &s->nat[s->nnat++];
+	*ne = (struct native_ent){ pid, uidx, gen, s->nnfr };
+	s->nnfr += depth;
+	*out = ne;
+	return 0;
+}
+
+/* The frames of address i (leaf first) of ne's stack, whose addresses
+ * are a[]: frames_user_chain(), the first time. */
+static int native_chain(struct stacks *s, const struct native_ent *ne, const uint64_t *a,
+			uint32_t i, const uint32_t **ids, uint32_t *n, uint32_t *func)
+{
+	struct native_frame *f = &s->nfr[ne->first + i];
+
+	if (f->off == UNNAMED) {
+		uint32_t v[FRAMES_MAX_CHAIN], k;
+		int err;
+
+		err = frames_user_chain(s->fr, ne->pid, a[i], i != 0, v, &k, &f->func);
+		if (!err && s->nnids + k >= UNNAMED)
+			err = -ENOMEM;
+		if (!err)
+			err = GROW(s->nids, s->capnids, s->nnids + k);
+		if (err)
+			return err;
+		memcpy(s->nids + s->nnids, v, k * sizeof(*v));
+		f->off = (uint32_t)s->nnids;
+		f->n = (uint8_t)k;
+		s->nnids += k;
+	}
+	*ids = s->nids + f->off;
+	*n = f->n;
+	*func = f->func;
+	return 0;
+}
+
+/* Whether address i of ne's stack, looked up at `at`, is in anonymous
+ * memory. */
+static int native_anon(struct stacks *s, const struct native_ent *ne, uint32_t i, uint64_t at)
+{
+	struct native_frame *f = &s->nfr[ne->first + i];
+
+	if (f->anon < 0) {
+		const struct map_ent *m = maps_find(s->maps, ne->pid, at);
+
+		f->anon = m && !m->path[0];
+	}
+	return f->anon;
+}
+
 /* Names a user stack's frames against pid's layout as it is now, with
  * the Lua stack's frames in place of the native frames of each VM entry,
  * and [truncated] at the root of a native stack that was cut.  uidx or
  * lidx may be NONE. */
-static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
+static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t uidx,
 			uint32_t lidx, int cut, uint32_t *useq)
 {
 	const struct stack_ent *e = uidx < MISSING ? &s->st[uidx] : NULL;
+	const struct native_ent *ne = NULL;
 	/* Not s->addrs + 0 while s->addrs is NULL (only empty stacks yet):
 	 * arithmetic on a NULL pointer is undefined. */
 	const uint64_t *a = e && e->depth ? s->addrs + e->off : NULL;
@@ -243,6 +365,8 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 
 	/* A native address may be several frames (inlined functions). */
 	err = reserve_buf(s, room + ld + 2);
+	if (!err && nd)
+		err = native_get(s, pid, uidx, gen, &ne);
 	if (err)
 		return err;
 	/* The Lua names go after the result's room. */
@@ -258,7 +382,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 		lua_trace_code(s->lua, lidx, &ts, &te);
 	for (uint32_t i = 0, n; i < nd; i++) {
 		uint64_t at = i ? a[i] - 1 : a[i];
-		const struct map_ent *m;
+		const uint32_t *ids;
 		int vm = at >= vs && at < ve;
 
 		/* Trace code (anonymous memory, before any VM frame) stands
@@ -266,10 +390,8 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 		 * would: it runs on that entry's C frame.  The sample's own
 		 * trace is known to be code even where the mappings lag
 		 * behind (LuaJIT remaps its code areas when it flushes). */
-		if (!vm && (trace || li == 0) && !any_vm) {
-			m = maps_find(s->maps, pid, at);
-			vm = (m && !m->path[0]) || (trace && at >= ts && at < te);
-		}
+		if (!vm && (trace || li == 0) && !any_vm)
+			vm = native_anon(s, ne, i, at) || (trace && at >= ts && at < te);
 		if (have_vm && li < nl && vm) {
 			/* This VM entry's Lua frames; a C function's Lua-level
 			 * frame repeats the native frame just above it.  An
@@ -291,9 +413,10 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 			if (!empty || i == 0)
 				continue;
 		}
-		err = frames_user_chain(s->fr, pid, a[i], i != 0, &s->buf[k], &n, &last);
+		err = native_chain(s, ne, a, i, &ids, &n, &last);
 		if (err)
 			return err;
+		memcpy(&s->buf[k], ids, n * sizeof(*ids));
 		k += n;
 		if (i == 0)
 			leaf_n = k;
@@ -318,13 +441,13 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint32_t uidx,
 	return seqtab_intern(&s->useqs, s->buf, k, useq, NULL);
 }
 
-/* The user frames of a sample: user stack id (0: none), Lua stack id
- * lid (0: none) as placed at lidx (UINT32_MAX: none or undefined), cut
+/* The user frames of a sample: user stack idx (NONE: none, MISSING:
+ * undefined), Lua stack id lid (0: none) as placed at lidx (UINT32_MAX:
+ * none or undefined), cut
  * when the native walk could not reach the outermost frame. */
-static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
+static int user_frames(struct stacks *s, uint32_t pid, uint32_t idx,
 		       uint64_t lid, uint32_t lidx, int cut, uint32_t *useq)
 {
-	uint32_t idx = id ? find_stack(s, id) : NONE;
 	uint64_t gen, hash;
 	struct htab_probe p;
 	int64_t i;
@@ -339,7 +462,7 @@ static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
 		return 0;
 	}
 	gen = maps_generation(s->maps, pid);
-	hash = hash_mix(hash_mix(hash_mix(hash_mix(hash_u64(pid), idx), lidx), gen), cut);
+	hash = hash_fields((uint64_t)cut << 32 | pid, idx, lidx, gen);
 	htab_probe_start(&s->ures_h, hash, &p);
 	while ((i = htab_probe_next(&s->ures_h, &p)) >= 0) {
 		const struct ures_ent *u = &s->ures[i];
@@ -350,7 +473,7 @@ static int user_frames(struct stacks *s, uint32_t pid, uint64_t id,
 			return 0;
 		}
 	}
-	err = resolve_user(s, pid, idx, lidx, cut, useq);
+	err = resolve_user(s, pid, gen, idx, lidx, cut, useq);
 	if (!err)
 		err = GROW(s->ures, s->capures, s->nures + 1);
 	if (!err)
@@ -377,12 +500,11 @@ static const struct frame_info vm_info = {
  * and Lua stack): its index in the lua, UINT32_MAX if the sample has none
  * or names one never defined; *how how it was placed, LUA_PLACE_MAX when
  * it was not in compiled code. */
-static int lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t *lidx,
-		     enum lua_place *how)
+static int lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t idx,
+		     uint32_t *lidx, enum lua_place *how)
 {
-	uint32_t idx = smp->ustack ? find_stack(s, smp->ustack) : NONE;
 	uint32_t l = smp->lstack ? lua_find_stack(s->lua, smp->lstack) : UINT32_MAX;
-	uint64_t hash = hash_mix(hash_u64(idx), l);
+	uint64_t hash = hash_fields(idx, l, 0, 0);
 	const struct stack_ent *e;
 	struct lplace_ent *pe;
 	struct htab_probe p;
@@ -469,8 +591,8 @@ static int vm_pseudo_frame(struct stacks *s, int k, uint32_t *id)
 
 /* The count entry of a sample not seen before, whose Lua stack
  * lua_stack() placed at lidx: its frames resolved. */
-static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t lidx,
-			uint32_t root, int vmk, uint32_t *entry, int *missing)
+static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t uidx,
+			uint32_t lidx, uint32_t root, int vmk, uint32_t *entry, int *missing)
 {
 	uint32_t useq = NONE, kstack = NONE, vm;
 	struct count_ent *c;
@@ -480,7 +602,7 @@ static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t 
 	int err;
 
 	if (smp->ustack || smp->lstack) {
-		err = user_frames(s, smp->pid, smp->ustack, smp->lstack, lidx,
+		err = user_frames(s, smp->pid, uidx, smp->lstack, lidx,
 				  smp->ustack && lp_ustop_cut(smp->ustop), &useq);
 		if (err)
 			return err;
@@ -491,7 +613,7 @@ static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t 
 	err = vm_pseudo_frame(s, vmk, &vm);
 	if (err)
 		return err;
-	hash = hash_mix(hash_mix(hash_mix(hash_u64(root), useq), kstack), vm);
+	hash = hash_fields(root, useq, kstack, vm);
 	htab_probe_start(&s->cnt_h, hash, &p);
 	while ((i = htab_probe_next(&s->cnt_h, &p)) >= 0) {
 		c = &s->cnt[i];
@@ -516,75 +638,107 @@ static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t 
 	return 0;
 }
 
+/* Every field but root (a function of the pid: the process's name), so
+ * that stacks_prefetch() can find the slot before root is known.  One
+ * multiply per field, independent of each other, and one finalizer: a
+ * chain of hash_mix() would be as long as the fields are many, and every
+ * sample pays it. */
 static uint64_t seen_hash(const struct seen_ent *e)
 {
-	return hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_mix(hash_u64(e->pid),
-		e->ustack), e->lstack), e->kstack), e->gen), e->root), e->vm << 1 | e->cut);
+	return hash_u64((e->ustack * 0x9e3779b97f4a7c15ull) ^
+			(e->lstack * 0xc2b2ae3d27d4eb4full) ^
+			(e->kstack * 0x165667b19e3779f9ull) ^
+			(e->gen * 0xd6e8feb86659fd93ull) ^
+			((uint64_t)e->pid << 9 | (uint64_t)e->vm << 1 | e->cut));
 }
 
-/* Doubles the seen table (from 0: 4096 slots), keeping it at most half
- * full. */
-static int seen_grow(struct stacks *s)
+/* Room for one more seen entry: the array doubles (from 4096), copied
+ * to keep its entries on cache lines of their own, which realloc() would
+ * not. */
+static int seen_reserve(struct stacks *s)
 {
 	size_t ncap = s->capseen ? 2 * s->capseen : 4096;
 	struct seen_ent *v;
 
-	if (ncap > SIZE_MAX / 2 / sizeof(*v))
+	if (s->nseen < s->capseen)
+		return 0;
+	if (ncap > SIZE_MAX / sizeof(*v) || s->nseen >= UINT32_MAX - 1)
 		return -ENOMEM;
 	v = aligned_alloc(64, ncap * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	memset(v, 0, ncap * sizeof(*v));
-	for (size_t i = 0; i < s->capseen; i++) {
-		size_t pos;
-
-		if (!s->seen[i].used)
-			continue;
-		for (pos = seen_hash(&s->seen[i]) & (ncap - 1); v[pos].used;
-		     pos = (pos + 1) & (ncap - 1))
-			;
-		v[pos] = s->seen[i];
-	}
+	if (s->nseen)
+		memcpy(v, s->seen, s->nseen * sizeof(*v));
 	free(s->seen);
 	s->seen = v;
 	s->capseen = ncap;
 	return 0;
 }
 
+/* The seen table's key of a sample (root aside). */
+static void seen_key(const struct stacks *s, const struct lp_sample *smp,
+		     struct seen_ent *k)
+{
+	*k = (struct seen_ent){ .ustack = smp->ustack, .lstack = smp->lstack,
+				.kstack = smp->kstack,
+				.gen = maps_generation(s->maps, smp->pid),
+				.pid = smp->pid,
+				.vm = (uint8_t)(vm_class(smp) + 1),
+				.cut = smp->ustack && lp_ustop_cut(smp->ustop) };
+}
+
+void stacks_prefetch(const struct stacks *s, const struct lp_sample *v, unsigned n)
+{
+	uint64_t hash[STACKS_PREFETCH_MAX];
+	struct seen_ent k;
+
+	if (n > STACKS_PREFETCH_MAX)
+		n = STACKS_PREFETCH_MAX;
+	for (unsigned i = 0; i < n; i++) {
+		seen_key(s, &v[i], &k);
+		hash[i] = seen_hash(&k);
+		htab_prefetch(&s->seen_h, hash[i]);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		int64_t e = htab_peek(&s->seen_h, hash[i]);
+
+		if (e >= 0)
+			__builtin_prefetch(&s->seen[e]);
+	}
+}
+
 int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		      uint32_t root, uint32_t *lidx, int *missing)
 {
-	struct seen_ent k = { .ustack = smp->ustack, .lstack = smp->lstack,
-			      .kstack = smp->kstack,
-			      .gen = maps_generation(s->maps, smp->pid),
-			      .pid = smp->pid, .root = root,
-			      .vm = (uint8_t)(vm_class(smp) + 1),
-			      .cut = smp->ustack && lp_ustop_cut(smp->ustop), .used = 1 };
+	struct seen_ent k, *e;
+	struct htab_probe p;
 	enum lua_place how;
-	size_t pos = 0;
-	uint32_t entry;
+	uint32_t entry, uidx;
+	uint64_t hash;
+	int64_t i;
 	int err;
 
-	if (s->capseen) {
-		for (pos = seen_hash(&k) & (s->capseen - 1); s->seen[pos].used;
-		     pos = (pos + 1) & (s->capseen - 1)) {
-			struct seen_ent *e = &s->seen[pos];
-
-			if (e->ustack == k.ustack && e->lstack == k.lstack &&
-			    e->kstack == k.kstack && e->gen == k.gen && e->pid == k.pid &&
-			    e->root == k.root && e->vm == k.vm && e->cut == k.cut) {
-				e->count++;
-				s->last = e->cnt;
-				*missing = 0;
-				*lidx = e->lidx;
-				if (e->how < LUA_PLACE_MAX)
-					s->place[e->how]++;
-				return 0;
-			}
+	seen_key(s, smp, &k);
+	k.root = root;
+	hash = seen_hash(&k);
+	htab_probe_start(&s->seen_h, hash, &p);
+	while ((i = htab_probe_next(&s->seen_h, &p)) >= 0) {
+		e = &s->seen[i];
+		if (e->ustack == k.ustack && e->lstack == k.lstack &&
+		    e->kstack == k.kstack && e->gen == k.gen && e->pid == k.pid &&
+		    e->root == k.root && e->vm == k.vm && e->cut == k.cut) {
+			e->count++;
+			s->last = e->cnt;
+			*missing = 0;
+			*lidx = e->lidx;
+			if (e->how < LUA_PLACE_MAX)
+				s->place[e->how]++;
+			return 0;
 		}
 	}
-	err = lua_stack(s, smp, lidx, &how) ?:
-	      place_sample(s, smp, *lidx, root, (int)k.vm - 1, &entry, missing);
+	uidx = smp->ustack ? find_stack(s, smp->ustack) : NONE;
+	err = lua_stack(s, smp, uidx, lidx, &how) ?:
+	      place_sample(s, smp, uidx, *lidx, root, (int)k.vm - 1, &entry, missing);
 	if (err)
 		return err;
 	if (how < LUA_PLACE_MAX)
@@ -595,20 +749,41 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		s->cnt[entry].count++;
 		return 0;
 	}
-	if ((s->nseen + 1) * 2 > s->capseen) {
-		err = seen_grow(s);
-		for (pos = seen_hash(&k) & (s->capseen - 1); !err && s->seen[pos].used;
-		     pos = (pos + 1) & (s->capseen - 1))
-			;
-	}
+	err = seen_reserve(s) ?: htab_insert(&s->seen_h, hash, s->nseen);
 	if (err)
 		return err;
 	k.cnt = entry;
 	k.lidx = *lidx;
 	k.how = (uint8_t)how;
 	k.count = 1;
-	s->seen[pos] = k;
-	s->nseen++;
+	s->seen[s->nseen++] = k;
+	return 0;
+}
+
+/* Names kernel stack idx's frames, root first, into kids[] (from
+ * kfirst[idx]) the first time. */
+static int kernel_names(struct stacks *s, uint32_t idx)
+{
+	const struct stack_ent *ke = &s->st[idx];
+	int err;
+
+	if (s->kfirst[idx] != UNNAMED)
+		return 0;
+	if (s->nkids + ke->depth >= UNNAMED)
+		return -ENOMEM;
+	err = GROW(s->kids, s->capkids, s->nkids + ke->depth);
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < ke->depth; i++) {
+		uint32_t leaf_dist = ke->depth - 1 - i;
+
+		err = frames_kernel(s->fr, s->addrs[ke->off + leaf_dist],
+				    leaf_dist != 0, &s->kids[s->nkids + i]);
+		if (err)
+			return err;
+	}
+	s->kfirst[idx] = (uint32_t)s->nkids;
+	s->nkids += ke->depth;
 	return 0;
 }
 
@@ -644,13 +819,12 @@ static int flatten(struct stacks *s, const struct count_ent *c, uint32_t *n)
 		if (err)
 			return err;
 	}
-	for (uint32_t i = 0; ke && i < ke->depth; i++) {
-		uint32_t leaf_dist = ke->depth - 1 - i;
-
-		err = frames_kernel(s->fr, s->addrs[ke->off + leaf_dist],
-				    leaf_dist != 0, &s->buf[k++]);
+	if (ke) {
+		err = kernel_names(s, c->kstack);
 		if (err)
 			return err;
+		memcpy(&s->buf[k], s->kids + s->kfirst[c->kstack], ke->depth * sizeof(*s->kids));
+		k += ke->depth;
 	}
 	if (k == (c->root != STACKS_NO_ROOT)) {
 		err = frames_name(s->fr, "[no stack]", &id);
@@ -662,21 +836,35 @@ static int flatten(struct stacks *s, const struct count_ent *c, uint32_t *n)
 	return 0;
 }
 
-int stacks_finish(struct stacks *s, struct profile *p)
+/* Count entries are flattened and interned into the profile's stacks
+ * FINISH_WINDOW at a time: the window's stacks are made and hashed first,
+ * their slots fetched, then interned, so that a wide trace's lookups
+ * overlap instead of waiting one after another. */
+#define FINISH_WINDOW 16
+
+static int finish_window(struct stacks *s, struct profile *p, size_t from, size_t to)
 {
+	size_t off[FINISH_WINDOW + 1], len = 0;
+	uint64_t hash[FINISH_WINDOW];
 	uint32_t n, id;
 	int created, err;
 
-	for (size_t i = 0; i < s->capseen; i++)
-		if (s->seen[i].used)
-			s->cnt[s->seen[i].cnt].count += s->seen[i].count;
-	s->final = calloc(s->ncnt ? s->ncnt : 1, sizeof(*s->final));
-	if (!s->final)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->ncnt; i++) {
-		err = flatten(s, &s->cnt[i], &n);
-		if (!err)
-			err = seqtab_intern(&p->stacks, s->buf, n, &id, &created);
+	for (size_t i = from; i < to; i++) {
+		err = flatten(s, &s->cnt[i], &n) ?: GROW(s->win, s->capwin, len + n);
+		if (err)
+			return err;
+		memcpy(s->win + len, s->buf, n * sizeof(*s->buf));
+		off[i - from] = len;
+		len += n;
+		hash[i - from] = seqtab_hash(s->win + off[i - from], n);
+		seqtab_prefetch(&p->stacks, hash[i - from]);
+	}
+	off[to - from] = len;
+	for (size_t i = from; i < to; i++) {
+		size_t w = i - from;
+
+		err = seqtab_intern_hashed(&p->stacks, s->win + off[w], (uint32_t)(off[w + 1] - off[w]),
+					   hash[w], &id, &created);
 		if (!err && created)
 			err = GROW(p->counts, p->counts_cap, p->stacks.len);
 		if (err)
@@ -688,6 +876,23 @@ int stacks_finish(struct stacks *s, struct profile *p)
 		p->shown += s->cnt[i].count;
 	}
 	return 0;
+}
+
+int stacks_finish(struct stacks *s, struct profile *p)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < s->nseen; i++)
+		s->cnt[s->seen[i].cnt].count += s->seen[i].count;
+	s->final = calloc(s->ncnt ? s->ncnt : 1, sizeof(*s->final));
+	s->kfirst = malloc((s->nst ? s->nst : 1) * sizeof(*s->kfirst));
+	if (!s->final || !s->kfirst)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->nst; i++)
+		s->kfirst[i] = UNNAMED;
+	for (size_t i = 0; i < s->ncnt && !err; i += FINISH_WINDOW)
+		err = finish_window(s, p, i, s->ncnt - i < FINISH_WINDOW ? s->ncnt : i + FINISH_WINDOW);
+	return err;
 }
 
 uint32_t stacks_last_entry(const struct stacks *s)

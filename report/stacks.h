@@ -43,6 +43,12 @@ int stacks_define(struct stacks *s, const struct lp_stack *rec);
  * when the sample names a stack id that was never defined before it. */
 int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		      uint32_t root, uint32_t *lidx, int *missing);
+/* Starts reading the memory stacks_add_sample() will look at first for
+ * the samples v[0..n), n at most STACKS_PREFETCH_MAX, to be added next:
+ * it hides the latency of a table far larger than the caches when stacks
+ * are many.  A hint: nothing changes. */
+#define STACKS_PREFETCH_MAX 32
+void stacks_prefetch(const struct stacks *s, const struct lp_sample *v, unsigned n);
 /* Samples taken in compiled code so far, by enum lua_place. */
 void stacks_place_counts(const struct stacks *s, uint64_t counts[LUA_PLACE_MAX]);
 
