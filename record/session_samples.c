@@ -1,0 +1,254 @@
+/*
+ * session_samples.c - from a ring-buffer event to trace records: a sample's
+ * kernel, native and Lua stacks interned, its mappings checked, its cut
+ * walks noted for -v; process events (fork, exec, exit) handed to the
+ * targets.  The BPF side's enums are the trace's, checked here where one
+ * becomes the other.
+ */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "record/kallsyms.h"
+#include "record/objects.h"
+#include "record/sidekick.h"
+#include "record/stacks.h"
+#include "record/unwind.h"
+#include "record/session_priv.h"
+
+_Static_assert((int)LP_WALK_WALKED == (int)LP_LUA_WALKED &&
+		       (int)LP_WALK_NO_VM == (int)LP_LUA_NO_VM &&
+		       (int)LP_WALK_IDLE == (int)LP_LUA_IDLE &&
+		       (int)LP_WALK_NO_G == (int)LP_LUA_NO_G &&
+		       (int)LP_WALK_BAD_L == (int)LP_LUA_BAD_L,
+	       "BPF walk states and trace lua states agree");
+_Static_assert((int)LP_USTOP_FALLBACK == (int)LP_USTOP_R_UNKNOWN &&
+		       (int)LP_USTOP_END == (int)LP_USTOP_R_COMPLETE &&
+		       (int)LP_USTOP_DEPTH == (int)LP_USTOP_R_DEPTH &&
+		       (int)LP_USTOP_UNMAPPED == (int)LP_USTOP_R_UNMAPPED &&
+		       (int)LP_USTOP_JIT == (int)LP_USTOP_R_JIT &&
+		       (int)LP_USTOP_NO_ROW == (int)LP_USTOP_R_NO_CFI &&
+		       (int)LP_USTOP_UNSUPPORTED == (int)LP_USTOP_R_UNSUPPORTED &&
+		       (int)LP_USTOP_READ == (int)LP_USTOP_R_READ &&
+		       (int)LP_USTOP_BAD_FRAME == (int)LP_USTOP_R_BAD_FRAME &&
+		       (int)LP_USTOP_NO_REGS == (int)LP_USTOP_R_NO_REGS &&
+		       (int)LP_USTOP_NO_TABLE == (int)LP_USTOP_R_NO_TABLE &&
+		       (int)LP_USTOP_MAX == (int)LP_USTOP_R_MAX,
+	       "BPF walk stops and trace stop reasons agree");
+_Static_assert((int)LP_LUA_FRAME_LUA == (int)LP_LFRAME_LUA &&
+		       (int)LP_LUA_FRAME_C == (int)LP_LFRAME_C &&
+		       (int)LP_LUA_FRAME_FF == (int)LP_LFRAME_FF &&
+		       (int)LP_LUA_FRAME_ENTRY == (int)LP_LFRAME_ENTRY &&
+		       (int)LP_LUA_FRAME_TRACE == (int)LP_LFRAME_TRACE &&
+		       (int)LP_LUA_FRAME_TRUNC == (int)LP_LFRAME_TRUNC,
+	       "BPF frame kinds and trace frame kinds agree");
+
+static uint64_t intern_stack(struct session *s, uint32_t kind,
+			     const uint64_t *addrs, int bytes)
+{
+	struct lp_record rec;
+	uint32_t depth;
+	uint64_t id;
+	int is_new;
+
+	if (bytes <= 0)
+		return 0;
+	depth = bytes / sizeof(uint64_t);
+	if (depth > LP_MAX_STACK)
+		depth = LP_MAX_STACK;
+	id = stack_table_intern(s->stacks, kind, addrs, depth, &is_new);
+	if (!is_new)
+		return id;
+	if (kind == LP_STACK_KERNEL)
+		ksym_set_note(s->ksyms, addrs, depth);
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_STACK;
+	rec.u.stack.id = id;
+	rec.u.stack.kind = kind;
+	rec.u.stack.depth = depth;
+	rec.u.stack.addrs = addrs;
+	emit(s, &rec);
+	return id;
+}
+
+/*
+ * The bytes of the user stack worth keeping.  A walk that stopped at a
+ * return address in no known code recorded it: new code (dlopen), which
+ * the re-read of the mappings found, or stack data taken for a return
+ * address, which it did not.  The latter is no frame: the stack ends
+ * before it, cut (the sample's ustop says so).  The leaf is never data.
+ */
+static int validated_ustack_bytes(const struct target *t,
+				  const struct lp_event_sample *e)
+{
+	int n = e->ustack_bytes / 8;
+	const struct lp_mapping *m;
+
+	if (!t || n < 2 || n > LP_MAX_USTACK)
+		return e->ustack_bytes;
+	m = maps_table_find(&t->maps, e->ustack[n - 1]);
+	if (e->ustack_stop == LP_USTOP_UNMAPPED && !m)
+		return (n - 1) * 8;
+	/* A walk that stopped at a return address into anonymous code (a
+	 * trace, for LuaJIT) with no Lua frames to stand for it: nothing
+	 * says what ran there, nor that it is code at all. */
+	if ((e->ustack_stop == LP_USTOP_UNMAPPED || e->ustack_stop == LP_USTOP_JIT) &&
+	    m && !m->path[0] && !e->lua_depth)
+		return (n - 1) * 8;
+	return e->ustack_bytes;
+}
+
+/* record -v: when, where and why a native walk stopped short of the
+ * stack's outermost frame, for the first few, so that a stack that does
+ * not reach main explains itself (tests/e2e/native_unwind.sh prints them
+ * when a share falls short). */
+static void note_cut_walk(struct session *s, const struct target *t,
+			  const struct lp_event_sample *e)
+{
+	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
+	const struct lp_mapping *m;
+	uint64_t pc;
+	char where[96] = "no frame";
+
+	if (s->ncut_walks >= CUT_WALKS || e->ustack_stop == LP_USTOP_END ||
+	    e->ustack_stop == LP_USTOP_DEPTH)
+		return;
+	if (n > LP_MAX_USTACK)
+		n = LP_MAX_USTACK;
+	if (n) {
+		pc = e->ustack[n - 1];
+		m = t ? maps_table_find(&t->maps, pc) : NULL;
+		if (m)
+			snprintf(where, sizeof(where), "at %s+0x%llx",
+				 strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path,
+				 (unsigned long long)(pc - m->start + m->pgoff));
+		else
+			snprintf(where, sizeof(where), "at 0x%llx, in no mapping known",
+				 (unsigned long long)pc);
+	}
+	snprintf(s->cut_walks[s->ncut_walks++], sizeof(s->cut_walks[0]),
+		 "%+.3f s, pid %d: %s after %d frame%s, %s",
+		 ((double)e->h.time_ns - (double)s->start_ns) / 1e9, (int)e->h.pid,
+		 unwind_stop_name(e->ustack_stop), n, n == 1 ? "" : "s", where);
+}
+
+/* Does the sample's native stack hold a return address into t's
+ * interpreter (the VM called out to C from there)? */
+static int crosses_vm(const struct lj_target *t, const struct lp_event_sample *e)
+{
+	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
+
+	for (int i = 1; i < n && i < LP_MAX_USTACK; i++)
+		if (e->ustack[i] - 1 >= t->vm_start && e->ustack[i] - 1 < t->vm_end)
+			return 1;
+	return 0;
+}
+
+static void handle_sample(struct session *s, const struct lp_event_sample *e,
+			  size_t size)
+{
+	struct target *t = find_target(s, e->h.pid);
+	struct lp_record rec;
+
+	if (!t || !t->alive) /* a sample racing its fork event */
+		t = add_target(s, e->h.pid, 0, e->h.time_ns, LP_PROC_FORKED, NULL);
+	if (s->o->verbose)
+		note_cut_walk(s, t, e);
+	if (t)
+		check_mappings(s, t, e);
+	if (t && e->ustack_bytes > 0)
+		object_set_note_stack(s->objs, &t->maps, (const uint64_t *)e->ustack,
+				e->ustack_bytes / 8 < LP_MAX_USTACK ?
+				e->ustack_bytes / 8 : LP_MAX_USTACK);
+	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G && !t->lj_gone)
+		locate_luajit(s, t, e->lua_G);
+	/* Still no valid G, though the native stack crossed the VM's C frame,
+	 * whose lua_State the BPF walker read: the layout does not fit. */
+	if (t && t->lj && t->lj->state == LJ_WAITING_G &&
+	    e->lua_state == LP_WALK_NO_G && crosses_vm(t->lj, e))
+		t->lj_unvalidated++;
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_SAMPLE;
+	/* To the microsecond, down: the tick comes with tens of them of
+	 * jitter, and the nanoseconds would cost 2 bytes a sample. */
+	rec.u.sample.time_ns = e->h.time_ns / SAMPLE_TIME_NS * SAMPLE_TIME_NS;
+	rec.u.sample.pid = e->h.pid;
+	rec.u.sample.tid = e->h.tid;
+	rec.u.sample.cpu = e->h.cpu;
+	rec.u.sample.kstack = intern_stack(s, LP_STACK_KERNEL, (const uint64_t *)e->kstack,
+						 e->kstack_bytes);
+	rec.u.sample.ustack = intern_stack(s, LP_STACK_USER, (const uint64_t *)e->ustack,
+					   validated_ustack_bytes(t, e));
+	rec.u.sample.ustop = e->ustack_stop;
+	if (e->kstack_bytes < 0)
+		rec.u.sample.flags |= LP_SAMPLE_KSTACK_FAILED;
+	if (e->ustack_bytes < 0)
+		rec.u.sample.flags |= LP_SAMPLE_USTACK_FAILED;
+	rec.u.sample.lstack = e->lua_state == LP_WALK_WALKED ?
+		intern_lua_stack(s, t, e, size) : 0;
+	if (t && t->lj_gone && e->lua_state == LP_WALK_WALKED)
+		s->lua.gone_dropped++;
+	rec.u.sample.vmstate = e->vmstate;
+	rec.u.sample.lua_state = e->lua_state;
+	count_lua_state(s, e->lua_state, rec.u.sample.lstack);
+	emit(s, &rec);
+	s->samples++;
+}
+
+int handle_event(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+	const struct lp_event_header *h = data;
+	const struct lp_event_task *te = data;
+	struct target *t;
+	char comm[LP_COMM_LEN + 1];
+
+	if (size < sizeof(*h))
+		return 0;
+	if (h->type == LP_EVENT_SAMPLE) {
+		if (size >= lp_event_sample_size(0))
+			handle_sample(s, data, size);
+		return 0;
+	}
+	if (h->type == LP_EVENT_PROTO) {
+		const struct lp_event_proto *pe = data;
+
+		if (size >= sizeof(*pe))
+			proto_table_note(s->protos, pe->h.pid, pe->addr, pe->fingerprint,
+					 pe->firstline, pe->numline, pe->name,
+					 pe->name_len < LP_PROTO_NAME_MAX ? pe->name_len : 0,
+					 pe->name_full);
+		return 0;
+	}
+	if (size < sizeof(*te))
+		return 0;
+	memcpy(comm, te->comm, LP_COMM_LEN);
+	comm[LP_COMM_LEN] = '\0';
+	switch (h->type) {
+	case LP_EVENT_FORK:
+		add_target(s, h->pid, te->ppid, h->time_ns, LP_PROC_FORKED, comm);
+		break;
+	case LP_EVENT_EXEC:
+		add_target(s, h->pid, te->ppid, h->time_ns, LP_PROC_EXEC, comm);
+		break;
+	case LP_EVENT_EXIT:
+		t = find_target(s, h->pid);
+		if (t)
+			target_exited(s, t, h->time_ns);
+		break;
+	}
+	return 0;
+}
+
+/* The ring buffer's callback: during a flush the sidekick's thread polls
+ * it, and its events are the sidekick's to queue (sidekick.c); the flag
+ * changes only around sidekick_begin() and sidekick_end(), whose thread
+ * start and join order it with the sidekick's reads. */
+int ring_event(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+
+	if (s->side_polls && s->side)
+		return sidekick_event(s->side, data, size);
+	return handle_event(s, data, size);
+}

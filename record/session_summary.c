@@ -1,0 +1,278 @@
+/*
+ * session_summary.c - what `record` says when it stops: samples taken and
+ * written, losses, the Lua walk's and the native unwinder's results, and
+ * with -v the sampler's own cost from bpf_stats and its phase clock.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf/phases.h"
+#include "bpf/sampler.h"
+#include "record/objects.h"
+#include "record/sidekick.h"
+#include "record/stacks.h"
+#include "record/unwind.h"
+#include "sampler.skel.h"
+#include "record/session_priv.h"
+
+/* The run time below which a share q of the sampler's runs finished, in
+ * ns: the upper edge of the bucket that holds it (the last bucket is open
+ * ended, so a tail beyond it reads as its lower edge, marked ">"). */
+static uint64_t runtime_quantile(const __u64 *hist, uint64_t total, double q,
+				 int *open_ended)
+{
+	uint64_t want = (uint64_t)(q * total + 0.5), seen = 0;
+
+	if (want < 1)
+		want = 1;
+	*open_ended = 0;
+	for (int i = 0; i < LP_RUNTIME_BUCKETS; i++) {
+		seen += hist[i];
+		if (seen >= want) {
+			if (i == LP_RUNTIME_BUCKETS - 1) {
+				*open_ended = 1;
+				return (uint64_t)i * LP_RUNTIME_BUCKET_NS;
+			}
+			return (uint64_t)(i + 1) * LP_RUNTIME_BUCKET_NS;
+		}
+	}
+	return 0;
+}
+
+/* The sampler's own cost: the distribution it measures itself, per target
+ * sample, and the kernel's mean over every tick, which is counted only
+ * while kernel.bpf_stats_enabled is 1. */
+static void print_bpf_stats(struct session *s)
+{
+	const __u64 *hist = s->skel->bss->runtime_hist;
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	int fd = bpf_program__fd(s->skel->progs.on_sample);
+	uint64_t total = 0;
+
+	for (int i = 0; i < LP_RUNTIME_BUCKETS; i++)
+		total += hist[i];
+	if (total) {
+		static const double qs[] = { 0.5, 0.9, 0.99 };
+		static const char *const names[] = { "median", "p90", "p99" };
+
+		fprintf(stderr, "luaprof record: BPF sampler time per sample:");
+		for (int i = 0; i < 3; i++) {
+			int open_ended;
+			uint64_t ns = runtime_quantile(hist, total, qs[i], &open_ended);
+
+			fprintf(stderr, "%s %s %s%.2f us", i ? "," : "", names[i],
+				open_ended ? ">" : "", ns / 1e3);
+		}
+		fprintf(stderr, " (%llu samples)\n", (unsigned long long)total);
+	}
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) || !info.run_cnt) {
+		fprintf(stderr, "luaprof record: BPF sampler mean run time unknown "
+			"(sysctl kernel.bpf_stats_enabled=1 to measure it)\n");
+		return;
+	}
+	fprintf(stderr, "luaprof record: BPF sampler: %llu runs, %.0f ns per run\n",
+		(unsigned long long)info.run_cnt,
+		(double)info.run_time_ns / info.run_cnt);
+}
+
+/* The sampler's time by phase (bpf/phases.h), summed over the CPUs: the
+ * mean per sample of each, and the frames the walks produced. */
+static void print_bpf_phases(struct session *s)
+{
+	static const char *const names[LP_PHASES] = {
+#define LP_PHASE_NAME(name, what) what,
+		LP_PHASE_LIST(LP_PHASE_NAME)
+#undef LP_PHASE_NAME
+	};
+	int ncpus = libbpf_num_possible_cpus(), fd = bpf_map__fd(s->skel->maps.phase_times);
+	struct lp_phase_times *v, sum = { 0 };
+	__u32 zero = 0;
+	double n;
+
+	if (ncpus <= 0 || !(v = calloc(ncpus, sizeof(*v))))
+		return;
+	if (!bpf_map_lookup_elem(fd, &zero, v)) {
+		for (int c = 0; c < ncpus; c++) {
+			for (int i = 0; i < LP_PHASES; i++)
+				sum.ns[i] += v[c].ns[i];
+			sum.samples += v[c].samples;
+			sum.lua_frames += v[c].lua_frames;
+			sum.native_frames += v[c].native_frames;
+			sum.native_reads += v[c].native_reads;
+		}
+	}
+	free(v);
+	if (!sum.samples)
+		return;
+	n = sum.samples;
+	fprintf(stderr, "luaprof record: BPF sampler phases, mean per sample:");
+	for (int i = 0; i < LP_PHASES; i++)
+		fprintf(stderr, "%s %s %.2f us", i ? "," : "", names[i], sum.ns[i] / n / 1e3);
+	fprintf(stderr, "; %.1f Lua and %.1f native frames, %.1f reads past the "
+		"stack copy\n", sum.lua_frames / n, sum.native_frames / n,
+		sum.native_reads / n);
+}
+
+/* The Lua half of the summary: samples with Lua frames, prototypes,
+ * compiled traces, sources, and the processes whose VM was not found. */
+static void print_lua_summary(const struct session *s)
+{
+	if (s->lua.samples_lua || s->lua.no_g || s->lua.bad_l || s->lua.no_vm)
+		fprintf(stderr, "luaprof record: Lua: %llu samples with Lua frames "
+			"(%.1f%%), %llu truncated, %llu in host code; no VM state in "
+			"%llu; %llu protos (%llu unreadable, %llu gone before they were "
+			"read, named from their first sample)\n",
+			(unsigned long long)s->lua.samples_lua,
+			s->samples ? 100.0 * s->lua.samples_lua / s->samples : 0.0,
+			(unsigned long long)s->lua.truncated,
+			(unsigned long long)s->lua.idle,
+			(unsigned long long)(s->lua.no_g + s->lua.bad_l + s->lua.no_vm),
+			(unsigned long long)proto_table_count(s->protos),
+			(unsigned long long)proto_table_failed(s->protos),
+			(unsigned long long)proto_table_from_ident(s->protos));
+	if (proto_table_nomem(s->protos))
+		fprintf(stderr, "luaprof record: Lua: out of memory %llu times reading "
+			"protos (their frames unknown, or named from their first "
+			"sample)\n",
+			(unsigned long long)proto_table_nomem(s->protos));
+	if (jit_trace_table_count(s->jit_traces)) {
+		struct snap_stats ts;
+
+		jit_trace_table_stats(s->jit_traces, &ts);
+		fprintf(stderr, "luaprof record: compiled traces: %llu met, read %llu "
+			"times: with their snapshots %llu (%llu snapshots, %llu not "
+			"decoded), gone or changed %llu, unreadable %llu\n",
+			(unsigned long long)jit_trace_table_count(s->jit_traces),
+			(unsigned long long)(ts.traces + ts.stale + ts.unreadable),
+			(unsigned long long)ts.traces, (unsigned long long)ts.snaps,
+			(unsigned long long)ts.unplaced, (unsigned long long)ts.stale,
+			(unsigned long long)ts.unreadable);
+	}
+	{
+		struct source_stats ss;
+
+		source_table_stats(s->sources, &ss);
+		if (ss.whole + ss.cut + ss.changed + ss.unreadable + ss.budget)
+			fprintf(stderr, "luaprof record: Lua sources: %llu files embedded "
+				"(%llu bytes), %llu cut to their first %u KiB; not "
+				"embedded: %llu changed since loaded, %llu unreadable, "
+				"%llu over the trace's %u MiB\n",
+				(unsigned long long)(ss.whole + ss.cut),
+				(unsigned long long)ss.bytes, (unsigned long long)ss.cut,
+				SOURCE_FILE_MAX >> 10, (unsigned long long)ss.changed,
+				(unsigned long long)ss.unreadable,
+				(unsigned long long)ss.budget, SOURCE_TRACE_MAX >> 20);
+	}
+	if (s->lua.procs_gone)
+		fprintf(stderr, "luaprof record: %llu LuaJIT process%s exited before "
+			"%s VM could be checked: %llu of %s samples without Lua "
+			"frames\n", (unsigned long long)s->lua.procs_gone,
+			s->lua.procs_gone == 1 ? "" : "es",
+			s->lua.procs_gone == 1 ? "its" : "their",
+			(unsigned long long)s->lua.gone_dropped,
+			s->lua.procs_gone == 1 ? "its" : "their");
+	for (int i = 0; i < s->ntargets; i++) {
+		const struct target *t = &s->targets[i];
+
+		if (t->lj && t->lj->state == LJ_WAITING_G && t->lj_unvalidated)
+			fprintf(stderr, "luaprof record: pid %d: LuaJIT found in %s but "
+				"no sample showed a global_State that validates with "
+				"the layout (%s): no Lua frames recorded; the offsets "
+				"are probably wrong for this build\n", (int)t->pid,
+				t->lj->object, t->lj->source);
+	}
+}
+
+/* -v: how the BPF sampler, the native unwinder and the sidekick did. */
+static void print_verbose(struct session *s)
+{
+	struct sidekick_stats ks;
+
+	print_bpf_stats(s);
+	print_bpf_phases(s);
+	unwind_print_stats(s->unw, stderr); /* native unwinder */
+	for (int i = 0; i < s->ncut_walks; i++)
+		fprintf(stderr, "luaprof record: native unwind: walk cut short at %s\n",
+			s->cut_walks[i]);
+	sidekick_stats(s->side, &ks);
+	fprintf(stderr, "luaprof record: during flushes: %llu events read, %llu "
+		"process mappings published for the unwinder\n",
+		(unsigned long long)ks.queued, (unsigned long long)ks.published);
+}
+
+/* What the native unwinder could not hold, and with -v how it and the
+ * BPF sampler did. */
+static void print_unwind_summary(struct session *s)
+{
+	if (s->unw) {
+		struct unwind_stats us;
+
+		/* The unwind maps are sized at the start (mapsize.c): what
+		 * came later and did not fit is said, -v or not. */
+		unwind_stats(s->unw, &us);
+		if (us.objects_full || us.objects_unindexed)
+			fprintf(stderr, "luaprof record: native unwind: %u objects did not "
+				"fit the unwind tables and were walked with frame "
+				"pointers, %u without an index (slower); sized at the "
+				"start for %u rows and %u buckets\n", us.objects_full,
+				us.objects_unindexed, s->maps_plan.rows, s->maps_plan.buckets);
+	}
+	if (s->o->verbose)
+		print_verbose(s);
+}
+
+void print_summary(struct session *s, uint64_t end_ns)
+{
+	const struct lp_bpf_counters *c = &s->skel->bss->counters;
+	double secs = (end_ns - s->start_ns) / 1e9;
+	uint64_t unwritten = s->samples - s->written;
+	struct stat st;
+	unsigned long long bytes = 0;
+
+	/* The file's own size: the footer is written after the last stats. */
+	if (!stat(s->o->output, &st))
+		bytes = st.st_size;
+	if (s->status_shown)
+		fprintf(stderr, "\r\033[K");
+	/* Samples are what the file holds: those taken but not written
+	 * after a write error are lost, and said to be. */
+	fprintf(stderr, "luaprof record: %llu samples, %llu lost, %.2f s, %d process%s\n",
+		(unsigned long long)s->written,
+		(unsigned long long)(c->lost_ringbuf + s->lost_dropped + unwritten),
+		secs, s->ntargets, s->ntargets == 1 ? "" : "es");
+	if (s->write_err)
+		fprintf(stderr, "luaprof record: after the write error, %llu of the %llu "
+			"samples taken were not written: they are lost\n",
+			(unsigned long long)unwritten, (unsigned long long)s->samples);
+	fprintf(stderr, "luaprof record: wrote %s: %llu bytes, %.1f bytes/sample, "
+		"%llu stacks\n", s->o->output, bytes,
+		s->written ? (double)bytes / s->written : 0.0,
+		(unsigned long long)stack_table_count(s->stacks));
+	{
+		uint64_t nobj, nemb, nsym, of;
+
+		object_set_stats(s->objs, &nobj, &nemb, &nsym, &of);
+		if (nobj)
+			fprintf(stderr, "luaprof record: %llu objects mapped, symbols of "
+				"%llu embedded (%llu symbols of %llu: those samples "
+				"hit)%s\n", (unsigned long long)nobj,
+				(unsigned long long)nemb, (unsigned long long)nsym,
+				(unsigned long long)of,
+				s->o->no_embed ? " (--no-embed)" : "");
+		if (!s->o->no_embed)
+			object_set_print_srclines(s->objs, s->o->verbose);
+	}
+	if (c->lost_task)
+		fprintf(stderr, "luaprof record: %llu process events lost\n",
+			(unsigned long long)c->lost_task);
+	print_lua_summary(s);
+	print_unwind_summary(s);
+
+}
