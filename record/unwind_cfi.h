@@ -151,9 +151,59 @@ struct cfi_sec {
 	int eh; /* .eh_frame (1) or .debug_frame (0) */
 };
 
-/* Reads a pointer in encoding enc (unwind_table.c). */
-uint64_t rd_encoded(struct rd *r, uint8_t enc, const struct cfi_sec *s,
-		    int *unsupported);
+/*
+ * Reads a pointer in encoding enc.  Only absolute and pc-relative values
+ * can be computed without more of the object; *unsupported is set for the
+ * others, whose bytes are still consumed so the caller can go on when it
+ * does not need the value (a personality routine's address).
+ */
+static inline uint64_t rd_encoded(struct rd *r, uint8_t enc, const struct cfi_sec *s,
+				  int *unsupported)
+{
+	uint64_t field = s->vaddr + (uint64_t)(r->p - s->data), v;
+
+	if (enc == DW_EH_PE_omit)
+		return 0;
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		v = rd_uN(r, 8);
+		break;
+	case DW_EH_PE_uleb128:
+		v = rd_uleb(r);
+		break;
+	case DW_EH_PE_sleb128:
+		v = (uint64_t)rd_sleb(r);
+		break;
+	case DW_EH_PE_udata2:
+		v = rd_uN(r, 2);
+		break;
+	case DW_EH_PE_sdata2:
+		v = (uint64_t)(int64_t)(int16_t)rd_uN(r, 2);
+		break;
+	case DW_EH_PE_udata4:
+		v = rd_uN(r, 4);
+		break;
+	case DW_EH_PE_sdata4:
+		v = (uint64_t)(int64_t)(int32_t)rd_uN(r, 4);
+		break;
+	default:
+		r->bad = 1; /* size unknown: nothing after it can be read */
+		return 0;
+	}
+	switch (enc & 0x70) {
+	case 0:
+		break;
+	case DW_EH_PE_pcrel:
+		v += field;
+		break;
+	default: /* textrel, datarel, funcrel, aligned */
+		*unsupported = 1;
+		break;
+	}
+	return v;
+}
 
 /* ---- the CFA program ---------------------------------------------------- */
 

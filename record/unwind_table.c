@@ -1,6 +1,6 @@
 /*
  * unwind_table.c - turns an ELF object's call frame information into the
- * compact rows the BPF walker searches (bpf/unwind.h).
+ * compact rows the BPF walker searches (bpf/unwind_maps.h).
  *
  * CFI is a program per function (an FDE, with a shared prologue in its
  * CIE) that, run from the function's first instruction, says after each
@@ -30,7 +30,7 @@
  *
  * DWARF expressions are a stack machine the walker does not run; the
  * forms compilers emit for x86_64 are few and fixed, so they are matched
- * (in unwind_cfa.c) and turned into rules BPF can run (bpf/unwind.h): the one every
+ * (in unwind_cfa.c) and turned into rules BPF can run (bpf/unwind_maps.h): the one every
  * lazy-binding .plt shares, the one glibc's signal trampoline
  * (__restore_rt) uses to find the interrupted registers in the
  * ucontext_t, and "register + offset, dereferenced, plus a constant",
@@ -51,60 +51,6 @@
 #include "lib/grow.h"
 #include "record/unwind_cfi.h"
 #include "record/unwind_table.h"
-
-/*
- * Reads a pointer in encoding enc.  Only absolute and pc-relative values
- * can be computed without more of the object; *unsupported is set for the
- * others, whose bytes are still consumed so the caller can go on when it
- * does not need the value (a personality routine's address).
- */
-uint64_t rd_encoded(struct rd *r, uint8_t enc, const struct cfi_sec *s,
-			   int *unsupported)
-{
-	uint64_t field = s->vaddr + (uint64_t)(r->p - s->data), v;
-
-	if (enc == DW_EH_PE_omit)
-		return 0;
-	switch (enc & 0x0f) {
-	case DW_EH_PE_absptr:
-	case DW_EH_PE_udata8:
-	case DW_EH_PE_sdata8:
-		v = rd_uN(r, 8);
-		break;
-	case DW_EH_PE_uleb128:
-		v = rd_uleb(r);
-		break;
-	case DW_EH_PE_sleb128:
-		v = (uint64_t)rd_sleb(r);
-		break;
-	case DW_EH_PE_udata2:
-		v = rd_uN(r, 2);
-		break;
-	case DW_EH_PE_sdata2:
-		v = (uint64_t)(int64_t)(int16_t)rd_uN(r, 2);
-		break;
-	case DW_EH_PE_udata4:
-		v = rd_uN(r, 4);
-		break;
-	case DW_EH_PE_sdata4:
-		v = (uint64_t)(int64_t)(int32_t)rd_uN(r, 4);
-		break;
-	default:
-		r->bad = 1; /* size unknown: nothing after it can be read */
-		return 0;
-	}
-	switch (enc & 0x70) {
-	case 0:
-		break;
-	case DW_EH_PE_pcrel:
-		v += field;
-		break;
-	default: /* textrel, datarel, funcrel, aligned */
-		*unsupported = 1;
-		break;
-	}
-	return v;
-}
 
 /* ---- CIEs and FDEs ------------------------------------------------------ */
 
