@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/elfsyms.h"
+#include "lib/bsearch.h"
 
 /* A symbol as read, before aliases are merged. */
 struct raw_sym {
@@ -160,21 +161,14 @@ int elf_seg_vaddr(const struct lp_objseg *segs, size_t nsegs, uint64_t off,
 long lp_objsym_find(const struct lp_objsym *v, size_t n, uint64_t addr,
 		    size_t *from, size_t *to)
 {
-	size_t lo = 0, hi = n, bottom, j;
+	size_t lo, bottom, j;
 	long found = -1;
 
 	if (from)
 		*from = *to = 0;
 	if (!n || addr < v[0].addr)
 		return -1;
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].addr <= addr)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	lo = LP_UPPER_BOUND(v, 0, n, addr, addr) - 1; /* v[0] is at or below */
 	bottom = lo >= LP_SYM_LOOKBACK - 1 ? lo - (LP_SYM_LOOKBACK - 1) : 0;
 	for (j = lo;; j--) {
 		if (v[j].size ? addr - v[j].addr < v[j].size : j == lo) {

@@ -25,6 +25,7 @@
 
 #include "lib/grow.h"
 #include "lib/srcline.h"
+#include "lib/bsearch.h"
 
 /* Units and ranges one object may have, and ranges of top-level entries
  * all its units together; past that, the rest go without lines (hostile
@@ -147,18 +148,11 @@ static const struct range *find_range(const struct range *v, size_t n, uint64_t 
 				      int first)
 {
 	const struct range *best = NULL;
-	size_t lo = 0, hi = n;
+	size_t lo;
 
 	if (!n || addr < v[0].lo)
 		return NULL;
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].lo <= addr)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	lo = LP_UPPER_BOUND(v, 0, n, lo, addr) - 1; /* v[0] is at or below */
 	/* Overlaps are rare; look back a little. */
 	for (size_t j = lo + 1, tries = 0; j-- > 0 && tries < 64; tries++) {
 		if (addr >= v[j].hi || (best && v[j].unit >= best->unit))

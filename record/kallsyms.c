@@ -21,6 +21,7 @@
 #include "format/trace.h"
 #include "lib/grow.h"
 #include "record/kallsyms.h"
+#include "lib/bsearch.h"
 
 /* 16 bytes a symbol; the names, in the order the file gives them, in
  * blocks of NAMES_PER_BLOCK compressed with LZ4 (5 ms for the lot): the
@@ -209,17 +210,9 @@ static int load_kallsyms(struct ksym_set *s)
 /* The symbol containing addr: the last one starting at or below it. */
 static struct kallsym *find_kallsym(struct ksym_set *s, uint64_t addr)
 {
-	size_t lo = 0, hi = s->nall;
+	size_t n = LP_UPPER_BOUND(s->all, 0, s->nall, addr, addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->all[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? &s->all[lo - 1] : NULL;
+	return n ? &s->all[n - 1] : NULL;
 }
 
 int ksym_set_load(struct ksym_set *s)

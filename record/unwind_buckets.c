@@ -9,6 +9,7 @@
  * code, which is one or two functions' worth: two or three more lines.
  */
 #include "record/unwind_buckets.h"
+#include "lib/bsearch.h"
 
 void unwind_buckets_plan(const struct lp_unwind_row *rows, uint32_t nrows,
 			 struct unwind_buckets *b)
@@ -67,13 +68,6 @@ int64_t unwind_buckets_lookup(const struct lp_unwind_row *rows, uint32_t nrows,
 		lo = index[k].lo;
 		hi = index[k].hi;
 	}
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (rows[mid].pc <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = (uint32_t)LP_UPPER_BOUND(rows, lo, hi, pc, vaddr);
 	return lo ? (int64_t)lo - 1 : -1;
 }

@@ -51,6 +51,7 @@
 #include "lib/grow.h"
 #include "record/unwind_cfi.h"
 #include "record/unwind_table.h"
+#include "lib/bsearch.h"
 
 /* ---- CIEs and FDEs ------------------------------------------------------ */
 
@@ -573,18 +574,10 @@ int unwind_table_build_mem(const void *image, size_t size,
 const struct lp_unwind_row *unwind_table_lookup(const struct unwind_table *t,
 						uint64_t vaddr)
 {
-	uint32_t lo = 0, hi = t->nrows;
-
 	/* The last row whose pc <= vaddr. */
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
+	size_t n = LP_UPPER_BOUND(t->rows, 0, t->nrows, pc, vaddr);
 
-		if (t->rows[mid].pc <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? &t->rows[lo - 1] : NULL;
+	return n ? &t->rows[n - 1] : NULL;
 }
 
 int unwind_table_vaddr_delta(const struct unwind_table *t, uint64_t pgoff,

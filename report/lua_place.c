@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "report/luajit_protos_priv.h"
+#include "lib/bsearch.h"
 
 int lua_add_trace_snaps(struct lua *l, const struct lp_trace_snaps *rec)
 {
@@ -86,17 +87,7 @@ static int code_offset(const struct trace_ent *t, const uint64_t *addrs, uint32_
 /* The last snapshot of ss starting at or before off, or -1. */
 static int64_t snap_at(const struct snap_set *ss, uint64_t off)
 {
-	uint32_t lo = 0, hi = ss->nsnap;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (ss->snaps[mid].mcofs <= off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (int64_t)lo - 1;
+	return (int64_t)LP_UPPER_BOUND(ss->snaps, 0, ss->nsnap, mcofs, off) - 1;
 }
 
 /* The walked base frame b with snapshot frame sf's function (when the
