@@ -45,6 +45,14 @@ check_num() {
 
 # wait_for COMMAND... : polls until COMMAND succeeds, up to 20 s.  For a
 # condition that will become true, never to pace a test.
+# The CPU time a process has used so far, in clock ticks (utime + stime;
+# the fields after the command name, which may hold spaces); 0 once gone.
+cpu_ticks() {
+	local st
+	st=$(cat /proc/$1/stat 2>/dev/null) || { echo 0; return; }
+	echo "${st##*) }" | awk '{ print $12 + $13 }'
+}
+
 wait_for() {
 	local i
 	for i in $(seq 200); do

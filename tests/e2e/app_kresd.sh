@@ -2,8 +2,10 @@
 # a config with a Lua policy callback run for each query and an
 # event.recurrent timer burning CPU in Lua, answering kdig's queries
 # from its own policy rules (a forward to a closed loopback port, so
-# nothing leaves the machine).  Recorded from its start for 4 s, under
-# load once it answers.
+# nothing leaves the machine).  Recorded from its start until kresd has
+# used 2 s of CPU time (the samples follow its CPU time, not the clock, so
+# a loaded machine does not leave a few samples in which its start-up
+# weighs too much), under load once it answers.
 # Checks the bars every real application is held to (tests/lib.sh) and
 # that the callbacks stand on the frames of kresd's event loop.
 . tests/lib.sh
@@ -41,9 +43,10 @@ end
 LUA
 line() { grep -n "$1" $W | head -1 | cut -d: -f1; }
 
-# Recorded from its start (config loading, module setup) for 4 s, then
-# stopped by the recorder (SIGTERM to the pid it launched).
-$LUAPROF record -F 999 -d 4 -o $TMP/kr.lp -- kresd -n -c $D/config $D \
+# Recorded from its start (config loading, module setup) until kresd has
+# used 2 s of CPU time (at most 60 s), then stopped by the recorder
+# (SIGTERM to the pid it launched) when the recorder is told to stop.
+$LUAPROF record -F 999 -d 60 -o $TMP/kr.lp -- kresd -n -c $D/config $D \
 	>$D/kresd.log 2>$TMP/kr.err </dev/null &
 REC=$!
 CLEANUP_PIDS+=($REC)
@@ -54,10 +57,14 @@ check "kresd answers on 127.0.0.1:$PORT" ready || { sed 's/^/    /' $D/kresd.log
 KRESD=$(pgrep -P $REC -x kresd)
 CLEANUP_PIDS+=($KRESD)
 
-# Queries while recording: 20 names a kdig, until the recorder is done.
+# Queries while recording: 20 names a kdig, until the recorder is done;
+# it is told to stop (SIGINT) once kresd has used 2 s of CPU time.
+ticks=$((2 * $(getconf CLK_TCK)))
 while kill -0 $REC 2>/dev/null; do
 	i=$((${i:-0} + 1))
 	answers $(for j in $(seq 20); do echo "q$i-$j.example A"; done) >/dev/null
+	[ -z "${stopping:-}" ] && [ "$(cpu_ticks $KRESD)" -ge $ticks ] &&
+		{ kill -INT $REC; stopping=1; }
 done
 wait $REC
 check "record exits 0" test $? -eq 0
