@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "record/kallsyms.h"
+#include "record/sample_event.h"
 #include "record/objects.h"
 #include "record/sidekick.h"
 #include "record/stacks.h"
@@ -206,8 +207,14 @@ int handle_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(*h))
 		return 0;
 	if (h->type == LP_EVENT_SAMPLE) {
-		if (size >= lp_event_sample_size(0))
-			handle_sample(s, data, size);
+		/* Unpacked whole (bpf/sampler.h), checked on the way; one
+		 * that does not parse is a sample lost, and counted so. */
+		static struct lp_event_sample e;
+
+		if (sample_event_unpack(data, size, &e) == 0)
+			handle_sample(s, &e, lp_event_sample_size(e.lua_depth));
+		else
+			s->lost_dropped++;
 		return 0;
 	}
 	if (h->type == LP_EVENT_PROTO) {
