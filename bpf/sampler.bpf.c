@@ -133,7 +133,7 @@ static __always_inline long wakeup_flag(void)
  * and Lua frames present, each written where the one before ends, so
  * that a shallow sample takes a few hundred bytes of the ring, not 2 KiB
  * or more.  The lengths are clamped where the verifier can see it. */
-static __always_inline long send_sample(struct lp_event_sample *e, __u32 nlua, __u64 flags)
+static __noinline int send_sample(struct lp_event_sample *e, __u32 nlua, __u64 flags)
 {
 	__u32 kbytes = e->kstack_bytes > 0 ? e->kstack_bytes : 0;
 	__u32 ubytes = e->ustack_bytes > 0 ? e->ustack_bytes : 0;
