@@ -196,6 +196,21 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	s->samples++;
 }
 
+/* A sample event that did not parse: a sample lost, in the trace as such
+ * (the recorder could not keep it) and in the summary's count. */
+static void lost_malformed(struct session *s, uint64_t time_ns)
+{
+	struct lp_record rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_LOST;
+	rec.u.lost.time_ns = time_ns;
+	rec.u.lost.count = 1;
+	rec.u.lost.reason = LP_LOST_WRITE;
+	emit(s, &rec);
+	s->lost_dropped++;
+}
+
 int handle_event(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
@@ -214,7 +229,7 @@ int handle_event(void *ctx, void *data, size_t size)
 		if (sample_event_unpack(data, size, &e) == 0)
 			handle_sample(s, &e, lp_event_sample_size(e.lua_depth));
 		else
-			s->lost_dropped++;
+			lost_malformed(s, h->time_ns);
 		return 0;
 	}
 	if (h->type == LP_EVENT_PROTO) {
