@@ -73,6 +73,7 @@ $(BUILD)/report/out_flamegraph.o: $(BUILD)/report/flamegraph_js.h
 # Unit tests link the report and format libraries and the parts of record/
 # that need neither BPF nor root.
 UNIT_RECORD_OBJ := $(BUILD)/record/luajit_layouts.o $(BUILD)/record/unwind_table.o \
+		   $(BUILD)/record/unwind_cfa.o \
 		   $(BUILD)/record/unwind_buckets.o $(BUILD)/record/srclines.o \
 		   $(BUILD)/record/addrset.o $(BUILD)/record/symtab.o \
 		   $(BUILD)/record/sample_event.o

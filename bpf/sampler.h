@@ -125,7 +125,7 @@ struct lp_event_sample {
 	__u16 lua_depth;  /* frames used in lua[] */
 	__u64 lua_G;      /* the global_State the frames belong to */
 	/* Native unwinder (bpf/unwind_native.bpf.h): why the ustack walk
-	 * stopped, enum lp_ustop in bpf/unwind.h. */
+	 * stopped, enum lp_ustop in bpf/unwind_maps.h. */
 	__u32 ustack_stop;
 	/* 1 + the index in ustack[] of the frame the walk stepped over as
 	 * compiled code without CFI (a LuaJIT trace), 0 if none. */

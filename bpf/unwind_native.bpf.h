@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * unwind_native.bpf.h - walks a sampled thread's native user stack with
- * the unwind tables record/unwind.c loads (layout in bpf/unwind.h), for
+ * the unwind tables record/unwind.c loads (layout in bpf/unwind_maps.h), for
  * code built without frame pointers: Debian's packages, and LuaJIT, whose
  * interpreter uses rbp as a general register.  Included by sampler.bpf.c,
  * whose on_sample calls unwind_native_user_stack().
@@ -10,7 +10,7 @@
  * the process's sorted list), then the row of that object that covers the
  * pc (binary search of the few rows its bucket index leaves) -- or both
  * at once from this CPU's cache of recent lookups, which most frames hit
- * (bpf/unwind.h) --, compute the CFA from the row's rule,
+ * (bpf/unwind_maps.h) --, compute the CFA from the row's rule,
  * read the return address at CFA - 8 and, if the row says the caller's
  * rbp was saved, read it too; the caller's rsp is the CFA.  For every
  * frame but the first, pc is a return address, the instruction after the
@@ -54,7 +54,7 @@
 #define LUAPROF_BPF_UNWIND_NATIVE_BPF_H
 
 #include "bpf/regs.bpf.h"
-#include "bpf/unwind.h"
+#include "bpf/unwind_maps.h"
 
 #ifndef EFAULT
 #define EFAULT 14 /* vmlinux.h has no errno values */
@@ -70,7 +70,7 @@ struct {
 	__type(value, struct lp_unwind_row);
 } unwind_rows SEC(".maps");
 
-/* The rows' bucket index (bpf/unwind.h), written through mmap() too. */
+/* The rows' bucket index (bpf/unwind_maps.h), written through mmap() too. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
@@ -112,7 +112,7 @@ struct {
 	__type(value, struct unwind_window);
 } unwind_windows SEC(".maps");
 
-/* What the walk found at each pc lately, per CPU (bpf/unwind.h). */
+/* What the walk found at each pc lately, per CPU (bpf/unwind_maps.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -232,7 +232,7 @@ __noinline int unwind_map_index(const struct lp_unwind_proc *proc, __u64 pc)
 }
 
 /* The object's last row with row.pc <= vaddr; 0, or -1 if none.  The
- * bucket holding vaddr bounds the search to a few rows (bpf/unwind.h);
+ * bucket holding vaddr bounds the search to a few rows (bpf/unwind_maps.h);
  * the same search as record/unwind_buckets.c's, which is unit-tested. */
 static __always_inline int unwind_find_row(__u32 objid, __u64 vaddr,
 					   struct lp_unwind_row *out)
@@ -629,7 +629,7 @@ found:
 		break;
 	case LP_CFA_DEREF_RSP:
 	case LP_CFA_DEREF_RBP:
-		/* A realigned frame: the stack pointer it saved (bpf/unwind.h). */
+		/* A realigned frame: the stack pointer it saved (bpf/unwind_maps.h). */
 		if (LP_CFA_KIND(row.cfa_type) == LP_CFA_DEREF_RBP && !c->bp_known)
 			return LP_USTOP_BAD_FRAME;
 		if (unwind_read(c, (LP_CFA_KIND(row.cfa_type) == LP_CFA_DEREF_RSP ?

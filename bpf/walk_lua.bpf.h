@@ -2,7 +2,7 @@
 /*
  * walk_lua.bpf.h - finds the running LuaJIT coroutine at a sample and walks
  * its Lua frames, leaf first, into the sample event.  Included by
- * sampler.bpf.c; the layouts it reads are in bpf/luajit.h.
+ * sampler.bpf.c; the layouts it reads are in bpf/luajit_layout.h.
  *
  * Which global_State: the interpreter keeps DISPATCH (= G + g2disp) in r14,
  * so r14 - g2disp is a candidate G, trusted only if it validates: the
@@ -67,7 +67,7 @@
 #ifndef LUAPROF_BPF_WALK_LUA_BPF_H
 #define LUAPROF_BPF_WALK_LUA_BPF_H
 
-#include "bpf/luajit.h"
+#include "bpf/luajit_layout.h"
 #include "bpf/sampler.h"
 
 #define LUA_WALK_STEPS (2 * LP_MAX_LUA) /* frames + skipped dummy/varg frames */
@@ -149,7 +149,7 @@ struct {
 	__type(value, __u8);
 } lj_protos_seen SEC(".maps");
 
-/* LuaJIT executables the recorder validated (bpf/luajit.h): sampler.bpf.c
+/* LuaJIT executables the recorder validated (bpf/luajit_layout.h): sampler.bpf.c
  * gives a process that execs one an entry in lj_procs at once. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -233,7 +233,7 @@ enum lp_stack_kind { LP_STACK_KERNEL = 1, LP_STACK_USER = 2 };
 #define LP_SAMPLE_KSTACK_FAILED 0x1u /* kernel stack could not be read */
 #define LP_SAMPLE_USTACK_FAILED 0x2u /* user stack could not be read */
 /* sample.ustop: how the native walk of the user stack ended (as
- * bpf/unwind.h's enum lp_ustop).  Only COMPLETE is a whole stack; UNKNOWN
+ * bpf/unwind_maps.h's enum lp_ustop).  Only COMPLETE is a whole stack; UNKNOWN
  * is a frame-pointer walk or an older trace, which did not say. */
 enum lp_ustop_reason {
 	LP_USTOP_R_UNKNOWN = 0,

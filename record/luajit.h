@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "bpf/luajit.h"
+#include "bpf/luajit_layout.h"
 #include "format/trace.h"
 #include "record/luajit_layouts.h"
 
@@ -63,7 +63,7 @@ int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file
  * would run with no Lua walk).  arg is unused (unwind_preload's `also`). */
 void lj_preload(const char *path, void *arg);
 /* Reads a layout from a file of "field = value" lines, the names of
- * bpf/luajit.h's LJ_LAYOUTDEF. */
+ * bpf/luajit_layout.h's LJ_LAYOUTDEF. */
 int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 			size_t msglen);
 /* A copy of t for a forked child with the same memory. */
@@ -100,7 +100,7 @@ int lj_vm_from_cfi(const char *path, uint16_t cf_size, uint64_t *start,
 /* The BPF map value for t. */
 void lj_target_proc(const struct lj_target *t, struct lj_proc *p);
 /* When t's LuaJIT, validated, is its executable: the BPF lj_images entry
- * for the file (bpf/luajit.h), 0; else -ENOENT. */
+ * for the file (bpf/luajit_layout.h), 0; else -ENOENT. */
 int lj_target_image(const struct lj_target *t, struct lj_image_key *key,
 		    struct lj_proc *proc);
 /* A LUAJIT record for t; ffnames borrowed from the build. */

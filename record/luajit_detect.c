@@ -196,7 +196,7 @@ static int open_mapping(pid_t pid, const struct lp_mapping *m)
 }
 
 /* The lj_layout fields, by the names a --luajit-offsets file uses
- * (bpf/luajit.h's list).  A file may leave out the optional ones: without
+ * (bpf/luajit_layout.h's list).  A file may leave out the optional ones: without
  * them Lua frames are still walked (fast-function ids: no coroutine
  * crossing; traces: number only; snapshots: compiled code placed in the
  * trace's first function). */
@@ -624,7 +624,7 @@ int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 			;
 		if (i == NFIELDS) {
 			snprintf(msg, msglen, "%s:%d: no field '%s' in struct lj_layout "
-				 "(bpf/luajit.h)", path, lineno, name);
+				 "(bpf/luajit_layout.h)", path, lineno, name);
 			goto fail;
 		}
 		if (!field_fits(i, value)) {
@@ -657,7 +657,7 @@ int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 	return 0;
 bad:
 	snprintf(msg, msglen, "%s:%d: expected 'field = number' with a field of "
-		 "struct lj_layout (bpf/luajit.h)", path, lineno);
+		 "struct lj_layout (bpf/luajit_layout.h)", path, lineno);
 fail:
 	fclose(f);
 	return -EINVAL;

@@ -96,7 +96,7 @@ struct lj_types {
 };
 
 /* The lj_layout fields that are a member's offset in one of the types
- * (bpf/luajit.h's list, from = M), by group: VM fields must all be there;
+ * (bpf/luajit_layout.h's list, from = M), by group: VM fields must all be there;
  * JIT fields (compiled traces) and SNAP fields (a trace's snapshots, each
  * of the width luajit_snaps.c reads: a u16 mapofs and no mcofs before
  * 2020) are taken all or none. */

@@ -15,7 +15,7 @@
  * with and without GC64, and a probe compiled against LuaJIT's internal
  * headers (lj_obj.h, lj_frame.h, lj_dispatch.h, lj_jit.h, lj_ff.h) with
  * the same defines printed every offsetof, sizeof and constant below and
- * in the last two columns of bpf/luajit.h's LJ_LAYOUTDEF
+ * in the last two columns of bpf/luajit_layout.h's LJ_LAYOUTDEF
  * (GCtrace and SnapShot too, with lj_ir.h for luajit_snaps.c's IR).  The
  * fast-function names are buildvm's jit/vmdef.lua of those builds, which is
  * identical to the one each Debian package ships.  The GC64 builds' .text
@@ -44,7 +44,7 @@
 
 /*
  * The offsets shared by upstream and OpenResty, for each reference width,
- * are the last two columns of bpf/luajit.h's list: the two variants differ
+ * are the last two columns of bpf/luajit_layout.h's list: the two variants differ
  * only in the size of lua_State, global_State and jit_State, i.e. in gg_g,
  * g2disp and g2j, which each row gives.  Without GC64 a GCRef or MRef is 4
  * bytes, but some fields stay 8: L->base and L->top are TValue pointers,

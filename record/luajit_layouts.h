@@ -1,6 +1,6 @@
 /*
  * luajit_layouts.h - the LuaJIT builds luaprof knows without debug info
- * (lj_builds): their struct offsets (struct lj_layout, bpf/luajit.h),
+ * (lj_builds): their struct offsets (struct lj_layout, bpf/luajit_layout.h),
  * their fast function names by id, and a way to tell GC64 from 32-bit
  * references in a stripped binary without running it.  The recorder picks
  * a layout here for each target, then validates it on the live process,
@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bpf/luajit.h"
+#include "bpf/luajit_layout.h"
 
 /* One known LuaJIT build: a release of a LuaJIT source with fixed flags. */
 struct lj_build_desc {

@@ -16,7 +16,7 @@
  * guest the host emulates (tests/kernels: half a second lost samples
  * there).
  *
- * The unwind rows and their bucket index (bpf/unwind.h) are sized to the
+ * The unwind rows and their bucket index (bpf/unwind_maps.h) are sized to the
  * objects the targets have mapped when recording starts, twice over for
  * what they map later (dlopen, children that exec), at least 1 MiB of
  * rows.  Building the tables to count them would double the recorder's
@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "bpf/sampler.h"
-#include "bpf/unwind.h"
+#include "bpf/unwind_maps.h"
 #include "lib/grow.h"
 #include "record/command_files.h"
 #include "record/mapsize.h"

@@ -44,7 +44,7 @@ static void print_help(void)
 	       "                          lz4 costs the recorder less CPU)\n"
 	       "      --luajit-offsets FILE  struct offsets of a LuaJIT build luaprof\n"
 	       "                          does not know (\"field = value\" lines, the\n"
-	       "                          fields of struct lj_layout in bpf/luajit.h);\n"
+	       "                          fields of struct lj_layout in bpf/luajit_layout.h);\n"
 	       "                          without it, offsets come from the object's\n"
 	       "                          DWARF if it has debug info, else from the\n"
 	       "                          built-in layouts of Debian's LuaJIT builds\n"

@@ -1,5 +1,5 @@
 /*
- * unwind.c - keeps the BPF sampler's unwind maps (bpf/unwind.h) true for
+ * unwind.c - keeps the BPF sampler's unwind maps (bpf/unwind_maps.h) true for
  * the processes being recorded: one table of rows per object, loaded the
  * first time any target maps that object, and one list of executable
  * mappings per process pointing at those objects.
@@ -13,7 +13,7 @@
  *
  * Rows are never freed during a recording: objects outlive the processes
  * that map them far more often than not, and the row array is sized for
- * the whole session (bpf/unwind.h).  An object that does not fit, or has
+ * the whole session (bpf/unwind_maps.h).  An object that does not fit, or has
  * no usable CFI, is walked with frame pointers.
  *
  * A command the recorder launches has its tables built before it runs
@@ -72,7 +72,7 @@ struct uobj {
 
 /* A process's mapping list as published, kept so that an identical list
  * (an nginx worker's, forked from the master) gets the same number, and
- * shares the walker's cached rows (bpf/unwind.h). */
+ * shares the walker's cached rows (bpf/unwind_maps.h). */
 struct plist {
 	pid_t pid;
 	uint32_t gen, nmaps;

@@ -1,7 +1,7 @@
 /*
  * unwind.h - loads native unwind tables into the BPF sampler's maps for
  * the processes being recorded (record/unwind.c; the walker is
- * bpf/unwind_native.bpf.h, the map layout bpf/unwind.h).  The session
+ * bpf/unwind_native.bpf.h, the map layout bpf/unwind_maps.h).  The session
  * tells it about each target's executable mappings whenever it reads
  * them, and about each target's exit.  Every call accepts a NULL
  * unwinder and does nothing, so a session whose unwinder failed to start
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "bpf/unwind.h"
+#include "bpf/unwind_maps.h"
 
 struct sampler;
 struct maps_table;

@@ -1,6 +1,6 @@
 /*
  * unwind_buckets.c - builds the bucket index of an object's unwind rows
- * (see bpf/unwind.h for the invariant and unwind_buckets.h for the API).
+ * (see bpf/unwind_maps.h for the invariant and unwind_buckets.h for the API).
  *
  * Why buckets and not a deeper search structure: the walker runs in BPF,
  * where each step is a map lookup and a bounded loop iteration, and in a

@@ -2,7 +2,7 @@
  * unwind_buckets.h - the bucket index over one object's unwind rows that
  * lets the BPF walker find a pc's row in two or three steps instead of a
  * binary search of the whole object (layout and invariant in
- * bpf/unwind.h).  Pure functions: record/unwind.c fills the BPF map with
+ * bpf/unwind_maps.h).  Pure functions: record/unwind.c fills the BPF map with
  * them, and the unit tests check unwind_buckets_lookup(), the same search
  * the walker makes, against a plain binary search.
  */
@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "bpf/unwind.h"
+#include "bpf/unwind_maps.h"
 
 struct unwind_buckets {
 	uint32_t base, shift, nbuckets; /* as in struct lp_unwind_obj */

@@ -1,7 +1,7 @@
 /*
  * unwind_table.h - compact unwind rows for one ELF object, computed from
  * its call frame information (.eh_frame, else .debug_frame).  The rows
- * (struct lp_unwind_row, bpf/unwind.h) are what the BPF walker searches;
+ * (struct lp_unwind_row, bpf/unwind_maps.h) are what the BPF walker searches;
  * record/unwind.c loads them.  No BPF and no root here: the unit tests
  * build tables of their own executable.
  */
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bpf/unwind.h"
+#include "bpf/unwind_maps.h"
 
 /* Where the rows came from (a mask: .debug_frame fills in for functions
  * .eh_frame does not describe). */

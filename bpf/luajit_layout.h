@@ -1,5 +1,5 @@
 /*
- * luajit.h - how to read a LuaJIT VM from outside: the struct offsets of
+ * luajit_layout.h - how to read a LuaJIT VM from outside: the struct offsets of
  * one LuaJIT build (struct lj_layout) and what the recorder tells the BPF
  * walker about each target process (struct lj_proc).  Shared by
  * bpf/walk_lua.bpf.h and record/; fixed-width fields, size-asserted.
@@ -29,8 +29,8 @@
  *     +0 tmp +16 SAVE_L +24 SAVE_PC +32 SAVE_CFRAME (prev) ... +72 return
  *     address into lua_pcall/lua_call/lua_resume; CFA = cframe + cf_size.
  */
-#ifndef LUAPROF_BPF_LUAJIT_H
-#define LUAPROF_BPF_LUAJIT_H
+#ifndef LUAPROF_BPF_LUAJIT_LAYOUT_H
+#define LUAPROF_BPF_LUAJIT_LAYOUT_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>

@@ -1,5 +1,5 @@
 /*
- * unwind.h - the unwind tables the recorder computes from each object's
+ * unwind_maps.h - the unwind tables the recorder computes from each object's
  * call frame information (.eh_frame, else .debug_frame) and the BPF maps
  * they are loaded into, shared by bpf/unwind_native.bpf.h (the walker),
  * record/unwind_table.c (the builder) and record/unwind.c (the loader).
@@ -76,8 +76,8 @@
  * (an expression of another form, a register that is not saved in
  * memory): the walk stops at both.
  */
-#ifndef LUAPROF_BPF_UNWIND_H
-#define LUAPROF_BPF_UNWIND_H
+#ifndef LUAPROF_BPF_UNWIND_MAPS_H
+#define LUAPROF_BPF_UNWIND_MAPS_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
