@@ -129,6 +129,53 @@ static __always_inline long wakeup_flag(void)
 		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
+/* Sends e packed (bpf/sampler.h): its head, then only the kernel, user
+ * and Lua frames present, each written where the one before ends, so
+ * that a shallow sample takes a few hundred bytes of the ring, not 2 KiB
+ * or more.  The lengths are clamped where the verifier can see it. */
+static __noinline int send_sample(struct lp_event_sample *e, __u32 nlua, __u64 flags)
+{
+	__u32 kbytes = e->kstack_bytes > 0 ? e->kstack_bytes : 0;
+	__u32 ubytes = e->ustack_bytes > 0 ? e->ustack_bytes : 0;
+	__u32 lbytes, off = lp_event_sample_head_size;
+	struct bpf_dynptr ptr;
+	long err;
+
+	if (kbytes > sizeof(e->kstack))
+		kbytes = sizeof(e->kstack);
+	if (ubytes > sizeof(e->ustack))
+		ubytes = sizeof(e->ustack);
+	if (nlua > LP_MAX_LUA)
+		nlua = LP_MAX_LUA;
+	lbytes = nlua * sizeof(struct lp_lua_frame);
+	/* (The recorder sees the clamped counts.) */
+	if (e->kstack_bytes > 0)
+		e->kstack_bytes = kbytes;
+	if (e->ustack_bytes > 0)
+		e->ustack_bytes = ubytes;
+	e->lua_depth = nlua;
+	err = bpf_ringbuf_reserve_dynptr(&events, off + kbytes + ubytes + lbytes, 0, &ptr);
+	if (err)
+		goto discard;
+	err = bpf_dynptr_write(&ptr, 0, e, lp_event_sample_head_size, 0);
+	if (!err && kbytes)
+		err = bpf_dynptr_write(&ptr, off, e->kstack, kbytes, 0);
+	off += kbytes;
+	if (!err && ubytes)
+		err = bpf_dynptr_write(&ptr, off, e->ustack, ubytes, 0);
+	off += ubytes;
+	if (!err && lbytes)
+		err = bpf_dynptr_write(&ptr, off, e->lua, lbytes, 0);
+	if (err)
+		goto discard;
+	bpf_ringbuf_submit_dynptr(&ptr, flags);
+	return 0;
+discard:
+	/* A failed reservation must be discarded too (the verifier insists). */
+	bpf_ringbuf_discard_dynptr(&ptr, 0);
+	return err;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -194,9 +241,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	 * Lua stack (walk_lua: lj_traces_seen), and a native walk
 	 * that left every known mapping (native unwinder): new code was
 	 * mapped, and walks stop there until the recorder reads it. */
-	err = bpf_ringbuf_output(&events, e, lp_event_sample_size(nlua),
-				 wake || e->ustack_stop == LP_USTOP_UNMAPPED ?
-				 BPF_RB_FORCE_WAKEUP : wakeup_flag());
+	err = send_sample(e, nlua, wake || e->ustack_stop == LP_USTOP_UNMAPPED ?
+				   BPF_RB_FORCE_WAKEUP : wakeup_flag());
 	if (err)
 		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
 	phase_done(nlua, e->ustack_bytes);

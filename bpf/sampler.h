@@ -5,16 +5,17 @@
  * assertion; nothing here is ever written to a trace as it lies in memory
  * (format/ encodes each field explicitly).
  *
- *   lp_event_sample                          lp_event_task (48 bytes)
+ *   lp_event_sample (packed)                 lp_event_task (48 bytes)
  *   +0  type pid tid cpu                     +0  type pid tid cpu
  *   +16 time_ns                              +16 time_ns
  *   +24 kstack_bytes ustack_bytes            +24 ppid  pad
- *   +32 kstack[LP_MAX_STACK]  (leaf first)   +32 comm[16]
- *   +1048 ustack[LP_MAX_USTACK] (leaf first)
+ *   +32 vmstate lua_state lua_depth lua_G    +32 comm[16]
+ *   +48 ustack_stop ustack_jit lua_vm_cfa
+ *   +64 kernel frames, user frames, Lua frames: only those present
  *
  * The stack byte counts are bytes written, or a negative errno when the
  * stack could not be read.  The sampler builds the event in a per-CPU
- * buffer and sends only the bytes in use (see lp_event_sample_size()).
+ * buffer and sends only the bytes in use (see lp_event_sample_wire_size()).
  */
 #ifndef LUAPROF_BPF_SAMPLER_H
 #define LUAPROF_BPF_SAMPLER_H
@@ -101,19 +102,30 @@ enum lp_walk_state {
 	LP_WALK_NO_VM = 5,  /* interpreting, but the VM code is not located */
 };
 
+/*
+ * A sample as the sampler builds it (one per CPU).  The ring buffer carries
+ * it packed, at its real size: the head (every field before kstack[], 64
+ * bytes), then the kernel frames present, the user frames present and the
+ * Lua frames, each right after the other:
+ *
+ *   +0  head                 lp_event_sample_head_size
+ *   +64 kstack[kstack_bytes / 8]          (none if kstack_bytes < 0)
+ *   ... ustack[ustack_bytes / 8]          (none if ustack_bytes < 0)
+ *   ... lua[lua_depth]
+ *
+ * lp_event_sample_wire_size() is that size; the recorder checks each part
+ * against the bytes received before it unpacks them into this struct.
+ */
 struct lp_event_sample {
 	struct lp_event_header h;
 	__s32 kstack_bytes;
 	__s32 ustack_bytes;
-	__u64 kstack[LP_MAX_STACK];
-	__u64 ustack[LP_MAX_USTACK];
 	__s32 vmstate;    /* g->vmstate: ~LJ_VMST_* or a trace number */
 	__u16 lua_state;  /* enum lp_walk_state */
 	__u16 lua_depth;  /* frames used in lua[] */
 	__u64 lua_G;      /* the global_State the frames belong to */
 	/* Native unwinder (bpf/unwind_native.bpf.h): why the ustack walk
-	 * stopped, enum lp_ustop in bpf/unwind_maps.h.  Before lua[], which is
-	 * sent cut to lua_depth frames. */
+	 * stopped, enum lp_ustop in bpf/unwind_maps.h. */
 	__u32 ustack_stop;
 	/* 1 + the index in ustack[] of the frame the walk stepped over as
 	 * compiled code without CFI (a LuaJIT trace), 0 if none. */
@@ -122,10 +134,19 @@ struct lp_event_sample {
 	 * which compiled traces run, where the native unwinder resumes past
 	 * a trace's code (which has no CFI).  0 otherwise. */
 	__u64 lua_vm_cfa;
+	__u64 kstack[LP_MAX_STACK];  /* leaf first */
+	__u64 ustack[LP_MAX_USTACK]; /* leaf first */
 	struct lp_lua_frame lua[LP_MAX_LUA];
 };
 
-/* Bytes of a sample event with n Lua frames: what the ring buffer carries. */
+#define lp_event_sample_head_size __builtin_offsetof(struct lp_event_sample, kstack)
+/* The bytes a stack count stands for in the ring buffer: none if negative. */
+#define lp_event_stack_wire(bytes) ((bytes) > 0 ? (__u32)(bytes) : 0u)
+/* Bytes of a packed sample event: what the ring buffer carries. */
+#define lp_event_sample_wire_size(kbytes, ubytes, nlua)                                     \
+	(lp_event_sample_head_size + lp_event_stack_wire(kbytes) + lp_event_stack_wire(ubytes) + \
+	 (nlua) * sizeof(struct lp_lua_frame))
+/* Bytes of the unpacked struct up to n Lua frames (the recorder's view). */
 #define lp_event_sample_size(n) \
 	(__builtin_offsetof(struct lp_event_sample, lua) + (n) * sizeof(struct lp_lua_frame))
 
@@ -175,8 +196,9 @@ _Static_assert(sizeof(struct lp_event_header) == 24, "lp_event_header layout");
 _Static_assert(sizeof(struct lp_lua_frame) == 16, "lp_lua_frame layout");
 _Static_assert((LP_MAX_LUA & (LP_MAX_LUA - 1)) == 0, "LP_MAX_LUA a power of 2");
 _Static_assert(sizeof(struct lp_event_sample) ==
-		       32 + 8 * (LP_MAX_STACK + LP_MAX_USTACK) + 16 + 8 + 8 + 16 * LP_MAX_LUA,
+		       64 + 8 * (LP_MAX_STACK + LP_MAX_USTACK) + 16 * LP_MAX_LUA,
 	       "lp_event_sample layout");
+_Static_assert(lp_event_sample_head_size == 64, "lp_event_sample head");
 _Static_assert(sizeof(struct lp_event_task) == 48, "lp_event_task layout");
 _Static_assert(sizeof(struct lp_event_proto) == 48 + LP_PROTO_NAME_MAX, "lp_event_proto layout");
 _Static_assert(sizeof(struct lp_bpf_counters) == 40, "lp_bpf_counters layout");

@@ -71,6 +71,8 @@ static int probe_cpu_clock(int arg);
 	  BPF_FUNC_loop)                                                                      \
 	_(RINGBUF_QUERY, "bpf_ringbuf_query()", "5.8", "waking the recorder in batches",    \
 	  probe_helper, BPF_FUNC_ringbuf_query)                                               \
+	_(RINGBUF_DYNPTR, "bpf_ringbuf_reserve_dynptr()", "5.19",                            \
+	  "samples sent at their real size", probe_helper, BPF_FUNC_ringbuf_reserve_dynptr)  \
 	_(CPU_CLOCK, "cpu-clock perf events", "2.6.31", "the sampling tick",                 \
 	  probe_cpu_clock, 0)
 

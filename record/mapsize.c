@@ -8,7 +8,8 @@
  * LuaJIT program used to take.
  *
  * The ring buffer holds a second of samples from every CPU at the rate
- * (a sample is some 2 KiB in the ring: both stacks go whole), at least
+ * (a sample goes packed, at its real size: counted here as a typical one
+ * of 16 kernel, 32 user and 16 Lua frames, 704 bytes), at least
  * 1 MiB and at most what bpf/ declares.  The recorder drains it at least
  * 10 times a second; the second covers its longer pauses (the first
  * flush reads symbol tables and DWARF) on a loaded machine, and in a
@@ -48,6 +49,7 @@
 
 #define RING_SECONDS_DIV 1        /* a second of samples */
 #define RING_MIN (1u << 20)
+#define RING_TYPICAL_SAMPLE lp_event_sample_wire_size(16 * 8, 32 * 8, 16)
 #define ROWS_MIN (128u << 10)     /* 1 MiB */
 #define ROWS_LAUNCHED (1u << 18)  /* 2 MiB */
 #define BUCKETS_MIN (16u << 10)   /* 128 KiB */
@@ -171,7 +173,7 @@ static uint32_t ring_size(unsigned int rate_hz, uint32_t max)
 {
 	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
 	uint64_t want = (uint64_t)(ncpus > 0 ? ncpus : 1) * rate_hz *
-			(lp_event_sample_size(16) + 8) / RING_SECONDS_DIV;
+			(RING_TYPICAL_SAMPLE + 8) / RING_SECONDS_DIV;
 	uint32_t size = RING_MIN;
 
 	while (size < want && size < max)

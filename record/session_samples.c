@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "record/kallsyms.h"
+#include "record/sample_event.h"
 #include "record/objects.h"
 #include "record/sidekick.h"
 #include "record/stacks.h"
@@ -195,6 +196,21 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	s->samples++;
 }
 
+/* A sample event that did not parse: a sample lost, in the trace as such
+ * (the recorder could not keep it) and in the summary's count. */
+static void lost_malformed(struct session *s, uint64_t time_ns)
+{
+	struct lp_record rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.type = LP_REC_LOST;
+	rec.u.lost.time_ns = time_ns;
+	rec.u.lost.count = 1;
+	rec.u.lost.reason = LP_LOST_WRITE;
+	emit(s, &rec);
+	s->lost_dropped++;
+}
+
 int handle_event(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
@@ -206,8 +222,14 @@ int handle_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(*h))
 		return 0;
 	if (h->type == LP_EVENT_SAMPLE) {
-		if (size >= lp_event_sample_size(0))
-			handle_sample(s, data, size);
+		/* Unpacked whole (bpf/sampler.h), checked on the way; one
+		 * that does not parse is a sample lost, and counted so. */
+		static struct lp_event_sample e;
+
+		if (sample_event_unpack(data, size, &e) == 0)
+			handle_sample(s, &e, lp_event_sample_size(e.lua_depth));
+		else
+			lost_malformed(s, h->time_ns);
 		return 0;
 	}
 	if (h->type == LP_EVENT_PROTO) {

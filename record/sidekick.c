@@ -215,7 +215,9 @@ int sidekick_event(void *ctx, void *data, size_t size)
 	if (size >= sizeof(*h) && k->unw) {
 		if (h->type == LP_EVENT_EXEC) {
 			snap = publish(k, (pid_t)h->pid, 1);
-		} else if (h->type == LP_EVENT_SAMPLE && size >= lp_event_sample_size(0)) {
+		} else if (h->type == LP_EVENT_SAMPLE &&
+			   size >= lp_event_sample_head_size) {
+			/* (The head is all it reads: see bpf/sampler.h.) */
 			const struct lp_event_sample *e = data;
 
 			/* (A walk without tables at all is a process
