@@ -823,7 +823,9 @@ static int flatten(struct stacks *s, const struct count_ent *c, uint32_t *n)
 		err = kernel_names(s, c->kstack);
 		if (err)
 			return err;
-		memcpy(&s->buf[k], s->kids + s->kfirst[c->kstack], ke->depth * sizeof(*s->kids));
+		if (ke->depth) /* an empty kernel stack: no names, maybe no kids yet */
+			memcpy(&s->buf[k], s->kids + s->kfirst[c->kstack],
+			       ke->depth * sizeof(*s->kids));
 		k += ke->depth;
 	}
 	if (k == (c->root != STACKS_NO_ROOT)) {
