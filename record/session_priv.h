@@ -13,6 +13,7 @@
 
 #include "bpf/sampler.h"
 #include "format/trace.h"
+#include "record/clock.h"
 #include "record/launch.h"
 #include "record/luajit.h"
 #include "record/mapsize.h"
@@ -75,6 +76,33 @@ struct target {
 	int lj_gone;
 };
 
+/* The recorder's own CPU (self_cpu_ns(): every thread, from the
+ * process's start), marked at the end of each step of its life and said
+ * by record -v: what setup costs before the first sample, what sampling
+ * costs while the target runs, and what finishing costs after it. */
+#define SELF_CPU_DEF(_) \
+	_(BPF, "BPF load and verification") \
+	_(UNWINDER, "unwinder") \
+	_(TARGETS, "targets") \
+	_(KSYMS, "kernel symbols") \
+	_(START, "the rest") \
+	_(SAMPLING, "sampling") \
+	_(FINISHING, "finishing")
+
+enum self_cpu_mark {
+#define SELF_CPU_ENUM(name, text) SELF_CPU_##name,
+	SELF_CPU_DEF(SELF_CPU_ENUM)
+#undef SELF_CPU_ENUM
+	SELF_CPU_N
+};
+
+/* Why the recording loop ran, for the same account. */
+struct loop_stats {
+	uint64_t woken;    /* ring_buffer__poll() woke for events */
+	uint64_t timeouts; /* ... or timed out */
+	uint64_t flushes;
+};
+
 /* What the Lua walk gave, for the summary. */
 struct lua_stats {
 	uint64_t samples_lua;   /* samples with Lua frames */
@@ -123,6 +151,9 @@ struct session {
 	int ncut_walks;
 	uint64_t samples;     /* taken: every sample the ring buffer gave */
 	uint64_t written;     /* of those, in the file (set by finish()) */
+	uint64_t self_cpu[SELF_CPU_N]; /* self_cpu_ns() at the end of each step */
+	uint64_t stop_ns;      /* when sampling ended */
+	struct loop_stats loop;
 	int write_err; /* first trace write error, negative errno */
 	int status_shown;
 };
@@ -154,5 +185,9 @@ int ring_event(void *ctx, void *data, size_t size);
 
 /* ---- session_summary.c ---- */
 void print_summary(struct session *s, uint64_t end_ns);
+static inline void mark_self_cpu(struct session *s, enum self_cpu_mark m)
+{
+	s->self_cpu[m] = self_cpu_ns();
+}
 
 #endif
