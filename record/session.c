@@ -517,7 +517,9 @@ static int session_open(struct session *s, char *old, size_t oldlen)
 	s->jit_traces = jit_trace_table_new();
 	s->sources = source_table_new();
 	s->objs = object_set_new(!o->no_embed);
-	if (!s->stacks || !s->ksyms || !s->protos || !s->jit_traces || !s->sources || !s->objs) {
+	s->last_ustacks = calloc(LAST_USTACKS, sizeof(*s->last_ustacks));
+	if (!s->stacks || !s->ksyms || !s->protos || !s->jit_traces || !s->sources || !s->objs ||
+	    !s->last_ustacks) {
 		fprintf(stderr, "luaprof record: out of memory\n");
 		return -1;
 	}
@@ -636,6 +638,7 @@ static void session_close(struct session *s, int recording, const char *old)
 	}
 	free(s->targets);
 	free(s->held);
+	free(s->last_ustacks);
 }
 
 int record_session_run(const struct record_opts *o)

@@ -59,6 +59,7 @@ struct target {
 	int alive;
 	struct maps_table maps;
 	uint64_t maps_read_ns;
+	uint64_t maps_gen; /* which maps: new with each (session.maps_gens) */
 	/* What the walker got when the fork was heard of, if not the
 	 * parent's mappings: the image the child exec'd since (see
 	 * inherit_maps()). */
@@ -103,6 +104,21 @@ struct loop_stats {
 	uint64_t flushes;
 };
 
+/*
+ * The user stack a thread showed last, for the next sample of the same
+ * thread, whose root-side frames are mostly the same (on nginx, 16 of 19):
+ * those were found in the process's mappings of the same read and noted
+ * for the object set then, and need neither again (session_samples.c).
+ * A small table by tid; an entry names its thread and mappings.
+ */
+#define LAST_USTACKS 64
+
+struct last_ustack {
+	uint64_t maps_gen; /* the target's mappings it was checked in; 0 none */
+	uint32_t pid, tid, n;
+	uint64_t pc[LP_MAX_USTACK];
+};
+
 /* What the Lua walk gave, for the summary. */
 struct lua_stats {
 	uint64_t samples_lua;   /* samples with Lua frames */
@@ -141,6 +157,8 @@ struct session {
 	int nvm_announced;
 	struct target *targets;
 	int ntargets, nalive;
+	uint64_t maps_gens; /* the last target.maps_gen given */
+	struct last_ustack *last_ustacks; /* [LAST_USTACKS] */
 	size_t captargets;
 	struct launched launched;
 	int launched_running;
@@ -168,8 +186,8 @@ struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 				 uint64_t time_ns, uint32_t flags,
 				 const char *comm);
 void target_exited(struct session *s, struct target *t, uint64_t time_ns);
-void check_mappings(struct session *s, struct target *t,
-			   const struct lp_event_sample *e);
+int check_mappings(struct session *s, struct target *t,
+		   const struct lp_event_sample *e, int known);
 int add_initial_targets(struct session *s);
 
 /* ---- session_lua.c ---- */
