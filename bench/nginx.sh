@@ -9,7 +9,8 @@
 # luaprof's BPF time per sample: the median of its own per-sample clock,
 # and the mean per tick from kernel.bpf_stats_enabled (set for the run),
 # and each recorder's own CPU time.  On 2 shared cores run-to-run noise in
-# req/s is about a point: more ROUNDS and longer runs narrow it.
+# req/s is several points (3 between two idle runs): more ROUNDS and
+# longer runs narrow it, and the paired spread shows it.
 # With -v, luaprof also says where the sampler's time goes (bpf/phases.h):
 # the median over rounds of each phase's mean per sample, and of the
 # frames each walk produced.
