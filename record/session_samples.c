@@ -133,6 +133,52 @@ static void note_cut_walk(struct session *s, const struct target *t,
 		 unwind_stop_name(e->ustack_stop), n, n == 1 ? "" : "s", where);
 }
 
+/* How many of e's n root-side user frames its thread's last sample had
+ * too, when that one's were all in t's mappings as they are now: never
+ * the leaf of either (the object set notes a leaf's address, a caller's
+ * less one). */
+static int frames_as_last(const struct session *s, const struct target *t,
+			  const struct lp_event_sample *e, int n)
+{
+	const struct last_ustack *l = &s->last_ustacks[e->h.tid % LAST_USTACKS];
+	int k = 0, max = n < (int)l->n ? n : (int)l->n;
+
+	if (!l->maps_gen || l->maps_gen != t->maps_gen || l->pid != e->h.pid ||
+	    l->tid != e->h.tid)
+		return 0;
+	while (k < max - 1 && l->pc[l->n - 1 - k] == e->ustack[n - 1 - k])
+		k++;
+	return k;
+}
+
+/* Checks e's user frames against t's mappings (re-read if some are not
+ * there) and notes them for the object set, but for those its thread's
+ * last sample had; keeps them for its next if all were there. */
+static void note_user_frames(struct session *s, struct target *t,
+			     const struct lp_event_sample *e)
+{
+	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
+	struct last_ustack *l = &s->last_ustacks[e->h.tid % LAST_USTACKS];
+	uint64_t gen = t->maps_gen;
+	int same, in_maps;
+
+	if (n > LP_MAX_USTACK)
+		n = LP_MAX_USTACK;
+	same = frames_as_last(s, t, e, n);
+	in_maps = check_mappings(s, t, e, same);
+	if (t->maps_gen != gen)
+		same = 0; /* re-read: the frames are noted in the new ones */
+	if (n > 0)
+		object_set_note_stack(s->objs, &t->maps, (const uint64_t *)e->ustack,
+				      n - same);
+	l->maps_gen = in_maps ? t->maps_gen : 0;
+	l->pid = e->h.pid;
+	l->tid = e->h.tid;
+	l->n = in_maps ? n : 0;
+	if (in_maps)
+		memcpy(l->pc, e->ustack, n * sizeof(l->pc[0]));
+}
+
 /* Does the sample's native stack hold a return address into t's
  * interpreter (the VM called out to C from there)? */
 static int crosses_vm(const struct lj_target *t, const struct lp_event_sample *e)
@@ -156,11 +202,7 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	if (s->o->verbose)
 		note_cut_walk(s, t, e);
 	if (t)
-		check_mappings(s, t, e);
-	if (t && e->ustack_bytes > 0)
-		object_set_note_stack(s->objs, &t->maps, (const uint64_t *)e->ustack,
-				e->ustack_bytes / 8 < LP_MAX_USTACK ?
-				e->ustack_bytes / 8 : LP_MAX_USTACK);
+		note_user_frames(s, t, e);
 	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G && !t->lj_gone)
 		locate_luajit(s, t, e->lua_G);
 	/* Still no valid G, though the native stack crossed the VM's C frame,

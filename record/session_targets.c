@@ -112,6 +112,7 @@ static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns
 	}
 	maps_table_free(&t->maps);
 	t->maps = now;
+	t->maps_gen = ++s->maps_gens;
 	/* A full read is often taken before the dynamic loader has mapped
 	 * the libraries (exec), and one that found new code may be followed
 	 * by more (dlopen): then the next address outside them re-reads at
@@ -183,6 +184,7 @@ static int inherit_maps(struct session *s, struct target *t,
 		return 0;
 	maps_table_free(&t->maps);
 	t->maps = copy;
+	t->maps_gen = ++s->maps_gens;
 	t->maps_read_ns = 0;
 	/* The walker got the parent's list at the fork, if the parent had
 	 * one yet.  Its own is what the child maps now: the parent's
@@ -242,6 +244,7 @@ void target_exited(struct session *s, struct target *t, uint64_t time_ns)
 	s->nalive--;
 	unwind_remove_process(s->unw, t->pid); /* native unwinder */
 	maps_table_free(&t->maps);
+	t->maps_gen = ++s->maps_gens;
 	maps_table_free(&t->exec_maps);
 	/* A layout that never validated is kept for the summary's warning. */
 	if (!t->lj || t->lj->state != LJ_WAITING_G || !t->lj_unvalidated) {
@@ -258,12 +261,14 @@ void target_exited(struct session *s, struct target *t, uint64_t time_ns)
 /* A user address outside every known mapping means the process mapped
  * something new (dlopen, a JIT area) since we last looked, or the stack
  * holds a garbage frame.  Re-read, at most every MAPS_REREAD_NS, and write
- * what was added. */
-void check_mappings(struct session *s, struct target *t,
-			   const struct lp_event_sample *e)
+ * what was added.  The root-side `known` frames were found in these
+ * mappings before (struct last_ustack) and are not looked up again.  1
+ * when every frame is in them and they were not re-read. */
+int check_mappings(struct session *s, struct target *t,
+		   const struct lp_event_sample *e, int known)
 {
 	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
-	int unknown = e->ustack_stop == LP_USTOP_UNMAPPED;
+	int unknown = e->ustack_stop == LP_USTOP_UNMAPPED, missing = 0;
 	uint64_t code[1];
 	uint32_t ncode = 0;
 	int leaf = n > 0 && !maps_table_find(&t->maps, e->ustack[0]);
@@ -274,10 +279,10 @@ void check_mappings(struct session *s, struct target *t,
 	 * not know yet: that too means new mappings.  The frame it stepped
 	 * over as a trace's was code (bpf/unwind_native.bpf.h), whatever the
 	 * mappings say now, and the re-read keeps it. */
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n - known; i++) {
 		if (maps_table_find(&t->maps, e->ustack[i]))
 			continue;
-		unknown = 1;
+		unknown = missing = 1;
 		if ((uint32_t)i + 1 == e->ustack_jit)
 			code[ncode++] = e->ustack[i];
 	}
@@ -285,8 +290,11 @@ void check_mappings(struct session *s, struct target *t,
 	 * page of it), so its next samples do not ask again.  The rest waits
 	 * its turn. */
 	if (ncode || (unknown && mono_ns() - t->maps_read_ns >=
-			      (leaf ? MAPS_REREAD_LEAF_NS : MAPS_REREAD_NS)))
+			      (leaf ? MAPS_REREAD_LEAF_NS : MAPS_REREAD_NS))) {
 		emit_maps_code(s, t, e->h.time_ns, 0, code, ncode);
+		return 0;
+	}
+	return !missing;
 }
 
 /* Kernel threads among the targets have no user stack: said once, with
