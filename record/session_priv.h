@@ -121,6 +121,9 @@ struct session {
 	/* record -v: the first native walks cut short, said at the end. */
 	char cut_walks[CUT_WALKS][160];
 	int ncut_walks;
+	/* Native stacks cut above the leaf at a frame in no mapping the
+	 * trace holds (validated_ustack_bytes()), for record -v. */
+	uint64_t ustacks_unnamed;
 	uint64_t samples;     /* taken: every sample the ring buffer gave */
 	uint64_t written;     /* of those, in the file (set by finish()) */
 	int write_err; /* first trace write error, negative errno */

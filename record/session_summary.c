@@ -201,6 +201,10 @@ static void print_verbose(struct session *s)
 	for (int i = 0; i < s->ncut_walks; i++)
 		fprintf(stderr, "luaprof record: native unwind: walk cut short at %s\n",
 			s->cut_walks[i]);
+	if (s->ustacks_unnamed)
+		fprintf(stderr, "luaprof record: native unwind: %llu stacks cut at a frame "
+			"no mapping of the trace names\n",
+			(unsigned long long)s->ustacks_unnamed);
 	sidekick_stats(s->side, &ks);
 	fprintf(stderr, "luaprof record: during flushes: %llu events read, %llu "
 		"process mappings published for the unwinder\n",

@@ -70,11 +70,14 @@ static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns
 	if (gone) {
 		/* Gone already: its samples print as [unmapped], but for code
 		 * the sampler saw run (below), and for an exec'd image whose
-		 * mappings the walker got at the fork (inherit_maps()). */
+		 * mappings the walker got at the fork (inherit_maps()).  A
+		 * snapshot with nothing known is still written, empty: after
+		 * an exec, the image before it (a fork's inheritance) must not
+		 * name the new image's samples. */
 		if (replace && t->exec_maps.n) {
 			now = t->exec_maps;
 			t->exec_maps = (struct maps_table){ 0 };
-		} else if (!ncode || replace || maps_table_copy(&t->maps, &now)) {
+		} else if (!replace && (!ncode || maps_table_copy(&t->maps, &now))) {
 			return;
 		}
 	}
