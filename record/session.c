@@ -340,7 +340,8 @@ static int launched_exited(struct session *s)
 
 	if (!s->launched_running)
 		return 0;
-	if (waitpid(s->launched.pid, &status, WNOHANG) != s->launched.pid)
+	if (!s->launched.reaped &&
+	    waitpid(s->launched.pid, &status, WNOHANG) != s->launched.pid)
 		return 0;
 	s->launched_running = 0;
 	return 1;
@@ -582,6 +583,19 @@ static int session_start(struct session *s)
 			waitpid(s->launched.pid, NULL, 0);
 			s->launched_running = 0;
 			return -1;
+		}
+		/* Held at its exec (launch.c): the EXEC event is in the ring
+		 * buffer, and handling it reads the new image's mappings and
+		 * gives the unwinder their tables before it runs. */
+		if (s->launched.held) {
+			ring_buffer__consume(s->rb);
+			/* ... and again where the program starts, for the
+			 * libraries the dynamic loader mapped meanwhile. */
+			if (!launch_run_to_entry(&s->launched)) {
+				ring_buffer__consume(s->rb);
+				refresh_maps(s, s->launched.pid);
+			}
+			launch_release(&s->launched);
 		}
 	}
 	return 0;

@@ -142,6 +142,7 @@ struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 void target_exited(struct session *s, struct target *t, uint64_t time_ns);
 void check_mappings(struct session *s, struct target *t,
 			   const struct lp_event_sample *e);
+void refresh_maps(struct session *s, pid_t pid);
 int add_initial_targets(struct session *s);
 
 /* ---- session_lua.c ---- */

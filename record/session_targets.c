@@ -292,6 +292,16 @@ void check_mappings(struct session *s, struct target *t,
 		emit_maps_code(s, t, e->h.time_ns, 0, code, ncode);
 }
 
+/* Reads pid's mappings again and writes what is new: a launched command
+ * held at its entry point (session_start()), its libraries mapped. */
+void refresh_maps(struct session *s, pid_t pid)
+{
+	struct target *t = find_target(s, pid);
+
+	if (t && t->alive)
+		emit_maps_code(s, t, mono_ns(), 0, NULL, 0);
+}
+
 /* Kernel threads among the targets have no user stack: said once, with
  * the first one named. */
 static void warn_kthreads(struct session *s)
