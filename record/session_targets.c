@@ -18,6 +18,7 @@
 #include "record/clock.h"
 #include "record/objects.h"
 #include "record/procs.h"
+#include "record/say.h"
 #include "record/sidekick.h"
 #include "record/unwind.h"
 #include "sampler.skel.h"
@@ -321,18 +322,15 @@ static void warn_kthreads(struct session *s)
 
 		if (proc_read_info(s->targets[first].pid, &info))
 			snprintf(info.comm, sizeof(info.comm), "?");
-		for (char *c = info.comm; *c; c++) /* a name from the kernel */
-			if ((unsigned char)*c < 0x20 || *c == 0x7f)
-				*c = '?';
 		if (n == 1)
-			fprintf(stderr, "luaprof record: pid %d (%s) is a kernel thread: it has "
-				"no user stack; only its kernel stacks are recorded\n",
-				(int)s->targets[first].pid, info.comm);
+			say(stderr, 0, "pid %d (%s) is a kernel thread: it has no user "
+			    "stack; only its kernel stacks are recorded",
+			    (int)s->targets[first].pid, info.comm);
 		else
-			fprintf(stderr, "luaprof record: %d targets are kernel threads (pid %d "
-				"(%s) and %d more): they have no user stack; only their "
-				"kernel stacks are recorded\n", n, (int)s->targets[first].pid,
-				info.comm, n - 1);
+			say(stderr, 0, "%d targets are kernel threads (pid %d (%s) and %d "
+			    "more): they have no user stack; only their kernel stacks "
+			    "are recorded", n, (int)s->targets[first].pid, info.comm,
+			    n - 1);
 	}
 }
 

@@ -53,6 +53,16 @@ if ! grep -q "^Lua VMs: 2$" $TMP/two.info; then
 	echo "info said:"; sed -n '/^Lua VMs/,/^$/p;/^Processes/,/^$/p' $TMP/two.info | sed 's/^/  /'
 fi
 
+# A LuaJIT at a path that would clear the terminal: record says it, with
+# the escape as '?' (record/say.c), and -v says nothing raw either.
+hostile="$TMP/lj"$'\e'"[2Jx"
+cp $LJ2 "$hostile"
+$LUAPROF record -v -F 499 -o $TMP/hostile.lp -- "$hostile" $TMP/busy.lua 0.3 2>$TMP/hostile.err
+check "record -- a LuaJIT at a hostile path exits 0" test $? -eq 0
+check "record says that LuaJIT, its path escaped" \
+	grep -qF "LuaJIT in $TMP/lj?[2Jx; built-in layout" $TMP/hostile.err
+check "record -v prints no escape byte" bash -c "! grep -q $'\e' $TMP/hostile.err"
+
 # PUC Lua interpreters, launched: said once, listed by info, and the
 # recording goes on with native frames.
 for v in 5.1 5.3; do
