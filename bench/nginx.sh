@@ -4,11 +4,13 @@
 # luaprof and perf record -g at 99 and 999 Hz, recording the master with
 # its workers) it runs ROUNDS rounds of wrk for SECONDS each, interleaved
 # so that drift in the machine hits every setting alike, and prints the
-# median requests/s and its loss against unprofiled, bytes/sample, and
+# median requests/s and its loss against the unprofiled run of the same
+# round (median of the rounds, with the lowest and highest), bytes/sample, and
 # luaprof's BPF time per sample: the median of its own per-sample clock,
 # and the mean per tick from kernel.bpf_stats_enabled (set for the run),
 # and each recorder's own CPU time.  On 2 shared cores run-to-run noise in
-# req/s is about a point: more ROUNDS and longer runs narrow it.
+# req/s is several points (3 between two idle runs): more ROUNDS and
+# longer runs narrow it, and the paired spread shows it.
 # With -v, luaprof also says where the sampler's time goes (bpf/phases.h):
 # the median over rounds of each phase's mean per sample, and of the
 # frames each walk produced.
@@ -95,6 +97,19 @@ sampling() {
 	return 1
 }
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 0 }'; }
+# paired_loss "NONE_RPS..." "SET_RPS...": the loss of each round against
+# the unprofiled run of the same round (the rounds interleave, so drift in
+# the machine cancels), as the median and, in brackets, the lowest and
+# highest: the spread says how far to trust the median.
+paired_loss() {
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		n = split(a, x, " "); m = split(b, y, " "); if (m < n) n = m
+		for (i = 1; i <= n; i++) l[i] = x[i] ? 100 * (x[i] - y[i]) / x[i] : 0
+		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+			if (l[j] < l[i]) { t = l[i]; l[i] = l[j]; l[j] = t }
+		if (!n) { print "-"; exit }
+		printf "%.1f%%[%.1f,%.1f]", l[int((n + 1) / 2)], l[1], l[n] }'
+}
 sum() { tr ' ' '\n' | awk '{ s += $1 } END { print s + 0 }'; }
 
 SETTINGS=${SETTINGS:-none luaprof-99 perf-99 luaprof-999 perf-999}
@@ -107,11 +122,11 @@ for r in $(seq $ROUNDS); do
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 base=$(echo ${RPS[none]:-0} | median)
-printf '%-13s %10s %8s %9s %13s %14s %11s %12s %13s\n' setting "req/s" loss samples bytes/sample \
+printf '%-13s %10s %19s %9s %13s %14s %11s %12s %13s\n' setting "req/s" "loss[min,max]" samples bytes/sample \
 	"BPF median us" "BPF p99 us" "BPF mean ns" "recorder CPU"
 for set in $SETTINGS; do
 	rps=$(echo ${RPS[$set]} | median)
-	loss=$(awk -v a=$rps -v b=$base 'BEGIN { printf "%.1f%%", b ? 100 * (b - a) / b : 0 }')
+	loss=$(paired_loss "${RPS[none]:-}" "${RPS[$set]}")
 	s=$(echo ${SAMPLES[$set]:-0} | sum)
 	b=$(echo ${BYTES[$set]:-0} | sum)
 	bps=$(awk -v b=$b -v s=$s 'BEGIN { printf "%.1f", s ? b / s : 0 }')
@@ -120,7 +135,7 @@ for set in $SETTINGS; do
 	[ -n "${BPFMED[$set]:-}" ] && med=$(echo ${BPFMED[$set]} | median)
 	[ -n "${BPFP99[$set]:-}" ] && p99=$(echo ${BPFP99[$set]} | median)
 	[ -n "${CPU[$set]:-}" ] && cpu=$(echo ${CPU[$set]} | median)%
-	printf '%-13s %10s %8s %9s %13s %14s %11s %12s %13s\n' $set $rps $loss $s $bps $med $p99 $ns $cpu
+	printf '%-13s %10s %19s %9s %13s %14s %11s %12s %13s\n' $set $rps $loss $s $bps $med $p99 $ns $cpu
 done
 # Each phase's median over the rounds (of its mean per sample there).
 phased=
@@ -136,6 +151,8 @@ for set in $SETTINGS; do
 	echo
 done
 echo
+echo "Loss: per round against that round's unprofiled run; the median, and"
+echo "in brackets the lowest and highest of the rounds."
 echo "BPF median: luaprof's own clock, per sample of a target; BPF mean: the"
 echo "kernel's bpf_stats, per tick of every CPU, the ones the filter drops too."
 echo "Recorder CPU: the recorder process's user + system time, setup included,"

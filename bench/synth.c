@@ -51,9 +51,6 @@ static uint32_t NKSTACK = 300;
 #define KBASE 0xffffffff81000000ull
 #define NFF 8
 
-#define AD(op, a, d) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(d) << 16)
-#define ABC(op, a, b, c) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(c) << 16 | \
-			  (uint32_t)(b) << 24)
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -160,18 +157,18 @@ static int write_lua(struct trace_writer *w)
 	for (uint32_t i = 0; i < NPROTO && !err; i++) {
 		uint32_t first = 10 + (i / NCHUNK) * 20, n = 0;
 
-		bc[i][n] = AD(LBC_FUNCF, 4, 0);
+		bc[i][n] = LBC_AD(LBC_FUNCF, 4, 0);
 		lines[i][n++] = first;
 		for (uint32_t k = 0; k < NCALLEE; k++) {
 			uint32_t callee = (i * 7 + k * 13 + 1) % NPROTO;
 
 			kstr[i][k] = (struct lp_proto_kstr){ .index = k, .str = fnames[callee] };
-			bc[i][n] = AD(LBC_GGET, 0, k);
+			bc[i][n] = LBC_AD(LBC_GGET, 0, k);
 			lines[i][n++] = first + 1 + k;
-			bc[i][n] = ABC(LBC_CALL, 0, 1, 1);
+			bc[i][n] = LBC_ABC(LBC_CALL, 0, 1, 1);
 			lines[i][n++] = first + 1 + k;
 		}
-		bc[i][n] = AD(LBC_RET0, 0, 1);
+		bc[i][n] = LBC_AD(LBC_RET0, 0, 1);
 		lines[i][n++] = first + 6;
 		r.type = LP_REC_PROTO;
 		r.u.proto = (struct lp_proto){ .id = i + 1, .addr = 0x20000 + i * 0x100,

@@ -171,7 +171,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct load_opts *lo = &o->load;
-	unsigned long long rows;
 	const char *why;
 	char *end;
 	int c, err;
@@ -201,12 +200,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return err;
 			break;
 		case 'n':
-			errno = 0;
-			rows = strtoull(optarg, &end, 10);
-			if (errno || *end || !*optarg || optarg[0] == '-' ||
-			    rows > 1000000000)
+			if (report_parse_rows(optarg, &o->rows))
 				return misuse("bad row count '%s'", optarg);
-			o->rows = rows;
 			o->rows_set = 1;
 			break;
 		case OPT_LIMIT:

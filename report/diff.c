@@ -94,9 +94,7 @@ static int parse_opts(int argc, char **argv, struct dopts *o)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct load_opts *lo = &o->load;
-	unsigned long long rows;
 	const char *why;
-	char *end;
 	int c, err;
 
 	o->rows = 20;
@@ -120,11 +118,8 @@ static int parse_opts(int argc, char **argv, struct dopts *o)
 			o->output = optarg;
 			break;
 		case 'n':
-			errno = 0;
-			rows = strtoull(optarg, &end, 10);
-			if (errno || *end || !*optarg || optarg[0] == '-' || rows > 1000000000)
+			if (report_parse_rows(optarg, &o->rows))
 				return misuse("bad row count '%s'", optarg);
-			o->rows = rows;
 			break;
 		case OPT_PER_SECOND:
 			o->per_second = 1;

@@ -124,6 +124,21 @@ static int parse_ids(const char *arg, uint32_t **v, size_t *n, size_t *cap)
 	return 0;
 }
 
+int report_parse_rows(const char *arg, unsigned *rows)
+{
+	unsigned long long x;
+	char *end;
+
+	if (*arg < '0' || *arg > '9')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(arg, &end, 10);
+	if (errno || *end || x > 1000000000)
+		return -EINVAL;
+	*rows = x;
+	return 0;
+}
+
 /* Seconds >= 0 as nanoseconds; 0 or -EINVAL. */
 static int parse_seconds(const char *arg, int64_t *ns)
 {

@@ -77,6 +77,9 @@ enum { LOAD_OPT_PID = 400, LOAD_OPT_TID, LOAD_OPT_FROM, LOAD_OPT_TO, LOAD_OPT_LI
 /* Applies option c (a LOAD_OPT_*) with its argument: 0, -ENOMEM, or
  * -EINVAL with *why saying what is wrong with arg ("bad id list"). */
 int report_load_opt(struct load_opts *lo, int c, const char *arg, const char **why);
+/* -n/--rows N, the same in `report` and `diff`: 0 (all) up to a billion;
+ * 0 or -EINVAL. */
+int report_parse_rows(const char *arg, unsigned *rows);
 /* After every option: -EINVAL with *why when they contradict. */
 int report_load_check(const struct load_opts *lo, const char **why);
 

@@ -102,6 +102,12 @@ fi
 
 # Damaged traces: a clear line, exit 1, never a crash.
 : >$TMP/empty.lp
+# -n is parsed once for report and diff (report_parse_rows): the same
+# answer from both, before any trace is opened.
+for n in -1 x 1e3 1000000001 ""; do
+	expect_fail "report -n '$n' is misuse" 2 "bad row count" $LUAPROF report -n "$n" $TMP/empty.lp
+	expect_fail "diff -n '$n' is misuse" 2 "bad row count" $LUAPROF diff -n "$n" $TMP/empty.lp $TMP/empty.lp
+done
 expect_fail "report on an empty file" 1 "empty" $LUAPROF report $TMP/empty.lp
 expect_fail "info on an empty file" 1 "empty" $LUAPROF info $TMP/empty.lp
 head -c 5000 /dev/urandom >$TMP/garbage.lp
