@@ -340,7 +340,8 @@ static int launched_exited(struct session *s)
 
 	if (!s->launched_running)
 		return 0;
-	if (waitpid(s->launched.pid, &status, WNOHANG) != s->launched.pid)
+	if (!s->launched.reaped &&
+	    waitpid(s->launched.pid, &status, WNOHANG) != s->launched.pid)
 		return 0;
 	s->launched_running = 0;
 	return 1;
@@ -355,8 +356,13 @@ static void check_alive(struct session *s)
 
 static void record_loop(struct session *s)
 {
+	/* -d is that long of sampling, which runs from here: not counting
+	 * the setup (the targets' mappings, unwind tables and VMs, the
+	 * kernel's symbols), which took 0.2 to 0.7 s of `-d 1` on a busy
+	 * machine, and once all of it, so that a VM no sample showed was
+	 * missing from the trace (tests/e2e/lua_vms.sh). */
 	uint64_t deadline = s->o->duration_s > 0 ?
-		s->start_ns + (uint64_t)(s->o->duration_s * 1e9) : UINT64_MAX;
+		mono_ns() + (uint64_t)(s->o->duration_s * 1e9) : UINT64_MAX;
 	/* Chunks every FLUSH_NS of sampling, not counting the setup. */
 	uint64_t last_flush = mono_ns(), last_status = 0, last_alive = s->start_ns;
 	int tty = isatty(STDERR_FILENO) && !s->o->quiet;
@@ -597,6 +603,19 @@ static int session_start(struct session *s)
 			waitpid(s->launched.pid, NULL, 0);
 			s->launched_running = 0;
 			return -1;
+		}
+		/* Held at its exec (launch.c): the EXEC event is in the ring
+		 * buffer, and handling it reads the new image's mappings and
+		 * gives the unwinder their tables before it runs. */
+		if (s->launched.held) {
+			ring_buffer__consume(s->rb);
+			/* ... and again where the program starts, for the
+			 * libraries the dynamic loader mapped meanwhile. */
+			if (!launch_run_to_entry(&s->launched)) {
+				ring_buffer__consume(s->rb);
+				refresh_maps(s, s->launched.pid);
+			}
+			launch_release(&s->launched);
 		}
 	}
 	return 0;

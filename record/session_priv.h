@@ -167,6 +167,9 @@ struct session {
 	/* record -v: the first native walks cut short, said at the end. */
 	char cut_walks[CUT_WALKS][160];
 	int ncut_walks;
+	/* Native stacks cut above the leaf at a frame in no mapping the
+	 * trace holds (validated_ustack_bytes()), for record -v. */
+	uint64_t ustacks_unnamed;
 	uint64_t samples;     /* taken: every sample the ring buffer gave */
 	uint64_t written;     /* of those, in the file (set by finish()) */
 	uint64_t self_cpu[SELF_CPU_N]; /* self_cpu_ns() at the end of each step */
@@ -188,6 +191,7 @@ struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 void target_exited(struct session *s, struct target *t, uint64_t time_ns);
 int check_mappings(struct session *s, struct target *t,
 		   const struct lp_event_sample *e, int known);
+void refresh_maps(struct session *s, pid_t pid);
 int add_initial_targets(struct session *s);
 
 /* ---- session_lua.c ---- */

@@ -78,18 +78,35 @@ static uint64_t intern_stack(struct session *s, uint32_t kind,
  * the re-read of the mappings found, or stack data taken for a return
  * address, which it did not.  The latter is no frame: the stack ends
  * before it, cut (the sample's ustop says so).  The leaf is never data.
+ *
+ * Nor does the trace keep a frame above the leaf that no mapping it holds
+ * names, however the walk got there: the report would print it as
+ * [unmapped], a frame nobody can check.  The stack ends before it, cut,
+ * and *unnamed says so (a walk whole to its end included: the walker had
+ * tables for code the trace has no mapping for).
  */
 static int validated_ustack_bytes(const struct target *t,
-				  const struct lp_event_sample *e)
+				  const struct lp_event_sample *e, int *unnamed)
 {
 	int n = e->ustack_bytes / 8;
 	const struct lp_mapping *m;
 
+	*unnamed = 0;
 	if (!t || n < 2 || n > LP_MAX_USTACK)
 		return e->ustack_bytes;
+	for (int i = 1; i < n - 1; i++) {
+		if (!maps_table_find(&t->maps, e->ustack[i])) {
+			*unnamed = 1;
+			return i * 8;
+		}
+	}
 	m = maps_table_find(&t->maps, e->ustack[n - 1]);
 	if (e->ustack_stop == LP_USTOP_UNMAPPED && !m)
 		return (n - 1) * 8;
+	if (!m) {
+		*unnamed = 1;
+		return (n - 1) * 8;
+	}
 	/* A walk that stopped at a return address into anonymous code (a
 	 * trace, for LuaJIT) with no Lua frames to stand for it: nothing
 	 * says what ran there, nor that it is code at all. */
@@ -196,6 +213,7 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 {
 	struct target *t = find_target(s, e->h.pid);
 	struct lp_record rec;
+	int unnamed;
 
 	if (!t || !t->alive) /* a sample racing its fork event */
 		t = add_target(s, e->h.pid, 0, e->h.time_ns, LP_PROC_FORKED, NULL);
@@ -221,8 +239,14 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	rec.u.sample.kstack = intern_stack(s, LP_STACK_KERNEL, (const uint64_t *)e->kstack,
 						 e->kstack_bytes);
 	rec.u.sample.ustack = intern_stack(s, LP_STACK_USER, (const uint64_t *)e->ustack,
-					   validated_ustack_bytes(t, e));
+					   validated_ustack_bytes(t, e, &unnamed));
 	rec.u.sample.ustop = e->ustack_stop;
+	if (unnamed) {
+		/* Cut where the trace could not name a frame: as a walk that
+		 * met a return address in no known code. */
+		rec.u.sample.ustop = LP_USTOP_UNMAPPED;
+		s->ustacks_unnamed++;
+	}
 	if (e->kstack_bytes < 0)
 		rec.u.sample.flags |= LP_SAMPLE_KSTACK_FAILED;
 	if (e->ustack_bytes < 0)

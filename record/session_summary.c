@@ -14,6 +14,7 @@
 #include "bpf/phases.h"
 #include "bpf/sampler.h"
 #include "record/objects.h"
+#include "record/say.h"
 #include "record/sidekick.h"
 #include "record/stacks.h"
 #include "record/unwind.h"
@@ -184,11 +185,11 @@ static void print_lua_summary(const struct session *s)
 		const struct target *t = &s->targets[i];
 
 		if (t->lj && t->lj->state == LJ_WAITING_G && t->lj_unvalidated)
-			fprintf(stderr, "luaprof record: pid %d: LuaJIT found in %s but "
-				"no sample showed a global_State that validates with "
-				"the layout (%s): no Lua frames recorded; the offsets "
-				"are probably wrong for this build\n", (int)t->pid,
-				t->lj->object, t->lj->source);
+			say(stderr, 0, "pid %d: LuaJIT found in %s but no sample "
+			    "showed a global_State that validates with the layout "
+			    "(%s): no Lua frames recorded; the offsets are probably "
+			    "wrong for this build", (int)t->pid, t->lj->object,
+			    t->lj->source);
 	}
 }
 
@@ -231,8 +232,11 @@ static void print_verbose(struct session *s)
 	print_bpf_phases(s);
 	unwind_print_stats(s->unw, stderr); /* native unwinder */
 	for (int i = 0; i < s->ncut_walks; i++)
-		fprintf(stderr, "luaprof record: native unwind: walk cut short at %s\n",
-			s->cut_walks[i]);
+		say(stderr, 0, "native unwind: walk cut short at %s", s->cut_walks[i]);
+	if (s->ustacks_unnamed)
+		fprintf(stderr, "luaprof record: native unwind: %llu stacks cut at a frame "
+			"no mapping of the trace names\n",
+			(unsigned long long)s->ustacks_unnamed);
 	sidekick_stats(s->side, &ks);
 	fprintf(stderr, "luaprof record: during flushes: %llu events read, %llu "
 		"process mappings published for the unwinder\n",

@@ -18,6 +18,7 @@
 #include "record/clock.h"
 #include "record/objects.h"
 #include "record/procs.h"
+#include "record/say.h"
 #include "record/sidekick.h"
 #include "record/unwind.h"
 #include "sampler.skel.h"
@@ -70,11 +71,14 @@ static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns
 	if (gone) {
 		/* Gone already: its samples print as [unmapped], but for code
 		 * the sampler saw run (below), and for an exec'd image whose
-		 * mappings the walker got at the fork (inherit_maps()). */
+		 * mappings the walker got at the fork (inherit_maps()).  A
+		 * snapshot with nothing known is still written, empty: after
+		 * an exec, the image before it (a fork's inheritance) must not
+		 * name the new image's samples. */
 		if (replace && t->exec_maps.n) {
 			now = t->exec_maps;
 			t->exec_maps = (struct maps_table){ 0 };
-		} else if (!ncode || replace || maps_table_copy(&t->maps, &now)) {
+		} else if (!replace && (!ncode || maps_table_copy(&t->maps, &now))) {
 			return;
 		}
 	}
@@ -297,6 +301,16 @@ int check_mappings(struct session *s, struct target *t,
 	return !missing;
 }
 
+/* Reads pid's mappings again and writes what is new: a launched command
+ * held at its entry point (session_start()), its libraries mapped. */
+void refresh_maps(struct session *s, pid_t pid)
+{
+	struct target *t = find_target(s, pid);
+
+	if (t && t->alive)
+		emit_maps_code(s, t, mono_ns(), 0, NULL, 0);
+}
+
 /* Kernel threads among the targets have no user stack: said once, with
  * the first one named. */
 static void warn_kthreads(struct session *s)
@@ -316,18 +330,15 @@ static void warn_kthreads(struct session *s)
 
 		if (proc_read_info(s->targets[first].pid, &info))
 			snprintf(info.comm, sizeof(info.comm), "?");
-		for (char *c = info.comm; *c; c++) /* a name from the kernel */
-			if ((unsigned char)*c < 0x20 || *c == 0x7f)
-				*c = '?';
 		if (n == 1)
-			fprintf(stderr, "luaprof record: pid %d (%s) is a kernel thread: it has "
-				"no user stack; only its kernel stacks are recorded\n",
-				(int)s->targets[first].pid, info.comm);
+			say(stderr, 0, "pid %d (%s) is a kernel thread: it has no user "
+			    "stack; only its kernel stacks are recorded",
+			    (int)s->targets[first].pid, info.comm);
 		else
-			fprintf(stderr, "luaprof record: %d targets are kernel threads (pid %d "
-				"(%s) and %d more): they have no user stack; only their "
-				"kernel stacks are recorded\n", n, (int)s->targets[first].pid,
-				info.comm, n - 1);
+			say(stderr, 0, "%d targets are kernel threads (pid %d (%s) and %d "
+			    "more): they have no user stack; only their kernel stacks "
+			    "are recorded", n, (int)s->targets[first].pid, info.comm,
+			    n - 1);
 	}
 }
 
