@@ -86,7 +86,8 @@ static uint64_t intern_stack(struct session *s, uint32_t kind,
  * tables for code the trace has no mapping for).
  */
 static int validated_ustack_bytes(const struct target *t,
-				  const struct lp_event_sample *e, int *unnamed)
+				  const struct lp_event_sample *e, int all_mapped,
+				  int *unnamed)
 {
 	int n = e->ustack_bytes / 8;
 	const struct lp_mapping *m;
@@ -94,7 +95,8 @@ static int validated_ustack_bytes(const struct target *t,
 	*unnamed = 0;
 	if (!t || n < 2 || n > LP_MAX_USTACK)
 		return e->ustack_bytes;
-	for (int i = 1; i < n - 1; i++) {
+	/* (note_user_frames() found every frame in t's mappings already.) */
+	for (int i = 1; i < n - 1 && !all_mapped; i++) {
 		if (!maps_table_find(&t->maps, e->ustack[i])) {
 			*unnamed = 1;
 			return i * 8;
@@ -170,9 +172,9 @@ static int frames_as_last(const struct session *s, const struct target *t,
 
 /* Checks e's user frames against t's mappings (re-read if some are not
  * there) and notes them for the object set, but for those its thread's
- * last sample had; keeps them for its next if all were there. */
-static void note_user_frames(struct session *s, struct target *t,
-			     const struct lp_event_sample *e)
+ * last sample had; keeps them for its next, and returns 1, if all were there. */
+static int note_user_frames(struct session *s, struct target *t,
+			    const struct lp_event_sample *e)
 {
 	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
 	struct last_ustack *l = &s->last_ustacks[e->h.tid % LAST_USTACKS];
@@ -194,6 +196,7 @@ static void note_user_frames(struct session *s, struct target *t,
 	l->n = in_maps ? n : 0;
 	if (in_maps)
 		memcpy(l->pc, e->ustack, n * sizeof(l->pc[0]));
+	return in_maps;
 }
 
 /* Does the sample's native stack hold a return address into t's
@@ -213,14 +216,14 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 {
 	struct target *t = find_target(s, e->h.pid);
 	struct lp_record rec;
-	int unnamed;
+	int unnamed, all_mapped = 0;
 
 	if (!t || !t->alive) /* a sample racing its fork event */
 		t = add_target(s, e->h.pid, 0, e->h.time_ns, LP_PROC_FORKED, NULL);
 	if (s->o->verbose)
 		note_cut_walk(s, t, e);
 	if (t)
-		note_user_frames(s, t, e);
+		all_mapped = note_user_frames(s, t, e);
 	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G && !t->lj_gone)
 		locate_luajit(s, t, e->lua_G);
 	/* Still no valid G, though the native stack crossed the VM's C frame,
@@ -239,7 +242,7 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	rec.u.sample.kstack = intern_stack(s, LP_STACK_KERNEL, (const uint64_t *)e->kstack,
 						 e->kstack_bytes);
 	rec.u.sample.ustack = intern_stack(s, LP_STACK_USER, (const uint64_t *)e->ustack,
-					   validated_ustack_bytes(t, e, &unnamed));
+					   validated_ustack_bytes(t, e, all_mapped, &unnamed));
 	rec.u.sample.ustop = e->ustack_stop;
 	if (unnamed) {
 		/* Cut where the trace could not name a frame: as a walk that
