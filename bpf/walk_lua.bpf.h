@@ -208,6 +208,8 @@ struct lua_walk {
 	struct lj_seen seen[LJ_SEEN_SLOTS];
 	/* Per sample, cleared (from G to block). */
 	__u64 G, mainL;
+	__u64 gen; /* lj_procs_gen at the start of this sample */
+	struct lj_thread no_thread; /* when task storage has none to give */
 	__u64 L;     /* the lua_State being walked */
 	__u64 frame; /* address of the current frame's link slot */
 	__u64 bot;   /* walk while frame > bot */
@@ -1005,8 +1007,8 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	struct lj_proc *p;
 	__u32 zero = 0;
 	__u32 tgid;
-	__u64 gen, G, L = 0, base, pc = 0, ip;
-	struct lj_thread *t, nt = {};
+	__u64 G, L = 0, base, pc = 0, ip;
+	struct lj_thread *t;
 	const struct lj_layout *lo;
 	struct lj_state st;
 	struct lj_gfields g;
@@ -1031,14 +1033,14 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	/* The process's lj_proc: this CPU's copy, unless lj_procs changed
 	 * since it was taken (the count is read before the map, so that a
 	 * change that races with the copy makes it stale at once). */
-	gen = *(volatile __u64 *)&lj_procs_gen;
-	if (wp->proc_tgid != tgid || wp->proc_gen != gen) {
+	wp->gen = *(volatile __u64 *)&lj_procs_gen;
+	if (wp->proc_tgid != tgid || wp->proc_gen != wp->gen) {
 		p = bpf_map_lookup_elem(&lj_procs, &tgid);
 		if (!p)
 			return 0;
 		__builtin_memcpy(&wp->proc, p, sizeof(wp->proc));
 		wp->proc_tgid = tgid;
-		wp->proc_gen = gen;
+		wp->proc_gen = wp->gen;
 	}
 	p = &wp->proc;
 	lo = &p->layout;
@@ -1050,7 +1052,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	t = bpf_task_storage_get(&lj_thread_G, bpf_get_current_task_btf(), 0,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
-		t = &nt; /* out of memory, or task storage busy: no cache */
+		t = &wp->no_thread; /* out of memory, or task storage busy */
 	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa) :
 			   regs->r14 - (__s64)lo->g2disp;
 	if (valid_G(wp, G, &g, &L, &st)) {
