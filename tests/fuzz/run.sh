@@ -20,6 +20,13 @@ if [ ! -d $F/seeds ] || [ -z "$(ls -A $F/seeds)" ]; then
 	tests/fuzz/seeds.sh $F/seeds.tmp
 	mv $F/seeds.tmp $F/seeds
 fi
+# An earlier run's findings are set aside, not counted again (a fixed one
+# belongs in tests/fuzz/regressions/, which every run replays).
+if [ -d $F/artifacts ] && [ -n "$(ls -A $F/artifacts)" ]; then
+	old=$F/artifacts.$(date +%Y%m%d-%H%M%S)
+	mv $F/artifacts $old
+	echo "tests/fuzz/run.sh: an earlier run's inputs moved to $old"
+fi
 mkdir -p $F/corpus $F/artifacts
 rm -f $F/fuzz-*.log
 echo "tests/fuzz/run.sh: fuzzing for $secs s in $jobs process(es); logs in $F/fuzz-N.log"
