@@ -293,8 +293,10 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	/* A forked child has its parent's memory, so its parent's VM: Lua
 	 * frames from its first tick, before the recorder hears of it. */
 	lj = bpf_map_lookup_elem(&lj_procs, &ptgid);
-	if (lj)
+	if (lj) {
 		bpf_map_update_elem(&lj_procs, &ctgid, lj, BPF_ANY);
+		lj_procs_changed();
+	}
 	send_task_event(LP_EVENT_FORK, ctgid, ptgid, child);
 	return 0;
 }
@@ -335,6 +337,7 @@ int BPF_PROG(on_exec, struct task_struct *task)
 	 * the image is one the recorder knows. */
 	bpf_map_delete_elem(&lj_procs, &tgid);
 	exec_known_luajit(task, tgid);
+	lj_procs_changed();
 	unwind_forget_process(tgid); /* native unwinder: old mappings */
 	send_task_event(LP_EVENT_EXEC, tgid, BPF_CORE_READ(task, real_parent, tgid),
 			task);
@@ -354,6 +357,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 		return 0;
 	bpf_map_delete_elem(&targets, &tgid);
 	bpf_map_delete_elem(&lj_procs, &tgid);
+	lj_procs_changed();
 	send_task_event(LP_EVENT_EXIT, tgid, BPF_CORE_READ(task, real_parent, tgid),
 			task);
 	return 0;

@@ -54,15 +54,24 @@
  * pointer): the walk then ends with a TRUNC frame, and never emits a
  * frame it could not read.
  *
- * Each read of target memory costs about 50 ns (150 on a loaded virtual
- * machine), most of what the walk costs, so fields that lie close
- * together are read in one go: G's (struct lj_gfields), a lua_State's
+ * Each read of target memory costs 80 to 140 ns on this kind of virtual
+ * machine even when warm, and 700 to 900 ns when its page is cold in
+ * the TLB (measured in a cpu-clock tick: a BPF microbench, issue 16), most
+ * of what the walk costs, so fields that lie close together are read in
+ * one go: G's (struct lj_gfields), a lua_State's
  * (struct lj_state), a C frame's, J's trace array and its size, a
  * trace's start and code, a function's header and pc, a prototype's
  * chunk name and lines; and the frames' slots come from one read of the
  * Lua stack below them (LJ_STACK_WIN).  A layout whose fields lie further
  * apart than LJ_BLOCK bytes is read field by field, as is a block whose
  * one read fails (it may run past the end of a mapping).
+ *
+ * A hash map lookup costs 200 ns to over 1 us at 99 Hz (its buckets and
+ * elements lie in vmalloc'ed 4 KB pages, cold in the TLB), so a sample's
+ * common path makes none: the process's lj_proc is a per-CPU copy
+ * (lj_procs_gen says when it is stale), the thread's cache is task
+ * storage, and the stacks and traces seen are checked in a per-CPU set
+ * before their LRU maps.
  */
 #ifndef LUAPROF_BPF_WALK_LUA_BPF_H
 #define LUAPROF_BPF_WALK_LUA_BPF_H
@@ -84,17 +93,31 @@ struct {
 	__type(value, struct lj_proc);
 } lj_procs SEC(".maps");
 
+/* lj_procs changes (the recorder's updates and deletes, and
+ * sampler.bpf.c's at fork, exec and exit) bump this, after the change:
+ * a CPU's copy of an entry (lua_walk.proc) taken at an older count is
+ * looked up again. */
+__u64 lj_procs_gen;
+
+static __always_inline void lj_procs_changed(void)
+{
+	__sync_fetch_and_add(&lj_procs_gen, 1);
+}
+
 /* Per thread: the last G it validated, and the memory mapping that held
- * its stack pointer at a sample (see on_sampled_stack()). */
+ * its stack pointer at a sample (see on_sampled_stack()).  Task storage,
+ * not a hash by tid: it hangs off the task, in memory the kernel maps
+ * with large pages, where a hash map's buckets and elements lie in
+ * vmalloc'ed 4 KB pages, each a TLB miss of its own at 99 Hz. */
 struct lj_thread {
 	__u64 G;
 	__u64 stack_lo, stack_hi; /* 0, 0: not known yet */
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32); /* tid */
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct lj_thread);
 } lj_thread_G SEC(".maps");
 
@@ -170,12 +193,32 @@ struct lj_state {
 	__u64 glref, base, stack, maxstack, cframe;
 };
 
+/* What a CPU found in lj_stacks_seen or lj_traces_seen (or put there):
+ * a direct-mapped set of LJ_SEEN_SLOTS keys, so that a stack or trace
+ * sampled again on this CPU costs no LRU lookup.  A slot holds its key
+ * whole (no hash stands for it), so a hit is a key the LRU map had.
+ * The two maps' keys are 16 bytes each, and never equal: a trace's
+ * second word holds its id (never 0) above the tgid, a stack's zero. */
+#define LJ_SEEN_SLOTS 16 /* a power of two */
+struct lj_seen {
+	__u64 a, b;
+};
+
 /* Kept in a map value (see lua_walk_scratch), which can hold no usable
- * pointer: the layout is copied in, and the sample being filled is the
- * CPU's sample_scratch, looked up where needed. */
+ * pointer: the process's lj_proc is copied in, and the sample being
+ * filled is the CPU's sample_scratch, looked up where needed. */
 struct lua_walk {
-	struct lj_layout lo;
+	/* Kept across samples: this CPU's copy of lj_procs[proc_tgid] as of
+	 * lj_procs_gen == proc_gen (proc_tgid 0: none), and its seen sets. */
+	struct lj_proc proc;
+	__u64 proc_gen;
+	__u32 proc_tgid;
+	__u32 pad0;
+	struct lj_seen seen[LJ_SEEN_SLOTS];
+	/* Per sample, cleared (from G to block). */
 	__u64 G, mainL;
+	__u64 gen; /* lj_procs_gen at the start of this sample */
+	struct lj_thread no_thread; /* when task storage has none to give */
 	__u64 L;     /* the lua_State being walked */
 	__u64 frame; /* address of the current frame's link slot */
 	__u64 bot;   /* walk while frame > bot */
@@ -197,7 +240,7 @@ struct lua_walk {
 	__s32 cf_nres;
 	__u64 win_lo; /* stack[] holds [win_lo, win_lo + win_len) */
 	__u32 win_len;
-	/* Last, and not cleared per sample: what is read is used. */
+	/* Last, and not cleared per sample either: what is read is used. */
 	__u8 block[2 * LJ_BLOCK]; /* the last block read (see read_block, block_u64) */
 	__u8 stack_win[2 * LJ_STACK_WIN]; /* Lua stack below the last frame read */
 };
@@ -212,6 +255,33 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lua_walk);
 } lua_walk_scratch SEC(".maps");
+
+static __always_inline struct lj_seen *seen_slot(struct lua_walk *w, __u64 a, __u64 b)
+{
+	__u64 h = (a ^ b) * 0x9e3779b97f4a7c15ull;
+
+	return &w->seen[(h >> 59) & (LJ_SEEN_SLOTS - 1)];
+}
+
+/* Is key (a, b) in the LRU map `seen` (a key of 16 bytes, a then b)?
+ * This CPU's set first; a key found or added goes into it.  1 if it was
+ * there already, 0 if it was added now. */
+static __always_inline int seen_before(struct lua_walk *w, void *seen, __u64 a, __u64 b)
+{
+	struct lj_seen *slot = seen_slot(w, a, b);
+	__u64 key[2] = { a, b };
+	__u8 one = 1;
+	int had;
+
+	if (slot->a == a && slot->b == b)
+		return 1;
+	had = bpf_map_lookup_elem(seen, key) != NULL;
+	if (!had)
+		bpf_map_update_elem(seen, key, &one, BPF_ANY);
+	slot->a = a;
+	slot->b = b;
+	return had;
+}
 
 static __always_inline int read_u64(__u64 *v, __u64 addr)
 {
@@ -254,7 +324,7 @@ static __always_inline __u64 block_u64(const struct lua_walk *w, __u32 rel)
 
 static __always_inline __u64 block_ref(const struct lua_walk *w, __u32 rel)
 {
-	if (w->lo.ref_size == 8)
+	if (w->proc.layout.ref_size == 8)
 		return block_u64(w, rel);
 	return *(const __u32 *)&w->block[rel & (LJ_BLOCK - 1)];
 }
@@ -266,7 +336,7 @@ static __always_inline __u32 max_u32(__u32 a, __u32 b) { return a > b ? a : b; }
  * LJ_BLOCK bytes (the 8-byte ends of the refs cover the 4-byte ones). */
 static __always_inline int read_state(struct lua_walk *w, __u64 L, struct lj_state *st)
 {
-	const struct lj_layout *lo = &w->lo;
+	const struct lj_layout *lo = &w->proc.layout;
 	__u32 first = min_u32(min_u32(min_u32(lo->l_glref, lo->l_base),
 				      min_u32(lo->l_stack, lo->l_maxstack)), lo->l_cframe);
 	__u32 end = max_u32(max_u32(max_u32(lo->l_glref, lo->l_base),
@@ -293,7 +363,7 @@ static __always_inline int read_state(struct lua_walk *w, __u64 L, struct lj_sta
  * within LJ_BLOCK bytes (vmstate to jit_base: 200 bytes with GC64). */
 static __always_inline int read_G(struct lua_walk *w, __u64 G, struct lj_gfields *g)
 {
-	const struct lj_layout *lo = &w->lo;
+	const struct lj_layout *lo = &w->proc.layout;
 	__u32 first = min_u32(min_u32(lo->g_vmstate, lo->g_mainthref),
 			      min_u32(lo->g_cur_L, lo->g_jit_base));
 	__u32 end = max_u32(max_u32(lo->g_vmstate, lo->g_mainthref),
@@ -369,7 +439,7 @@ static __always_inline void emit_entry(struct lua_walk *w, __u64 cf)
  * for the next use of the same frame.  0, or -1 if they cannot be read. */
 static __always_inline int read_cframe(struct lua_walk *w, __u64 cf)
 {
-	const struct lj_layout *lo = &w->lo;
+	const struct lj_layout *lo = &w->proc.layout;
 	__u32 first = min_u32(LJ_CF_NRES(lo), min_u32(lo->cf_pc, lo->cf_prev));
 	__u32 end = max_u32(LJ_CF_NRES(lo), max_u32(lo->cf_pc, lo->cf_prev)) + 8;
 
@@ -423,7 +493,7 @@ static __always_inline void truncate_walk(struct lua_walk *w, __u32 why)
 static __always_inline int valid_G(struct lua_walk *w, __u64 G, struct lj_gfields *g,
 				   __u64 *curL, struct lj_state *st)
 {
-	const struct lj_layout *lo = &w->lo;
+	const struct lj_layout *lo = &w->proc.layout;
 
 	if (G < 4096 || read_G(w, G, g) || g->mainthref != G - lo->gg_g || !g->cur_L)
 		return 0;
@@ -435,7 +505,7 @@ static __always_inline int valid_G(struct lua_walk *w, __u64 G, struct lj_gfield
 
 static __always_inline __u16 proto_fingerprint(struct lua_walk *w, __u64 pt)
 {
-	const struct lj_layout *lo = &w->lo;
+	const struct lj_layout *lo = &w->proc.layout;
 	__u32 first = min_u32(lo->pt_chunkname, lo->pt_firstline);
 	__u32 end = max_u32(lo->pt_chunkname, max_u32(lo->pt_firstline, lo->pt_numline)) + 8;
 	__u64 chunk = 0;
@@ -457,7 +527,7 @@ static __always_inline __u16 proto_fingerprint(struct lua_walk *w, __u64 pt)
 static __always_inline void start_thread(struct lua_walk *w, __u64 L,
 					 const struct lj_state *st, __u64 base, __u64 pc)
 {
-	const struct lj_layout *lo = &w->lo;
+	const struct lj_layout *lo = &w->proc.layout;
 
 	w->L = L;
 	w->cf = st->cframe & ~3ull;
@@ -509,7 +579,7 @@ static __always_inline int read_slots(struct lua_walk *w, __u64 addr, __u64 *slo
 /* Reads the frame slot(s) at w->frame: the function and the link. */
 static __always_inline int read_frame(struct lua_walk *w, __u64 *func, __u64 *link)
 {
-	const struct lj_layout *lo = &w->lo;
+	const struct lj_layout *lo = &w->proc.layout;
 	__u64 slots[2];
 
 	if (lo->flags & LJ_LAYOUT_GC64) {
@@ -530,7 +600,7 @@ static __always_inline int read_frame(struct lua_walk *w, __u64 *func, __u64 *li
  * Fills *st with its fields. */
 static __always_inline __u64 find_resumer(struct lua_walk *w, struct lj_state *st)
 {
-	const struct lj_layout *lo = &w->lo;
+	const struct lj_layout *lo = &w->proc.layout;
 	__u64 rcf = w->outer_cf + lo->cf_size, r = 0;
 
 	if (!w->outer_cf || read_ref(lo, &r, rcf + lo->cf_l) || !r)
@@ -572,7 +642,7 @@ static __always_inline int leaf_link(struct lua_walk *w, __u64 fnpc,
  * (after truncating the walk if a read failed). */
 static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u64 *link)
 {
-	const struct lj_layout *lo = &w->lo;
+	const struct lj_layout *lo = &w->proc.layout;
 	/* gct and ffid are adjacent in every layout; pc (GCfuncL) and f
 	 * (GCfuncC) follow within the function's 40-odd bytes. */
 	__u32 first = lo->fn_ffid - 1;
@@ -639,7 +709,7 @@ static long lua_walk_step(__u32 i, void *ctx)
 
 	if (!w)
 		return 1;
-	lo = &w->lo;
+	lo = &w->proc.layout;
 	slot = (lo->flags & LJ_LAYOUT_GC64) ? 2 : 1;
 	if (w->done)
 		return 1;
@@ -756,11 +826,10 @@ static long lua_walk_step(__u32 i, void *ctx)
 static __always_inline int trace_frame(struct lua_walk *w, __u64 G, __s32 vmstate,
 				       __u32 tgid)
 {
-	const struct lj_layout *lo = &w->lo;
+	const struct lj_layout *lo = &w->proc.layout;
 	__u64 J = G + lo->g2j, tr = 0, trarr = 0, startpc = 0, mcode = 0;
 	__u32 sizetrace = 0, first, end;
 	__u16 fp = 0;
-	__u8 one = 1;
 
 	/* J->trace (a pointer) and J->sizetrace lie side by side. */
 	first = min_u32(lo->j_trace, lo->j_sizetrace);
@@ -791,14 +860,11 @@ static __always_inline int trace_frame(struct lua_walk *w, __u64 G, __s32 vmstat
 	}
 	emit(w, LP_LUA_FRAME_TRACE, tr, (__u32)vmstate, 0, fp);
 	if (tr) {
-		struct lj_trace_key tk = {
-			.tr = tr, .tgid = tgid, .id = (__u32)vmstate << 16 | fp,
-		};
+		/* struct lj_trace_key, as two words. */
+		__u64 id = (__u32)vmstate << 16 | fp;
 
-		if (!bpf_map_lookup_elem(&lj_traces_seen, &tk)) {
-			bpf_map_update_elem(&lj_traces_seen, &tk, &one, BPF_ANY);
+		if (!seen_before(w, &lj_traces_seen, tr, tgid | id << 32))
 			return 1;
-		}
 	}
 	return 0;
 }
@@ -856,7 +922,7 @@ static __always_inline int on_sampled_stack(struct lj_thread *t, __u64 sp, __u64
 static __always_inline void send_proto(struct lua_walk *w, __u32 tgid, __u64 pt,
 				       __u16 fingerprint)
 {
-	const struct lj_layout *lo = &w->lo;
+	const struct lj_layout *lo = &w->proc.layout;
 	struct lp_event_proto *ev;
 	__u64 chunk = 0;
 	__u32 len = 0, n;
@@ -921,7 +987,7 @@ static long note_proto_step(__u32 i, void *ctx)
  * otherwise.  Not yet validated. */
 static __always_inline __u64 G_from_vm_frame(struct lua_walk *w, __u64 cfa)
 {
-	const struct lj_layout *lo = &w->lo;
+	const struct lj_layout *lo = &w->proc.layout;
 	__u64 cf = cfa - lo->cf_size, L = 0;
 	struct lj_state st;
 
@@ -949,7 +1015,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	struct lua_walk *wp;
 	struct lj_proc *p;
 	__u32 zero = 0;
-	__u32 tgid, tid;
+	__u32 tgid;
 	__u64 G, L = 0, base, pc = 0, ip;
 	struct lj_thread *t;
 	const struct lj_layout *lo;
@@ -963,34 +1029,39 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
 	if (!wp)
 		return 0;
-	/* Not the block: 512 bytes (8 cache lines, cold at 99 Hz) for nothing. */
-	__builtin_memset(wp, 0, __builtin_offsetof(struct lua_walk, block));
+	/* Not the block: 512 bytes (8 cache lines, cold at 99 Hz) for nothing;
+	 * nor what is kept across samples. */
+	__builtin_memset(&wp->G, 0, __builtin_offsetof(struct lua_walk, block) -
+				      __builtin_offsetof(struct lua_walk, G));
 	tgid = e->h.pid;
-	tid = e->h.tid;
 	e->lua_state = LP_WALK_NONE;
 	e->lua_depth = 0;
 	e->vmstate = 0;
 	e->lua_G = 0;
 	e->lua_vm_cfa = 0;
-	p = bpf_map_lookup_elem(&lj_procs, &tgid);
-	if (!p)
-		return 0;
+	/* The process's lj_proc: this CPU's copy, unless lj_procs changed
+	 * since it was taken (the count is read before the map, so that a
+	 * change that races with the copy makes it stale at once). */
+	wp->gen = *(volatile __u64 *)&lj_procs_gen;
+	if (wp->proc_tgid != tgid || wp->proc_gen != wp->gen) {
+		p = bpf_map_lookup_elem(&lj_procs, &tgid);
+		if (!p)
+			return 0;
+		__builtin_memcpy(&wp->proc, p, sizeof(wp->proc));
+		wp->proc_tgid = tgid;
+		wp->proc_gen = wp->gen;
+	}
+	p = &wp->proc;
 	lo = &p->layout;
-	__builtin_memcpy(&wp->lo, lo, sizeof(wp->lo));
 	ip = regs->ip;
 
 	/* r14 - g2disp first (or the VM frame's L, on the second try): a G
 	 * this thread validated before is known good (its main thread need
 	 * not be looked at, nor the cache written again). */
-	t = bpf_map_lookup_elem(&lj_thread_G, &tid);
-	if (!t) {
-		struct lj_thread nt = {};
-
-		bpf_map_update_elem(&lj_thread_G, &tid, &nt, BPF_ANY);
-		t = bpf_map_lookup_elem(&lj_thread_G, &tid);
-		if (!t)
-			return 0;
-	}
+	t = bpf_task_storage_get(&lj_thread_G, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		t = &wp->no_thread; /* out of memory, or task storage busy */
 	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa) :
 			   regs->r14 - (__s64)lo->g2disp;
 	if (valid_G(wp, G, &g, &L, &st)) {
@@ -1080,17 +1151,12 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	if (!wp->done)
 		truncate_walk(wp, LP_LUA_TRUNC_DEPTH);
 	e->lua_depth = wp->n;
-	if (wp->n) {
-		struct lj_stack_key sk = { .hash = wp->hash, .tgid = tgid };
-		__u8 one = 1;
-
-		/* A new stack: the identity of the prototypes it shows first,
-		 * in case they are gone when the recorder reads them. */
-		if (!bpf_map_lookup_elem(&lj_stacks_seen, &sk)) {
-			bpf_map_update_elem(&lj_stacks_seen, &sk, &one, BPF_ANY);
-			bpf_loop(LP_MAX_LUA, note_proto_step, &tgid, 0);
-			wake = 1;
-		}
+	/* A new stack (struct lj_stack_key, as two words): the identity of
+	 * the prototypes it shows first, in case they are gone when the
+	 * recorder reads them. */
+	if (wp->n && !seen_before(wp, &lj_stacks_seen, wp->hash, tgid)) {
+		bpf_loop(LP_MAX_LUA, note_proto_step, &tgid, 0);
+		wake = 1;
 	}
 	return wake;
 }
