@@ -238,6 +238,7 @@ struct lua_walk {
 	__u64 cf_read; /* the C frame whose fields follow, 0 none */
 	__u64 cf_pc, cf_prev;
 	__s32 cf_nres;
+	__u32 call_ins; /* leaf_link()'s check of the PC register */
 	__u64 win_lo; /* stack[] holds [win_lo, win_lo + win_len) */
 	__u32 win_len;
 	/* Last, and not cleared per sample either: what is read is used. */
@@ -632,6 +633,11 @@ static __always_inline int leaf_link(struct lua_walk *w, __u64 fnpc,
 	if (!w->leaf || !w->pc_reg || w->pc == *link || (w->pc & 3))
 		return 0;
 	if (w->pc >= fnpc && w->pc - fnpc <= code_bytes)
+		return 0;
+	/* A return PC follows a CALL the walk reads next.  As the VM is
+	 * entered from C, the register may still hold the C caller's value:
+	 * then the link slot is right, and the frame is not cut. */
+	if (bpf_probe_read_user(&w->call_ins, sizeof(w->call_ins), (const void *)(w->pc - 4)))
 		return 0;
 	*link = w->pc;
 	return 1;
