@@ -172,12 +172,30 @@ struct lp_unwind_proc {
  * mostly return addresses the last samples passed too (the same call
  * sites, again and again), and a hit costs one cache line instead of the
  * mapping search, the object, its bucket and two or three rows: some ten
- * lines scattered over megabytes of maps.  Direct-mapped by the looked-up
- * pc; an entry holds only for the mapping list it was found in
- * (lp_unwind_proc.gen): an object's rows never change once published, a
- * process's list does, and then gets a new number.
+ * lines scattered over megabytes of maps.  An entry holds only for the
+ * mapping list it was found in (lp_unwind_proc.gen): an object's rows
+ * never change once published, a process's list does, and then gets a
+ * new number.
+ *
+ * Two caches of the same entries, asked in this order:
+ *
+ *   memo[last]   the last walk's frames, by depth   memo[last ^ 1]: this
+ *   +----+----+----+----+----+--                   walk's, written as it
+ *   | f0 | f1 | f2 | f3 | f4 |  ...                 goes; last flips at
+ *   +----+----+----+----+----+--                   the end of the walk
+ *   e[]          direct-mapped by the looked-up pc (a hash of it)
+ *
+ * The memo is for the lines a walk touches: consecutive samples share
+ * most of their frames (the root side of the stack), so frame n is most
+ * often the last walk's frame n, or a neighbour when the leaf gained or
+ * lost a frame; the walk keeps the offset it found.  Its frames lie in a
+ * few consecutive lines, where e[]'s lie one per line across 24 KiB: at
+ * 99 Hz a CPU runs 10 ms of other code between two samples and each of
+ * those lines is a cache miss, 0.15 us a frame here (nginx, 18.6 frames a
+ * sample).
  */
 #define LP_UNWIND_CACHE_BITS 10 /* 1024 entries, 24 KiB per CPU */
+#define LP_UNWIND_MEMO 128      /* frames of a walk kept: > LP_MAX_USTACK */
 
 struct lp_unwind_cached {
 	__u64 pc;   /* the address looked up (pc, or pc - 1 after a call) */
@@ -188,6 +206,10 @@ struct lp_unwind_cached {
 
 struct lp_unwind_row_cache {
 	__u64 hits, misses; /* lookups, for record -v */
+	__u64 memo_hits;    /* those of hits the memo answered */
+	__u32 memo_last;    /* the memo the last walk wrote: 0 or 1 */
+	__u32 pad;
+	struct lp_unwind_cached memo[2][LP_UNWIND_MEMO];
 	struct lp_unwind_cached e[1 << LP_UNWIND_CACHE_BITS];
 };
 
@@ -218,7 +240,9 @@ _Static_assert(sizeof(struct lp_unwind_map) == 32, "lp_unwind_map layout");
 _Static_assert(sizeof(struct lp_unwind_proc) == 8 + 32 * LP_UNWIND_MAX_MAPS,
 	       "lp_unwind_proc layout");
 _Static_assert(sizeof(struct lp_unwind_cached) == 24, "lp_unwind_cached layout");
-_Static_assert(sizeof(struct lp_unwind_row_cache) == 16 + (24 << LP_UNWIND_CACHE_BITS),
+_Static_assert((LP_UNWIND_MEMO & (LP_UNWIND_MEMO - 1)) == 0, "LP_UNWIND_MEMO a power of 2");
+_Static_assert(sizeof(struct lp_unwind_row_cache) ==
+		       32 + 24 * 2 * LP_UNWIND_MEMO + (24 << LP_UNWIND_CACHE_BITS),
 	       "lp_unwind_row_cache layout");
 
 #endif

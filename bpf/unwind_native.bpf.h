@@ -120,7 +120,7 @@ struct {
 	__type(value, struct lp_unwind_row_cache);
 } unwind_row_caches SEC(".maps");
 
-/* This CPU's cache, or NULL; *slot is where pc goes in it. */
+/* This CPU's cache, or NULL; *slot is where pc goes in e[]. */
 static __always_inline struct lp_unwind_row_cache *
 unwind_cache_slot(__u64 pc, struct lp_unwind_cached **slot)
 {
@@ -133,6 +133,8 @@ unwind_cache_slot(__u64 pc, struct lp_unwind_cached **slot)
 			       ((1 << LP_UNWIND_CACHE_BITS) - 1)];
 	return rc;
 }
+
+_Static_assert(LP_UNWIND_MEMO > LP_MAX_USTACK, "a walk's frames fit the memo");
 
 /* Walks by how they stopped, and frames walked: record -v prints them. */
 __u64 unwind_stops[LP_USTOP_MAX];
@@ -155,6 +157,8 @@ struct unwind_cursor {
 	__u64 win_lo;
 	__u32 refills;    /* windows copied after the first */
 	__u32 reads;      /* reads past the copy (record -v) */
+	__u32 memo_rd;    /* the memo of the last walk (unwind_maps.h) */
+	__s32 memo_off;   /* its frame n + memo_off is this walk's frame n */
 	/* LuaJIT, while it runs Lua (see unwind_vm_step()): */
 	__u64 cframe;     /* the innermost C frame of the VM not passed yet */
 	__u64 vm_lo, vm_hi; /* the interpreter's code */
@@ -502,6 +506,27 @@ static __noinline int unwind_saved_reg(__u32 dwarf, __u64 *v)
 	return -1;
 }
 
+/* The last walk's entry for frame n (c->n) if it was at lookup, looked
+ * for at the offset the walk keeps and one frame either side of it. */
+static __always_inline const struct lp_unwind_cached *
+unwind_memo_find(const struct lp_unwind_row_cache *rc, struct unwind_cursor *c,
+		 __u64 lookup, __u32 gen)
+{
+	__u32 rd = c->memo_rd & 1;
+
+	for (int d = 0; d < 3; d++) {
+		__s32 off = c->memo_off + (d == 2 ? -1 : d);
+		const struct lp_unwind_cached *m =
+			&rc->memo[rd][(c->n + off) & (LP_UNWIND_MEMO - 1)];
+
+		if (m->pc == lookup && m->gen == gen) {
+			c->memo_off = off;
+			return m;
+		}
+	}
+	return NULL;
+}
+
 /*
  * One frame: sets c->rec_pc, the pc to record for it, and moves c to the
  * caller.  Returns 0 to go on, or the enum lp_ustop that ends the walk
@@ -543,14 +568,21 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 			return stop;
 	}
 	rc = unwind_cache_slot(lookup, &slot);
-	if (rc && slot->pc == lookup && slot->gen == proc->gen) {
-		kind = slot->kind;
-		row = slot->row;
-		rc->hits++;
-		goto found;
-	}
-	if (rc)
+	if (rc) {
+		const struct lp_unwind_cached *m = unwind_memo_find(rc, c, lookup, proc->gen);
+
+		if (m || (slot->pc == lookup && slot->gen == proc->gen)) {
+			if (m)
+				rc->memo_hits++;
+			else
+				m = slot;
+			kind = m->kind;
+			row = m->row;
+			rc->hits++;
+			goto found;
+		}
 		rc->misses++;
+	}
 	idx = unwind_map_index(proc, lookup);
 	if (idx < 0 && c->n == 1 && c->leaf_retry) {
 		/*
@@ -600,6 +632,16 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		slot->row = row;
 	}
 found:
+	if (rc) {
+		/* This walk's frame n, for the next walk (unwind_maps.h). */
+		struct lp_unwind_cached *m =
+			&rc->memo[(c->memo_rd ^ 1) & 1][c->n & (LP_UNWIND_MEMO - 1)];
+
+		m->pc = lookup;
+		m->gen = proc->gen;
+		m->kind = kind;
+		m->row = row;
+	}
 	if (kind == LP_UMAP_JIT)
 		return unwind_jit_step(c);
 	if (kind != LP_UMAP_ROWS) {
@@ -854,6 +896,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		c->stop = LP_USTOP_NO_TABLE;
 	} else {
 		struct unwind_window *win = bpf_map_lookup_elem(&unwind_windows, &zero);
+		struct lp_unwind_row_cache *rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
 
 		unwind_leaf_regs(ctx, c);
 		c->vm_helper = c->cframe && e->lua_depth &&
@@ -863,7 +906,12 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		if (win)
 			unwind_window_fill(c, win, c->sp);
 		phase_end(LP_PHASE_COPY);
+		if (rc)
+			c->memo_rd = rc->memo_last & 1;
 		bpf_loop(LP_MAX_USTACK + 1, unwind_step, &w, 0);
+		/* This walk's frames are the memo the next one reads. */
+		if (rc)
+			rc->memo_last = (c->memo_rd ^ 1) & 1;
 	}
 	/* bpf_loop ran out of iterations only after LP_MAX_USTACK frames. */
 	stop = c->stop ? c->stop : LP_USTOP_DEPTH;

@@ -471,6 +471,7 @@ static void unwind_cache_stats(const struct unwinder *u, struct unwind_stats *st
 		for (int c = 0; c < ncpus; c++) {
 			st->cache_hits += v[c].hits;
 			st->cache_misses += v[c].misses;
+			st->memo_hits += v[c].memo_hits;
 		}
 	free(v);
 }
@@ -537,9 +538,11 @@ void unwind_print_stats(const struct unwinder *u, FILE *f)
 		fprintf(f, "luaprof record: native unwind: %u objects searched without "
 			"a bucket index (index full): slower walks\n", st.objects_unindexed);
 	fprintf(f, "luaprof record: native unwind: %llu walks, %.1f frames each, "
-		"%.1f%% of rows from the cache (%u mapping lists); stops:",
+		"%.1f%% of rows from the cache (%.1f%% from the last walk's frames; "
+		"%u mapping lists); stops:",
 		(unsigned long long)walks, walks ? (double)st.frames / walks : 0.0,
 		st.cache_hits ? 100.0 * st.cache_hits / (st.cache_hits + st.cache_misses) : 0.0,
+		st.cache_hits ? 100.0 * st.memo_hits / (st.cache_hits + st.cache_misses) : 0.0,
 		st.lists);
 	for (int i = 1; i < LP_USTOP_MAX; i++)
 		if (st.stops[i])
