@@ -185,22 +185,29 @@ struct lp_unwind_proc {
  *   +----+----+----+----+----+--                   the end of the walk
  *   e[]          direct-mapped by the looked-up pc (a hash of it)
  *
+ * (Frame n is at n % 64: deeper frames wrap.)
+ *
  * The memo is for the lines a walk touches: consecutive samples share
  * most of their frames (the root side of the stack), so frame n is most
- * often the last walk's frame n, or a neighbour when the leaf gained or
- * lost a frame; the walk keeps the offset it found.  Its frames lie in a
- * few consecutive lines, where e[]'s lie one per line across 24 KiB: at
- * 99 Hz a CPU runs 10 ms of other code between two samples and each of
- * those lines is a cache miss, 0.15 us a frame here (nginx, 18.6 frames a
- * sample).
+ * often the last walk's frame n + off, where off is what the leaf gained
+ * or lost.  The walk keeps the off it found (and looks one frame either
+ * side of it); an entry of e[] keeps the depth its pc was last seen at,
+ * so a frame the memo missed but e[] found re-aligns off when the memo
+ * holds that pc there.  The memo's frames lie in a few consecutive lines,
+ * where e[]'s lie one per line across 24 KiB: at 99 Hz a CPU runs 10 ms
+ * of other code between two samples and each of those lines is a cache
+ * miss, 0.15 us a frame here (nginx, 18.6 frames a sample).  Whatever
+ * entry either holds is true for its pc under its gen, however old.
  */
 #define LP_UNWIND_CACHE_BITS 10 /* 1024 entries, 24 KiB per CPU */
-#define LP_UNWIND_MEMO 128      /* frames of a walk kept: > LP_MAX_USTACK */
+#define LP_UNWIND_MEMO 64       /* frames of a walk kept (deeper ones wrap) */
 
 struct lp_unwind_cached {
 	__u64 pc;   /* the address looked up (pc, or pc - 1 after a call) */
 	__u32 gen;  /* lp_unwind_proc.gen of the list it was found in; 0 none */
-	__u32 kind; /* enum lp_unwind_map_kind */
+	__u8 kind;  /* enum lp_unwind_map_kind */
+	__u8 depth; /* in e[]: the frame (% LP_UNWIND_MEMO) it was last found for */
+	__u16 pad;
 	struct lp_unwind_row row; /* for LP_UMAP_ROWS */
 };
 

@@ -134,8 +134,6 @@ unwind_cache_slot(__u64 pc, struct lp_unwind_cached **slot)
 	return rc;
 }
 
-_Static_assert(LP_UNWIND_MEMO > LP_MAX_USTACK, "a walk's frames fit the memo");
-
 /* Walks by how they stopped, and frames walked: record -v prints them. */
 __u64 unwind_stops[LP_USTOP_MAX];
 __u64 unwind_frames;
@@ -506,18 +504,17 @@ static __noinline int unwind_saved_reg(__u32 dwarf, __u64 *v)
 	return -1;
 }
 
+#define LP_MEMO_AT(n) ((n) & (LP_UNWIND_MEMO - 1))
+
 /* The last walk's entry for frame n (c->n) if it was at lookup, looked
  * for at the offset the walk keeps and one frame either side of it. */
 static __always_inline const struct lp_unwind_cached *
 unwind_memo_find(const struct lp_unwind_row_cache *rc, struct unwind_cursor *c,
 		 __u64 lookup, __u32 gen)
 {
-	__u32 rd = c->memo_rd & 1;
-
 	for (int d = 0; d < 3; d++) {
 		__s32 off = c->memo_off + (d == 2 ? -1 : d);
-		const struct lp_unwind_cached *m =
-			&rc->memo[rd][(c->n + off) & (LP_UNWIND_MEMO - 1)];
+		const struct lp_unwind_cached *m = &rc->memo[c->memo_rd & 1][LP_MEMO_AT(c->n + off)];
 
 		if (m->pc == lookup && m->gen == gen) {
 			c->memo_off = off;
@@ -525,6 +522,20 @@ unwind_memo_find(const struct lp_unwind_row_cache *rc, struct unwind_cursor *c,
 		}
 	}
 	return NULL;
+}
+
+/* The memo missed frame n and e[] found it (slot): if the memo holds its
+ * pc where e[] last saw it, the walks align there; e[] sees it here now. */
+static __always_inline void unwind_memo_realign(const struct lp_unwind_row_cache *rc,
+						struct unwind_cursor *c,
+						struct lp_unwind_cached *slot)
+{
+	const struct lp_unwind_cached *m = &rc->memo[c->memo_rd & 1][LP_MEMO_AT(slot->depth)];
+
+	if (m->pc == slot->pc && m->gen == slot->gen)
+		c->memo_off = (__s32)(slot->depth & (LP_UNWIND_MEMO - 1)) -
+			      (__s32)LP_MEMO_AT(c->n);
+	slot->depth = LP_MEMO_AT(c->n);
 }
 
 /*
@@ -572,10 +583,12 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		const struct lp_unwind_cached *m = unwind_memo_find(rc, c, lookup, proc->gen);
 
 		if (m || (slot->pc == lookup && slot->gen == proc->gen)) {
-			if (m)
+			if (m) {
 				rc->memo_hits++;
-			else
+			} else {
+				unwind_memo_realign(rc, c, slot);
 				m = slot;
+			}
 			kind = m->kind;
 			row = m->row;
 			rc->hits++;
@@ -629,13 +642,13 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		slot->pc = lookup;
 		slot->gen = proc->gen;
 		slot->kind = kind;
+		slot->depth = LP_MEMO_AT(c->n);
 		slot->row = row;
 	}
 found:
 	if (rc) {
 		/* This walk's frame n, for the next walk (unwind_maps.h). */
-		struct lp_unwind_cached *m =
-			&rc->memo[(c->memo_rd ^ 1) & 1][c->n & (LP_UNWIND_MEMO - 1)];
+		struct lp_unwind_cached *m = &rc->memo[(c->memo_rd ^ 1) & 1][LP_MEMO_AT(c->n)];
 
 		m->pc = lookup;
 		m->gen = proc->gen;
@@ -896,7 +909,6 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		c->stop = LP_USTOP_NO_TABLE;
 	} else {
 		struct unwind_window *win = bpf_map_lookup_elem(&unwind_windows, &zero);
-		struct lp_unwind_row_cache *rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
 
 		unwind_leaf_regs(ctx, c);
 		c->vm_helper = c->cframe && e->lua_depth &&
@@ -906,6 +918,8 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		if (win)
 			unwind_window_fill(c, win, c->sp);
 		phase_end(LP_PHASE_COPY);
+		struct lp_unwind_row_cache *rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
+
 		if (rc)
 			c->memo_rd = rc->memo_last & 1;
 		bpf_loop(LP_MAX_USTACK + 1, unwind_step, &w, 0);
