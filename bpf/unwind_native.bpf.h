@@ -134,9 +134,6 @@ unwind_cache_slot(__u64 pc, struct lp_unwind_cached **slot)
 	return rc;
 }
 
-/* Walks by how they stopped, and frames walked: record -v prints them. */
-__u64 unwind_stops[LP_USTOP_MAX];
-__u64 unwind_frames;
 /* Set by the recorder once the tables work: a process without a mapping
  * list then gets its leaf only, not a frame-pointer walk. */
 __u32 unwind_tables_on;
@@ -860,6 +857,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	const struct lj_proc *lj = NULL;
 	struct unwind_walk w = { .e = e };
 	struct unwind_cursor *c;
+	struct lp_unwind_row_cache *rc;
 	__u32 zero = 0, stop, n;
 
 	if (!ctx || !e || !regs)
@@ -918,8 +916,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		if (win)
 			unwind_window_fill(c, win, c->sp);
 		phase_end(LP_PHASE_COPY);
-		struct lp_unwind_row_cache *rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
-
+		rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
 		if (rc)
 			c->memo_rd = rc->memo_last & 1;
 		bpf_loop(LP_MAX_USTACK + 1, unwind_step, &w, 0);
@@ -937,9 +934,12 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	e->ustack_bytes = n ? (__s32)(n * sizeof(__u64)) : -EFAULT;
 	if (!e->lua_vm_cfa)
 		e->lua_vm_cfa = c->vm_cfa;
-	if (stop < LP_USTOP_MAX)
-		__sync_fetch_and_add(&unwind_stops[stop], 1);
-	__sync_fetch_and_add(&unwind_frames, n);
+	rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
+	if (rc) {
+		if (stop < LP_USTOP_MAX)
+			rc->stops[stop]++;
+		rc->frames += n;
+	}
 	phase_count_reads(c->reads);
 	return 0;
 }

@@ -458,7 +458,7 @@ void unwind_remove_process(struct unwinder *u, pid_t pid)
 	}
 }
 
-/* The row cache's hits and misses, summed over the CPUs. */
+/* The walker's per-CPU counts (bpf/unwind_maps.h), summed over the CPUs. */
 static void unwind_cache_stats(const struct unwinder *u, struct unwind_stats *st)
 {
 	int ncpus = libbpf_num_possible_cpus();
@@ -472,6 +472,9 @@ static void unwind_cache_stats(const struct unwinder *u, struct unwind_stats *st
 			st->cache_hits += v[c].hits;
 			st->cache_misses += v[c].misses;
 			st->memo_hits += v[c].memo_hits;
+			st->frames += v[c].frames;
+			for (int i = 0; i < LP_USTOP_MAX; i++)
+				st->stops[i] += v[c].stops[i];
 		}
 	free(v);
 }
@@ -492,9 +495,6 @@ void unwind_stats(const struct unwinder *u, struct unwind_stats *st)
 	}
 	st->processes = n;
 	st->lists = u->gen;
-	for (int i = 0; i < LP_USTOP_MAX; i++)
-		st->stops[i] = u->skel->bss->unwind_stops[i];
-	st->frames = u->skel->bss->unwind_frames;
 	unwind_cache_stats(u, st);
 }
 
