@@ -37,6 +37,17 @@
  * map it: the nginx master and its workers share every object.  A process
  * owns only its list of executable mappings, each pointing at an object.
  *
+ * A fifth map, unwind_files (hash), names each loaded object by its file
+ * (device as the kernel numbers it, inode, size) with the file offsets
+ * of its executable segment: a walk that meets code in no mapping of its
+ * process's list asks the kernel which file holds it (the executable's
+ * code from mm->start_code, else bpf_find_vma()), and walks on with that
+ * object's rows.  The list is read when the
+ * recorder hears of an exec, before the dynamic loader maps the
+ * libraries, and a launched program runs in them within the
+ * millisecond; until the recorder reads the mappings again, their frames
+ * would end the walk.
+ *
  * A row covers the object's addresses (ELF virtual addresses, "vaddr")
  * from its pc up to the next row's pc.  For a pc inside a mapping,
  * vaddr = pc - bias.  cfa_type packs the rule's kind (low 4 bits) and an
@@ -155,6 +166,24 @@ struct lp_unwind_map {
 	__u32 kind; /* enum lp_unwind_map_kind */
 };
 
+/* unwind_files: a loaded object's file.  dev is the kernel's dev_t
+ * (major << 20 | minor), as the inode's superblock holds it. */
+struct lp_unwind_file_key {
+	__u64 dev;
+	__u64 ino;
+	__s64 size;
+};
+
+/* Its executable segment: file offsets [off_lo, off_hi) (off_lo a page),
+ * at vaddr = offset + delta; the segment starts at vaddr. */
+struct lp_unwind_file {
+	__u32 obj;
+	__u32 pad;
+	__u64 off_lo, off_hi;
+	__s64 delta;
+	__u64 vaddr;
+};
+
 /* gen names the list's contents: the recorder numbers each list it
  * publishes, never twice in a session, and a forked child's copy keeps
  * its parent's number, as it keeps its contents.  The walker's cache of
@@ -248,6 +277,8 @@ _Static_assert(sizeof(struct lp_unwind_row) == 8, "lp_unwind_row layout");
 _Static_assert(sizeof(struct lp_unwind_obj) == 24, "lp_unwind_obj layout");
 _Static_assert(sizeof(struct lp_unwind_bucket) == 8, "lp_unwind_bucket layout");
 _Static_assert(sizeof(struct lp_unwind_map) == 32, "lp_unwind_map layout");
+_Static_assert(sizeof(struct lp_unwind_file_key) == 24, "lp_unwind_file_key layout");
+_Static_assert(sizeof(struct lp_unwind_file) == 40, "lp_unwind_file layout");
 _Static_assert(sizeof(struct lp_unwind_proc) == 8 + 32 * LP_UNWIND_MAX_MAPS,
 	       "lp_unwind_proc layout");
 _Static_assert(sizeof(struct lp_unwind_cached) == 24, "lp_unwind_cached layout");

@@ -78,18 +78,29 @@ static uint64_t intern_stack(struct session *s, uint32_t kind,
  * the re-read of the mappings found, or stack data taken for a return
  * address, which it did not.  The latter is no frame: the stack ends
  * before it, cut (the sample's ustop says so).  The leaf is never data.
+ * So do frames the walker found in code its mapping list lacked (bpf/
+ * unwind_maps.h, unwind_files) when the re-read did not find that code
+ * either (the process is gone): they could not be named.
  */
 static int validated_ustack_bytes(const struct target *t,
-				  const struct lp_event_sample *e)
+				  const struct lp_event_sample *e, uint32_t *ustop)
 {
 	int n = e->ustack_bytes / 8;
 	const struct lp_mapping *m;
 
+	*ustop = e->ustack_stop;
 	if (!t || n < 2 || n > LP_MAX_USTACK)
 		return e->ustack_bytes;
+	for (int i = 1; i < n - 1; i++)
+		if (!maps_table_find(&t->maps, e->ustack[i])) {
+			*ustop = LP_USTOP_UNMAPPED;
+			return i * 8;
+		}
 	m = maps_table_find(&t->maps, e->ustack[n - 1]);
-	if (e->ustack_stop == LP_USTOP_UNMAPPED && !m)
+	if (!m && (e->ustack_stop == LP_USTOP_UNMAPPED || e->ustack_stop == LP_USTOP_END)) {
+		*ustop = LP_USTOP_UNMAPPED;
 		return (n - 1) * 8;
+	}
 	/* A walk that stopped at a return address into anonymous code (a
 	 * trace, for LuaJIT) with no Lua frames to stand for it: nothing
 	 * says what ran there, nor that it is code at all. */
@@ -150,6 +161,7 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 {
 	struct target *t = find_target(s, e->h.pid);
 	struct lp_record rec;
+	uint32_t ustop;
 
 	if (!t || !t->alive) /* a sample racing its fork event */
 		t = add_target(s, e->h.pid, 0, e->h.time_ns, LP_PROC_FORKED, NULL);
@@ -179,8 +191,8 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	rec.u.sample.kstack = intern_stack(s, LP_STACK_KERNEL, (const uint64_t *)e->kstack,
 						 e->kstack_bytes);
 	rec.u.sample.ustack = intern_stack(s, LP_STACK_USER, (const uint64_t *)e->ustack,
-					   validated_ustack_bytes(t, e));
-	rec.u.sample.ustop = e->ustack_stop;
+					   validated_ustack_bytes(t, e, &ustop));
+	rec.u.sample.ustop = ustop;
 	if (e->kstack_bytes < 0)
 		rec.u.sample.flags |= LP_SAMPLE_KSTACK_FAILED;
 	if (e->ustack_bytes < 0)
