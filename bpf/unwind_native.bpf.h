@@ -141,9 +141,14 @@ unwind_cache_slot(__u64 pc, struct lp_unwind_cached **slot)
 	__u32 zero = 0;
 
 	rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
-	if (rc)
-		*slot = &rc->e[((pc * 0x9e3779b97f4a7c15ull) >> (64 - LP_UNWIND_CACHE_BITS)) &
-			       ((1 << LP_UNWIND_CACHE_BITS) - 1)];
+	if (!rc)
+		return NULL;
+	/* Else clang may add the offset before the test, which the
+	 * verifiers of 6.1 and 6.12 refuse (arithmetic on a pointer that
+	 * may be NULL; 6.18's takes it). */
+	barrier_var(rc);
+	*slot = &rc->e[((pc * 0x9e3779b97f4a7c15ull) >> (64 - LP_UNWIND_CACHE_BITS)) &
+		       ((1 << LP_UNWIND_CACHE_BITS) - 1)];
 	return rc;
 }
 
