@@ -76,7 +76,8 @@ UNIT_RECORD_OBJ := $(BUILD)/record/luajit_layouts.o $(BUILD)/record/unwind_table
 		   $(BUILD)/record/unwind_cfa.o \
 		   $(BUILD)/record/unwind_buckets.o $(BUILD)/record/srclines.o \
 		   $(BUILD)/record/addrset.o $(BUILD)/record/symtab.o \
-		   $(BUILD)/record/sample_event.o
+		   $(BUILD)/record/sample_event.o $(BUILD)/record/procmaps.o \
+		   $(BUILD)/record/say.o
 
 # record/ includes the generated skeleton: an explicit prerequisite, so a
 # clean tree builds it first.  The parts the unit tests link need no BPF,

@@ -5,6 +5,16 @@
  * lets it exec.  A second, close-on-exec pipe carries back the errno of a
  * failed exec, so "cannot execute" is reported by the recorder, in one
  * line, instead of by a child that merely exits 127.
+ *
+ * Nor does one instruction run unwalked, where the kernel lets us: the
+ * recorder traces the child (ptrace, PTRACE_O_TRACEEXEC) and holds it at
+ * its exec, before the new image's first instruction, until it has read
+ * the image's and the dynamic loader's mappings and given the native
+ * unwinder their tables; then it lets go for good (launch_release()).
+ * Without that the first milliseconds of every launched command, until
+ * the recorder had heard of the exec, came out as leaf-only stacks,
+ * "tables not loaded yet".  Where tracing is not allowed (Yama's
+ * ptrace_scope 3, a seccomp policy) the command runs as before.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <stdint.h>
+#include <sys/auxv.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <sys/wait.h>
 
 #include "record/launch.h"
 
@@ -61,7 +76,126 @@ int launch_prepare(char **argv, struct launched *l)
 	l->pid = pid;
 	l->go_fd = go[1];
 	l->err_fd = err[0];
+	/* Traced from now: it stops at a successful exec, and at signals
+	 * on the way there (handed on by wait_exec()). */
+	l->held = !ptrace(PTRACE_SEIZE, pid, NULL, (void *)(long)PTRACE_O_TRACEEXEC);
 	return 0;
+}
+
+/* The child exec'd: waits until it stops there.  A signal on the way is
+ * delivered as it would have been; anything else (a group stop, SIGKILL)
+ * ends the hold, the child as it is. */
+static void wait_exec(struct launched *l)
+{
+	int st;
+
+	while (l->held) {
+		pid_t r = waitpid(l->pid, &st, __WALL);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || !WIFSTOPPED(st)) {
+			l->held = 0;
+			l->reaped = r == l->pid; /* killed before it ran */
+			return;
+		}
+		if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8)))
+			return; /* held at its first instruction */
+		if (st >> 16 == 0) { /* a signal for it: pass it on */
+			ptrace(PTRACE_CONT, l->pid, NULL, (void *)(long)WSTOPSIG(st));
+			continue;
+		}
+		launch_release(l);
+	}
+}
+
+/* AT_ENTRY of pid, from /proc/PID/auxv; 0 if not found. */
+static uint64_t auxv_entry(pid_t pid)
+{
+	char path[64];
+	uint64_t av[2], entry = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while (read(fd, av, sizeof(av)) == (ssize_t)sizeof(av) && av[0] != AT_NULL) {
+		if (av[0] == AT_ENTRY) {
+			entry = av[1];
+			break;
+		}
+	}
+	close(fd);
+	return entry;
+}
+
+#if defined(__x86_64__)
+/*
+ * A child held at its exec runs on until its program's entry point, where
+ * the dynamic loader has mapped every library it needed and ran nothing
+ * of the program yet: a breakpoint (int3) there, removed when hit, as a
+ * debugger's `start` does.  0 with the child stopped at its entry (its
+ * code as it was); else the child runs untraced, or is gone.
+ */
+int launch_run_to_entry(struct launched *l)
+{
+	uint64_t entry = l->held ? auxv_entry(l->pid) : 0;
+	struct user_regs_struct regs;
+	long word;
+	int st;
+
+	if (!entry)
+		return -ENOENT;
+	errno = 0;
+	word = ptrace(PTRACE_PEEKTEXT, l->pid, (void *)entry, NULL);
+	if (errno)
+		return -errno;
+	if (ptrace(PTRACE_POKETEXT, l->pid, (void *)entry, (void *)((word & ~0xffL) | 0xcc)))
+		return -errno;
+	if (ptrace(PTRACE_CONT, l->pid, NULL, NULL))
+		goto restore;
+	for (;;) {
+		pid_t r = waitpid(l->pid, &st, __WALL);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || !WIFSTOPPED(st)) {
+			l->held = 0;
+			l->reaped = r == l->pid;
+			return -ESRCH;
+		}
+		if (st >> 16)
+			break; /* a group stop: let it be */
+		if (WSTOPSIG(st) == SIGTRAP &&
+		    !ptrace(PTRACE_GETREGS, l->pid, NULL, &regs) && regs.rip == entry + 1) {
+			regs.rip = entry;
+			if (ptrace(PTRACE_SETREGS, l->pid, NULL, &regs))
+				break;
+			ptrace(PTRACE_POKETEXT, l->pid, (void *)entry, (void *)word);
+			return 0;
+		}
+		ptrace(PTRACE_CONT, l->pid, NULL, (void *)(long)WSTOPSIG(st));
+	}
+restore:
+	ptrace(PTRACE_POKETEXT, l->pid, (void *)entry, (void *)word);
+	launch_release(l);
+	return -EINTR;
+}
+#else
+int launch_run_to_entry(struct launched *l)
+{
+	(void)l;
+	return -ENOTSUP;
+}
+#endif
+
+void launch_release(struct launched *l)
+{
+	if (!l->held)
+		return;
+	ptrace(PTRACE_DETACH, l->pid, NULL, NULL);
+	l->held = 0;
 }
 
 int launch_start(struct launched *l)
@@ -82,5 +216,9 @@ int launch_start(struct launched *l)
 	}
 	close(l->err_fd);
 	l->err_fd = -1;
+	if (e)
+		l->held = 0; /* it exits: no exec to stop at */
+	else
+		wait_exec(l);
 	return -e;
 }

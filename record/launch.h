@@ -11,10 +11,19 @@ struct launched {
 	pid_t pid;
 	int go_fd;  /* write a byte: the child may exec */
 	int err_fd; /* EOF: exec succeeded; 4 bytes: errno of a failed exec */
+	int held;   /* traced: stops at its exec until launch_release() */
+	int reaped; /* it died before its first instruction, waited for */
 };
 
 int launch_prepare(char **argv, struct launched *l);
-/* Lets the child exec; returns 0 or the child's exec errno, negated. */
+/* Lets the child exec; returns 0 or the child's exec errno, negated.  If
+ * l->held is still set on return, the child is stopped at its exec, not
+ * one instruction of the new image run yet. */
 int launch_start(struct launched *l);
+/* Runs a held child on to its program's entry point, its libraries
+ * mapped: 0, held there; else -errno, and no longer held. */
+int launch_run_to_entry(struct launched *l);
+/* Lets a held child run, untraced from then on. */
+void launch_release(struct launched *l);
 
 #endif

@@ -180,6 +180,7 @@ struct snap_stats {
 	uint64_t unreadable; /* ... that could not be read or made no sense */
 	uint64_t snaps;      /* snapshots written */
 	uint64_t unplaced;   /* ... of them not decoded: code not placed */
+	uint64_t rechecks;   /* known traces looked at again (luajit_jit_traces.c) */
 };
 
 #define LJ_GCTRACE_HDR 256 /* bytes of a GCtrace read: every field used */

@@ -47,6 +47,7 @@
 #include "lib/grow.h"
 #include "record/addrset.h"
 #include "record/objects.h"
+#include "record/say.h"
 #include "record/objects_prep.h"
 #include "record/procmaps.h"
 #include "record/srclines.h"
@@ -424,7 +425,7 @@ void object_set_print_srclines(const struct object_set *s, int verbose)
 
 		if (!o->lines.chains && !o->lines.skipped)
 			continue;
-		fprintf(stderr, "luaprof record:   lines: %s: %llu addresses, %llu bytes%s\n",
+		say(stderr, 0, "  lines: %s: %llu addresses, %llu bytes%s",
 			o->path, (unsigned long long)o->lines.chains,
 			(unsigned long long)o->lines.bytes,
 			o->lines.skipped == LP_SRCLINES_SKIPPED_SIZE ?

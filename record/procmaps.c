@@ -107,27 +107,127 @@ static int held_code(const struct lp_mapping *m, const struct maps_table *prev,
 	return *lo < *hi;
 }
 
+/*
+ * The text of /proc/PID/maps in one buffer (NUL-terminated), read with
+ * reads as large as the kernel gives.  Each read() is one pass of the
+ * kernel over the mappings, and a pass ends where the caller's buffer
+ * does: stdio's 1 KiB reads made /bin/true's 2 KiB listing three passes,
+ * each free to meet another address space (see procmaps_read_code()).
+ */
+static int read_text(void *ctx, char **out, size_t *len)
+{
+	pid_t pid = *(const pid_t *)ctx;
+	char fname[64];
+	size_t cap = 0;
+	ssize_t r;
+	int fd, err = 0;
+
+	*out = NULL;
+	*len = 0;
+	snprintf(fname, sizeof(fname), "/proc/%d/maps", (int)pid);
+	fd = open(fname, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		if (cap - *len < 16384 && GROW(*out, cap, *len + 16384)) {
+			err = -ENOMEM;
+			break;
+		}
+		r = read(fd, *out + *len, cap - *len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			err = r < 0 ? -errno : 0;
+			break;
+		}
+		*len += (size_t)r;
+	}
+	close(fd);
+	if (err) {
+		free(*out);
+		*out = NULL;
+		*len = 0;
+		return err;
+	}
+	if (*out)
+		(*out)[*len] = '\0';
+	return 0;
+}
+
+/* The last line names the gate page, which x86-64 lists after every
+ * mapping of a 64-bit process (unless booted with vsyscall=none). */
+int procmaps_text_whole(const char *text, size_t len)
+{
+	static const char gate[] = "[vsyscall]\n";
+	size_t n = sizeof(gate) - 1;
+
+	return len >= n && !memcmp(text + len - n, gate, n);
+}
+
+/*
+ * A listing is one pass of the kernel per read(), and each pass holds the
+ * address space only as the file opened it: a process that exits or
+ * execs between two passes leaves the later ones empty, and the listing
+ * ends early with nothing to say so.  /bin/true read while it exits came
+ * out as its own image and libc, without the dynamic loader and the vDSO
+ * above them, and its samples in the loader printed as [unmapped] frames
+ * (tests/e2e/native_unwind.sh, fork+exec).  So: a listing that does not
+ * end with the gate page is read again.  The same text twice is whole (a
+ * 32-bit process, or no gate page on this system); an empty one means the
+ * first was cut by the exit, and the process counts as gone (-ESRCH); a
+ * different one (an exec, new mappings) is checked the same way, three
+ * times at most.
+ */
+int procmaps_whole_text(procmaps_reader *reader, void *ctx, char **out, size_t *len)
+{
+	char *again;
+	size_t againlen;
+	int err = reader(ctx, out, len);
+
+	for (int tries = 0; !err && *len && !procmaps_text_whole(*out, *len) &&
+			    tries < 3; tries++) {
+		err = reader(ctx, &again, &againlen);
+		if (err || !againlen) {
+			free(again);
+			free(*out);
+			*out = NULL;
+			*len = 0;
+			return -ESRCH;
+		}
+		if (againlen == *len && !memcmp(again, *out, *len)) {
+			free(again);
+			break;
+		}
+		free(*out);
+		*out = again;
+		*len = againlen;
+	}
+	return err;
+}
+
 int procmaps_read_code(pid_t pid, const struct maps_table *prev,
 		       const uint64_t *code, uint32_t ncode,
 		       struct maps_table *out)
 {
-	char fname[64], *line = NULL;
-	size_t linecap = 0;
+	char *text, *line, *next;
+	size_t len;
 	size_t cap = 0;
-	FILE *f;
-	int err = 0;
+	int err;
 
 	out->v = NULL;
 	out->n = 0;
-	snprintf(fname, sizeof(fname), "/proc/%d/maps", (int)pid);
-	f = fopen(fname, "re");
-	if (!f)
-		return -errno;
-	while (getline(&line, &linecap, f) > 0) {
+	err = procmaps_whole_text(read_text, &pid, &text, &len);
+	if (err)
+		return err;
+	for (line = text; line && line < text + len; line = next) {
 		struct lp_mapping m;
 		uint64_t lo, hi;
-		int r = parse_line(line, &m);
+		int r;
 
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		r = parse_line(line, &m);
 		if (r == -EINVAL)
 			continue;
 		if (r == 1) {
@@ -152,8 +252,7 @@ int procmaps_read_code(pid_t pid, const struct maps_table *prev,
 		}
 		out->v[out->n++] = m;
 	}
-	free(line);
-	fclose(f);
+	free(text);
 	if (err) {
 		maps_table_free(out);
 		return err;

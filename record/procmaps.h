@@ -5,6 +5,7 @@
 #ifndef LUAPROF_RECORD_PROCMAPS_H
 #define LUAPROF_RECORD_PROCMAPS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -22,6 +23,16 @@ int procmaps_read(pid_t pid, struct maps_table *out);
 int procmaps_read_code(pid_t pid, const struct maps_table *prev,
 		       const uint64_t *code, uint32_t ncode,
 		       struct maps_table *out);
+/* Whether a listing of /proc/PID/maps (len bytes of text) ends as a whole
+ * one of a 64-bit process does on x86-64: with the gate page (procmaps.c
+ * says why that matters). */
+int procmaps_text_whole(const char *text, size_t len);
+/* A listing read whole: reads it again until it is known whole or the
+ * process gone (-ESRCH).  read gives one listing (NUL-terminated, in
+ * malloc'd memory), as procmaps_read_code()'s reader of /proc does and a
+ * unit test's fake. */
+typedef int procmaps_reader(void *ctx, char **text, size_t *len);
+int procmaps_whole_text(procmaps_reader *reader, void *ctx, char **text, size_t *len);
 const struct lp_mapping *maps_table_find(const struct maps_table *t,
 					 uint64_t addr);
 /* An anonymous executable page at addr, where code was seen to run though

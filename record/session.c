@@ -340,7 +340,8 @@ static int launched_exited(struct session *s)
 
 	if (!s->launched_running)
 		return 0;
-	if (waitpid(s->launched.pid, &status, WNOHANG) != s->launched.pid)
+	if (!s->launched.reaped &&
+	    waitpid(s->launched.pid, &status, WNOHANG) != s->launched.pid)
 		return 0;
 	s->launched_running = 0;
 	return 1;
@@ -355,8 +356,13 @@ static void check_alive(struct session *s)
 
 static void record_loop(struct session *s)
 {
+	/* -d is that long of sampling, which runs from here: not counting
+	 * the setup (the targets' mappings, unwind tables and VMs, the
+	 * kernel's symbols), which took 0.2 to 0.7 s of `-d 1` on a busy
+	 * machine, and once all of it, so that a VM no sample showed was
+	 * missing from the trace (tests/e2e/lua_vms.sh). */
 	uint64_t deadline = s->o->duration_s > 0 ?
-		s->start_ns + (uint64_t)(s->o->duration_s * 1e9) : UINT64_MAX;
+		mono_ns() + (uint64_t)(s->o->duration_s * 1e9) : UINT64_MAX;
 	/* Chunks every FLUSH_NS of sampling, not counting the setup. */
 	uint64_t last_flush = mono_ns(), last_status = 0, last_alive = s->start_ns;
 	int tty = isatty(STDERR_FILENO) && !s->o->quiet;
@@ -364,6 +370,11 @@ static void record_loop(struct session *s)
 	while (!stop_requested && !s->write_err) {
 		uint64_t now;
 		int n = ring_buffer__poll(s->rb, 100);
+
+		if (n > 0)
+			s->loop.woken++;
+		else if (n == 0)
+			s->loop.timeouts++;
 
 		/* The sampler wakes us only for what cannot wait (see
 		 * WAKEUP_BYTES in bpf/sampler.bpf.c): what waits is taken
@@ -398,6 +409,7 @@ static void record_loop(struct session *s)
 			if (err)
 				write_failed(s, err);
 			last_flush = now;
+			s->loop.flushes++;
 		}
 		if (tty && now - last_status >= STATUS_NS) {
 			show_status(s, now);
@@ -423,6 +435,8 @@ static int finish(struct session *s)
 	uint64_t end_ns = mono_ns();
 	int err;
 
+	s->stop_ns = end_ns;
+	mark_self_cpu(s, SELF_CPU_SAMPLING);
 	perf_sampling_detach(&s->perf);
 	/* What is still in the ring buffer was sampled: keep it. */
 	ring_buffer__consume(s->rb);
@@ -446,6 +460,7 @@ static int finish(struct session *s)
 	s->w = NULL;
 	if (err && !s->write_err)
 		write_failed(s, err);
+	mark_self_cpu(s, SELF_CPU_FINISHING);
 	if (!s->o->quiet)
 		print_summary(s, end_ns);
 	return s->write_err ? 1 : 0;
@@ -508,7 +523,9 @@ static int session_open(struct session *s, char *old, size_t oldlen)
 	s->jit_traces = jit_trace_table_new();
 	s->sources = source_table_new();
 	s->objs = object_set_new(!o->no_embed);
-	if (!s->stacks || !s->ksyms || !s->protos || !s->jit_traces || !s->sources || !s->objs) {
+	s->last_ustacks = calloc(LAST_USTACKS, sizeof(*s->last_ustacks));
+	if (!s->stacks || !s->ksyms || !s->protos || !s->jit_traces || !s->sources || !s->objs ||
+	    !s->last_ustacks) {
 		fprintf(stderr, "luaprof record: out of memory\n");
 		return -1;
 	}
@@ -522,6 +539,7 @@ static int session_open(struct session *s, char *old, size_t oldlen)
 	}
 	if (load_sampler(s))
 		return -1;
+	mark_self_cpu(s, SELF_CPU_BPF);
 	err = unwind_init(&s->unw, s->skel); /* native unwinder */
 	if (err && !o->quiet)
 		fprintf(stderr, "luaprof record: native unwinding off (%s); user "
@@ -538,6 +556,7 @@ static int session_open(struct session *s, char *old, size_t oldlen)
 		 * what finding its LuaJIT takes */
 		unwind_preload(s->unw, o->command[0], lj_preload, NULL);
 	}
+	mark_self_cpu(s, SELF_CPU_UNWINDER);
 	return 0;
 }
 
@@ -556,9 +575,11 @@ static int session_start(struct session *s)
 		fprintf(stderr, "luaprof record: cannot add targets: %s\n", strerror(-err));
 		return -1;
 	}
+	mark_self_cpu(s, SELF_CPU_TARGETS);
 	/* Setup that costs the machine, done before sampling starts; a
 	 * failure is said at the first write. */
 	ksym_set_load(s->ksyms);
+	mark_self_cpu(s, SELF_CPU_KSYMS);
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), ring_event, s, NULL);
 	if (!s->rb) {
 		fprintf(stderr, "luaprof record: ring buffer: %s\n", strerror(errno));
@@ -582,6 +603,19 @@ static int session_start(struct session *s)
 			waitpid(s->launched.pid, NULL, 0);
 			s->launched_running = 0;
 			return -1;
+		}
+		/* Held at its exec (launch.c): the EXEC event is in the ring
+		 * buffer, and handling it reads the new image's mappings and
+		 * gives the unwinder their tables before it runs. */
+		if (s->launched.held) {
+			ring_buffer__consume(s->rb);
+			/* ... and again where the program starts, for the
+			 * libraries the dynamic loader mapped meanwhile. */
+			if (!launch_run_to_entry(&s->launched)) {
+				ring_buffer__consume(s->rb);
+				refresh_maps(s, s->launched.pid);
+			}
+			launch_release(&s->launched);
 		}
 	}
 	return 0;
@@ -623,6 +657,7 @@ static void session_close(struct session *s, int recording, const char *old)
 	}
 	free(s->targets);
 	free(s->held);
+	free(s->last_ustacks);
 }
 
 int record_session_run(const struct record_opts *o)
@@ -636,6 +671,7 @@ int record_session_run(const struct record_opts *o)
 	libbpf_set_print(o->verbose ? libbpf_stderr : libbpf_quiet);
 	catch_signals();
 	if (!session_open(&s, old, sizeof(old)) && !session_start(&s)) {
+		mark_self_cpu(&s, SELF_CPU_START);
 		recording = 1;
 		if (!o->quiet && old[0])
 			fprintf(stderr, "luaprof record: the existing %s is kept as %s\n",

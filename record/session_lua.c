@@ -15,6 +15,7 @@
 
 #include "bpf/sampler.h"
 #include "record/objects.h"
+#include "record/say.h"
 #include "record/stacks.h"
 #include "sampler.skel.h"
 #include "record/session_priv.h"
@@ -112,9 +113,8 @@ static void note_puc_lua(struct session *s, struct target *t, const struct lua_p
 
 	snprintf(what, sizeof(what), "%s in %s", puc->version, puc->object);
 	if (announce_vm(s, t->pid, what))
-		fprintf(stderr, "luaprof record: pid %d: PUC %s: not supported (luaprof "
-			"walks LuaJIT 2.1 only); recording native frames only\n",
-			(int)t->pid, what);
+		say(stderr, 0, "pid %d: PUC %s: not supported (luaprof walks LuaJIT "
+		    "2.1 only); recording native frames only", (int)t->pid, what);
 	rec.u.puc_lua = (struct lp_puc_lua){ .pid = (uint32_t)t->pid,
 					     .version = puc->version,
 					     .object = puc->object };
@@ -136,8 +136,8 @@ void attach_luajit(struct session *s, struct target *t, struct target *parent)
 		err = lj_detect(t->pid, &t->maps, s->o->luajit_offsets, &t->lj,
 				&puc, msg, sizeof(msg));
 		if (err && err != -ENOENT)
-			fprintf(stderr, "luaprof record: pid %d: %s; recording native "
-				"frames only\n", (int)t->pid, msg);
+			say(stderr, 0, "pid %d: %s; recording native frames only",
+			    (int)t->pid, msg);
 		if (!t->lj && puc.version[0] && !t->puc_noted) {
 			note_puc_lua(s, t, &puc);
 			t->puc_noted = 1;
@@ -146,8 +146,7 @@ void attach_luajit(struct session *s, struct target *t, struct target *parent)
 			return;
 		snprintf(what, sizeof(what), "%s; %s", t->lj->object, t->lj->source);
 		if (announce_vm(s, t->pid, what))
-			fprintf(stderr, "luaprof record: pid %d: LuaJIT in %s\n",
-				(int)t->pid, what);
+			say(stderr, 0, "pid %d: LuaJIT in %s", (int)t->pid, what);
 	}
 	if (t->lj)
 		publish_luajit(s, t);
@@ -176,9 +175,8 @@ void locate_luajit(struct session *s, struct target *t, uint64_t G)
 		return;
 	}
 	if (err) {
-		fprintf(stderr, "%sluaprof record: pid %d: LuaJIT layout did not validate: "
-			"%s; recording native frames only\n", s->status_shown ? "\n" : "",
-			(int)t->pid, msg);
+		say(stderr, s->status_shown, "pid %d: LuaJIT layout did not validate: "
+		    "%s; recording native frames only", (int)t->pid, msg);
 		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.lj_procs), &pid);
 		return;
 	}

@@ -13,6 +13,7 @@
 
 #include "bpf/sampler.h"
 #include "format/trace.h"
+#include "record/clock.h"
 #include "record/launch.h"
 #include "record/luajit.h"
 #include "record/mapsize.h"
@@ -58,6 +59,7 @@ struct target {
 	int alive;
 	struct maps_table maps;
 	uint64_t maps_read_ns;
+	uint64_t maps_gen; /* which maps: new with each (session.maps_gens) */
 	/* What the walker got when the fork was heard of, if not the
 	 * parent's mappings: the image the child exec'd since (see
 	 * inherit_maps()). */
@@ -73,6 +75,48 @@ struct target {
 	uint64_t lj_unvalidated;
 	/* It exited before its VM could be checked (lj_locate_vm). */
 	int lj_gone;
+};
+
+/* The recorder's own CPU (self_cpu_ns(): every thread, from the
+ * process's start), marked at the end of each step of its life and said
+ * by record -v: what setup costs before the first sample, what sampling
+ * costs while the target runs, and what finishing costs after it. */
+#define SELF_CPU_DEF(_) \
+	_(BPF, "BPF load and verification") \
+	_(UNWINDER, "unwinder") \
+	_(TARGETS, "targets") \
+	_(KSYMS, "kernel symbols") \
+	_(START, "the rest") \
+	_(SAMPLING, "sampling") \
+	_(FINISHING, "finishing")
+
+enum self_cpu_mark {
+#define SELF_CPU_ENUM(name, text) SELF_CPU_##name,
+	SELF_CPU_DEF(SELF_CPU_ENUM)
+#undef SELF_CPU_ENUM
+	SELF_CPU_N
+};
+
+/* Why the recording loop ran, for the same account. */
+struct loop_stats {
+	uint64_t woken;    /* ring_buffer__poll() woke for events */
+	uint64_t timeouts; /* ... or timed out */
+	uint64_t flushes;
+};
+
+/*
+ * The user stack a thread showed last, for the next sample of the same
+ * thread, whose root-side frames are mostly the same (on nginx, 16 of 19):
+ * those were found in the process's mappings of the same read and noted
+ * for the object set then, and need neither again (session_samples.c).
+ * A small table by tid; an entry names its thread and mappings.
+ */
+#define LAST_USTACKS 64
+
+struct last_ustack {
+	uint64_t maps_gen; /* the target's mappings it was checked in; 0 none */
+	uint32_t pid, tid, n;
+	uint64_t pc[LP_MAX_USTACK];
 };
 
 /* What the Lua walk gave, for the summary. */
@@ -113,6 +157,8 @@ struct session {
 	int nvm_announced;
 	struct target *targets;
 	int ntargets, nalive;
+	uint64_t maps_gens; /* the last target.maps_gen given */
+	struct last_ustack *last_ustacks; /* [LAST_USTACKS] */
 	size_t captargets;
 	struct launched launched;
 	int launched_running;
@@ -121,8 +167,14 @@ struct session {
 	/* record -v: the first native walks cut short, said at the end. */
 	char cut_walks[CUT_WALKS][160];
 	int ncut_walks;
+	/* Native stacks cut above the leaf at a frame in no mapping the
+	 * trace holds (validated_ustack_bytes()), for record -v. */
+	uint64_t ustacks_unnamed;
 	uint64_t samples;     /* taken: every sample the ring buffer gave */
 	uint64_t written;     /* of those, in the file (set by finish()) */
+	uint64_t self_cpu[SELF_CPU_N]; /* self_cpu_ns() at the end of each step */
+	uint64_t stop_ns;      /* when sampling ended */
+	struct loop_stats loop;
 	int write_err; /* first trace write error, negative errno */
 	int status_shown;
 };
@@ -137,8 +189,9 @@ struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 				 uint64_t time_ns, uint32_t flags,
 				 const char *comm);
 void target_exited(struct session *s, struct target *t, uint64_t time_ns);
-void check_mappings(struct session *s, struct target *t,
-			   const struct lp_event_sample *e);
+int check_mappings(struct session *s, struct target *t,
+		   const struct lp_event_sample *e, int known);
+void refresh_maps(struct session *s, pid_t pid);
 int add_initial_targets(struct session *s);
 
 /* ---- session_lua.c ---- */
@@ -154,5 +207,9 @@ int ring_event(void *ctx, void *data, size_t size);
 
 /* ---- session_summary.c ---- */
 void print_summary(struct session *s, uint64_t end_ns);
+static inline void mark_self_cpu(struct session *s, enum self_cpu_mark m)
+{
+	s->self_cpu[m] = self_cpu_ns();
+}
 
 #endif

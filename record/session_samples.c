@@ -78,27 +78,35 @@ static uint64_t intern_stack(struct session *s, uint32_t kind,
  * the re-read of the mappings found, or stack data taken for a return
  * address, which it did not.  The latter is no frame: the stack ends
  * before it, cut (the sample's ustop says so).  The leaf is never data.
- * So do frames the walker found in code its mapping list lacked (bpf/
- * unwind_maps.h, unwind_files) when the re-read did not find that code
- * either (the process is gone): they could not be named.
+ *
+ * Nor does the trace keep a frame above the leaf that no mapping it holds
+ * names, however the walk got there: the report would print it as
+ * [unmapped], a frame nobody can check.  The stack ends before it, cut,
+ * and *unnamed says so (a walk whole to its end included: the walker had
+ * tables for code the trace has no mapping for).
  */
 static int validated_ustack_bytes(const struct target *t,
-				  const struct lp_event_sample *e, uint32_t *ustop)
+				  const struct lp_event_sample *e, int all_mapped,
+				  int *unnamed)
 {
 	int n = e->ustack_bytes / 8;
 	const struct lp_mapping *m;
 
-	*ustop = e->ustack_stop;
+	*unnamed = 0;
 	if (!t || n < 2 || n > LP_MAX_USTACK)
 		return e->ustack_bytes;
-	for (int i = 1; i < n - 1; i++)
+	/* (note_user_frames() found every frame in t's mappings already.) */
+	for (int i = 1; i < n - 1 && !all_mapped; i++) {
 		if (!maps_table_find(&t->maps, e->ustack[i])) {
-			*ustop = LP_USTOP_UNMAPPED;
+			*unnamed = 1;
 			return i * 8;
 		}
+	}
 	m = maps_table_find(&t->maps, e->ustack[n - 1]);
-	if (!m && (e->ustack_stop == LP_USTOP_UNMAPPED || e->ustack_stop == LP_USTOP_END)) {
-		*ustop = LP_USTOP_UNMAPPED;
+	if (e->ustack_stop == LP_USTOP_UNMAPPED && !m)
+		return (n - 1) * 8;
+	if (!m) {
+		*unnamed = 1;
 		return (n - 1) * 8;
 	}
 	/* A walk that stopped at a return address into anonymous code (a
@@ -144,6 +152,53 @@ static void note_cut_walk(struct session *s, const struct target *t,
 		 unwind_stop_name(e->ustack_stop), n, n == 1 ? "" : "s", where);
 }
 
+/* How many of e's n root-side user frames its thread's last sample had
+ * too, when that one's were all in t's mappings as they are now: never
+ * the leaf of either (the object set notes a leaf's address, a caller's
+ * less one). */
+static int frames_as_last(const struct session *s, const struct target *t,
+			  const struct lp_event_sample *e, int n)
+{
+	const struct last_ustack *l = &s->last_ustacks[e->h.tid % LAST_USTACKS];
+	int k = 0, max = n < (int)l->n ? n : (int)l->n;
+
+	if (!l->maps_gen || l->maps_gen != t->maps_gen || l->pid != e->h.pid ||
+	    l->tid != e->h.tid)
+		return 0;
+	while (k < max - 1 && l->pc[l->n - 1 - k] == e->ustack[n - 1 - k])
+		k++;
+	return k;
+}
+
+/* Checks e's user frames against t's mappings (re-read if some are not
+ * there) and notes them for the object set, but for those its thread's
+ * last sample had; keeps them for its next, and returns 1, if all were there. */
+static int note_user_frames(struct session *s, struct target *t,
+			    const struct lp_event_sample *e)
+{
+	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
+	struct last_ustack *l = &s->last_ustacks[e->h.tid % LAST_USTACKS];
+	uint64_t gen = t->maps_gen;
+	int same, in_maps;
+
+	if (n > LP_MAX_USTACK)
+		n = LP_MAX_USTACK;
+	same = frames_as_last(s, t, e, n);
+	in_maps = check_mappings(s, t, e, same);
+	if (t->maps_gen != gen)
+		same = 0; /* re-read: the frames are noted in the new ones */
+	if (n > 0)
+		object_set_note_stack(s->objs, &t->maps, (const uint64_t *)e->ustack,
+				      n - same);
+	l->maps_gen = in_maps ? t->maps_gen : 0;
+	l->pid = e->h.pid;
+	l->tid = e->h.tid;
+	l->n = in_maps ? n : 0;
+	if (in_maps)
+		memcpy(l->pc, e->ustack, n * sizeof(l->pc[0]));
+	return in_maps;
+}
+
 /* Does the sample's native stack hold a return address into t's
  * interpreter (the VM called out to C from there)? */
 static int crosses_vm(const struct lj_target *t, const struct lp_event_sample *e)
@@ -161,18 +216,14 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 {
 	struct target *t = find_target(s, e->h.pid);
 	struct lp_record rec;
-	uint32_t ustop;
+	int unnamed, all_mapped = 0;
 
 	if (!t || !t->alive) /* a sample racing its fork event */
 		t = add_target(s, e->h.pid, 0, e->h.time_ns, LP_PROC_FORKED, NULL);
 	if (s->o->verbose)
 		note_cut_walk(s, t, e);
 	if (t)
-		check_mappings(s, t, e);
-	if (t && e->ustack_bytes > 0)
-		object_set_note_stack(s->objs, &t->maps, (const uint64_t *)e->ustack,
-				e->ustack_bytes / 8 < LP_MAX_USTACK ?
-				e->ustack_bytes / 8 : LP_MAX_USTACK);
+		all_mapped = note_user_frames(s, t, e);
 	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G && !t->lj_gone)
 		locate_luajit(s, t, e->lua_G);
 	/* Still no valid G, though the native stack crossed the VM's C frame,
@@ -191,8 +242,14 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	rec.u.sample.kstack = intern_stack(s, LP_STACK_KERNEL, (const uint64_t *)e->kstack,
 						 e->kstack_bytes);
 	rec.u.sample.ustack = intern_stack(s, LP_STACK_USER, (const uint64_t *)e->ustack,
-					   validated_ustack_bytes(t, e, &ustop));
-	rec.u.sample.ustop = ustop;
+					   validated_ustack_bytes(t, e, all_mapped, &unnamed));
+	rec.u.sample.ustop = e->ustack_stop;
+	if (unnamed) {
+		/* Cut where the trace could not name a frame: as a walk that
+		 * met a return address in no known code. */
+		rec.u.sample.ustop = LP_USTOP_UNMAPPED;
+		s->ustacks_unnamed++;
+	}
 	if (e->kstack_bytes < 0)
 		rec.u.sample.flags |= LP_SAMPLE_KSTACK_FAILED;
 	if (e->ustack_bytes < 0)

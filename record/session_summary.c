@@ -14,6 +14,7 @@
 #include "bpf/phases.h"
 #include "bpf/sampler.h"
 #include "record/objects.h"
+#include "record/say.h"
 #include "record/sidekick.h"
 #include "record/stacks.h"
 #include "record/unwind.h"
@@ -148,12 +149,14 @@ static void print_lua_summary(const struct session *s)
 		jit_trace_table_stats(s->jit_traces, &ts);
 		fprintf(stderr, "luaprof record: compiled traces: %llu met, read %llu "
 			"times: with their snapshots %llu (%llu snapshots, %llu not "
-			"decoded), gone or changed %llu, unreadable %llu\n",
+			"decoded), gone or changed %llu, unreadable %llu; looked at "
+			"again %llu times\n",
 			(unsigned long long)jit_trace_table_count(s->jit_traces),
 			(unsigned long long)(ts.traces + ts.stale + ts.unreadable),
 			(unsigned long long)ts.traces, (unsigned long long)ts.snaps,
 			(unsigned long long)ts.unplaced, (unsigned long long)ts.stale,
-			(unsigned long long)ts.unreadable);
+			(unsigned long long)ts.unreadable,
+			(unsigned long long)ts.rechecks);
 	}
 	{
 		struct source_stats ss;
@@ -182,15 +185,45 @@ static void print_lua_summary(const struct session *s)
 		const struct target *t = &s->targets[i];
 
 		if (t->lj && t->lj->state == LJ_WAITING_G && t->lj_unvalidated)
-			fprintf(stderr, "luaprof record: pid %d: LuaJIT found in %s but "
-				"no sample showed a global_State that validates with "
-				"the layout (%s): no Lua frames recorded; the offsets "
-				"are probably wrong for this build\n", (int)t->pid,
-				t->lj->object, t->lj->source);
+			say(stderr, 0, "pid %d: LuaJIT found in %s but no sample "
+			    "showed a global_State that validates with the layout "
+			    "(%s): no Lua frames recorded; the offsets are probably "
+			    "wrong for this build", (int)t->pid, t->lj->object,
+			    t->lj->source);
 	}
 }
 
-/* -v: how the BPF sampler, the native unwinder and the sidekick did. */
+/* -v: the recorder's own CPU (the sampler's runs in its targets'), step
+ * by step: setup, before the first sample; sampling, while the targets
+ * run, per sample and with the loop's wake-ups; finishing, after. */
+static void print_self_cpu(struct session *s)
+{
+	static const char *const step[SELF_CPU_N] = {
+#define SELF_CPU_TEXT(name, text) text,
+		SELF_CPU_DEF(SELF_CPU_TEXT)
+#undef SELF_CPU_TEXT
+	};
+	const uint64_t *c = s->self_cpu;
+	double secs = (s->stop_ns - s->start_ns) / 1e9;
+	double sampling = (c[SELF_CPU_SAMPLING] - c[SELF_CPU_START]) / 1e6;
+	const struct loop_stats *l = &s->loop;
+
+	fprintf(stderr, "luaprof record: recorder CPU: setup %.1f ms (", c[SELF_CPU_START] / 1e6);
+	for (int i = 0; i <= SELF_CPU_START; i++)
+		fprintf(stderr, "%s%s %.1f", i ? ", " : "", step[i],
+			(c[i] - (i ? c[i - 1] : 0)) / 1e6);
+	fprintf(stderr, "); sampling %.1f ms in %.2f s (%.2f%% of a CPU, %.2f us per "
+		"sample; wake-ups %.1f/s for events, %.1f/s at the poll's timeout; "
+		"%.1f flushes/s); finishing %.1f ms\n", sampling, secs,
+		secs > 0 ? sampling / 10 / secs : 0.0,
+		s->samples ? sampling * 1e3 / s->samples : 0.0,
+		secs > 0 ? l->woken / secs : 0.0, secs > 0 ? l->timeouts / secs : 0.0,
+		secs > 0 ? l->flushes / secs : 0.0,
+		(c[SELF_CPU_FINISHING] - c[SELF_CPU_SAMPLING]) / 1e6);
+}
+
+/* -v: how the BPF sampler, the native unwinder, the sidekick and the
+ * recorder itself did. */
 static void print_verbose(struct session *s)
 {
 	struct sidekick_stats ks;
@@ -199,12 +232,16 @@ static void print_verbose(struct session *s)
 	print_bpf_phases(s);
 	unwind_print_stats(s->unw, stderr); /* native unwinder */
 	for (int i = 0; i < s->ncut_walks; i++)
-		fprintf(stderr, "luaprof record: native unwind: walk cut short at %s\n",
-			s->cut_walks[i]);
+		say(stderr, 0, "native unwind: walk cut short at %s", s->cut_walks[i]);
+	if (s->ustacks_unnamed)
+		fprintf(stderr, "luaprof record: native unwind: %llu stacks cut at a frame "
+			"no mapping of the trace names\n",
+			(unsigned long long)s->ustacks_unnamed);
 	sidekick_stats(s->side, &ks);
 	fprintf(stderr, "luaprof record: during flushes: %llu events read, %llu "
 		"process mappings published for the unwinder\n",
 		(unsigned long long)ks.queued, (unsigned long long)ks.published);
+	print_self_cpu(s);
 }
 
 /* What the native unwinder could not hold, and with -v how it and the

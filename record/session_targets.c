@@ -18,6 +18,7 @@
 #include "record/clock.h"
 #include "record/objects.h"
 #include "record/procs.h"
+#include "record/say.h"
 #include "record/sidekick.h"
 #include "record/unwind.h"
 #include "sampler.skel.h"
@@ -70,11 +71,14 @@ static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns
 	if (gone) {
 		/* Gone already: its samples print as [unmapped], but for code
 		 * the sampler saw run (below), and for an exec'd image whose
-		 * mappings the walker got at the fork (inherit_maps()). */
+		 * mappings the walker got at the fork (inherit_maps()).  A
+		 * snapshot with nothing known is still written, empty: after
+		 * an exec, the image before it (a fork's inheritance) must not
+		 * name the new image's samples. */
 		if (replace && t->exec_maps.n) {
 			now = t->exec_maps;
 			t->exec_maps = (struct maps_table){ 0 };
-		} else if (!ncode || replace || maps_table_copy(&t->maps, &now)) {
+		} else if (!replace && (!ncode || maps_table_copy(&t->maps, &now))) {
 			return;
 		}
 	}
@@ -112,6 +116,7 @@ static void emit_maps_code(struct session *s, struct target *t, uint64_t time_ns
 	}
 	maps_table_free(&t->maps);
 	t->maps = now;
+	t->maps_gen = ++s->maps_gens;
 	/* A full read is often taken before the dynamic loader has mapped
 	 * the libraries (exec), and one that found new code may be followed
 	 * by more (dlopen): then the next address outside them re-reads at
@@ -183,6 +188,7 @@ static int inherit_maps(struct session *s, struct target *t,
 		return 0;
 	maps_table_free(&t->maps);
 	t->maps = copy;
+	t->maps_gen = ++s->maps_gens;
 	t->maps_read_ns = 0;
 	/* The walker got the parent's list at the fork, if the parent had
 	 * one yet.  Its own is what the child maps now: the parent's
@@ -242,6 +248,7 @@ void target_exited(struct session *s, struct target *t, uint64_t time_ns)
 	s->nalive--;
 	unwind_remove_process(s->unw, t->pid); /* native unwinder */
 	maps_table_free(&t->maps);
+	t->maps_gen = ++s->maps_gens;
 	maps_table_free(&t->exec_maps);
 	/* A layout that never validated is kept for the summary's warning. */
 	if (!t->lj || t->lj->state != LJ_WAITING_G || !t->lj_unvalidated) {
@@ -258,12 +265,14 @@ void target_exited(struct session *s, struct target *t, uint64_t time_ns)
 /* A user address outside every known mapping means the process mapped
  * something new (dlopen, a JIT area) since we last looked, or the stack
  * holds a garbage frame.  Re-read, at most every MAPS_REREAD_NS, and write
- * what was added. */
-void check_mappings(struct session *s, struct target *t,
-			   const struct lp_event_sample *e)
+ * what was added.  The root-side `known` frames were found in these
+ * mappings before (struct last_ustack) and are not looked up again.  1
+ * when every frame is in them and they were not re-read. */
+int check_mappings(struct session *s, struct target *t,
+		   const struct lp_event_sample *e, int known)
 {
 	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
-	int unknown = e->ustack_stop == LP_USTOP_UNMAPPED;
+	int unknown = e->ustack_stop == LP_USTOP_UNMAPPED, missing = 0;
 	uint64_t code[1];
 	uint32_t ncode = 0;
 	int leaf = n > 0 && !maps_table_find(&t->maps, e->ustack[0]);
@@ -274,10 +283,10 @@ void check_mappings(struct session *s, struct target *t,
 	 * not know yet: that too means new mappings.  The frame it stepped
 	 * over as a trace's was code (bpf/unwind_native.bpf.h), whatever the
 	 * mappings say now, and the re-read keeps it. */
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n - known; i++) {
 		if (maps_table_find(&t->maps, e->ustack[i]))
 			continue;
-		unknown = 1;
+		unknown = missing = 1;
 		if ((uint32_t)i + 1 == e->ustack_jit)
 			code[ncode++] = e->ustack[i];
 	}
@@ -285,8 +294,21 @@ void check_mappings(struct session *s, struct target *t,
 	 * page of it), so its next samples do not ask again.  The rest waits
 	 * its turn. */
 	if (ncode || (unknown && mono_ns() - t->maps_read_ns >=
-			      (leaf ? MAPS_REREAD_LEAF_NS : MAPS_REREAD_NS)))
+			      (leaf ? MAPS_REREAD_LEAF_NS : MAPS_REREAD_NS))) {
 		emit_maps_code(s, t, e->h.time_ns, 0, code, ncode);
+		return 0;
+	}
+	return !missing;
+}
+
+/* Reads pid's mappings again and writes what is new: a launched command
+ * held at its entry point (session_start()), its libraries mapped. */
+void refresh_maps(struct session *s, pid_t pid)
+{
+	struct target *t = find_target(s, pid);
+
+	if (t && t->alive)
+		emit_maps_code(s, t, mono_ns(), 0, NULL, 0);
 }
 
 /* Kernel threads among the targets have no user stack: said once, with
@@ -308,18 +330,15 @@ static void warn_kthreads(struct session *s)
 
 		if (proc_read_info(s->targets[first].pid, &info))
 			snprintf(info.comm, sizeof(info.comm), "?");
-		for (char *c = info.comm; *c; c++) /* a name from the kernel */
-			if ((unsigned char)*c < 0x20 || *c == 0x7f)
-				*c = '?';
 		if (n == 1)
-			fprintf(stderr, "luaprof record: pid %d (%s) is a kernel thread: it has "
-				"no user stack; only its kernel stacks are recorded\n",
-				(int)s->targets[first].pid, info.comm);
+			say(stderr, 0, "pid %d (%s) is a kernel thread: it has no user "
+			    "stack; only its kernel stacks are recorded",
+			    (int)s->targets[first].pid, info.comm);
 		else
-			fprintf(stderr, "luaprof record: %d targets are kernel threads (pid %d "
-				"(%s) and %d more): they have no user stack; only their "
-				"kernel stacks are recorded\n", n, (int)s->targets[first].pid,
-				info.comm, n - 1);
+			say(stderr, 0, "%d targets are kernel threads (pid %d (%s) and %d "
+			    "more): they have no user stack; only their kernel stacks "
+			    "are recorded", n, (int)s->targets[first].pid, info.comm,
+			    n - 1);
 	}
 }
 

@@ -30,7 +30,8 @@
  * (register_file()), so that a walk meeting its code before the process's
  * list holds the mapping can still use its rows; a frame found so that
  * the recorder then cannot name (the process is gone before its mappings
- * are read again) ends the stack (session_samples.c).
+ * are read again) ends the stack: the recorder keeps no frame it cannot
+ * name (session_samples.c).
  *
  * Order of publication: rows and their bucket index (through the mmap()ed
  * arrays), then the object's descriptor, then the process's list; the BPF

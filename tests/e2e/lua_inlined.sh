@@ -54,6 +54,15 @@ placed() {
 		awk '/^# compiled code:/ { gsub(/[(%)]/, "", $7); print $7 / 100; f = 1 } END { if (!f) print 0 }'
 }
 
+# recheck_share ERR: record's count of known traces looked at again, over
+# one look per trace per 100 ms of the recording (and two more each: the
+# last samples are handled just after it ends).
+recheck_share() {
+	awk '/compiled traces:/ { met = $5; for (i = 1; i < NF; i++) if ($i == "again") re = $(i + 1) }
+		/ samples, [0-9]+ lost, / { for (i = 2; i <= NF; i++) if ($i == "s,") secs = $(i - 1) }
+		END { printf "%.4f\n", met ? re / (met * (10 * secs + 2)) : 0 }' "$1"
+}
+
 # check_inlined LABEL NAME LUAJIT [LUA_PATH]: f, g and h against jit.p;
 # the files are $TMP/inl-NAME.*.
 check_inlined() {
@@ -61,6 +70,10 @@ check_inlined() {
 	$LUAPROF record -F 999 -o $out.lp -- $lj $S/inlined.lua 2 2>$out.err
 	check "$label: record exits 0" test $? -eq 0
 	check "$label: traces with their snapshots" grep -qE "compiled traces: [0-9]+ met, read [0-9]+ times: with their snapshots [1-9]" $out.err
+	# A known trace is looked at again at most every 100 ms (a read of
+	# the target each time), not at each of its samples.
+	check_num "$label: known traces looked at again at most 10 times a second each" \
+		"$(recheck_share $out.err)" "<=" 1
 	$LUAPROF report --format folded -o $out.folded $out.lp 2>/dev/null
 	env ${path:+LUA_PATH=$path} $lj -jp=frm0i1,$out.jp $S/inlined.lua 2
 	self_shares $out.folded inlined.lua >$out.ours

@@ -88,6 +88,19 @@ if awk -v v="$jit_main" 'BEGIN { exit !(v < 0.99) }'; then
 		for (i = 1; i <= n; i++) if (fr[i] == "main") next; print }' $TMP/abc-jit2.lp.folded |
 		awk '{ print $NF "\t" $0 }' | sort -nr | cut -f2- | head -8 | cut -c1-300 | sed 's/^/    /'
 fi
+# record -v accounts for the recorder's own CPU: setup, whose steps add
+# up to it, sampling with its cost per sample, and finishing.
+self_cpu_adds_up() {
+	awk '/recorder CPU: setup / { l = $0; sub(/.*recorder CPU: setup /, "", l); setup = l + 0
+		sub(/^[0-9.]+ ms \(/, "", l); sub(/\).*/, "", l); n = split(l, part, ", ")
+		for (i = 1; i <= n; i++) { m = split(part[i], w, " "); sum += w[m] }
+		found = n >= 5 }
+		END { exit !(found && sum - setup < 0.5 && setup - sum < 0.5) }' "$1"
+}
+check "record -v: the recorder's setup CPU is the sum of its steps" self_cpu_adds_up $TMP/abc-jit2.lp.err
+check "record -v: the recorder's CPU while sampling, per sample, and finishing" grep -qE \
+	'recorder CPU: setup .*; sampling [0-9.]+ ms in [0-9.]+ s \([0-9.]+% of a CPU, [0-9.]+ us per sample; .*\); finishing [0-9.]+ ms$' \
+	$TMP/abc-jit2.lp.err
 anon=$(awk '/\[anon\]/ { n += $NF } END { print n + 0 }' $TMP/abc-jit2.lp.folded)
 check_num "JIT on: share of samples left with trace machine code as a frame" \
 	"$(share $anon $(folded_total $TMP/abc-jit2.lp.folded))" "<=" 0.01

@@ -79,6 +79,21 @@ check_num "nofp chains: chain_b about half" "$(share $b $total)" ">" 0.35
 walks=$(awk '/walks/ { print $5 }' $TMP/chains.unw)
 check_num "nofp chains: the unwinder walked (complete walks)" \
 	"$(share $(stops chains complete) ${walks:-0})" ">=" 0.95
+# A launched command is held at its exec, then at its entry point, until
+# the recorder has read its mappings and given the walker their tables
+# (record/launch.c): its first samples are as whole as the rest.  Before,
+# the first milliseconds cost 1 to 4 cut stacks ("tables not loaded yet",
+# then libc not read yet) in nearly every run.  Samples inside execve
+# itself (the old image's, or the new one's first instruction) are not
+# counted: the exec is not done yet when they are taken.
+early=$($LUAPROF report --format folded --from 0 --to 0.1 $TMP/chains.lp 2>/dev/null |
+	grep -vF '__x64_sys_execve_[k]' | awk '{ n += $NF; if ($0 ~ /\[truncated\]/) c += $NF }
+		END { print n + 0, c + 0 }')
+check_num "nofp chains: samples in the first 0.1 s" "${early% *}" ">=" 20
+check_num "nofp chains: cut stacks in the first 0.1 s (launched: held until walkable)" \
+	"${early#* }" "==" 0 ||
+	$LUAPROF report --format folded --from 0 --to 0.1 $TMP/chains.lp 2>/dev/null |
+	grep -F '[truncated]' | head -3 | cut -c1-300 | sed 's/^/    /'
 
 # --- through libc: qsort calls back into the program ----------------------
 record libc $SAMPLES/nofp libc 3
@@ -155,14 +170,18 @@ check "record -- nofp execs exits 0" test $? -eq 0
 check_num "execs: frames made of stack data" "$(user_garbage $TMP/execs.folded)" "==" 0
 # A shell forking children that exec at once: the recorder hears of each
 # fork after the child has exec'd, and must not take the new image's
-# mappings for the ones the child's first samples (in execve) ran in.
-record forkexec bash -c 'for i in $(seq 300); do /bin/true; done'
+# mappings for the ones the child's first samples (in execve) ran in; and
+# it reads the mappings of children that exit while it reads: a listing
+# of /proc/PID/maps the exit cut short (true and libc, without the loader
+# above them) once named their samples in the loader as [unmapped] frames,
+# in about one run in six of 1500 children (that listing is now read
+# again: tests/unit/test_procmaps.c).  No frame above a leaf is [unmapped]:
+# the recorder cuts a stack before a frame the trace cannot name, and
+# record -v counts those.
+record forkexec bash -c 'for i in $(seq 1500); do /bin/true; done'
 check "record -- bash forking /bin/true exits 0" test $? -eq 0
-# Open: in about one run of four, one sample of a child between its fork
-# and its exec is named with the exec'd image's mappings ([unmapped] above
-# main): a known defect, 0 is the goal; more than one is a regression.
 check_num "fork+exec: frames in no mapping (stack data, or the wrong image's)" \
-	"$(user_garbage $TMP/forkexec.folded)" "<=" 1
+	"$(user_garbage $TMP/forkexec.folded)" "==" 0
 
 # --- CFI in .debug_frame only (-fno-asynchronous-unwind-tables -g) --------
 if cc -O2 -g -fomit-frame-pointer -fno-inline -fno-asynchronous-unwind-tables \
