@@ -9,7 +9,8 @@
  * Each frame: find the executable mapping that holds pc (binary search of
  * the process's sorted list), then the row of that object that covers the
  * pc (binary search of the few rows its bucket index leaves) -- or both
- * at once from this CPU's cache of recent lookups, which most frames hit
+ * at once from this CPU's caches of recent lookups (the last walk's
+ * frames by depth, then one hashed by pc), which most frames hit
  * (bpf/unwind_maps.h) --, compute the CFA from the row's rule,
  * read the return address at CFA - 8 and, if the row says the caller's
  * rbp was saved, read it too; the caller's rsp is the CFA.  For every
@@ -29,6 +30,10 @@
  * VM frame it meets when the Lua walk found none (unwind_vm_find()): a
  * compiled trace has no CFI, and the interpreter's CFI does not hold
  * where its code runs on a trace's frame.
+ *
+ * Code in no mapping of the list may be a loaded object's the list was
+ * read too early to hold (a library mapped since): the kernel says which
+ * file is mapped there (unwind_vma_object()).
  *
  * The walk stops, and says why in the sample (enum lp_ustop), at the
  * outermost frame, at a pc no mapping or row covers, at anonymous code it
@@ -86,6 +91,14 @@ struct {
 	__type(value, struct lp_unwind_obj);
 } unwind_objs SEC(".maps");
 
+/* Loaded objects by file (bpf/unwind_maps.h), for code the list lacks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LP_UNWIND_MAX_OBJS);
+	__type(key, struct lp_unwind_file_key);
+	__type(value, struct lp_unwind_file);
+} unwind_files SEC(".maps");
+
 /* Preallocated: an update never allocates in the sampling path, and the
  * memory is known at load. */
 struct {
@@ -120,7 +133,7 @@ struct {
 	__type(value, struct lp_unwind_row_cache);
 } unwind_row_caches SEC(".maps");
 
-/* This CPU's cache, or NULL; *slot is where pc goes in it. */
+/* This CPU's cache, or NULL; *slot is where pc goes in e[]. */
 static __always_inline struct lp_unwind_row_cache *
 unwind_cache_slot(__u64 pc, struct lp_unwind_cached **slot)
 {
@@ -128,15 +141,17 @@ unwind_cache_slot(__u64 pc, struct lp_unwind_cached **slot)
 	__u32 zero = 0;
 
 	rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
-	if (rc)
-		*slot = &rc->e[((pc * 0x9e3779b97f4a7c15ull) >> (64 - LP_UNWIND_CACHE_BITS)) &
-			       ((1 << LP_UNWIND_CACHE_BITS) - 1)];
+	if (!rc)
+		return NULL;
+	/* Else clang may add the offset before the test, which the
+	 * verifiers of 6.1 and 6.12 refuse (arithmetic on a pointer that
+	 * may be NULL; 6.18's takes it). */
+	barrier_var(rc);
+	*slot = &rc->e[((pc * 0x9e3779b97f4a7c15ull) >> (64 - LP_UNWIND_CACHE_BITS)) &
+		       ((1 << LP_UNWIND_CACHE_BITS) - 1)];
 	return rc;
 }
 
-/* Walks by how they stopped, and frames walked: record -v prints them. */
-__u64 unwind_stops[LP_USTOP_MAX];
-__u64 unwind_frames;
 /* Set by the recorder once the tables work: a process without a mapping
  * list then gets its leaf only, not a frame-pointer walk. */
 __u32 unwind_tables_on;
@@ -155,6 +170,8 @@ struct unwind_cursor {
 	__u64 win_lo;
 	__u32 refills;    /* windows copied after the first */
 	__u32 reads;      /* reads past the copy (record -v) */
+	__u32 memo_rd;    /* the memo of the last walk (unwind_maps.h) */
+	__s32 memo_off;   /* its frame n + memo_off is this walk's frame n */
 	/* LuaJIT, while it runs Lua (see unwind_vm_step()): */
 	__u64 cframe;     /* the innermost C frame of the VM not passed yet */
 	__u64 vm_lo, vm_hi; /* the interpreter's code */
@@ -167,6 +184,9 @@ struct unwind_cursor {
 	__u32 jit_frame;  /* out: 1 + the frame stepped over as a trace's */
 	__u32 vm_helper;  /* frame 0 is a helper the interpreter called */
 	__u32 find_vm;    /* the Lua walk found no L: look for its C frame */
+	__u32 vma_asked;  /* times unwind_vma_object() asked the kernel */
+	__u32 vma_obj[2]; /* what it found, the last two: the object mapped */
+	__u64 vma_lo[2], vma_hi[2], vma_bias[2]; /* at [lo, hi), its bias */
 	__u64 vm_cfa;     /* out: the CFA of the C frame found so */
 	__u64 regs[16];   /* by DWARF number: rax rdx rcx rbx rsi rdi rbp
 			     rsp r8..r15, for LP_CFA_REG at frame 0 */
@@ -449,6 +469,111 @@ static __always_inline int unwind_is_call_site(__u64 ra)
 	       (b[1] == 0xff && (b[2] & 0x38) == 0x10);
 }
 
+/* unwind_vma_object()'s question and answer. */
+struct unwind_vma {
+	__u64 lo, hi, bias;
+	__u32 obj;
+	__u32 found;
+};
+
+/* The loaded object that is this inode's file, or NULL. */
+static __always_inline const struct lp_unwind_file *unwind_file_of(struct inode *ino)
+{
+	struct lp_unwind_file_key key = {};
+
+	key.dev = ino->i_sb->s_dev;
+	key.ino = ino->i_ino;
+	key.size = ino->i_size;
+	return bpf_map_lookup_elem(&unwind_files, &key);
+}
+
+static long unwind_vma_cb(struct task_struct *task, struct vm_area_struct *vma,
+			  void *data)
+{
+	struct unwind_vma *v = data;
+	const struct lp_unwind_file *f;
+	__u64 off;
+
+	if (!vma->vm_file || !(vma->vm_flags & 4 /* VM_EXEC */))
+		return 0;
+	f = unwind_file_of(vma->vm_file->f_inode);
+	off = vma->vm_pgoff << 12;
+	if (!f || off < f->off_lo || off >= f->off_hi)
+		return 0;
+	v->lo = vma->vm_start;
+	v->hi = vma->vm_end;
+	v->bias = vma->vm_start - off - f->delta;
+	v->obj = f->obj;
+	v->found = 1;
+	return 0;
+}
+
+/* The same for the executable's code, which the process's mm_struct
+ * places (start_code: where its executable segment starts): no lock. */
+static __always_inline void unwind_exe_code(struct unwind_vma *v)
+{
+	struct mm_struct *mm = bpf_get_current_task_btf()->mm;
+	const struct lp_unwind_file *f;
+
+	if (!mm || !mm->exe_file)
+		return;
+	f = unwind_file_of(mm->exe_file->f_inode);
+	if (!f)
+		return;
+	v->lo = mm->start_code;
+	v->hi = mm->end_code;
+	v->bias = v->lo - f->vaddr;
+	v->obj = f->obj;
+	v->found = 1;
+}
+
+/*
+ * pc lies in no mapping of the process's list: if the kernel maps a
+ * loaded object's code there (a library the dynamic loader mapped after
+ * the list was read, bpf/unwind_maps.h), its object and bias.  0, or -1.
+ * The executable's code is known without asking (unwind_exe_code());
+ * the rest is bpf_find_vma()'s, which costs 7 to 12 us here
+ * (bpf/walk_lua.bpf.h) and answers once a tick: it unlocks through an
+ * irq_work that runs only after the tick.  The walk keeps the last two
+ * mappings it found (a program's frames alternate between it and libc),
+ * looks at most LP_VMA_ASKS times, and caches nothing it found so (see
+ * unwind_frame()): the recorder, which meets the same frames, reads the
+ * new mappings at once and publishes a list that has them.
+ */
+#define LP_VMA_ASKS 3
+
+static __always_inline int unwind_vma_object(struct unwind_cursor *c, __u64 pc,
+					     __u32 *obj, __u64 *bias)
+{
+	struct unwind_vma v = {};
+	__u32 k;
+
+	for (k = 0; k < 2; k++) {
+		if (pc >= c->vma_lo[k] && pc < c->vma_hi[k]) {
+			*obj = c->vma_obj[k];
+			*bias = c->vma_bias[k];
+			return 0;
+		}
+	}
+	if (c->vma_asked >= LP_VMA_ASKS)
+		return -1;
+	k = c->vma_asked++ & 1;
+	unwind_exe_code(&v);
+	if (!v.found || pc < v.lo || pc >= v.hi) {
+		v.found = 0;
+		if (bpf_find_vma(bpf_get_current_task_btf(), pc, unwind_vma_cb, &v, 0) ||
+		    !v.found)
+			return -1;
+	}
+	c->vma_lo[k] = v.lo;
+	c->vma_hi[k] = v.hi;
+	c->vma_obj[k] = v.obj;
+	c->vma_bias[k] = v.bias;
+	*obj = v.obj;
+	*bias = v.bias;
+	return 0;
+}
+
 /*
  * Frame 0's pc has no CFI row: a hand-written routine's instructions that
  * its author left out of the CFI, such as glibc's clone3 after its system
@@ -459,13 +584,15 @@ static __always_inline int unwind_is_call_site(__u64 ra)
 static __always_inline int unwind_leaf_no_row(const struct lp_unwind_proc *proc,
 					      struct unwind_cursor *c)
 {
-	__u64 ra;
+	__u64 ra, bias;
+	__u32 obj;
 
 	if (c->n || c->pc_is_ra || unwind_read(c, c->sp, &ra))
 		return LP_USTOP_NO_ROW;
 	if (!ra)
 		return LP_USTOP_END;
-	if (unwind_map_index(proc, ra - 1) < 0 || !unwind_is_call_site(ra))
+	if ((unwind_map_index(proc, ra - 1) < 0 && unwind_vma_object(c, ra - 1, &obj, &bias)) ||
+	    !unwind_is_call_site(ra))
 		return LP_USTOP_NO_ROW;
 	unwind_move(c, ra, c->sp + 8, c->bp, 1);
 	return 0;
@@ -502,6 +629,40 @@ static __noinline int unwind_saved_reg(__u32 dwarf, __u64 *v)
 	return -1;
 }
 
+#define LP_MEMO_AT(n) ((n) & (LP_UNWIND_MEMO - 1))
+
+/* The last walk's entry for frame n (c->n) if it was at lookup, looked
+ * for at the offset the walk keeps and one frame either side of it. */
+static __always_inline const struct lp_unwind_cached *
+unwind_memo_find(const struct lp_unwind_row_cache *rc, struct unwind_cursor *c,
+		 __u64 lookup, __u32 gen)
+{
+	for (int d = 0; d < 3; d++) {
+		__s32 off = c->memo_off + (d == 2 ? -1 : d);
+		const struct lp_unwind_cached *m = &rc->memo[c->memo_rd & 1][LP_MEMO_AT(c->n + off)];
+
+		if (m->pc == lookup && m->gen == gen) {
+			c->memo_off = off;
+			return m;
+		}
+	}
+	return NULL;
+}
+
+/* The memo missed frame n and e[] found it (slot): if the memo holds its
+ * pc where e[] last saw it, the walks align there; e[] sees it here now. */
+static __always_inline void unwind_memo_realign(const struct lp_unwind_row_cache *rc,
+						struct unwind_cursor *c,
+						struct lp_unwind_cached *slot)
+{
+	const struct lp_unwind_cached *m = &rc->memo[c->memo_rd & 1][LP_MEMO_AT(slot->depth)];
+
+	if (m->pc == slot->pc && m->gen == slot->gen)
+		c->memo_off = (__s32)(slot->depth & (LP_UNWIND_MEMO - 1)) -
+			      (__s32)LP_MEMO_AT(c->n);
+	slot->depth = LP_MEMO_AT(c->n);
+}
+
 /*
  * One frame: sets c->rec_pc, the pc to record for it, and moves c to the
  * caller.  Returns 0 to go on, or the enum lp_ustop that ends the walk
@@ -514,8 +675,8 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 	struct lp_unwind_row_cache *rc;
 	struct lp_unwind_cached *slot = NULL;
 	struct lp_unwind_row row = {};
-	__u64 lookup, cfa, ra, bp;
-	__u32 kind;
+	__u64 lookup, cfa, ra, bp, bias;
+	__u32 kind, obj;
 	int idx;
 
 	if (!proc || !c)
@@ -543,14 +704,23 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 			return stop;
 	}
 	rc = unwind_cache_slot(lookup, &slot);
-	if (rc && slot->pc == lookup && slot->gen == proc->gen) {
-		kind = slot->kind;
-		row = slot->row;
-		rc->hits++;
-		goto found;
-	}
-	if (rc)
+	if (rc) {
+		const struct lp_unwind_cached *m = unwind_memo_find(rc, c, lookup, proc->gen);
+
+		if (m || (slot->pc == lookup && slot->gen == proc->gen)) {
+			if (m) {
+				rc->memo_hits++;
+			} else {
+				unwind_memo_realign(rc, c, slot);
+				m = slot;
+			}
+			kind = m->kind;
+			row = m->row;
+			rc->hits++;
+			goto found;
+		}
 		rc->misses++;
+	}
 	idx = unwind_map_index(proc, lookup);
 	if (idx < 0 && c->n == 1 && c->leaf_retry) {
 		/*
@@ -587,19 +757,38 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		 */
 		if (c->in_trace && c->cframe)
 			return unwind_jit_step(c);
-		return LP_USTOP_UNMAPPED;
+		if (unwind_vma_object(c, lookup, &obj, &bias))
+			return LP_USTOP_UNMAPPED;
+		kind = LP_UMAP_ROWS;
+		/* Not cached: the entry would hold under the list's number,
+		 * which a forked child shares while it maps other code where
+		 * the list has none. */
+		rc = NULL;
+	} else {
+		m = &proc->maps[idx];
+		kind = m->kind;
+		obj = m->obj;
+		bias = m->bias;
 	}
-	m = &proc->maps[idx];
-	kind = m->kind;
-	if (kind == LP_UMAP_ROWS && unwind_find_row(m->obj, lookup - m->bias, &row))
+	if (kind == LP_UMAP_ROWS && unwind_find_row(obj, lookup - bias, &row))
 		return unwind_leaf_no_row(proc, c);
 	if (rc) {
 		slot->pc = lookup;
 		slot->gen = proc->gen;
 		slot->kind = kind;
+		slot->depth = LP_MEMO_AT(c->n);
 		slot->row = row;
 	}
 found:
+	if (rc) {
+		/* This walk's frame n, for the next walk (unwind_maps.h). */
+		struct lp_unwind_cached *m = &rc->memo[(c->memo_rd ^ 1) & 1][LP_MEMO_AT(c->n)];
+
+		m->pc = lookup;
+		m->gen = proc->gen;
+		m->kind = kind;
+		m->row = row;
+	}
 	if (kind == LP_UMAP_JIT)
 		return unwind_jit_step(c);
 	if (kind != LP_UMAP_ROWS) {
@@ -805,6 +994,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	const struct lj_proc *lj = NULL;
 	struct unwind_walk w = { .e = e };
 	struct unwind_cursor *c;
+	struct lp_unwind_row_cache *rc;
 	__u32 zero = 0, stop, n;
 
 	if (!ctx || !e || !regs)
@@ -848,7 +1038,10 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		/* The tables are on but this process's mappings are not
 		 * loaded yet (an exec a moment ago): a frame-pointer walk
 		 * would take stack data for frames in code built without
-		 * them.  Only the leaf is known. */
+		 * them.  Only the leaf is known.  (Not the frames
+		 * unwind_vma_object() could find: the recorder has read none
+		 * of this image's mappings to name them by, and a short-lived
+		 * process is gone before it does.) */
 		e->ustack[0] = c->pc;
 		c->n = 1;
 		c->stop = LP_USTOP_NO_TABLE;
@@ -863,7 +1056,13 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		if (win)
 			unwind_window_fill(c, win, c->sp);
 		phase_end(LP_PHASE_COPY);
+		rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
+		if (rc)
+			c->memo_rd = rc->memo_last & 1;
 		bpf_loop(LP_MAX_USTACK + 1, unwind_step, &w, 0);
+		/* This walk's frames are the memo the next one reads. */
+		if (rc)
+			rc->memo_last = (c->memo_rd ^ 1) & 1;
 	}
 	/* bpf_loop ran out of iterations only after LP_MAX_USTACK frames. */
 	stop = c->stop ? c->stop : LP_USTOP_DEPTH;
@@ -875,9 +1074,12 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	e->ustack_bytes = n ? (__s32)(n * sizeof(__u64)) : -EFAULT;
 	if (!e->lua_vm_cfa)
 		e->lua_vm_cfa = c->vm_cfa;
-	if (stop < LP_USTOP_MAX)
-		__sync_fetch_and_add(&unwind_stops[stop], 1);
-	__sync_fetch_and_add(&unwind_frames, n);
+	rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
+	if (rc) {
+		if (stop < LP_USTOP_MAX)
+			rc->stops[stop]++;
+		rc->frames += n;
+	}
 	phase_count_reads(c->reads);
 	return 0;
 }

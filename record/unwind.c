@@ -26,11 +26,19 @@
  * Since an object is known by what the file is, a table built from the
  * file before the exec is the one its mapping uses later.
  *
+ * Each object with rows is also named by its file in unwind_files
+ * (register_file()), so that a walk meeting its code before the process's
+ * list holds the mapping can still use its rows; a frame found so that
+ * the recorder then cannot name (the process is gone before its mappings
+ * are read again) ends the stack: the recorder keeps no frame it cannot
+ * name (session_samples.c).
+ *
  * Order of publication: rows and their bucket index (through the mmap()ed
  * arrays), then the object's descriptor, then the process's list; the BPF
  * walker reads them in the opposite order, so it never sees a descriptor
  * without its rows.
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -39,6 +47,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -81,7 +90,7 @@ struct plist {
 
 struct unwinder {
 	struct sampler *skel;
-	int rows_fd, objs_fd, procs_fd;
+	int rows_fd, objs_fd, procs_fd, files_fd;
 	struct lp_unwind_row *rows; /* mmap of unwind_rows */
 	size_t rows_map_bytes;
 	uint32_t rows_max, nrows;
@@ -117,6 +126,7 @@ int unwind_init(struct unwinder **out, struct sampler *skel)
 	u->rows_fd = bpf_map__fd(skel->maps.unwind_rows);
 	u->objs_fd = bpf_map__fd(skel->maps.unwind_objs);
 	u->procs_fd = bpf_map__fd(skel->maps.unwind_procs);
+	u->files_fd = bpf_map__fd(skel->maps.unwind_files);
 	u->rows_max = bpf_map__max_entries(skel->maps.unwind_rows);
 	u->objs_max = bpf_map__max_entries(skel->maps.unwind_objs);
 	u->rows_map_bytes = ((size_t)u->rows_max * sizeof(*u->rows) + page - 1) &
@@ -145,7 +155,9 @@ int unwind_init(struct unwinder **out, struct sampler *skel)
 	u->st.map_bytes = u->rows_map_bytes + u->buckets_map_bytes +
 			  (uint64_t)u->objs_max * sizeof(struct lp_unwind_obj) +
 			  (uint64_t)bpf_map__max_entries(skel->maps.unwind_procs) *
-				  (sizeof(struct lp_unwind_proc) + sizeof(uint32_t));
+				  (sizeof(struct lp_unwind_proc) + sizeof(uint32_t)) +
+			  (uint64_t)bpf_map__max_entries(skel->maps.unwind_files) *
+				  (sizeof(struct lp_unwind_file) + sizeof(struct lp_unwind_file_key));
 	*out = u;
 	return 0;
 cleanup:
@@ -194,6 +206,33 @@ static void load_rows(struct unwinder *u, struct uobj *o,
 	u->nrows += t->nrows;
 	u->nbuckets += d.nbuckets;
 	u->st.rows = u->nrows;
+}
+
+/* Names object o by its file in unwind_files (bpf/unwind_maps.h), with
+ * its first executable segment, for walks that meet its code before
+ * its mapping is in their process's list. */
+static void register_file(struct unwinder *u, const struct uobj *o,
+			  const struct obj_key *key)
+{
+	struct lp_unwind_file_key k = {
+		.dev = (uint64_t)major(key->dev) << 20 | minor(key->dev),
+		.ino = key->ino,
+		.size = key->size,
+	};
+	struct lp_unwind_file f = { .obj = o->id };
+
+	for (uint32_t i = 0; i < o->segs.nsegs; i++) {
+		const struct unwind_seg *g = &o->segs.segs[i];
+
+		if (!(g->flags & PF_X))
+			continue;
+		f.off_lo = g->offset & ~4095ull;
+		f.off_hi = g->offset + g->filesz;
+		f.delta = (int64_t)(g->vaddr - g->offset);
+		f.vaddr = g->vaddr;
+		bpf_map_update_elem(u->files_fd, &k, &f, BPF_ANY);
+		return;
+	}
 }
 
 /* The vDSO is the same image in every 64-bit process: read ours. */
@@ -257,6 +296,8 @@ static struct uobj *get_obj(struct unwinder *u, const struct obj_key *key,
 		o->segs = t;
 	}
 	u->st.build_ns += mono_ns() - t0;
+	if (o->kind == LP_UMAP_ROWS && !key->vdso)
+		register_file(u, o, key);
 	if (o->kind == LP_UMAP_ROWS)
 		u->st.objects++;
 	else
@@ -458,7 +499,7 @@ void unwind_remove_process(struct unwinder *u, pid_t pid)
 	}
 }
 
-/* The row cache's hits and misses, summed over the CPUs. */
+/* The walker's per-CPU counts (bpf/unwind_maps.h), summed over the CPUs. */
 static void unwind_cache_stats(const struct unwinder *u, struct unwind_stats *st)
 {
 	int ncpus = libbpf_num_possible_cpus();
@@ -471,6 +512,10 @@ static void unwind_cache_stats(const struct unwinder *u, struct unwind_stats *st
 		for (int c = 0; c < ncpus; c++) {
 			st->cache_hits += v[c].hits;
 			st->cache_misses += v[c].misses;
+			st->memo_hits += v[c].memo_hits;
+			st->frames += v[c].frames;
+			for (int i = 0; i < LP_USTOP_MAX; i++)
+				st->stops[i] += v[c].stops[i];
 		}
 	free(v);
 }
@@ -491,9 +536,6 @@ void unwind_stats(const struct unwinder *u, struct unwind_stats *st)
 	}
 	st->processes = n;
 	st->lists = u->gen;
-	for (int i = 0; i < LP_USTOP_MAX; i++)
-		st->stops[i] = u->skel->bss->unwind_stops[i];
-	st->frames = u->skel->bss->unwind_frames;
 	unwind_cache_stats(u, st);
 }
 
@@ -537,9 +579,11 @@ void unwind_print_stats(const struct unwinder *u, FILE *f)
 		fprintf(f, "luaprof record: native unwind: %u objects searched without "
 			"a bucket index (index full): slower walks\n", st.objects_unindexed);
 	fprintf(f, "luaprof record: native unwind: %llu walks, %.1f frames each, "
-		"%.1f%% of rows from the cache (%u mapping lists); stops:",
+		"%.1f%% of rows from the cache (%.1f%% from the last walk's frames; "
+		"%u mapping lists); stops:",
 		(unsigned long long)walks, walks ? (double)st.frames / walks : 0.0,
 		st.cache_hits ? 100.0 * st.cache_hits / (st.cache_hits + st.cache_misses) : 0.0,
+		st.cache_hits ? 100.0 * st.memo_hits / (st.cache_hits + st.cache_misses) : 0.0,
 		st.lists);
 	for (int i = 1; i < LP_USTOP_MAX; i++)
 		if (st.stops[i])

@@ -37,6 +37,7 @@ struct unwind_stats {
 	uint64_t stops[LP_USTOP_MAX]; /* walks by how they stopped */
 	uint64_t frames;         /* frames walked */
 	uint64_t cache_hits, cache_misses; /* the walker's row cache */
+	uint64_t memo_hits;      /* of cache_hits, from the last walk's frames */
 };
 
 /* After the skeleton is loaded.  0 or -errno. */
