@@ -22,9 +22,9 @@ __attribute__((noinline)) void spin(unsigned long n)
 		x += i;
 }
 
-__attribute__((noinline)) void work_a(void) { spin(1 * UNIT); }
-__attribute__((noinline)) void work_b(void) { spin(2 * UNIT); }
-__attribute__((noinline)) void work_c(void) { spin(3 * UNIT); }
+__attribute__((noinline)) void work_a(unsigned long u) { spin(1 * u); }
+__attribute__((noinline)) void work_b(unsigned long u) { spin(2 * u); }
+__attribute__((noinline)) void work_c(unsigned long u) { spin(3 * u); }
 
 static double now(void)
 {
@@ -34,14 +34,32 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * A round of the three takes about a millisecond, the period of a 999 Hz
+ * sampler: at a fixed length and order, the ticks would fall at the same
+ * points of every round and skew the shares (aliasing).  So each round's
+ * unit and order are drawn at random; the 1:2:3 shares hold on average.
+ */
 __attribute__((noinline)) void run(double seconds)
 {
 	double end = now() + seconds;
+	unsigned long rng = 88172645463325252ul;
 
 	while (now() < end) {
-		work_a();
-		work_b();
-		work_c();
+		unsigned long u;
+
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		u = UNIT / 2 + rng % UNIT; /* 0.5 to 1.5 units */
+		switch (rng >> 61) {
+		case 0: work_a(u); work_b(u); work_c(u); break;
+		case 1: work_a(u); work_c(u); work_b(u); break;
+		case 2: work_b(u); work_a(u); work_c(u); break;
+		case 3: work_b(u); work_c(u); work_a(u); break;
+		case 4: work_c(u); work_a(u); work_b(u); break;
+		default: work_c(u); work_b(u); work_a(u); break;
+		}
 	}
 }
 
