@@ -126,7 +126,8 @@ for f in realigned realigned_spin realigned_tiny; do
 		"$(share_with $TMP/realign.folded $f main)" ">=" 0.99
 done
 check "realign: no walk stopped at a rule it could not run" \
-	test "$(stops realign unsupported)" -eq 0
+	test "$(stops realign unsupported)" -eq 0 ||
+	grep -F 'walk cut short' $TMP/realign.err | head -5 | cut -c1-300 | sed 's/^/    /'
 
 # --- garbage: a leaf whose CFI lies, rbp pointing at fake frames ----------
 # user_garbage FILE : samples with an [unmapped] frame that is not the
