@@ -51,7 +51,6 @@ static uint32_t NKSTACK = 300;
 #define KBASE 0xffffffff81000000ull
 #define NFF 8
 
-
 static uint64_t rng = 88172645463325252ull;
 
 static uint64_t next_rand(void)
