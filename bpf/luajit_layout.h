@@ -35,6 +35,7 @@
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
+#include "bpf/file_id.h"
 
 #define LJ_LAYOUT_GC64 0x1u      /* 64-bit GCRef/MRef, two-slot frames */
 #define LJ_LAYOUT_OPENRESTY 0x2u /* OpenResty's luajit2 */
@@ -183,17 +184,6 @@ struct lj_proc {
 	__u64 g_hint;           /* a G the recorder knows, 0 if none */
 };
 
-/* A LuaJIT executable whose VM the recorder validated in one process, key
- * of the BPF map lj_images: a process that execs it gets its layout from
- * its first tick, before the recorder hears of it.  The file as the
- * kernel names it (dev: MAJOR << 20 | MINOR), and its size, against an
- * inode number that another file took.  The value is a struct lj_proc
- * whose interpreter range is relative to mm->start_code. */
-struct lj_image_key {
-	__u64 dev;
-	__u64 ino;
-	__u64 size;
-};
 
 /* 16 bits that change when a proto address is reused by another proto:
  * from its chunk name reference, first line and line count.  Computed by
@@ -213,6 +203,5 @@ static inline __u16 lj_proto_fingerprint(__u64 chunkname, __u32 firstline,
 
 _Static_assert(sizeof(struct lj_layout) == 128, "lj_layout layout");
 _Static_assert(sizeof(struct lj_proc) == 152, "lj_proc layout");
-_Static_assert(sizeof(struct lj_image_key) == 24, "lj_image_key layout");
 
 #endif

@@ -308,15 +308,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 static __always_inline void exec_known_luajit(struct task_struct *task, __u32 tgid)
 {
 	struct inode *ino = BPF_CORE_READ(task, mm, exe_file, f_inode);
-	struct lj_image_key key = {
-		.dev = BPF_CORE_READ(ino, i_sb, s_dev),
-		.ino = BPF_CORE_READ(ino, i_ino),
-		.size = BPF_CORE_READ(ino, i_size),
-	};
-	struct lj_proc *image = bpf_map_lookup_elem(&lj_images, &key);
-	struct lj_proc proc;
+	struct lp_file_id key;
+	struct lj_proc *image, proc;
 	__u64 code;
 
+	lp_file_id_of(ino, &key);
+	image = bpf_map_lookup_elem(&lj_images, &key);
 	if (!image)
 		return;
 	__builtin_memcpy(&proc, image, sizeof(proc));

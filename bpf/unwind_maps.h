@@ -38,8 +38,8 @@
  * owns only its list of executable mappings, each pointing at an object.
  *
  * A fifth map, unwind_files (hash), names each loaded object by its file
- * (device as the kernel numbers it, inode, size) with the file offsets
- * of its executable segment: a walk that meets code in no mapping of its
+ * (device as the kernel numbers it, inode, size: bpf/file_id.h) with the
+ * file offsets of its executable segment: a walk that meets code in no mapping of its
  * process's list asks the kernel which file holds it (the executable's
  * code from mm->start_code, else bpf_find_vma()), and walks on with that
  * object's rows.  The list is read when the
@@ -93,6 +93,7 @@
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
+#include "bpf/file_id.h"
 
 /* Map sizes: the memory the unwinder may ever use is fixed at load. */
 #define LP_UNWIND_MAX_ROWS (1u << 20)  /* 8 MiB of rows */
@@ -166,15 +167,8 @@ struct lp_unwind_map {
 	__u32 kind; /* enum lp_unwind_map_kind */
 };
 
-/* unwind_files: a loaded object's file.  dev is the kernel's dev_t
- * (major << 20 | minor), as the inode's superblock holds it. */
-struct lp_unwind_file_key {
-	__u64 dev;
-	__u64 ino;
-	__s64 size;
-};
-
-/* Its executable segment: file offsets [off_lo, off_hi) (off_lo a page),
+/* unwind_files, by struct lp_file_id (bpf/file_id.h): a loaded object's
+ * executable segment: file offsets [off_lo, off_hi) (off_lo a page),
  * at vaddr = offset + delta; the segment starts at vaddr. */
 struct lp_unwind_file {
 	__u32 obj;
@@ -277,7 +271,6 @@ _Static_assert(sizeof(struct lp_unwind_row) == 8, "lp_unwind_row layout");
 _Static_assert(sizeof(struct lp_unwind_obj) == 24, "lp_unwind_obj layout");
 _Static_assert(sizeof(struct lp_unwind_bucket) == 8, "lp_unwind_bucket layout");
 _Static_assert(sizeof(struct lp_unwind_map) == 32, "lp_unwind_map layout");
-_Static_assert(sizeof(struct lp_unwind_file_key) == 24, "lp_unwind_file_key layout");
 _Static_assert(sizeof(struct lp_unwind_file) == 40, "lp_unwind_file layout");
 _Static_assert(sizeof(struct lp_unwind_proc) == 8 + 32 * LP_UNWIND_MAX_MAPS,
 	       "lp_unwind_proc layout");

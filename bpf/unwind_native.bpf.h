@@ -95,7 +95,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, LP_UNWIND_MAX_OBJS);
-	__type(key, struct lp_unwind_file_key);
+	__type(key, struct lp_file_id);
 	__type(value, struct lp_unwind_file);
 } unwind_files SEC(".maps");
 
@@ -479,11 +479,9 @@ struct unwind_vma {
 /* The loaded object that is this inode's file, or NULL. */
 static __always_inline const struct lp_unwind_file *unwind_file_of(struct inode *ino)
 {
-	struct lp_unwind_file_key key = {};
+	struct lp_file_id key;
 
-	key.dev = ino->i_sb->s_dev;
-	key.ino = ino->i_ino;
-	key.size = ino->i_size;
+	lp_file_id_of(ino, &key);
 	return bpf_map_lookup_elem(&unwind_files, &key);
 }
 

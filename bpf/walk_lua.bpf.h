@@ -172,12 +172,15 @@ struct {
 	__type(value, __u8);
 } lj_protos_seen SEC(".maps");
 
-/* LuaJIT executables the recorder validated (bpf/luajit_layout.h): sampler.bpf.c
- * gives a process that execs one an entry in lj_procs at once. */
+/* LuaJIT executables whose VM the recorder validated in one process, by
+ * file (bpf/file_id.h): sampler.bpf.c gives a process that execs one an
+ * entry in lj_procs at once, so that it has Lua frames from its first
+ * tick, before the recorder hears of it.  The value's interpreter range
+ * is relative to mm->start_code. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 64);
-	__type(key, struct lj_image_key);
+	__type(key, struct lp_file_id);
 	__type(value, struct lj_proc);
 } lj_images SEC(".maps");
 

@@ -101,7 +101,7 @@ int lj_vm_from_cfi(const char *path, uint16_t cf_size, uint64_t *start,
 void lj_target_proc(const struct lj_target *t, struct lj_proc *p);
 /* When t's LuaJIT, validated, is its executable: the BPF lj_images entry
  * for the file (bpf/luajit_layout.h), 0; else -ENOENT. */
-int lj_target_image(const struct lj_target *t, struct lj_image_key *key,
+int lj_target_image(const struct lj_target *t, struct lp_file_id *key,
 		    struct lj_proc *proc);
 /* A LUAJIT record for t; ffnames borrowed from the build. */
 void lj_target_record(const struct lj_target *t, struct lp_luajit *rec);

@@ -184,7 +184,7 @@ static int start_code(pid_t pid, uint64_t *out)
 	return 0;
 }
 
-int lj_target_image(const struct lj_target *t, struct lj_image_key *key,
+int lj_target_image(const struct lj_target *t, struct lp_file_id *key,
 		    struct lj_proc *proc)
 {
 	struct stat exe, obj;
@@ -197,7 +197,7 @@ int lj_target_image(const struct lj_target *t, struct lj_image_key *key,
 	    start_code(t->pid, &code) || t->vm_start < code)
 		return -ENOENT;
 	memset(key, 0, sizeof(*key));
-	key->dev = (uint64_t)major(exe.st_dev) << 20 | minor(exe.st_dev);
+	key->dev = lp_kernel_dev(major(exe.st_dev), minor(exe.st_dev));
 	key->ino = exe.st_ino;
 	key->size = exe.st_size;
 	lj_target_proc(t, proc);

@@ -165,7 +165,7 @@ void attach_luajit(struct session *s, struct target *t, struct target *parent)
 void locate_luajit(struct session *s, struct target *t, uint64_t G)
 {
 	uint32_t pid = (uint32_t)t->pid;
-	struct lj_image_key key;
+	struct lp_file_id key;
 	struct lj_proc proc;
 	char msg[512];
 

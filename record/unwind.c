@@ -157,7 +157,7 @@ int unwind_init(struct unwinder **out, struct sampler *skel)
 			  (uint64_t)bpf_map__max_entries(skel->maps.unwind_procs) *
 				  (sizeof(struct lp_unwind_proc) + sizeof(uint32_t)) +
 			  (uint64_t)bpf_map__max_entries(skel->maps.unwind_files) *
-				  (sizeof(struct lp_unwind_file) + sizeof(struct lp_unwind_file_key));
+				  (sizeof(struct lp_unwind_file) + sizeof(struct lp_file_id));
 	*out = u;
 	return 0;
 cleanup:
@@ -214,8 +214,8 @@ static void load_rows(struct unwinder *u, struct uobj *o,
 static void register_file(struct unwinder *u, const struct uobj *o,
 			  const struct obj_key *key)
 {
-	struct lp_unwind_file_key k = {
-		.dev = (uint64_t)major(key->dev) << 20 | minor(key->dev),
+	struct lp_file_id k = {
+		.dev = lp_kernel_dev(major(key->dev), minor(key->dev)),
 		.ino = key->ino,
 		.size = key->size,
 	};
