@@ -39,14 +39,13 @@
  *
  * A fifth map, unwind_files (hash), names each loaded object by its file
  * (device as the kernel numbers it, inode, size: bpf/file_id.h) with the
- * file offsets of its executable segment: a walk that meets code in no mapping of its
- * process's list asks the kernel which file holds it (the executable's
- * code from mm->start_code, else bpf_find_vma()), and walks on with that
- * object's rows.  The list is read when the
- * recorder hears of an exec, before the dynamic loader maps the
- * libraries, and a launched program runs in them within the
- * millisecond; until the recorder reads the mappings again, their frames
- * would end the walk.
+ * file offsets of its executable segment: a walk that meets code in no
+ * mapping of its process's list asks the kernel which file holds it (the
+ * executable's code from mm->start_code, else bpf_find_vma()), and walks
+ * on with that object's rows.  The list is read when the recorder hears
+ * of an exec, before the dynamic loader maps the libraries, and a
+ * launched program runs in them within the millisecond; until the
+ * recorder reads the mappings again, their frames would end the walk.
  *
  * A row covers the object's addresses (ELF virtual addresses, "vaddr")
  * from its pc up to the next row's pc.  For a pc inside a mapping,
