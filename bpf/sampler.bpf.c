@@ -51,7 +51,14 @@ struct {
 } events SEC(".maps");
 
 struct lp_bpf_counters counters;
-__u64 runtime_hist[LP_RUNTIME_BUCKETS]; /* see LP_RUNTIME_BUCKET_NS */
+
+/* This CPU's run times (bpf/sampler.h): the recorder sums the CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_runtime_hist);
+} runtime_hists SEC(".maps");
 
 /* The sample under construction, one per CPU: too large for the BPF stack,
  * and sent with only the bytes in use. */
@@ -183,6 +190,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, zero = 0;
 	struct lp_event_sample *e;
 	struct user_regs *regs;
+	struct lp_runtime_hist *hist;
 	__u64 t0, bucket;
 	__u32 nlua;
 	int wake = 0, have_regs;
@@ -190,7 +198,6 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 	if (!bpf_map_lookup_elem(&targets, &tgid))
 		return 0;
-	__sync_fetch_and_add(&counters.samples, 1);
 	e = bpf_map_lookup_elem(&sample_scratch, &zero);
 	regs = bpf_map_lookup_elem(&regs_scratch, &zero);
 	if (!e || !regs)
@@ -249,7 +256,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	bucket = (bpf_ktime_get_ns() - t0) / LP_RUNTIME_BUCKET_NS;
 	if (bucket >= LP_RUNTIME_BUCKETS)
 		bucket = LP_RUNTIME_BUCKETS - 1;
-	__sync_fetch_and_add(&runtime_hist[bucket], 1);
+	hist = bpf_map_lookup_elem(&runtime_hists, &zero);
+	if (hist)
+		hist->n[bucket]++;
 	return 0;
 }
 
