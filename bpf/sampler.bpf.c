@@ -75,7 +75,7 @@ struct {
 struct user_regs {
 	__u64 ip, sp, bp, bx, dx, r14;
 	__u32 user; /* they are user mode's: not a thread without one */
-	__u32 pad;
+	__u32 sent; /* not a register: this CPU's samples (wakeup_flag) */
 };
 
 /* ... kept per CPU, not on on_sample's stack: 6.1's verifier counts the
@@ -130,8 +130,15 @@ static __always_inline int young_process(__u64 now)
 	return now - BPF_CORE_READ(task, group_leader, start_time) < YOUNG_NS;
 }
 
-static __always_inline long wakeup_flag(void)
+/* Asked only every WAKEUP_EVERY-th sample of a CPU: the query reads the
+ * consumer's position, a line the recorder writes, and WAKEUP_BYTES is
+ * a threshold, not a limit (samples are a few hundred bytes). */
+#define WAKEUP_EVERY 8
+
+static __always_inline long wakeup_flag(struct user_regs *r)
 {
+	if (r->sent++ % WAKEUP_EVERY)
+		return BPF_RB_NO_WAKEUP;
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ?
 		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
@@ -146,6 +153,7 @@ static __noinline int send_sample(struct lp_event_sample *e, __u32 nlua, __u64 f
 	__u32 ubytes = e->ustack_bytes > 0 ? e->ustack_bytes : 0;
 	__u32 lbytes, off = lp_event_sample_head_size;
 	struct bpf_dynptr ptr;
+	__u64 head;
 	long err;
 
 	if (kbytes > sizeof(e->kstack))
@@ -164,9 +172,13 @@ static __noinline int send_sample(struct lp_event_sample *e, __u32 nlua, __u64 f
 	err = bpf_ringbuf_reserve_dynptr(&events, off + kbytes + ubytes + lbytes, 0, &ptr);
 	if (err)
 		goto discard;
-	err = bpf_dynptr_write(&ptr, 0, e, lp_event_sample_head_size, 0);
-	if (!err && kbytes)
-		err = bpf_dynptr_write(&ptr, off, e->kstack, kbytes, 0);
+	/* The head and the kernel frames lie together in e: one write
+	 * (its length bounded again where the verifier sees it). */
+	head = (__u64)off + kbytes;
+	barrier_var(head);
+	if (head > lp_event_sample_head_size + sizeof(e->kstack))
+		goto discard;
+	err = bpf_dynptr_write(&ptr, 0, e, head, 0);
 	off += kbytes;
 	if (!err && ubytes)
 		err = bpf_dynptr_write(&ptr, off, e->ustack, ubytes, 0);
@@ -249,7 +261,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	 * that left every known mapping (native unwinder): new code was
 	 * mapped, and walks stop there until the recorder reads it. */
 	err = send_sample(e, nlua, wake || e->ustack_stop == LP_USTOP_UNMAPPED ?
-				   BPF_RB_FORCE_WAKEUP : wakeup_flag());
+				   BPF_RB_FORCE_WAKEUP : wakeup_flag(regs));
 	if (err)
 		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
 	phase_done(nlua, e->ustack_bytes);
