@@ -207,6 +207,11 @@ boot() {
 			say_fail "$name" "the guest stopped before the end (qemu exited $rc); its console ends:"
 		fi
 		tail -n 25 "$res/console.log" 2>/dev/null | sed 's/^/  | /'
+	elif ! grep -qx "exit 0" "$res/done"; then
+		# 124: the guest's own timeout cut the script short, after the
+		# checks above (which passed, or said FAIL themselves).
+		say_fail "$name" "the smoke script did not run to its end ($(head -c 40 "$res/done")); its console ends:"
+		tail -n 25 "$res/console.log" 2>/dev/null | sed 's/^/  | /'
 	elif [ "${n:-0}" -eq 0 ]; then
 		say_fail "$name" "the guest ran no check; its console ends:"
 		tail -n 25 "$res/console.log" 2>/dev/null | sed 's/^/  | /'
