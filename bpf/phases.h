@@ -46,10 +46,12 @@ struct lp_phase_times {
 	__u64 lua_frames;
 	__u64 native_frames;
 	__u64 native_reads; /* of the target's memory past the stack copy */
+	__u64 lua_state_reads, lua_walk_reads; /* of the target's memory */
+	__u64 lua_read_fails; /* of those, the ones that failed */
 	__u64 mark; /* the clock at the end of the last phase */
 };
 
-_Static_assert(sizeof(struct lp_phase_times) == 8 * (LP_PHASES + 5),
+_Static_assert(sizeof(struct lp_phase_times) == 8 * (LP_PHASES + 8),
 	       "lp_phase_times layout");
 
 #endif

@@ -244,6 +244,7 @@ struct lua_walk {
 	__u32 call_ins; /* leaf_link()'s check of the PC register */
 	__u64 win_lo; /* stack[] holds [win_lo, win_lo + win_len) */
 	__u32 win_len;
+	__u32 reads, read_fails; /* of target memory, when the clock runs */
 	/* Last, and not cleared per sample either: what is read is used. */
 	__u8 block[2 * LJ_BLOCK]; /* the last block read (see read_block, block_u64) */
 	__u8 stack_win[2 * LJ_STACK_WIN]; /* Lua stack below the last frame read */
@@ -287,19 +288,33 @@ static __always_inline int seen_before(struct lua_walk *w, void *seen, __u64 a, 
 	return had;
 }
 
-static __always_inline int read_u64(__u64 *v, __u64 addr)
+/* Every read of target memory the walk makes, counted for `record -v`
+ * (bpf/phases.h) when the clock runs. */
+static __always_inline long lj_read(struct lua_walk *w, void *dst, __u32 size,
+				    const void *src)
 {
-	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+	long err = bpf_probe_read_user(dst, size, src);
+
+	if (time_phases) {
+		w->reads++;
+		w->read_fails += err != 0;
+	}
+	return err;
+}
+
+static __always_inline int read_u64(struct lua_walk *w, __u64 *v, __u64 addr)
+{
+	return lj_read(w, v, sizeof(*v), (const void *)addr);
 }
 
 /* A GCRef or MRef: 8 bytes with GC64, else 4, zero-extended. */
-static __always_inline int read_ref(const struct lj_layout *lo, __u64 *v, __u64 addr)
+static __always_inline int read_ref(struct lua_walk *w, __u64 *v, __u64 addr)
 {
 	__u32 v32;
 
-	if (lo->ref_size == 8)
-		return read_u64(v, addr);
-	if (bpf_probe_read_user(&v32, sizeof(v32), (const void *)addr))
+	if (w->proc.layout.ref_size == 8)
+		return read_u64(w, v, addr);
+	if (lj_read(w, &v32, sizeof(v32), (const void *)addr))
 		return -1;
 	*v = v32;
 	return 0;
@@ -314,7 +329,7 @@ static __always_inline int read_block(struct lua_walk *w, __u64 addr, __u32 span
 	/* The mask, after the barrier, is for the verifier, which may lose
 	 * the check's bound on a copy: the block has room for it. */
 	barrier_var(span);
-	return bpf_probe_read_user(w->block, span & (2 * LJ_BLOCK - 1),
+	return lj_read(w, w->block, span & (2 * LJ_BLOCK - 1),
 				   (const void *)addr) ? -1 : 0;
 }
 
@@ -354,11 +369,11 @@ static __always_inline int read_state(struct lua_walk *w, __u64 L, struct lj_sta
 		st->cframe = block_u64(w, lo->l_cframe - first);
 		return 0;
 	}
-	if (read_ref(lo, &st->glref, L + lo->l_glref) ||
-	    read_u64(&st->base, L + lo->l_base) ||
-	    read_ref(lo, &st->stack, L + lo->l_stack) ||
-	    read_ref(lo, &st->maxstack, L + lo->l_maxstack) ||
-	    read_u64(&st->cframe, L + lo->l_cframe))
+	if (read_ref(w, &st->glref, L + lo->l_glref) ||
+	    read_u64(w, &st->base, L + lo->l_base) ||
+	    read_ref(w, &st->stack, L + lo->l_stack) ||
+	    read_ref(w, &st->maxstack, L + lo->l_maxstack) ||
+	    read_u64(w, &st->cframe, L + lo->l_cframe))
 		return -1;
 	return 0;
 }
@@ -380,12 +395,12 @@ static __always_inline int read_G(struct lua_walk *w, __u64 G, struct lj_gfields
 		g->vmstate = (__s32)block_u64(w, lo->g_vmstate - first);
 		return 0;
 	}
-	if (read_ref(lo, &g->mainthref, G + lo->g_mainthref) ||
-	    read_ref(lo, &g->cur_L, G + lo->g_cur_L) ||
-	    bpf_probe_read_user(&g->vmstate, sizeof(g->vmstate),
+	if (read_ref(w, &g->mainthref, G + lo->g_mainthref) ||
+	    read_ref(w, &g->cur_L, G + lo->g_cur_L) ||
+	    lj_read(w, &g->vmstate, sizeof(g->vmstate),
 				(const void *)(G + lo->g_vmstate)))
 		return -1;
-	if (read_ref(lo, &g->jit_base, G + lo->g_jit_base))
+	if (read_ref(w, &g->jit_base, G + lo->g_jit_base))
 		g->jit_base = 0;
 	return 0;
 }
@@ -454,10 +469,10 @@ static __always_inline int read_cframe(struct lua_walk *w, __u64 cf)
 		w->cf_nres = (__s32)block_u64(w, LJ_CF_NRES(lo) - first);
 		w->cf_pc = block_ref(w, lo->cf_pc - first);
 		w->cf_prev = block_u64(w, lo->cf_prev - first);
-	} else if (bpf_probe_read_user(&w->cf_nres, sizeof(w->cf_nres),
+	} else if (lj_read(w, &w->cf_nres, sizeof(w->cf_nres),
 				       (const void *)(cf + LJ_CF_NRES(lo))) ||
-		   read_ref(lo, &w->cf_pc, cf + lo->cf_pc) ||
-		   read_u64(&w->cf_prev, cf + lo->cf_prev)) {
+		   read_ref(w, &w->cf_pc, cf + lo->cf_pc) ||
+		   read_u64(w, &w->cf_prev, cf + lo->cf_prev)) {
 		return -1;
 	}
 	w->cf_read = cf;
@@ -520,8 +535,8 @@ static __always_inline __u16 proto_fingerprint(struct lua_walk *w, __u64 pt)
 		lines[0] = (__u32)block_u64(w, lo->pt_firstline - first);
 		lines[1] = (__u32)block_u64(w, lo->pt_numline - first);
 	} else {
-		read_ref(lo, &chunk, pt + lo->pt_chunkname);
-		bpf_probe_read_user(lines, sizeof(lines), (const void *)(pt + lo->pt_firstline));
+		read_ref(w, &chunk, pt + lo->pt_chunkname);
+		lj_read(w, lines, sizeof(lines), (const void *)(pt + lo->pt_firstline));
 	}
 	return lj_proto_fingerprint(chunk, lines[0], lines[1]);
 }
@@ -563,13 +578,13 @@ static __always_inline int read_slots(struct lua_walk *w, __u64 addr, __u64 *slo
 		len = hi - lo;
 		w->win_len = 0;
 		if (addr < lo || len > LJ_STACK_WIN)
-			return bpf_probe_read_user(slots, 16, (const void *)addr);
+			return lj_read(w, slots, 16, (const void *)addr);
 		/* The mask, after the barrier, is for the verifier: the
 		 * window has room for it. */
 		barrier_var(len);
-		if (bpf_probe_read_user(w->stack_win, len & (2 * LJ_STACK_WIN - 1),
+		if (lj_read(w, w->stack_win, len & (2 * LJ_STACK_WIN - 1),
 					(const void *)lo))
-			return bpf_probe_read_user(slots, 16, (const void *)addr);
+			return lj_read(w, slots, 16, (const void *)addr);
 		w->win_lo = lo;
 		w->win_len = len;
 	}
@@ -592,7 +607,7 @@ static __always_inline int read_frame(struct lua_walk *w, __u64 *func, __u64 *li
 		*func = slots[0] & GC64_PTR_MASK;
 		*link = slots[1];
 	} else {
-		if (read_u64(&slots[0], w->frame))
+		if (read_u64(w, &slots[0], w->frame))
 			return -1;
 		*func = (__u32)slots[0];
 		*link = slots[0] >> 32; /* a PC (MRef) or a delta|type */
@@ -607,7 +622,7 @@ static __always_inline __u64 find_resumer(struct lua_walk *w, struct lj_state *s
 	const struct lj_layout *lo = &w->proc.layout;
 	__u64 rcf = w->outer_cf + lo->cf_size, r = 0;
 
-	if (!w->outer_cf || read_ref(lo, &r, rcf + lo->cf_l) || !r)
+	if (!w->outer_cf || read_ref(w, &r, rcf + lo->cf_l) || !r)
 		return 0;
 	if (read_state(w, r, st) || (st->cframe & ~3ull) != rcf || st->glref != w->G)
 		return 0;
@@ -640,7 +655,7 @@ static __always_inline int leaf_link(struct lua_walk *w, __u64 fnpc,
 	/* A return PC follows a CALL the walk reads next.  As the VM is
 	 * entered from C, the register may still hold the C caller's value:
 	 * then the link slot is right, and the frame is not cut. */
-	if (bpf_probe_read_user(&w->call_ins, sizeof(w->call_ins), (const void *)(w->pc - 4)))
+	if (lj_read(w, &w->call_ins, sizeof(w->call_ins), (const void *)(w->pc - 4)))
 		return 0;
 	*link = w->pc;
 	return 1;
@@ -663,7 +678,7 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u64 *
 	if (have) {
 		hdr[0] = w->block[0];
 		hdr[1] = w->block[1];
-	} else if (bpf_probe_read_user(hdr, sizeof(hdr), (const void *)(func + first))) {
+	} else if (lj_read(w, hdr, sizeof(hdr), (const void *)(func + first))) {
 		return -1;
 	}
 	if (hdr[0] != LJ_GCT_FUNC)
@@ -675,13 +690,13 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u64 *
 
 		if (have) {
 			fnpc = block_ref(w, lo->fn_pc - first);
-		} else if (read_ref(lo, &fnpc, func + lo->fn_pc)) {
+		} else if (read_ref(w, &fnpc, func + lo->fn_pc)) {
 			truncate_walk(w, LP_LUA_TRUNC_READ_FUNC);
 			return 0;
 		}
 		pt = fnpc - lo->pt_size;
 		if (w->leaf && w->pc_reg && w->pc != *link) {
-			bpf_probe_read_user(&sizebc, sizeof(sizebc),
+			lj_read(w, &sizebc, sizeof(sizebc),
 					    (const void *)(pt + lo->pt_sizebc));
 			between = leaf_link(w, fnpc, 4ull * sizebc, link);
 		}
@@ -697,7 +712,7 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u64 *
 		f = block_u64(w, lo->fn_f - first);
 		/* A builtin's or C function's pc is its one instruction. */
 		leaf_link(w, block_ref(w, lo->fn_pc - first), 4, link);
-	} else if (read_u64(&f, func + lo->fn_f)) {
+	} else if (read_u64(w, &f, func + lo->fn_f)) {
 		truncate_walk(w, LP_LUA_TRUNC_READ_FUNC);
 		return 0;
 	}
@@ -776,7 +791,7 @@ static long lua_walk_step(__u32 i, void *ctx)
 
 		/* link is the return PC; the CALL before it holds the callee's
 		 * slot A, and the caller's frame is A + 1 + FR2 slots down. */
-		if (bpf_probe_read_user(&ins, sizeof(ins), (const void *)(link - 4))) {
+		if (lj_read(w, &ins, sizeof(ins), (const void *)(link - 4))) {
 			truncate_walk(w, LP_LUA_TRUNC_READ_CALL);
 			return 1;
 		}
@@ -797,7 +812,7 @@ static long lua_walk_step(__u32 i, void *ctx)
 			prev_pc = w->pc;
 		} else if (typep == LJ_FRAME_CONT) {
 			/* The continuation's PC sits two slots below. */
-			read_ref(lo, &prev_pc, w->frame - 8 * (slot == 2 ? 2 : 1) + (slot == 2 ? 0 : 4));
+			read_ref(w, &prev_pc, w->frame - 8 * (slot == 2 ? 2 : 1) + (slot == 2 ? 0 : 4));
 		} else if (type == LJ_FRAME_C || typep == LJ_FRAME_CP) {
 			/* Entered from C here: the older VM entry's C frame holds
 			 * the pc of the Lua code that called out to C. */
@@ -848,13 +863,13 @@ static __always_inline int trace_frame(struct lua_walk *w, __u64 G, __s32 vmstat
 	} else if (!read_block(w, J + first, end - first)) {
 		trarr = block_u64(w, lo->j_trace - first);
 		sizetrace = (__u32)block_u64(w, lo->j_sizetrace - first);
-	} else if (read_u64(&trarr, J + lo->j_trace) ||
-		   bpf_probe_read_user(&sizetrace, sizeof(sizetrace),
+	} else if (read_u64(w, &trarr, J + lo->j_trace) ||
+		   lj_read(w, &sizetrace, sizeof(sizetrace),
 				       (const void *)(J + lo->j_sizetrace))) {
 		sizetrace = 0;
 	}
 	if ((__u32)vmstate < sizetrace)
-		read_ref(lo, &tr, trarr + (__u64)vmstate * lo->ref_size);
+		read_ref(w, &tr, trarr + (__u64)vmstate * lo->ref_size);
 	if (tr) {
 		first = min_u32(lo->tr_startpc, lo->tr_mcode);
 		end = max_u32(lo->tr_startpc, lo->tr_mcode) + 8;
@@ -862,8 +877,8 @@ static __always_inline int trace_frame(struct lua_walk *w, __u64 G, __s32 vmstat
 			startpc = block_ref(w, lo->tr_startpc - first);
 			mcode = block_u64(w, lo->tr_mcode - first);
 		} else {
-			read_ref(lo, &startpc, tr + lo->tr_startpc);
-			read_u64(&mcode, tr + lo->tr_mcode);
+			read_ref(w, &startpc, tr + lo->tr_startpc);
+			read_u64(w, &mcode, tr + lo->tr_mcode);
 		}
 		fp = (__u16)((startpc >> 2) ^ (mcode >> 4) ^ (mcode >> 20)) | 1;
 	}
@@ -947,17 +962,17 @@ static __always_inline void send_proto(struct lua_walk *w, __u32 tgid, __u64 pt,
 	ev->addr = pt;
 	ev->fingerprint = fingerprint;
 	ev->firstline = ev->numline = 0;
-	bpf_probe_read_user(&ev->firstline, 4, (const void *)(pt + lo->pt_firstline));
-	bpf_probe_read_user(&ev->numline, 4, (const void *)(pt + lo->pt_numline));
-	read_ref(lo, &chunk, pt + lo->pt_chunkname);
+	lj_read(w, &ev->firstline, 4, (const void *)(pt + lo->pt_firstline));
+	lj_read(w, &ev->numline, 4, (const void *)(pt + lo->pt_numline));
+	read_ref(w, &chunk, pt + lo->pt_chunkname);
 	if (chunk)
-		bpf_probe_read_user(&len, 4, (const void *)(chunk + lo->str_len));
+		lj_read(w, &len, 4, (const void *)(chunk + lo->str_len));
 	/* At most LP_PROTO_NAME_MAX - 1 bytes: the mask is for the verifier. */
 	n = len < LP_PROTO_NAME_MAX - 1 ? len : LP_PROTO_NAME_MAX - 1;
 	n &= LP_PROTO_NAME_MAX - 1;
 	ev->name_full = len;
 	ev->name_len = 0;
-	if (n && !bpf_probe_read_user(ev->name, n, (const void *)(chunk + lo->str_size)))
+	if (n && !lj_read(w, ev->name, n, (const void *)(chunk + lo->str_size)))
 		ev->name_len = n;
 	bpf_ringbuf_submit(ev, 0);
 }
@@ -1000,26 +1015,16 @@ static __always_inline __u64 G_from_vm_frame(struct lua_walk *w, __u64 cfa)
 	__u64 cf = cfa - lo->cf_size, L = 0;
 	struct lj_state st;
 
-	if (cfa < lo->cf_size || read_ref(lo, &L, cf + lo->cf_l) || !L ||
+	if (cfa < lo->cf_size || read_ref(w, &L, cf + lo->cf_l) || !L ||
 	    read_state(w, L, &st) || (st.cframe & ~3ull) != cf)
 		return 0;
 	return st.glref;
 }
 
-/*
- * Fills e->lua[] for a sample of a LuaJIT process; regs are the user
- * registers at the sample.  vm_frame_cfa is 0 on the first try; on the
- * second, the CFA of the VM's C frame the native walk crossed, to find G
- * from when the first found none.  Returns 1 when the recorder should
- * hear of this sample at once: it shows a G in a process whose VM the
- * recorder has not located, which it must do while the process lives, or
- * a trace or a Lua stack no sample showed before (lj_traces_seen,
- * lj_stacks_seen).
- * A global function: the verifier checks it once, on its own, instead of
- * once per path through the native unwinder.
- */
-__noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
-			__u64 vm_frame_cfa)
+/* walk_lua() less the count of its reads. */
+static __always_inline int walk_lua_sample(struct lp_event_sample *e,
+					   const struct user_regs *regs,
+					   __u64 vm_frame_cfa)
 {
 	struct lua_walk *wp;
 	struct lj_proc *p;
@@ -1119,7 +1124,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	if (off_frame && regs->sp + 8 == (st.cframe & ~3ull)) {
 		__u64 ra = 0;
 
-		if (!read_u64(&ra, regs->sp) && ra - 1 >= p->vm_start && ra - 1 < p->vm_end)
+		if (!read_u64(wp, &ra, regs->sp) && ra - 1 >= p->vm_start && ra - 1 < p->vm_end)
 			emit_entry(wp, regs->sp);
 	}
 	base = st.base;
@@ -1155,6 +1160,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	wp->pc_reg = pc && !off_frame;
 	e->lua_state = LP_WALK_WALKED;
 	phase_end(LP_PHASE_LUA_STATE);
+	phase_count_lua_reads(LP_PHASE_LUA_STATE, &wp->reads, &wp->read_fails);
 	/* bpf_loop wants a stack context; the step finds the state itself. */
 	bpf_loop(LUA_WALK_STEPS, lua_walk_step, &zero, 0);
 	if (!wp->done)
@@ -1167,6 +1173,32 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 		bpf_loop(LP_MAX_LUA, note_proto_step, &tgid, 0);
 		wake = 1;
 	}
+	return wake;
+}
+
+/*
+ * Fills e->lua[] for a sample of a LuaJIT process; regs are the user
+ * registers at the sample.  vm_frame_cfa is 0 on the first try; on the
+ * second, the CFA of the VM's C frame the native walk crossed, to find G
+ * from when the first found none.  Returns 1 when the recorder should
+ * hear of this sample at once: it shows a G in a process whose VM the
+ * recorder has not located, which it must do while the process lives, or
+ * a trace or a Lua stack no sample showed before (lj_traces_seen,
+ * lj_stacks_seen).
+ * A global function: the verifier checks it once, on its own, instead of
+ * once per path through the native unwinder.
+ */
+__noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
+			__u64 vm_frame_cfa)
+{
+	int wake = walk_lua_sample(e, regs, vm_frame_cfa);
+	struct lua_walk *wp;
+	__u32 zero = 0;
+
+	/* The reads after the Lua state's (a second try's count as the
+	 * walk's too). */
+	if (time_phases && (wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero)))
+		phase_count_lua_reads(LP_PHASE_LUA, &wp->reads, &wp->read_fails);
 	return wake;
 }
 
