@@ -85,6 +85,7 @@
 #define GC64_PTR_MASK ((1ull << 47) - 1)
 #define LJ_BLOCK 256 /* bytes read at once; a power of two */
 #define LJ_STACK_WIN 512 /* bytes of a Lua stack read at once; a power of two */
+#define LJ_CALL_WIN 256 /* bytes of bytecode read up to a return PC; ditto */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -245,9 +246,12 @@ struct lua_walk {
 	__u64 win_lo; /* stack[] holds [win_lo, win_lo + win_len) */
 	__u32 win_len;
 	__u32 reads, read_fails; /* of target memory, when the clock runs */
+	__u64 cw_lo; /* call_win holds [cw_lo, cw_lo + cw_len) */
+	__u32 cw_len;
 	/* Last, and not cleared per sample either: what is read is used. */
 	__u8 block[2 * LJ_BLOCK]; /* the last block read (see read_block, block_u64) */
 	__u8 stack_win[2 * LJ_STACK_WIN]; /* Lua stack below the last frame read */
+	__u8 call_win[2 * LJ_CALL_WIN]; /* bytecode up to the last return PC */
 };
 
 /* The walk's state lives in a per-CPU map value, not on the stack: the
@@ -522,22 +526,53 @@ static __always_inline int valid_G(struct lua_walk *w, __u64 G, struct lj_gfield
 	return 1;
 }
 
-static __always_inline __u16 proto_fingerprint(struct lua_walk *w, __u64 pt)
+/* The 8 bytes at addr from the call window when it holds them, for
+ * proto_fingerprint(): 0, or -1 if it does not. */
+static __always_inline int call_win_u64(const struct lua_walk *w, __u64 addr, __u64 *v)
+{
+	__u64 rel = addr - w->cw_lo;
+
+	if (addr < w->cw_lo || rel + 8 > w->cw_len)
+		return -1;
+	*v = *(const __u64 *)&w->call_win[rel & (LJ_CALL_WIN - 1)];
+	return 0;
+}
+
+/* The fingerprint of prototype pt, and its sizebc if asked (the leaf's
+ * leaf_link() needs it): one read, or none when the call window holds
+ * them (see read_call()). */
+static __always_inline __u16 proto_fingerprint(struct lua_walk *w, __u64 pt, __u32 *sizebc)
 {
 	const struct lj_layout *lo = &w->proc.layout;
 	__u32 first = min_u32(lo->pt_chunkname, lo->pt_firstline);
 	__u32 end = max_u32(lo->pt_chunkname, max_u32(lo->pt_firstline, lo->pt_numline)) + 8;
-	__u64 chunk = 0;
+	__u64 chunk = 0, l0 = 0, l1 = 0, sz = 0;
 	__u32 lines[2] = { 0, 0 };
 
-	if (!read_block(w, pt + first, end - first)) {
+	if (sizebc)
+		first = min_u32(first, lo->pt_sizebc);
+	if (!call_win_u64(w, pt + lo->pt_chunkname, &chunk) &&
+	    !call_win_u64(w, pt + lo->pt_firstline, &l0) &&
+	    !call_win_u64(w, pt + lo->pt_numline, &l1) &&
+	    (!sizebc || !call_win_u64(w, pt + lo->pt_sizebc, &sz))) {
+		if (lo->ref_size != 8)
+			chunk = (__u32)chunk;
+		lines[0] = (__u32)l0;
+		lines[1] = (__u32)l1;
+	} else if (!read_block(w, pt + first, end - first)) {
 		chunk = block_ref(w, lo->pt_chunkname - first);
 		lines[0] = (__u32)block_u64(w, lo->pt_firstline - first);
 		lines[1] = (__u32)block_u64(w, lo->pt_numline - first);
+		if (sizebc)
+			sz = block_u64(w, lo->pt_sizebc - first);
 	} else {
 		read_ref(w, &chunk, pt + lo->pt_chunkname);
 		lj_read(w, lines, sizeof(lines), (const void *)(pt + lo->pt_firstline));
+		if (sizebc)
+			lj_read(w, &sz, 4, (const void *)(pt + lo->pt_sizebc));
 	}
+	if (sizebc)
+		*sizebc = (__u32)sz;
 	return lj_proto_fingerprint(chunk, lines[0], lines[1]);
 }
 
@@ -687,6 +722,7 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u64 *
 		__u64 pos = 0, pt;
 		__u32 sizebc = 0;
 		int between = 0; /* called or returning: no position */
+		__u16 fp;
 
 		if (have) {
 			fnpc = block_ref(w, lo->fn_pc - first);
@@ -696,16 +732,16 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u64 *
 		}
 		pt = fnpc - lo->pt_size;
 		if (w->leaf && w->pc_reg && w->pc != *link) {
-			lj_read(w, &sizebc, sizeof(sizebc),
-					    (const void *)(pt + lo->pt_sizebc));
+			fp = proto_fingerprint(w, pt, &sizebc);
 			between = leaf_link(w, fnpc, 4ull * sizebc, link);
+		} else {
+			fp = proto_fingerprint(w, pt, NULL);
 		}
 		/* pc of this frame as a bytecode position, when it lies
 		 * inside the function's bytecode; else unknown (0). */
 		if (!between && w->pc >= fnpc && w->pc - fnpc < (1ull << 26))
 			pos = (w->pc - fnpc) >> 2;
-		emit(w, LP_LUA_FRAME_LUA, pt, (__u32)pos, link_kind(*link),
-		     proto_fingerprint(w, pt));
+		emit(w, LP_LUA_FRAME_LUA, pt, (__u32)pos, link_kind(*link), fp);
 		return 0;
 	}
 	if (have) {
@@ -720,6 +756,37 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u64 *
 		emit(w, LP_LUA_FRAME_C, f, 0, link_kind(*link), 0);
 	else
 		emit(w, LP_LUA_FRAME_FF, f, hdr[1], link_kind(*link), 0);
+	return 0;
+}
+
+/* The CALL instruction before return PC link, read with the bytecode
+ * below it, up to LJ_CALL_WIN bytes, into the call window: the caller's
+ * frame is the next one walked, and a short caller's GCproto header lies
+ * right below its bytecode (fnpc = pt + sizeof(GCproto)), so that
+ * proto_fingerprint() finds its fields there without a read of its own.
+ * The window starts no lower than link - 4's own page: it fails only
+ * where the 4-byte read would.  It holds memory read in this sample
+ * only (cleared per sample), and the fields it serves never change in a
+ * prototype's life: what it gives is what a read would have. */
+static __always_inline int read_call(struct lua_walk *w, __u64 link, __u32 *ins)
+{
+	__u64 page = (link - 4) & ~4095ull, lo = link - LJ_CALL_WIN;
+	__u32 len;
+
+	w->cw_len = 0;
+	if (link < LJ_CALL_WIN + 4096)
+		return lj_read(w, ins, sizeof(*ins), (const void *)(link - 4));
+	if (lo < page)
+		lo = page;
+	len = link - lo; /* 4 to LJ_CALL_WIN */
+	/* The mask, after the barrier, is for the verifier: the window has
+	 * room for it. */
+	barrier_var(len);
+	if (lj_read(w, w->call_win, len & (2 * LJ_CALL_WIN - 1), (const void *)lo))
+		return -1;
+	w->cw_lo = lo;
+	w->cw_len = len;
+	*ins = *(const __u32 *)&w->call_win[(len - 4) & (LJ_CALL_WIN - 1)];
 	return 0;
 }
 
@@ -791,7 +858,7 @@ static long lua_walk_step(__u32 i, void *ctx)
 
 		/* link is the return PC; the CALL before it holds the callee's
 		 * slot A, and the caller's frame is A + 1 + FR2 slots down. */
-		if (lj_read(w, &ins, sizeof(ins), (const void *)(link - 4))) {
+		if (read_call(w, link, &ins)) {
 			truncate_walk(w, LP_LUA_TRUNC_READ_CALL);
 			return 1;
 		}
