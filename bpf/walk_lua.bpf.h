@@ -324,17 +324,22 @@ static __always_inline int read_ref(struct lua_walk *w, __u64 *v, __u64 addr)
 	return 0;
 }
 
-/* Reads span bytes at addr into w->block: 0, or -1 if span is over
- * LJ_BLOCK or the read fails. */
+/* Reads span bytes at addr into w->block: 0; LJ_UNREADABLE if the read
+ * failed within one page, where no field could be read either (a page is
+ * readable whole or not at all); 1 if the fields are to be read one by
+ * one (span is over LJ_BLOCK, or the read failed across two pages).  A
+ * failing read costs ten times a good one: one is enough. */
+#define LJ_UNREADABLE (-1)
 static __always_inline int read_block(struct lua_walk *w, __u64 addr, __u32 span)
 {
-	if (span > LJ_BLOCK)
-		return -1;
+	if (span > LJ_BLOCK || !span)
+		return 1;
 	/* The mask, after the barrier, is for the verifier, which may lose
 	 * the check's bound on a copy: the block has room for it. */
 	barrier_var(span);
-	return lj_read(w, w->block, span & (2 * LJ_BLOCK - 1),
-				   (const void *)addr) ? -1 : 0;
+	if (!lj_read(w, w->block, span & (2 * LJ_BLOCK - 1), (const void *)addr))
+		return 0;
+	return (addr >> 12) == ((addr + span - 1) >> 12) ? LJ_UNREADABLE : 1;
 }
 
 /* The 8 (4) bytes at rel in the last block read: rel is masked into the
@@ -365,7 +370,9 @@ static __always_inline int read_state(struct lua_walk *w, __u64 L, struct lj_sta
 	__u32 end = max_u32(max_u32(max_u32(lo->l_glref, lo->l_base),
 				    max_u32(lo->l_stack, lo->l_maxstack)), lo->l_cframe) + 8;
 
-	if (!read_block(w, L + first, end - first)) {
+	int r = read_block(w, L + first, end - first);
+
+	if (!r) {
 		st->glref = block_ref(w, lo->l_glref - first);
 		st->base = block_u64(w, lo->l_base - first);
 		st->stack = block_ref(w, lo->l_stack - first);
@@ -373,7 +380,8 @@ static __always_inline int read_state(struct lua_walk *w, __u64 L, struct lj_sta
 		st->cframe = block_u64(w, lo->l_cframe - first);
 		return 0;
 	}
-	if (read_ref(w, &st->glref, L + lo->l_glref) ||
+	if (r == LJ_UNREADABLE ||
+	    read_ref(w, &st->glref, L + lo->l_glref) ||
 	    read_u64(w, &st->base, L + lo->l_base) ||
 	    read_ref(w, &st->stack, L + lo->l_stack) ||
 	    read_ref(w, &st->maxstack, L + lo->l_maxstack) ||
@@ -392,14 +400,17 @@ static __always_inline int read_G(struct lua_walk *w, __u64 G, struct lj_gfields
 	__u32 end = max_u32(max_u32(lo->g_vmstate, lo->g_mainthref),
 			    max_u32(lo->g_cur_L, lo->g_jit_base)) + 8;
 
-	if (!read_block(w, G + first, end - first)) {
+	int r = read_block(w, G + first, end - first);
+
+	if (!r) {
 		g->mainthref = block_ref(w, lo->g_mainthref - first);
 		g->cur_L = block_ref(w, lo->g_cur_L - first);
 		g->jit_base = block_ref(w, lo->g_jit_base - first);
 		g->vmstate = (__s32)block_u64(w, lo->g_vmstate - first);
 		return 0;
 	}
-	if (read_ref(w, &g->mainthref, G + lo->g_mainthref) ||
+	if (r == LJ_UNREADABLE ||
+	    read_ref(w, &g->mainthref, G + lo->g_mainthref) ||
 	    read_ref(w, &g->cur_L, G + lo->g_cur_L) ||
 	    lj_read(w, &g->vmstate, sizeof(g->vmstate),
 				(const void *)(G + lo->g_vmstate)))
@@ -466,14 +477,18 @@ static __always_inline int read_cframe(struct lua_walk *w, __u64 cf)
 	__u32 first = min_u32(LJ_CF_NRES(lo), min_u32(lo->cf_pc, lo->cf_prev));
 	__u32 end = max_u32(LJ_CF_NRES(lo), max_u32(lo->cf_pc, lo->cf_prev)) + 8;
 
+	int r;
+
 	if (w->cf_read == cf)
 		return 0;
 	w->cf_read = 0;
-	if (!read_block(w, cf + first, end - first)) {
+	r = read_block(w, cf + first, end - first);
+	if (!r) {
 		w->cf_nres = (__s32)block_u64(w, LJ_CF_NRES(lo) - first);
 		w->cf_pc = block_ref(w, lo->cf_pc - first);
 		w->cf_prev = block_u64(w, lo->cf_prev - first);
-	} else if (lj_read(w, &w->cf_nres, sizeof(w->cf_nres),
+	} else if (r == LJ_UNREADABLE ||
+		   lj_read(w, &w->cf_nres, sizeof(w->cf_nres),
 				       (const void *)(cf + LJ_CF_NRES(lo))) ||
 		   read_ref(w, &w->cf_pc, cf + lo->cf_pc) ||
 		   read_u64(w, &w->cf_prev, cf + lo->cf_prev)) {
@@ -509,6 +524,16 @@ static __always_inline void truncate_walk(struct lua_walk *w, __u32 why)
 	w->done = 1;
 }
 
+/* Can G be a global_State at all?  It lies in GG_State, which the
+ * allocator gave (8-aligned or more, in user space above mmap_min_addr),
+ * at an offset that is a multiple of 8 in every build; and so does
+ * DISPATCH (G + g2disp).  A garbage r14 is seldom one: most are ruled out
+ * without a read, which may fail at ten times the cost of a good one. */
+static __always_inline int plausible_G(__u64 G)
+{
+	return G >= 65536 && !(G & 7) && G < (1ull << 56);
+}
+
 /* G validates if its GG_State's main thread is where G says and the
  * running coroutine belongs to it.  Fills *g with G's fields, *curL and
  * st with the running coroutine's.  (A G known from before on this
@@ -518,7 +543,7 @@ static __always_inline int valid_G(struct lua_walk *w, __u64 G, struct lj_gfield
 {
 	const struct lj_layout *lo = &w->proc.layout;
 
-	if (G < 4096 || read_G(w, G, g) || g->mainthref != G - lo->gg_g || !g->cur_L)
+	if (!plausible_G(G) || read_G(w, G, g) || g->mainthref != G - lo->gg_g || !g->cur_L)
 		return 0;
 	if (read_state(w, g->cur_L, st) || st->glref != G)
 		return 0;
@@ -548,6 +573,7 @@ static __always_inline __u16 proto_fingerprint(struct lua_walk *w, __u64 pt, __u
 	__u32 end = max_u32(lo->pt_chunkname, max_u32(lo->pt_firstline, lo->pt_numline)) + 8;
 	__u64 chunk = 0, l0 = 0, l1 = 0, sz = 0;
 	__u32 lines[2] = { 0, 0 };
+	int r;
 
 	if (sizebc)
 		first = min_u32(first, lo->pt_sizebc);
@@ -559,13 +585,13 @@ static __always_inline __u16 proto_fingerprint(struct lua_walk *w, __u64 pt, __u
 			chunk = (__u32)chunk;
 		lines[0] = (__u32)l0;
 		lines[1] = (__u32)l1;
-	} else if (!read_block(w, pt + first, end - first)) {
+	} else if (!(r = read_block(w, pt + first, end - first))) {
 		chunk = block_ref(w, lo->pt_chunkname - first);
 		lines[0] = (__u32)block_u64(w, lo->pt_firstline - first);
 		lines[1] = (__u32)block_u64(w, lo->pt_numline - first);
 		if (sizebc)
 			sz = block_u64(w, lo->pt_sizebc - first);
-	} else {
+	} else if (r != LJ_UNREADABLE) {
 		read_ref(w, &chunk, pt + lo->pt_chunkname);
 		lj_read(w, lines, sizeof(lines), (const void *)(pt + lo->pt_firstline));
 		if (sizebc)
@@ -651,15 +677,32 @@ static __always_inline int read_frame(struct lua_walk *w, __u64 *func, __u64 *li
 }
 
 /* The lua_State that resumed L from Lua code, or 0: see the top of file.
- * Fills *st with its fields. */
+ * Fills *st with its fields.  Lua resumed L if the return address below
+ * the resumer's C frame is in the VM's code (coroutine.resume's handler
+ * called vm_resume); lua_resume is C, and there the "saved L" is any
+ * value of its caller's frame, whose read may fail, at ten times the cost
+ * of a good one.  So the return address is checked first (in the same
+ * read), once the VM is located. */
 static __always_inline __u64 find_resumer(struct lua_walk *w, struct lj_state *st)
 {
 	const struct lj_layout *lo = &w->proc.layout;
-	__u64 rcf = w->outer_cf + lo->cf_size, r = 0;
+	__u64 rcf = w->outer_cf + lo->cf_size, r = 0, ra = 0;
+	int b;
 
-	if (!w->outer_cf || read_ref(w, &r, rcf + lo->cf_l) || !r)
+	if (!w->outer_cf)
 		return 0;
-	if (read_state(w, r, st) || (st->cframe & ~3ull) != rcf || st->glref != w->G)
+	b = w->proc.vm_end ? read_block(w, rcf - 8, lo->cf_l + 16) : 1;
+	if (!b) {
+		ra = block_u64(w, 0);
+		r = block_ref(w, lo->cf_l + 8);
+	} else if (b == LJ_UNREADABLE ||
+		   (w->proc.vm_end && read_u64(w, &ra, rcf - 8)) ||
+		   read_ref(w, &r, rcf + lo->cf_l)) {
+		return 0;
+	}
+	if (w->proc.vm_end && (ra - 1 < w->proc.vm_start || ra - 1 >= w->proc.vm_end))
+		return 0;
+	if (!r || read_state(w, r, st) || (st->cframe & ~3ull) != rcf || st->glref != w->G)
 		return 0;
 	return r;
 }
@@ -708,12 +751,13 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u64 *
 	__u32 end = max_u32(lo->fn_pc, lo->fn_f) + 8;
 	__u64 fnpc, f;
 	__u8 hdr[2];
-	int have = !read_block(w, func + first, end - first);
+	int r = read_block(w, func + first, end - first), have = !r;
 
 	if (have) {
 		hdr[0] = w->block[0];
 		hdr[1] = w->block[1];
-	} else if (lj_read(w, hdr, sizeof(hdr), (const void *)(func + first))) {
+	} else if (r == LJ_UNREADABLE ||
+		   lj_read(w, hdr, sizeof(hdr), (const void *)(func + first))) {
 		return -1;
 	}
 	if (hdr[0] != LJ_GCT_FUNC)
@@ -921,16 +965,18 @@ static __always_inline int trace_frame(struct lua_walk *w, __u64 G, __s32 vmstat
 	__u64 J = G + lo->g2j, tr = 0, trarr = 0, startpc = 0, mcode = 0;
 	__u32 sizetrace = 0, first, end;
 	__u16 fp = 0;
+	int r;
 
 	/* J->trace (a pointer) and J->sizetrace lie side by side. */
 	first = min_u32(lo->j_trace, lo->j_sizetrace);
 	end = max_u32(lo->j_trace, lo->j_sizetrace) + 8;
 	if (!lo->g2j) {
 		/* The trace by number only. */
-	} else if (!read_block(w, J + first, end - first)) {
+	} else if (!(r = read_block(w, J + first, end - first))) {
 		trarr = block_u64(w, lo->j_trace - first);
 		sizetrace = (__u32)block_u64(w, lo->j_sizetrace - first);
-	} else if (read_u64(w, &trarr, J + lo->j_trace) ||
+	} else if (r == LJ_UNREADABLE ||
+		   read_u64(w, &trarr, J + lo->j_trace) ||
 		   lj_read(w, &sizetrace, sizeof(sizetrace),
 				       (const void *)(J + lo->j_sizetrace))) {
 		sizetrace = 0;
@@ -940,10 +986,10 @@ static __always_inline int trace_frame(struct lua_walk *w, __u64 G, __s32 vmstat
 	if (tr) {
 		first = min_u32(lo->tr_startpc, lo->tr_mcode);
 		end = max_u32(lo->tr_startpc, lo->tr_mcode) + 8;
-		if (!read_block(w, tr + first, end - first)) {
+		if (!(r = read_block(w, tr + first, end - first))) {
 			startpc = block_ref(w, lo->tr_startpc - first);
 			mcode = block_u64(w, lo->tr_mcode - first);
-		} else {
+		} else if (r != LJ_UNREADABLE) {
 			read_ref(w, &startpc, tr + lo->tr_startpc);
 			read_u64(w, &mcode, tr + lo->tr_mcode);
 		}
