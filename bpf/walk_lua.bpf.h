@@ -55,16 +55,25 @@
  * frame it could not read.
  *
  * Each read of target memory costs 80 to 140 ns on this kind of virtual
- * machine even when warm, and 700 to 900 ns when its page is cold in
- * the TLB (measured in a cpu-clock tick: a BPF microbench, issue 16), most
- * of what the walk costs, so fields that lie close together are read in
- * one go: G's (struct lj_gfields), a lua_State's
- * (struct lj_state), a C frame's, J's trace array and its size, a
- * trace's start and code, a function's header and pc, a prototype's
- * chunk name and lines; and the frames' slots come from one read of the
- * Lua stack below them (LJ_STACK_WIN).  A layout whose fields lie further
- * apart than LJ_BLOCK bytes is read field by field, as is a block whose
- * one read fails (it may run past the end of a mapping).
+ * machine even when warm, 700 to 900 ns when its page is cold in the
+ * TLB, and 800 to 1500 ns when it fails (measured in a cpu-clock tick: a
+ * BPF microbench, issue 16), most of what the walk costs, so fields that
+ * lie close together are read in one go: G's (struct lj_gfields) with,
+ * when the main thread ran at the thread's last sample, the main
+ * lua_State's below it in GG_State; a lua_State's (struct lj_state), a
+ * C frame's, J's trace array and its size, a trace's start and code, a
+ * function's header and pc, a prototype's chunk name and lines (and the
+ * leaf's sizebc); and the frames' slots come from one read of the Lua
+ * stack below them (LJ_STACK_WIN).  A Lua frame's CALL is read with the
+ * bytecode below it (LJ_CALL_WIN), where a short caller's prototype
+ * header lies: its fingerprint then costs no read (read_call()).  A
+ * layout whose fields lie further apart than LJ_BLOCK bytes is read field
+ * by field, as is a block whose one read fails across two pages (it may
+ * run past the end of a mapping); within one page, no field can be read
+ * either.  Nothing read is kept from one sample to the next.  Reads
+ * that would fail are avoided where a cheaper check tells: a garbage r14
+ * (plausible_G()), a coroutine resumed from C (find_resumer()).  `record
+ * -v` counts the reads per sample (bpf/phases.h).
  *
  * A hash map lookup costs 200 ns to over 1 us at 99 Hz (its buckets and
  * elements lie in vmalloc'ed 4 KB pages, cold in the TLB), so a sample's
@@ -83,7 +92,7 @@
 #define LUA_RESUMER_HOPS 16    /* Lua-resumed coroutines followed */
 #define LUA_C_ONLY_MAX 4       /* C-only C frames passed at one place */
 #define GC64_PTR_MASK ((1ull << 47) - 1)
-#define LJ_BLOCK 256 /* bytes read at once; a power of two */
+#define LJ_BLOCK 512 /* bytes read at once; a power of two */
 #define LJ_STACK_WIN 512 /* bytes of a Lua stack read at once; a power of two */
 #define LJ_CALL_WIN 256 /* bytes of bytecode read up to a return PC; ditto */
 
@@ -113,6 +122,8 @@ static __always_inline void lj_procs_changed(void)
 struct lj_thread {
 	__u64 G;
 	__u64 stack_lo, stack_hi; /* 0, 0: not known yet */
+	__u32 on_main; /* the main thread ran at the last sample (read_G) */
+	__u32 pad;
 };
 
 struct {
@@ -360,24 +371,44 @@ static __always_inline __u64 block_ref(const struct lua_walk *w, __u32 rel)
 static __always_inline __u32 min_u32(__u32 a, __u32 b) { return a < b ? a : b; }
 static __always_inline __u32 max_u32(__u32 a, __u32 b) { return a > b ? a : b; }
 
+/* Where the fields of a lua_State the walk needs start and end (the
+ * 8-byte ends of the refs cover the 4-byte ones). */
+static __always_inline __u32 state_first(const struct lj_layout *lo)
+{
+	return min_u32(min_u32(min_u32(lo->l_glref, lo->l_base),
+			       min_u32(lo->l_stack, lo->l_maxstack)), lo->l_cframe);
+}
+
+static __always_inline __u32 state_end(const struct lj_layout *lo)
+{
+	return max_u32(max_u32(max_u32(lo->l_glref, lo->l_base),
+			       max_u32(lo->l_stack, lo->l_maxstack)), lo->l_cframe) + 8;
+}
+
+/* A lua_State's fields from the last block read, which holds them from
+ * its start. */
+static __always_inline void state_from_block(struct lua_walk *w, struct lj_state *st)
+{
+	const struct lj_layout *lo = &w->proc.layout;
+	__u32 first = state_first(lo);
+
+	st->glref = block_ref(w, lo->l_glref - first);
+	st->base = block_u64(w, lo->l_base - first);
+	st->stack = block_ref(w, lo->l_stack - first);
+	st->maxstack = block_ref(w, lo->l_maxstack - first);
+	st->cframe = block_u64(w, lo->l_cframe - first);
+}
+
 /* The fields of lua_State L the walk needs: one read when they lie within
- * LJ_BLOCK bytes (the 8-byte ends of the refs cover the 4-byte ones). */
+ * LJ_BLOCK bytes. */
 static __always_inline int read_state(struct lua_walk *w, __u64 L, struct lj_state *st)
 {
 	const struct lj_layout *lo = &w->proc.layout;
-	__u32 first = min_u32(min_u32(min_u32(lo->l_glref, lo->l_base),
-				      min_u32(lo->l_stack, lo->l_maxstack)), lo->l_cframe);
-	__u32 end = max_u32(max_u32(max_u32(lo->l_glref, lo->l_base),
-				    max_u32(lo->l_stack, lo->l_maxstack)), lo->l_cframe) + 8;
-
-	int r = read_block(w, L + first, end - first);
+	__u32 first = state_first(lo);
+	int r = read_block(w, L + first, state_end(lo) - first);
 
 	if (!r) {
-		st->glref = block_ref(w, lo->l_glref - first);
-		st->base = block_u64(w, lo->l_base - first);
-		st->stack = block_ref(w, lo->l_stack - first);
-		st->maxstack = block_ref(w, lo->l_maxstack - first);
-		st->cframe = block_u64(w, lo->l_cframe - first);
+		state_from_block(w, st);
 		return 0;
 	}
 	if (r == LJ_UNREADABLE ||
@@ -391,23 +422,37 @@ static __always_inline int read_state(struct lua_walk *w, __u64 L, struct lj_sta
 }
 
 /* The fields of global_State G the walk needs: one read when they lie
- * within LJ_BLOCK bytes (vmstate to jit_base: 200 bytes with GC64). */
-static __always_inline int read_G(struct lua_walk *w, __u64 G, struct lj_gfields *g)
+ * within LJ_BLOCK bytes (vmstate to jit_base: 200 bytes with GC64).  With
+ * with_main, the read starts at the main thread's fields instead, which
+ * lie right below G in GG_State (under 500 bytes in all: one read where
+ * there were two when the main thread runs).  0, 1 if the block read
+ * holds the main thread's fields too (state_from_block), or -1. */
+static __always_inline int read_G(struct lua_walk *w, __u64 G, struct lj_gfields *g,
+				  int with_main)
 {
 	const struct lj_layout *lo = &w->proc.layout;
 	__u32 first = min_u32(min_u32(lo->g_vmstate, lo->g_mainthref),
 			      min_u32(lo->g_cur_L, lo->g_jit_base));
 	__u32 end = max_u32(max_u32(lo->g_vmstate, lo->g_mainthref),
 			    max_u32(lo->g_cur_L, lo->g_jit_base)) + 8;
+	__u32 lfirst = state_first(lo), at = 0; /* where G + first lies in the block */
+	int r = 1;
 
-	int r = read_block(w, G + first, end - first);
-
+	if (with_main && state_end(lo) <= lo->gg_g + first &&
+	    lo->gg_g + end - lfirst <= LJ_BLOCK) {
+		at = lo->gg_g + first - lfirst;
+		r = read_block(w, G - lo->gg_g + lfirst, lo->gg_g + end - lfirst);
+	}
+	if (r) {
+		at = 0;
+		r = read_block(w, G + first, end - first);
+	}
 	if (!r) {
-		g->mainthref = block_ref(w, lo->g_mainthref - first);
-		g->cur_L = block_ref(w, lo->g_cur_L - first);
-		g->jit_base = block_ref(w, lo->g_jit_base - first);
-		g->vmstate = (__s32)block_u64(w, lo->g_vmstate - first);
-		return 0;
+		g->mainthref = block_ref(w, at + lo->g_mainthref - first);
+		g->cur_L = block_ref(w, at + lo->g_cur_L - first);
+		g->jit_base = block_ref(w, at + lo->g_jit_base - first);
+		g->vmstate = (__s32)block_u64(w, at + lo->g_vmstate - first);
+		return at != 0;
 	}
 	if (r == LJ_UNREADABLE ||
 	    read_ref(w, &g->mainthref, G + lo->g_mainthref) ||
@@ -539,14 +584,24 @@ static __always_inline int plausible_G(__u64 G)
  * st with the running coroutine's.  (A G known from before on this
  * thread needed only the second; both come in the one read of G.) */
 static __always_inline int valid_G(struct lua_walk *w, __u64 G, struct lj_gfields *g,
-				   __u64 *curL, struct lj_state *st)
+				   __u64 *curL, struct lj_state *st, struct lj_thread *t)
 {
 	const struct lj_layout *lo = &w->proc.layout;
+	int main_read;
 
-	if (!plausible_G(G) || read_G(w, G, g) || g->mainthref != G - lo->gg_g || !g->cur_L)
+	if (!plausible_G(G) || (main_read = read_G(w, G, g, t->on_main)) < 0 ||
+	    g->mainthref != G - lo->gg_g || !g->cur_L)
 		return 0;
-	if (read_state(w, g->cur_L, st) || st->glref != G)
+	if (main_read && g->cur_L == g->mainthref)
+		state_from_block(w, st);
+	else if (read_state(w, g->cur_L, st))
 		return 0;
+	if (st->glref != G)
+		return 0;
+	/* Only a guess at where the next sample's read starts: what it
+	 * reads is checked as ever. */
+	if (t->on_main != (g->cur_L == g->mainthref))
+		t->on_main = g->cur_L == g->mainthref;
 	*curL = g->cur_L;
 	return 1;
 }
@@ -1156,7 +1211,7 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
 	if (!wp)
 		return 0;
-	/* Not the block: 512 bytes (8 cache lines, cold at 99 Hz) for nothing;
+	/* Not the block: 1 KB (16 cache lines, cold at 99 Hz) for nothing;
 	 * nor what is kept across samples. */
 	__builtin_memset(&wp->G, 0, __builtin_offsetof(struct lua_walk, block) -
 				      __builtin_offsetof(struct lua_walk, G));
@@ -1191,11 +1246,11 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 		t = &wp->no_thread; /* out of memory, or task storage busy */
 	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa) :
 			   regs->r14 - (__s64)lo->g2disp;
-	if (valid_G(wp, G, &g, &L, &st)) {
+	if (valid_G(wp, G, &g, &L, &st, t)) {
 		t->G = G;
 	} else {
 		G = t->G ? t->G : p->g_hint;
-		if (vm_frame_cfa || !valid_G(wp, G, &g, &L, &st)) {
+		if (vm_frame_cfa || !valid_G(wp, G, &g, &L, &st, t)) {
 			e->lua_state = LP_WALK_NO_G;
 			return 0;
 		}
