@@ -259,7 +259,12 @@ struct lua_walk {
 	__u32 reads, read_fails; /* of target memory, when the clock runs */
 	__u64 cw_lo; /* call_win holds [cw_lo, cw_lo + cw_len) */
 	__u32 cw_len;
-	/* Last, and not cleared per sample either: what is read is used. */
+	/* Last, and not cleared per sample either: what is read is used.
+	 * G's and the running lua_State's fields are here, not on the
+	 * stack: 6.1's verifier counts the frames of on_sample, walk_lua and
+	 * its bpf_loop callback together against 512 bytes. */
+	struct lj_gfields gf;
+	struct lj_state st;
 	__u8 block[2 * LJ_BLOCK]; /* the last block read (see read_block, block_u64) */
 	__u8 stack_win[2 * LJ_STACK_WIN]; /* Lua stack below the last frame read */
 	__u8 call_win[2 * LJ_CALL_WIN]; /* bytecode up to the last return PC */
@@ -1201,8 +1206,8 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	__u64 G, L = 0, base, pc = 0, ip;
 	struct lj_thread *t;
 	const struct lj_layout *lo;
-	struct lj_state st;
-	struct lj_gfields g;
+	struct lj_state *st;
+	struct lj_gfields *g;
 	__s32 vmstate;
 	int wake, off_frame, in_trace = 0;
 
@@ -1235,6 +1240,8 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	}
 	p = &wp->proc;
 	lo = &p->layout;
+	g = &wp->gf;
+	st = &wp->st;
 	ip = regs->ip;
 
 	/* r14 - g2disp first (or the VM frame's L, on the second try): a G
@@ -1246,11 +1253,11 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 		t = &wp->no_thread; /* out of memory, or task storage busy */
 	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa) :
 			   regs->r14 - (__s64)lo->g2disp;
-	if (valid_G(wp, G, &g, &L, &st, t)) {
+	if (valid_G(wp, G, g, &L, st, t)) {
 		t->G = G;
 	} else {
 		G = t->G ? t->G : p->g_hint;
-		if (vm_frame_cfa || !valid_G(wp, G, &g, &L, &st, t)) {
+		if (vm_frame_cfa || !valid_G(wp, G, g, &L, st, t)) {
 			e->lua_state = LP_WALK_NO_G;
 			return 0;
 		}
@@ -1259,10 +1266,10 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	wp->mainL = G - lo->gg_g;
 	e->lua_G = G;
 	wake = !p->g_hint;
-	vmstate = g.vmstate;
+	vmstate = g->vmstate;
 	e->vmstate = vmstate;
 
-	if (!st.cframe) {
+	if (!st->cframe) {
 		/* No C frame: this coroutine is not running; neither is Lua. */
 		e->lua_state = LP_WALK_IDLE;
 		return wake;
@@ -1274,7 +1281,7 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	 * hint may be another thread's VM (sysbench has one per thread).
 	 * Its C frame then lies on another stack: no G for this tick, and
 	 * the native walk looks for this stack's own VM frame. */
-	if (!vm_frame_cfa && on_sampled_stack(t, regs->sp, st.cframe & ~3ull) == 0) {
+	if (!vm_frame_cfa && on_sampled_stack(t, regs->sp, st->cframe & ~3ull) == 0) {
 		e->lua_state = LP_WALK_NO_G;
 		return wake;
 	}
@@ -1282,25 +1289,25 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	 * instructions before it sets vmstate) runs on the innermost VM
 	 * entry's C frame, lowered by the trace's spadjust: the native
 	 * walk resumes at that frame's CFA when it meets such code. */
-	e->lua_vm_cfa = (st.cframe & ~3ull) + lo->cf_size;
+	e->lua_vm_cfa = (st->cframe & ~3ull) + lo->cf_size;
 	/* The tick hit VM code off L's C frame: a helper the interpreter
 	 * called (an ENTRY of its own: see the top of the file), a JLOOP
 	 * entering a trace, or the VM being entered or left (rbx may then be
 	 * the C caller's). */
 	off_frame = vmstate < 0 && ip >= p->vm_start && ip < p->vm_end &&
-		    regs->sp != (st.cframe & ~3ull);
-	if (off_frame && regs->sp + 8 == (st.cframe & ~3ull)) {
+		    regs->sp != (st->cframe & ~3ull);
+	if (off_frame && regs->sp + 8 == (st->cframe & ~3ull)) {
 		__u64 ra = 0;
 
 		if (!read_u64(wp, &ra, regs->sp) && ra - 1 >= p->vm_start && ra - 1 < p->vm_end)
 			emit_entry(wp, regs->sp);
 	}
-	base = st.base;
+	base = st->base;
 	if (vmstate >= 0) {
 		/* A trace runs on G->jit_base. */
 		wake |= trace_frame(wp, G, vmstate, tgid);
-		if (g.jit_base)
-			base = g.jit_base;
+		if (g->jit_base)
+			base = g->jit_base;
 	} else if (~vmstate == LJ_VMST_INTERP && !p->vm_end) {
 		/* BASE is in a register we cannot yet tell from garbage;
 		 * the recorder locates the VM from this sample's G. */
@@ -1309,21 +1316,21 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	} else if (~vmstate == LJ_VMST_INTERP && ip >= p->vm_start && ip < p->vm_end) {
 		__u64 rdx = regs->dx;
 
-		if (rdx > st.stack && rdx <= st.maxstack + 8 * 8) {
+		if (rdx > st->stack && rdx <= st->maxstack + 8 * 8) {
 			base = rdx;
 			pc = regs->bx;
 		}
-	} else if (~vmstate == LJ_VMST_INTERP && g.jit_base > st.stack &&
-		   g.jit_base <= st.maxstack + 8 * 8) {
+	} else if (~vmstate == LJ_VMST_INTERP && g->jit_base > st->stack &&
+		   g->jit_base <= st->maxstack + 8 * 8) {
 		/* Interpreting, yet outside the VM, with a trace's base set:
 		 * a JLOOP has jumped into the trace, whose first
 		 * instructions have not yet set vmstate (the exits clear
 		 * jit_base before they set INTERP).  The trace runs on
 		 * jit_base; L->base is older. */
-		base = g.jit_base;
+		base = g->jit_base;
 		in_trace = 1;
 	}
-	start_thread(wp, L, &st, base, pc);
+	start_thread(wp, L, st, base, pc);
 	wp->leaf = vmstate < 0 && !in_trace;
 	wp->pc_reg = pc && !off_frame;
 	e->lua_state = LP_WALK_WALKED;
