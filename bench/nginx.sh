@@ -67,7 +67,8 @@ run() { # setting round
 		BPFMED[$set]+=" $(bpf_quantile median $out.err)"
 		BPFP99[$set]+=" $(bpf_quantile p99 $out.err)"
 		# "phases, mean per sample: kernel stack 1.10 us, ...; 3.0 Lua
-		# and 17.0 native frames": the numbers, in order, joined by /.
+		# and 17.0 native frames, ... reads": the numbers, in order,
+		# joined by /.
 		PHASES[$set]+=" $(awk '/BPF sampler phases/ { sub(/.*sample:/, ""); gsub(/[^0-9. ]/, " ");
 			$1 = $1; gsub(/ /, "/"); print }' $out.err)" ;;
 	perf-*)
@@ -141,11 +142,11 @@ done
 phased=
 for set in $SETTINGS; do
 	[ -n "$(echo ${PHASES[$set]:-} | tr -d ' /')" ] || continue
-	[ -n "$phased" ] || printf '\n%-13s %8s %8s %8s %8s %8s %8s %8s %8s  (us per sample; frames)\n' \
-		setting kstack L-state lua copy native output "lua#" "native#"
+	[ -n "$phased" ] || printf '\n%-13s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s  (us per sample; frames; reads)\n' \
+		setting kstack L-state lua copy native output "lua#" "native#" "nat-rd" "Lst-rd" "lua-rd" "failed"
 	phased=1
 	printf '%-13s' $set
-	for i in 1 2 3 4 5 6 7 8; do
+	for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
 		printf ' %8s' $(for p in ${PHASES[$set]}; do echo $p | cut -d/ -f$i; done | median)
 	done
 	echo

@@ -64,6 +64,23 @@ static __always_inline void phase_count_reads(__u32 n)
 		pt->native_reads += n;
 }
 
+/* The Lua walk's reads of the target's memory since its last count, in
+ * the phase that ends (Lua state, or Lua walk); the counts are zeroed. */
+static __always_inline void phase_count_lua_reads(enum lp_phase phase, __u32 *reads,
+						  __u32 *fails)
+{
+	struct lp_phase_times *pt = phase_sums();
+
+	if (!pt)
+		return;
+	if (phase == LP_PHASE_LUA_STATE)
+		pt->lua_state_reads += *reads;
+	else
+		pt->lua_walk_reads += *reads;
+	pt->lua_read_fails += *fails;
+	*reads = *fails = 0;
+}
+
 /* The last mark of a sample, with what its walks found. */
 static __always_inline void phase_done(__u32 lua_frames, __s32 ustack_bytes)
 {

@@ -46,10 +46,15 @@ struct lp_phase_times {
 	__u64 lua_frames;
 	__u64 native_frames;
 	__u64 native_reads; /* of the target's memory past the stack copy */
+	/* walk_lua's reads of the target's memory (bpf/walk_lua.bpf.h):
+	 * up to the Lua walk's start, and the rest (a second try's too);
+	 * and of those, the ones that failed (ten times a good one's cost) */
+	__u64 lua_state_reads, lua_walk_reads;
+	__u64 lua_read_fails;
 	__u64 mark; /* the clock at the end of the last phase */
 };
 
-_Static_assert(sizeof(struct lp_phase_times) == 8 * (LP_PHASES + 5),
+_Static_assert(sizeof(struct lp_phase_times) == 8 * (LP_PHASES + 8),
 	       "lp_phase_times layout");
 
 #endif

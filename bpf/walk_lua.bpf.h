@@ -55,16 +55,25 @@
  * frame it could not read.
  *
  * Each read of target memory costs 80 to 140 ns on this kind of virtual
- * machine even when warm, and 700 to 900 ns when its page is cold in
- * the TLB (measured in a cpu-clock tick: a BPF microbench, issue 16), most
- * of what the walk costs, so fields that lie close together are read in
- * one go: G's (struct lj_gfields), a lua_State's
- * (struct lj_state), a C frame's, J's trace array and its size, a
- * trace's start and code, a function's header and pc, a prototype's
- * chunk name and lines; and the frames' slots come from one read of the
- * Lua stack below them (LJ_STACK_WIN).  A layout whose fields lie further
- * apart than LJ_BLOCK bytes is read field by field, as is a block whose
- * one read fails (it may run past the end of a mapping).
+ * machine even when warm, 700 to 900 ns when its page is cold in the
+ * TLB, and 800 to 1500 ns when it fails (measured in a cpu-clock tick: a
+ * BPF microbench, issue 16), most of what the walk costs, so fields that
+ * lie close together are read in one go: G's (struct lj_gfields) with,
+ * when the main thread ran at the thread's last sample, the main
+ * lua_State's below it in GG_State; a lua_State's (struct lj_state), a
+ * C frame's, J's trace array and its size, a trace's start and code, a
+ * function's header and pc, a prototype's chunk name and lines (and the
+ * leaf's sizebc); and the frames' slots come from one read of the Lua
+ * stack below them (LJ_STACK_WIN).  A Lua frame's CALL is read with the
+ * bytecode below it (LJ_CALL_WIN), where a short caller's prototype
+ * header lies: its fingerprint then costs no read (read_call()).  A
+ * layout whose fields lie further apart than LJ_BLOCK bytes is read field
+ * by field, as is a block whose one read fails across two pages (it may
+ * run past the end of a mapping); within one page, no field can be read
+ * either.  Nothing read is kept from one sample to the next.  Reads
+ * that would fail are avoided where a cheaper check tells: a garbage r14
+ * (plausible_G()), a coroutine resumed from C (find_resumer()).  `record
+ * -v` counts the reads per sample (bpf/phases.h).
  *
  * A hash map lookup costs 200 ns to over 1 us at 99 Hz (its buckets and
  * elements lie in vmalloc'ed 4 KB pages, cold in the TLB), so a sample's
@@ -83,8 +92,9 @@
 #define LUA_RESUMER_HOPS 16    /* Lua-resumed coroutines followed */
 #define LUA_C_ONLY_MAX 4       /* C-only C frames passed at one place */
 #define GC64_PTR_MASK ((1ull << 47) - 1)
-#define LJ_BLOCK 256 /* bytes read at once; a power of two */
+#define LJ_BLOCK 512 /* bytes read at once; a power of two */
 #define LJ_STACK_WIN 512 /* bytes of a Lua stack read at once; a power of two */
+#define LJ_CALL_WIN 256 /* bytes of bytecode read up to a return PC; ditto */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -112,6 +122,8 @@ static __always_inline void lj_procs_changed(void)
 struct lj_thread {
 	__u64 G;
 	__u64 stack_lo, stack_hi; /* 0, 0: not known yet */
+	__u32 on_main; /* the main thread ran at the last sample (read_G) */
+	__u32 pad;
 };
 
 struct {
@@ -244,9 +256,18 @@ struct lua_walk {
 	__u32 call_ins; /* leaf_link()'s check of the PC register */
 	__u64 win_lo; /* stack[] holds [win_lo, win_lo + win_len) */
 	__u32 win_len;
-	/* Last, and not cleared per sample either: what is read is used. */
+	__u32 reads, read_fails; /* of target memory, when the clock runs */
+	__u64 cw_lo; /* call_win holds [cw_lo, cw_lo + cw_len) */
+	__u32 cw_len;
+	/* Last, and not cleared per sample either: what is read is used.
+	 * G's and the running lua_State's fields are here, not on the
+	 * stack: 6.1's verifier counts the frames of on_sample, walk_lua and
+	 * its bpf_loop callback together against 512 bytes. */
+	struct lj_gfields gf;
+	struct lj_state st;
 	__u8 block[2 * LJ_BLOCK]; /* the last block read (see read_block, block_u64) */
 	__u8 stack_win[2 * LJ_STACK_WIN]; /* Lua stack below the last frame read */
+	__u8 call_win[2 * LJ_CALL_WIN]; /* bytecode up to the last return PC */
 };
 
 /* The walk's state lives in a per-CPU map value, not on the stack: the
@@ -287,35 +308,54 @@ static __always_inline int seen_before(struct lua_walk *w, void *seen, __u64 a, 
 	return had;
 }
 
-static __always_inline int read_u64(__u64 *v, __u64 addr)
+/* Every read of target memory the walk makes, counted for `record -v`
+ * (bpf/phases.h) when the clock runs. */
+static __always_inline long lj_read(struct lua_walk *w, void *dst, __u32 size,
+				    const void *src)
 {
-	return bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+	long err = bpf_probe_read_user(dst, size, src);
+
+	if (time_phases) {
+		w->reads++;
+		w->read_fails += err != 0;
+	}
+	return err;
+}
+
+static __always_inline int read_u64(struct lua_walk *w, __u64 *v, __u64 addr)
+{
+	return lj_read(w, v, sizeof(*v), (const void *)addr);
 }
 
 /* A GCRef or MRef: 8 bytes with GC64, else 4, zero-extended. */
-static __always_inline int read_ref(const struct lj_layout *lo, __u64 *v, __u64 addr)
+static __always_inline int read_ref(struct lua_walk *w, __u64 *v, __u64 addr)
 {
 	__u32 v32;
 
-	if (lo->ref_size == 8)
-		return read_u64(v, addr);
-	if (bpf_probe_read_user(&v32, sizeof(v32), (const void *)addr))
+	if (w->proc.layout.ref_size == 8)
+		return read_u64(w, v, addr);
+	if (lj_read(w, &v32, sizeof(v32), (const void *)addr))
 		return -1;
 	*v = v32;
 	return 0;
 }
 
-/* Reads span bytes at addr into w->block: 0, or -1 if span is over
- * LJ_BLOCK or the read fails. */
+/* Reads span bytes at addr into w->block: 0; LJ_UNREADABLE if the read
+ * failed within one page, where no field could be read either (a page is
+ * readable whole or not at all); 1 if the fields are to be read one by
+ * one (span is over LJ_BLOCK, or the read failed across two pages).  A
+ * failing read costs ten times a good one: one is enough. */
+#define LJ_UNREADABLE (-1)
 static __always_inline int read_block(struct lua_walk *w, __u64 addr, __u32 span)
 {
-	if (span > LJ_BLOCK)
-		return -1;
+	if (span > LJ_BLOCK || !span)
+		return 1;
 	/* The mask, after the barrier, is for the verifier, which may lose
 	 * the check's bound on a copy: the block has room for it. */
 	barrier_var(span);
-	return bpf_probe_read_user(w->block, span & (2 * LJ_BLOCK - 1),
-				   (const void *)addr) ? -1 : 0;
+	if (!lj_read(w, w->block, span & (2 * LJ_BLOCK - 1), (const void *)addr))
+		return 0;
+	return (addr >> 12) == ((addr + span - 1) >> 12) ? LJ_UNREADABLE : 1;
 }
 
 /* The 8 (4) bytes at rel in the last block read: rel is masked into the
@@ -336,56 +376,96 @@ static __always_inline __u64 block_ref(const struct lua_walk *w, __u32 rel)
 static __always_inline __u32 min_u32(__u32 a, __u32 b) { return a < b ? a : b; }
 static __always_inline __u32 max_u32(__u32 a, __u32 b) { return a > b ? a : b; }
 
+/* Where the fields of a lua_State the walk needs start and end (the
+ * 8-byte ends of the refs cover the 4-byte ones). */
+static __always_inline __u32 state_first(const struct lj_layout *lo)
+{
+	return min_u32(min_u32(min_u32(lo->l_glref, lo->l_base),
+			       min_u32(lo->l_stack, lo->l_maxstack)), lo->l_cframe);
+}
+
+static __always_inline __u32 state_end(const struct lj_layout *lo)
+{
+	return max_u32(max_u32(max_u32(lo->l_glref, lo->l_base),
+			       max_u32(lo->l_stack, lo->l_maxstack)), lo->l_cframe) + 8;
+}
+
+/* A lua_State's fields from the last block read, which holds them from
+ * its start. */
+static __always_inline void state_from_block(struct lua_walk *w, struct lj_state *st)
+{
+	const struct lj_layout *lo = &w->proc.layout;
+	__u32 first = state_first(lo);
+
+	st->glref = block_ref(w, lo->l_glref - first);
+	st->base = block_u64(w, lo->l_base - first);
+	st->stack = block_ref(w, lo->l_stack - first);
+	st->maxstack = block_ref(w, lo->l_maxstack - first);
+	st->cframe = block_u64(w, lo->l_cframe - first);
+}
+
 /* The fields of lua_State L the walk needs: one read when they lie within
- * LJ_BLOCK bytes (the 8-byte ends of the refs cover the 4-byte ones). */
+ * LJ_BLOCK bytes. */
 static __always_inline int read_state(struct lua_walk *w, __u64 L, struct lj_state *st)
 {
 	const struct lj_layout *lo = &w->proc.layout;
-	__u32 first = min_u32(min_u32(min_u32(lo->l_glref, lo->l_base),
-				      min_u32(lo->l_stack, lo->l_maxstack)), lo->l_cframe);
-	__u32 end = max_u32(max_u32(max_u32(lo->l_glref, lo->l_base),
-				    max_u32(lo->l_stack, lo->l_maxstack)), lo->l_cframe) + 8;
+	__u32 first = state_first(lo);
+	int r = read_block(w, L + first, state_end(lo) - first);
 
-	if (!read_block(w, L + first, end - first)) {
-		st->glref = block_ref(w, lo->l_glref - first);
-		st->base = block_u64(w, lo->l_base - first);
-		st->stack = block_ref(w, lo->l_stack - first);
-		st->maxstack = block_ref(w, lo->l_maxstack - first);
-		st->cframe = block_u64(w, lo->l_cframe - first);
+	if (!r) {
+		state_from_block(w, st);
 		return 0;
 	}
-	if (read_ref(lo, &st->glref, L + lo->l_glref) ||
-	    read_u64(&st->base, L + lo->l_base) ||
-	    read_ref(lo, &st->stack, L + lo->l_stack) ||
-	    read_ref(lo, &st->maxstack, L + lo->l_maxstack) ||
-	    read_u64(&st->cframe, L + lo->l_cframe))
+	if (r == LJ_UNREADABLE ||
+	    read_ref(w, &st->glref, L + lo->l_glref) ||
+	    read_u64(w, &st->base, L + lo->l_base) ||
+	    read_ref(w, &st->stack, L + lo->l_stack) ||
+	    read_ref(w, &st->maxstack, L + lo->l_maxstack) ||
+	    read_u64(w, &st->cframe, L + lo->l_cframe))
 		return -1;
 	return 0;
 }
 
 /* The fields of global_State G the walk needs: one read when they lie
- * within LJ_BLOCK bytes (vmstate to jit_base: 200 bytes with GC64). */
-static __always_inline int read_G(struct lua_walk *w, __u64 G, struct lj_gfields *g)
+ * within LJ_BLOCK bytes (vmstate to jit_base: 200 bytes with GC64).  With
+ * with_main, the read starts at the main thread's fields instead, which
+ * lie right below G in GG_State (under 500 bytes in all: one read where
+ * there were two when the main thread runs).  0, 1 if the block read
+ * holds the main thread's fields too (state_from_block), or -1. */
+static __always_inline int read_G(struct lua_walk *w, __u64 G, struct lj_gfields *g,
+				  int with_main)
 {
 	const struct lj_layout *lo = &w->proc.layout;
 	__u32 first = min_u32(min_u32(lo->g_vmstate, lo->g_mainthref),
 			      min_u32(lo->g_cur_L, lo->g_jit_base));
 	__u32 end = max_u32(max_u32(lo->g_vmstate, lo->g_mainthref),
 			    max_u32(lo->g_cur_L, lo->g_jit_base)) + 8;
+	__u32 lfirst = state_first(lo), at = 0; /* where G + first lies in the block */
+	int r = 1;
 
-	if (!read_block(w, G + first, end - first)) {
-		g->mainthref = block_ref(w, lo->g_mainthref - first);
-		g->cur_L = block_ref(w, lo->g_cur_L - first);
-		g->jit_base = block_ref(w, lo->g_jit_base - first);
-		g->vmstate = (__s32)block_u64(w, lo->g_vmstate - first);
-		return 0;
+	if (with_main && state_end(lo) <= lo->gg_g + first &&
+	    lo->gg_g + end - lfirst <= LJ_BLOCK) {
+		at = lo->gg_g + first - lfirst;
+		r = read_block(w, G - lo->gg_g + lfirst, lo->gg_g + end - lfirst);
 	}
-	if (read_ref(lo, &g->mainthref, G + lo->g_mainthref) ||
-	    read_ref(lo, &g->cur_L, G + lo->g_cur_L) ||
-	    bpf_probe_read_user(&g->vmstate, sizeof(g->vmstate),
+	if (r) {
+		at = 0;
+		r = read_block(w, G + first, end - first);
+	}
+	if (!r) {
+		g->mainthref = block_ref(w, at + lo->g_mainthref - first);
+		g->cur_L = block_ref(w, at + lo->g_cur_L - first);
+		g->jit_base = block_ref(w, at + lo->g_jit_base - first);
+		g->vmstate = (__s32)block_u64(w, at + lo->g_vmstate - first);
+		return at != 0;
+	}
+	if (r == LJ_UNREADABLE ||
+	    read_ref(w, &g->mainthref, G + lo->g_mainthref) ||
+	    read_ref(w, &g->cur_L, G + lo->g_cur_L) ||
+	    lj_read(w, &g->vmstate, sizeof(g->vmstate),
 				(const void *)(G + lo->g_vmstate)))
 		return -1;
-	if (read_ref(lo, &g->jit_base, G + lo->g_jit_base))
+	if (read_ref(w, &g->jit_base, G + lo->g_jit_base))
 		g->jit_base = 0;
 	return 0;
 }
@@ -447,17 +527,21 @@ static __always_inline int read_cframe(struct lua_walk *w, __u64 cf)
 	__u32 first = min_u32(LJ_CF_NRES(lo), min_u32(lo->cf_pc, lo->cf_prev));
 	__u32 end = max_u32(LJ_CF_NRES(lo), max_u32(lo->cf_pc, lo->cf_prev)) + 8;
 
+	int r;
+
 	if (w->cf_read == cf)
 		return 0;
 	w->cf_read = 0;
-	if (!read_block(w, cf + first, end - first)) {
+	r = read_block(w, cf + first, end - first);
+	if (!r) {
 		w->cf_nres = (__s32)block_u64(w, LJ_CF_NRES(lo) - first);
 		w->cf_pc = block_ref(w, lo->cf_pc - first);
 		w->cf_prev = block_u64(w, lo->cf_prev - first);
-	} else if (bpf_probe_read_user(&w->cf_nres, sizeof(w->cf_nres),
+	} else if (r == LJ_UNREADABLE ||
+		   lj_read(w, &w->cf_nres, sizeof(w->cf_nres),
 				       (const void *)(cf + LJ_CF_NRES(lo))) ||
-		   read_ref(lo, &w->cf_pc, cf + lo->cf_pc) ||
-		   read_u64(&w->cf_prev, cf + lo->cf_prev)) {
+		   read_ref(w, &w->cf_pc, cf + lo->cf_pc) ||
+		   read_u64(w, &w->cf_prev, cf + lo->cf_prev)) {
 		return -1;
 	}
 	w->cf_read = cf;
@@ -490,39 +574,91 @@ static __always_inline void truncate_walk(struct lua_walk *w, __u32 why)
 	w->done = 1;
 }
 
+/* Can G be a global_State at all?  It lies in GG_State, which the
+ * allocator gave (8-aligned or more, in user space above mmap_min_addr),
+ * at an offset that is a multiple of 8 in every build; and so does
+ * DISPATCH (G + g2disp).  A garbage r14 is seldom one: most are ruled out
+ * without a read, which may fail at ten times the cost of a good one. */
+static __always_inline int plausible_G(__u64 G)
+{
+	return G >= 65536 && !(G & 7) && G < (1ull << 56);
+}
+
 /* G validates if its GG_State's main thread is where G says and the
  * running coroutine belongs to it.  Fills *g with G's fields, *curL and
  * st with the running coroutine's.  (A G known from before on this
  * thread needed only the second; both come in the one read of G.) */
 static __always_inline int valid_G(struct lua_walk *w, __u64 G, struct lj_gfields *g,
-				   __u64 *curL, struct lj_state *st)
+				   __u64 *curL, struct lj_state *st, struct lj_thread *t)
 {
 	const struct lj_layout *lo = &w->proc.layout;
+	int main_read;
 
-	if (G < 4096 || read_G(w, G, g) || g->mainthref != G - lo->gg_g || !g->cur_L)
+	if (!plausible_G(G) || (main_read = read_G(w, G, g, t->on_main)) < 0 ||
+	    g->mainthref != G - lo->gg_g || !g->cur_L)
 		return 0;
-	if (read_state(w, g->cur_L, st) || st->glref != G)
+	if (main_read && g->cur_L == g->mainthref)
+		state_from_block(w, st);
+	else if (read_state(w, g->cur_L, st))
 		return 0;
+	if (st->glref != G)
+		return 0;
+	/* Only a guess at where the next sample's read starts: what it
+	 * reads is checked as ever. */
+	if (t->on_main != (g->cur_L == g->mainthref))
+		t->on_main = g->cur_L == g->mainthref;
 	*curL = g->cur_L;
 	return 1;
 }
 
-static __always_inline __u16 proto_fingerprint(struct lua_walk *w, __u64 pt)
+/* The 8 bytes at addr from the call window when it holds them, for
+ * proto_fingerprint(): 0, or -1 if it does not. */
+static __always_inline int call_win_u64(const struct lua_walk *w, __u64 addr, __u64 *v)
+{
+	__u64 rel = addr - w->cw_lo;
+
+	if (addr < w->cw_lo || rel + 8 > w->cw_len)
+		return -1;
+	*v = *(const __u64 *)&w->call_win[rel & (LJ_CALL_WIN - 1)];
+	return 0;
+}
+
+/* The fingerprint of prototype pt, and its sizebc if asked (the leaf's
+ * leaf_link() needs it): one read, or none when the call window holds
+ * them (see read_call()). */
+static __always_inline __u16 proto_fingerprint(struct lua_walk *w, __u64 pt, __u32 *sizebc)
 {
 	const struct lj_layout *lo = &w->proc.layout;
 	__u32 first = min_u32(lo->pt_chunkname, lo->pt_firstline);
 	__u32 end = max_u32(lo->pt_chunkname, max_u32(lo->pt_firstline, lo->pt_numline)) + 8;
-	__u64 chunk = 0;
+	__u64 chunk = 0, l0 = 0, l1 = 0, sz = 0;
 	__u32 lines[2] = { 0, 0 };
+	int r;
 
-	if (!read_block(w, pt + first, end - first)) {
+	if (sizebc)
+		first = min_u32(first, lo->pt_sizebc);
+	if (!call_win_u64(w, pt + lo->pt_chunkname, &chunk) &&
+	    !call_win_u64(w, pt + lo->pt_firstline, &l0) &&
+	    !call_win_u64(w, pt + lo->pt_numline, &l1) &&
+	    (!sizebc || !call_win_u64(w, pt + lo->pt_sizebc, &sz))) {
+		if (lo->ref_size != 8)
+			chunk = (__u32)chunk;
+		lines[0] = (__u32)l0;
+		lines[1] = (__u32)l1;
+	} else if (!(r = read_block(w, pt + first, end - first))) {
 		chunk = block_ref(w, lo->pt_chunkname - first);
 		lines[0] = (__u32)block_u64(w, lo->pt_firstline - first);
 		lines[1] = (__u32)block_u64(w, lo->pt_numline - first);
-	} else {
-		read_ref(lo, &chunk, pt + lo->pt_chunkname);
-		bpf_probe_read_user(lines, sizeof(lines), (const void *)(pt + lo->pt_firstline));
+		if (sizebc)
+			sz = block_u64(w, lo->pt_sizebc - first);
+	} else if (r != LJ_UNREADABLE) {
+		read_ref(w, &chunk, pt + lo->pt_chunkname);
+		lj_read(w, lines, sizeof(lines), (const void *)(pt + lo->pt_firstline));
+		if (sizebc)
+			lj_read(w, &sz, 4, (const void *)(pt + lo->pt_sizebc));
 	}
+	if (sizebc)
+		*sizebc = (__u32)sz;
 	return lj_proto_fingerprint(chunk, lines[0], lines[1]);
 }
 
@@ -563,13 +699,13 @@ static __always_inline int read_slots(struct lua_walk *w, __u64 addr, __u64 *slo
 		len = hi - lo;
 		w->win_len = 0;
 		if (addr < lo || len > LJ_STACK_WIN)
-			return bpf_probe_read_user(slots, 16, (const void *)addr);
+			return lj_read(w, slots, 16, (const void *)addr);
 		/* The mask, after the barrier, is for the verifier: the
 		 * window has room for it. */
 		barrier_var(len);
-		if (bpf_probe_read_user(w->stack_win, len & (2 * LJ_STACK_WIN - 1),
+		if (lj_read(w, w->stack_win, len & (2 * LJ_STACK_WIN - 1),
 					(const void *)lo))
-			return bpf_probe_read_user(slots, 16, (const void *)addr);
+			return lj_read(w, slots, 16, (const void *)addr);
 		w->win_lo = lo;
 		w->win_len = len;
 	}
@@ -592,7 +728,7 @@ static __always_inline int read_frame(struct lua_walk *w, __u64 *func, __u64 *li
 		*func = slots[0] & GC64_PTR_MASK;
 		*link = slots[1];
 	} else {
-		if (read_u64(&slots[0], w->frame))
+		if (read_u64(w, &slots[0], w->frame))
 			return -1;
 		*func = (__u32)slots[0];
 		*link = slots[0] >> 32; /* a PC (MRef) or a delta|type */
@@ -601,15 +737,32 @@ static __always_inline int read_frame(struct lua_walk *w, __u64 *func, __u64 *li
 }
 
 /* The lua_State that resumed L from Lua code, or 0: see the top of file.
- * Fills *st with its fields. */
+ * Fills *st with its fields.  Lua resumed L if the return address below
+ * the resumer's C frame is in the VM's code (coroutine.resume's handler
+ * called vm_resume); lua_resume is C, and there the "saved L" is any
+ * value of its caller's frame, whose read may fail, at ten times the cost
+ * of a good one.  So the return address is checked first (in the same
+ * read), once the VM is located. */
 static __always_inline __u64 find_resumer(struct lua_walk *w, struct lj_state *st)
 {
 	const struct lj_layout *lo = &w->proc.layout;
-	__u64 rcf = w->outer_cf + lo->cf_size, r = 0;
+	__u64 rcf = w->outer_cf + lo->cf_size, r = 0, ra = 0;
+	int b;
 
-	if (!w->outer_cf || read_ref(lo, &r, rcf + lo->cf_l) || !r)
+	if (!w->outer_cf)
 		return 0;
-	if (read_state(w, r, st) || (st->cframe & ~3ull) != rcf || st->glref != w->G)
+	b = w->proc.vm_end ? read_block(w, rcf - 8, lo->cf_l + 16) : 1;
+	if (!b) {
+		ra = block_u64(w, 0);
+		r = block_ref(w, lo->cf_l + 8);
+	} else if (b == LJ_UNREADABLE ||
+		   (w->proc.vm_end && read_u64(w, &ra, rcf - 8)) ||
+		   read_ref(w, &r, rcf + lo->cf_l)) {
+		return 0;
+	}
+	if (w->proc.vm_end && (ra - 1 < w->proc.vm_start || ra - 1 >= w->proc.vm_end))
+		return 0;
+	if (!r || read_state(w, r, st) || (st->cframe & ~3ull) != rcf || st->glref != w->G)
 		return 0;
 	return r;
 }
@@ -640,7 +793,7 @@ static __always_inline int leaf_link(struct lua_walk *w, __u64 fnpc,
 	/* A return PC follows a CALL the walk reads next.  As the VM is
 	 * entered from C, the register may still hold the C caller's value:
 	 * then the link slot is right, and the frame is not cut. */
-	if (bpf_probe_read_user(&w->call_ins, sizeof(w->call_ins), (const void *)(w->pc - 4)))
+	if (lj_read(w, &w->call_ins, sizeof(w->call_ins), (const void *)(w->pc - 4)))
 		return 0;
 	*link = w->pc;
 	return 1;
@@ -658,12 +811,13 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u64 *
 	__u32 end = max_u32(lo->fn_pc, lo->fn_f) + 8;
 	__u64 fnpc, f;
 	__u8 hdr[2];
-	int have = !read_block(w, func + first, end - first);
+	int r = read_block(w, func + first, end - first), have = !r;
 
 	if (have) {
 		hdr[0] = w->block[0];
 		hdr[1] = w->block[1];
-	} else if (bpf_probe_read_user(hdr, sizeof(hdr), (const void *)(func + first))) {
+	} else if (r == LJ_UNREADABLE ||
+		   lj_read(w, hdr, sizeof(hdr), (const void *)(func + first))) {
 		return -1;
 	}
 	if (hdr[0] != LJ_GCT_FUNC)
@@ -672,32 +826,33 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u64 *
 		__u64 pos = 0, pt;
 		__u32 sizebc = 0;
 		int between = 0; /* called or returning: no position */
+		__u16 fp;
 
 		if (have) {
 			fnpc = block_ref(w, lo->fn_pc - first);
-		} else if (read_ref(lo, &fnpc, func + lo->fn_pc)) {
+		} else if (read_ref(w, &fnpc, func + lo->fn_pc)) {
 			truncate_walk(w, LP_LUA_TRUNC_READ_FUNC);
 			return 0;
 		}
 		pt = fnpc - lo->pt_size;
 		if (w->leaf && w->pc_reg && w->pc != *link) {
-			bpf_probe_read_user(&sizebc, sizeof(sizebc),
-					    (const void *)(pt + lo->pt_sizebc));
+			fp = proto_fingerprint(w, pt, &sizebc);
 			between = leaf_link(w, fnpc, 4ull * sizebc, link);
+		} else {
+			fp = proto_fingerprint(w, pt, NULL);
 		}
 		/* pc of this frame as a bytecode position, when it lies
 		 * inside the function's bytecode; else unknown (0). */
 		if (!between && w->pc >= fnpc && w->pc - fnpc < (1ull << 26))
 			pos = (w->pc - fnpc) >> 2;
-		emit(w, LP_LUA_FRAME_LUA, pt, (__u32)pos, link_kind(*link),
-		     proto_fingerprint(w, pt));
+		emit(w, LP_LUA_FRAME_LUA, pt, (__u32)pos, link_kind(*link), fp);
 		return 0;
 	}
 	if (have) {
 		f = block_u64(w, lo->fn_f - first);
 		/* A builtin's or C function's pc is its one instruction. */
 		leaf_link(w, block_ref(w, lo->fn_pc - first), 4, link);
-	} else if (read_u64(&f, func + lo->fn_f)) {
+	} else if (read_u64(w, &f, func + lo->fn_f)) {
 		truncate_walk(w, LP_LUA_TRUNC_READ_FUNC);
 		return 0;
 	}
@@ -705,6 +860,37 @@ static __always_inline int emit_function(struct lua_walk *w, __u64 func, __u64 *
 		emit(w, LP_LUA_FRAME_C, f, 0, link_kind(*link), 0);
 	else
 		emit(w, LP_LUA_FRAME_FF, f, hdr[1], link_kind(*link), 0);
+	return 0;
+}
+
+/* The CALL instruction before return PC link, read with the bytecode
+ * below it, up to LJ_CALL_WIN bytes, into the call window: the caller's
+ * frame is the next one walked, and a short caller's GCproto header lies
+ * right below its bytecode (fnpc = pt + sizeof(GCproto)), so that
+ * proto_fingerprint() finds its fields there without a read of its own.
+ * The window starts no lower than link - 4's own page: it fails only
+ * where the 4-byte read would.  It holds memory read in this sample
+ * only (cleared per sample), and the fields it serves never change in a
+ * prototype's life: what it gives is what a read would have. */
+static __always_inline int read_call(struct lua_walk *w, __u64 link, __u32 *ins)
+{
+	__u64 page = (link - 4) & ~4095ull, lo = link - LJ_CALL_WIN;
+	__u32 len;
+
+	w->cw_len = 0;
+	if (link < LJ_CALL_WIN + 4096)
+		return lj_read(w, ins, sizeof(*ins), (const void *)(link - 4));
+	if (lo < page)
+		lo = page;
+	len = link - lo; /* 4 to LJ_CALL_WIN */
+	/* The mask, after the barrier, is for the verifier: the window has
+	 * room for it. */
+	barrier_var(len);
+	if (lj_read(w, w->call_win, len & (2 * LJ_CALL_WIN - 1), (const void *)lo))
+		return -1;
+	w->cw_lo = lo;
+	w->cw_len = len;
+	*ins = *(const __u32 *)&w->call_win[(len - 4) & (LJ_CALL_WIN - 1)];
 	return 0;
 }
 
@@ -776,7 +962,7 @@ static long lua_walk_step(__u32 i, void *ctx)
 
 		/* link is the return PC; the CALL before it holds the callee's
 		 * slot A, and the caller's frame is A + 1 + FR2 slots down. */
-		if (bpf_probe_read_user(&ins, sizeof(ins), (const void *)(link - 4))) {
+		if (read_call(w, link, &ins)) {
 			truncate_walk(w, LP_LUA_TRUNC_READ_CALL);
 			return 1;
 		}
@@ -797,7 +983,7 @@ static long lua_walk_step(__u32 i, void *ctx)
 			prev_pc = w->pc;
 		} else if (typep == LJ_FRAME_CONT) {
 			/* The continuation's PC sits two slots below. */
-			read_ref(lo, &prev_pc, w->frame - 8 * (slot == 2 ? 2 : 1) + (slot == 2 ? 0 : 4));
+			read_ref(w, &prev_pc, w->frame - 8 * (slot == 2 ? 2 : 1) + (slot == 2 ? 0 : 4));
 		} else if (type == LJ_FRAME_C || typep == LJ_FRAME_CP) {
 			/* Entered from C here: the older VM entry's C frame holds
 			 * the pc of the Lua code that called out to C. */
@@ -839,31 +1025,33 @@ static __always_inline int trace_frame(struct lua_walk *w, __u64 G, __s32 vmstat
 	__u64 J = G + lo->g2j, tr = 0, trarr = 0, startpc = 0, mcode = 0;
 	__u32 sizetrace = 0, first, end;
 	__u16 fp = 0;
+	int r;
 
 	/* J->trace (a pointer) and J->sizetrace lie side by side. */
 	first = min_u32(lo->j_trace, lo->j_sizetrace);
 	end = max_u32(lo->j_trace, lo->j_sizetrace) + 8;
 	if (!lo->g2j) {
 		/* The trace by number only. */
-	} else if (!read_block(w, J + first, end - first)) {
+	} else if (!(r = read_block(w, J + first, end - first))) {
 		trarr = block_u64(w, lo->j_trace - first);
 		sizetrace = (__u32)block_u64(w, lo->j_sizetrace - first);
-	} else if (read_u64(&trarr, J + lo->j_trace) ||
-		   bpf_probe_read_user(&sizetrace, sizeof(sizetrace),
+	} else if (r == LJ_UNREADABLE ||
+		   read_u64(w, &trarr, J + lo->j_trace) ||
+		   lj_read(w, &sizetrace, sizeof(sizetrace),
 				       (const void *)(J + lo->j_sizetrace))) {
 		sizetrace = 0;
 	}
 	if ((__u32)vmstate < sizetrace)
-		read_ref(lo, &tr, trarr + (__u64)vmstate * lo->ref_size);
+		read_ref(w, &tr, trarr + (__u64)vmstate * lo->ref_size);
 	if (tr) {
 		first = min_u32(lo->tr_startpc, lo->tr_mcode);
 		end = max_u32(lo->tr_startpc, lo->tr_mcode) + 8;
-		if (!read_block(w, tr + first, end - first)) {
+		if (!(r = read_block(w, tr + first, end - first))) {
 			startpc = block_ref(w, lo->tr_startpc - first);
 			mcode = block_u64(w, lo->tr_mcode - first);
-		} else {
-			read_ref(lo, &startpc, tr + lo->tr_startpc);
-			read_u64(&mcode, tr + lo->tr_mcode);
+		} else if (r != LJ_UNREADABLE) {
+			read_ref(w, &startpc, tr + lo->tr_startpc);
+			read_u64(w, &mcode, tr + lo->tr_mcode);
 		}
 		fp = (__u16)((startpc >> 2) ^ (mcode >> 4) ^ (mcode >> 20)) | 1;
 	}
@@ -947,17 +1135,17 @@ static __always_inline void send_proto(struct lua_walk *w, __u32 tgid, __u64 pt,
 	ev->addr = pt;
 	ev->fingerprint = fingerprint;
 	ev->firstline = ev->numline = 0;
-	bpf_probe_read_user(&ev->firstline, 4, (const void *)(pt + lo->pt_firstline));
-	bpf_probe_read_user(&ev->numline, 4, (const void *)(pt + lo->pt_numline));
-	read_ref(lo, &chunk, pt + lo->pt_chunkname);
+	lj_read(w, &ev->firstline, 4, (const void *)(pt + lo->pt_firstline));
+	lj_read(w, &ev->numline, 4, (const void *)(pt + lo->pt_numline));
+	read_ref(w, &chunk, pt + lo->pt_chunkname);
 	if (chunk)
-		bpf_probe_read_user(&len, 4, (const void *)(chunk + lo->str_len));
+		lj_read(w, &len, 4, (const void *)(chunk + lo->str_len));
 	/* At most LP_PROTO_NAME_MAX - 1 bytes: the mask is for the verifier. */
 	n = len < LP_PROTO_NAME_MAX - 1 ? len : LP_PROTO_NAME_MAX - 1;
 	n &= LP_PROTO_NAME_MAX - 1;
 	ev->name_full = len;
 	ev->name_len = 0;
-	if (n && !bpf_probe_read_user(ev->name, n, (const void *)(chunk + lo->str_size)))
+	if (n && !lj_read(w, ev->name, n, (const void *)(chunk + lo->str_size)))
 		ev->name_len = n;
 	bpf_ringbuf_submit(ev, 0);
 }
@@ -1000,26 +1188,16 @@ static __always_inline __u64 G_from_vm_frame(struct lua_walk *w, __u64 cfa)
 	__u64 cf = cfa - lo->cf_size, L = 0;
 	struct lj_state st;
 
-	if (cfa < lo->cf_size || read_ref(lo, &L, cf + lo->cf_l) || !L ||
+	if (cfa < lo->cf_size || read_ref(w, &L, cf + lo->cf_l) || !L ||
 	    read_state(w, L, &st) || (st.cframe & ~3ull) != cf)
 		return 0;
 	return st.glref;
 }
 
-/*
- * Fills e->lua[] for a sample of a LuaJIT process; regs are the user
- * registers at the sample.  vm_frame_cfa is 0 on the first try; on the
- * second, the CFA of the VM's C frame the native walk crossed, to find G
- * from when the first found none.  Returns 1 when the recorder should
- * hear of this sample at once: it shows a G in a process whose VM the
- * recorder has not located, which it must do while the process lives, or
- * a trace or a Lua stack no sample showed before (lj_traces_seen,
- * lj_stacks_seen).
- * A global function: the verifier checks it once, on its own, instead of
- * once per path through the native unwinder.
- */
-__noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
-			__u64 vm_frame_cfa)
+/* walk_lua() less the count of its reads. */
+static __always_inline int walk_lua_sample(struct lp_event_sample *e,
+					   const struct user_regs *regs,
+					   __u64 vm_frame_cfa)
 {
 	struct lua_walk *wp;
 	struct lj_proc *p;
@@ -1028,8 +1206,8 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	__u64 G, L = 0, base, pc = 0, ip;
 	struct lj_thread *t;
 	const struct lj_layout *lo;
-	struct lj_state st;
-	struct lj_gfields g;
+	struct lj_state *st;
+	struct lj_gfields *g;
 	__s32 vmstate;
 	int wake, off_frame, in_trace = 0;
 
@@ -1038,7 +1216,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
 	if (!wp)
 		return 0;
-	/* Not the block: 512 bytes (8 cache lines, cold at 99 Hz) for nothing;
+	/* Not the block: 1 KB (16 cache lines, cold at 99 Hz) for nothing;
 	 * nor what is kept across samples. */
 	__builtin_memset(&wp->G, 0, __builtin_offsetof(struct lua_walk, block) -
 				      __builtin_offsetof(struct lua_walk, G));
@@ -1062,6 +1240,8 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	}
 	p = &wp->proc;
 	lo = &p->layout;
+	g = &wp->gf;
+	st = &wp->st;
 	ip = regs->ip;
 
 	/* r14 - g2disp first (or the VM frame's L, on the second try): a G
@@ -1073,11 +1253,11 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 		t = &wp->no_thread; /* out of memory, or task storage busy */
 	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa) :
 			   regs->r14 - (__s64)lo->g2disp;
-	if (valid_G(wp, G, &g, &L, &st)) {
+	if (valid_G(wp, G, g, &L, st, t)) {
 		t->G = G;
 	} else {
 		G = t->G ? t->G : p->g_hint;
-		if (vm_frame_cfa || !valid_G(wp, G, &g, &L, &st)) {
+		if (vm_frame_cfa || !valid_G(wp, G, g, &L, st, t)) {
 			e->lua_state = LP_WALK_NO_G;
 			return 0;
 		}
@@ -1086,10 +1266,10 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	wp->mainL = G - lo->gg_g;
 	e->lua_G = G;
 	wake = !p->g_hint;
-	vmstate = g.vmstate;
+	vmstate = g->vmstate;
 	e->vmstate = vmstate;
 
-	if (!st.cframe) {
+	if (!st->cframe) {
 		/* No C frame: this coroutine is not running; neither is Lua. */
 		e->lua_state = LP_WALK_IDLE;
 		return wake;
@@ -1101,7 +1281,7 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	 * hint may be another thread's VM (sysbench has one per thread).
 	 * Its C frame then lies on another stack: no G for this tick, and
 	 * the native walk looks for this stack's own VM frame. */
-	if (!vm_frame_cfa && on_sampled_stack(t, regs->sp, st.cframe & ~3ull) == 0) {
+	if (!vm_frame_cfa && on_sampled_stack(t, regs->sp, st->cframe & ~3ull) == 0) {
 		e->lua_state = LP_WALK_NO_G;
 		return wake;
 	}
@@ -1109,25 +1289,25 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	 * instructions before it sets vmstate) runs on the innermost VM
 	 * entry's C frame, lowered by the trace's spadjust: the native
 	 * walk resumes at that frame's CFA when it meets such code. */
-	e->lua_vm_cfa = (st.cframe & ~3ull) + lo->cf_size;
+	e->lua_vm_cfa = (st->cframe & ~3ull) + lo->cf_size;
 	/* The tick hit VM code off L's C frame: a helper the interpreter
 	 * called (an ENTRY of its own: see the top of the file), a JLOOP
 	 * entering a trace, or the VM being entered or left (rbx may then be
 	 * the C caller's). */
 	off_frame = vmstate < 0 && ip >= p->vm_start && ip < p->vm_end &&
-		    regs->sp != (st.cframe & ~3ull);
-	if (off_frame && regs->sp + 8 == (st.cframe & ~3ull)) {
+		    regs->sp != (st->cframe & ~3ull);
+	if (off_frame && regs->sp + 8 == (st->cframe & ~3ull)) {
 		__u64 ra = 0;
 
-		if (!read_u64(&ra, regs->sp) && ra - 1 >= p->vm_start && ra - 1 < p->vm_end)
+		if (!read_u64(wp, &ra, regs->sp) && ra - 1 >= p->vm_start && ra - 1 < p->vm_end)
 			emit_entry(wp, regs->sp);
 	}
-	base = st.base;
+	base = st->base;
 	if (vmstate >= 0) {
 		/* A trace runs on G->jit_base. */
 		wake |= trace_frame(wp, G, vmstate, tgid);
-		if (g.jit_base)
-			base = g.jit_base;
+		if (g->jit_base)
+			base = g->jit_base;
 	} else if (~vmstate == LJ_VMST_INTERP && !p->vm_end) {
 		/* BASE is in a register we cannot yet tell from garbage;
 		 * the recorder locates the VM from this sample's G. */
@@ -1136,25 +1316,26 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 	} else if (~vmstate == LJ_VMST_INTERP && ip >= p->vm_start && ip < p->vm_end) {
 		__u64 rdx = regs->dx;
 
-		if (rdx > st.stack && rdx <= st.maxstack + 8 * 8) {
+		if (rdx > st->stack && rdx <= st->maxstack + 8 * 8) {
 			base = rdx;
 			pc = regs->bx;
 		}
-	} else if (~vmstate == LJ_VMST_INTERP && g.jit_base > st.stack &&
-		   g.jit_base <= st.maxstack + 8 * 8) {
+	} else if (~vmstate == LJ_VMST_INTERP && g->jit_base > st->stack &&
+		   g->jit_base <= st->maxstack + 8 * 8) {
 		/* Interpreting, yet outside the VM, with a trace's base set:
 		 * a JLOOP has jumped into the trace, whose first
 		 * instructions have not yet set vmstate (the exits clear
 		 * jit_base before they set INTERP).  The trace runs on
 		 * jit_base; L->base is older. */
-		base = g.jit_base;
+		base = g->jit_base;
 		in_trace = 1;
 	}
-	start_thread(wp, L, &st, base, pc);
+	start_thread(wp, L, st, base, pc);
 	wp->leaf = vmstate < 0 && !in_trace;
 	wp->pc_reg = pc && !off_frame;
 	e->lua_state = LP_WALK_WALKED;
 	phase_end(LP_PHASE_LUA_STATE);
+	phase_count_lua_reads(LP_PHASE_LUA_STATE, &wp->reads, &wp->read_fails);
 	/* bpf_loop wants a stack context; the step finds the state itself. */
 	bpf_loop(LUA_WALK_STEPS, lua_walk_step, &zero, 0);
 	if (!wp->done)
@@ -1167,6 +1348,32 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 		bpf_loop(LP_MAX_LUA, note_proto_step, &tgid, 0);
 		wake = 1;
 	}
+	return wake;
+}
+
+/*
+ * Fills e->lua[] for a sample of a LuaJIT process; regs are the user
+ * registers at the sample.  vm_frame_cfa is 0 on the first try; on the
+ * second, the CFA of the VM's C frame the native walk crossed, to find G
+ * from when the first found none.  Returns 1 when the recorder should
+ * hear of this sample at once: it shows a G in a process whose VM the
+ * recorder has not located, which it must do while the process lives, or
+ * a trace or a Lua stack no sample showed before (lj_traces_seen,
+ * lj_stacks_seen).
+ * A global function: the verifier checks it once, on its own, instead of
+ * once per path through the native unwinder.
+ */
+__noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
+			__u64 vm_frame_cfa)
+{
+	int wake = walk_lua_sample(e, regs, vm_frame_cfa);
+	struct lua_walk *wp;
+	__u32 zero = 0;
+
+	/* The reads after the Lua state's (a second try's count as the
+	 * walk's too). */
+	if (time_phases && (wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero)))
+		phase_count_lua_reads(LP_PHASE_LUA, &wp->reads, &wp->read_fails);
 	return wake;
 }
 

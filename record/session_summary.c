@@ -124,6 +124,9 @@ static void print_bpf_phases(struct session *s)
 			sum.lua_frames += v[c].lua_frames;
 			sum.native_frames += v[c].native_frames;
 			sum.native_reads += v[c].native_reads;
+			sum.lua_state_reads += v[c].lua_state_reads;
+			sum.lua_walk_reads += v[c].lua_walk_reads;
+			sum.lua_read_fails += v[c].lua_read_fails;
 		}
 	}
 	free(v);
@@ -134,8 +137,9 @@ static void print_bpf_phases(struct session *s)
 	for (int i = 0; i < LP_PHASES; i++)
 		fprintf(stderr, "%s %s %.2f us", i ? "," : "", names[i], sum.ns[i] / n / 1e3);
 	fprintf(stderr, "; %.1f Lua and %.1f native frames, %.1f reads past the "
-		"stack copy\n", sum.lua_frames / n, sum.native_frames / n,
-		sum.native_reads / n);
+		"stack copy; Lua reads %.2f + %.2f (state + walk), %.2f failed\n",
+		sum.lua_frames / n, sum.native_frames / n, sum.native_reads / n,
+		sum.lua_state_reads / n, sum.lua_walk_reads / n, sum.lua_read_fails / n);
 }
 
 /* The Lua half of the summary: samples with Lua frames, prototypes,
