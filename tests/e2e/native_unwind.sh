@@ -116,7 +116,13 @@ check_num "nofp signal: handler samples reaching main through the signal frame" 
 	"$(share_with $TMP/signal.folded on_alarm main)" ">=" 0.95
 
 # --- realigned frames: GCC's DRAP, CFA and rbp by DWARF expressions -------
-record realign $SAMPLES/nofp realign 3
+# Symbols bound at load (LD_BIND_NOW): ld.so's lazy binder,
+# _dl_runtime_resolve_xsavec, realigns too, but keeps its CFA in rbx
+# (CFA = rbx + 32), which the walker knows at the leaf only: a tick in the
+# binder's callees (_dl_fixup) at a libc function's first call is a walk
+# cut there, counted as unsupported (5 of 20 runs at 9999 Hz, about one
+# in forty at 999 Hz).  Not the rows this test is about.
+LD_BIND_NOW=1 record realign $SAMPLES/nofp realign 3
 check "record -- nofp realign exits 0" test $? -eq 0
 check "chain main;run_realign;realigned;level3;spin_leaf" \
 	grep -q "main;run_realign;realigned;level3;spin_leaf " $TMP/realign.folded
