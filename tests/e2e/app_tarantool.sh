@@ -62,7 +62,7 @@ loop=$(line 'for i = 1, n do s = s')
 # record_tarantool LABEL OUT SECS TARANTOOL
 record_tarantool() {
 	local label=$1 out=$2
-	(cd $TMP && SECS=$3 exec $LUAPROF record -F 999 -o $out.lp -- $4 $W \
+	(cd $TMP && SECS=$3 exec $LUAPROF record -v -F 999 -o $out.lp -- $4 $W \
 		>$out.out 2>$out.err)
 	check "$label: record exits 0" test $? -eq 0
 	$LUAPROF report --format folded -o $out.folded $out.lp 2>/dev/null
@@ -95,12 +95,25 @@ check "the LuaJIT in tarantool was recognized, offsets from its DWARF" \
 check "info: tarantool's VM, build dwarf" \
 	grep -qE "^  pid [0-9]+ \(tarantool\): LuaJIT 2.1 \(upstream, 32-bit refs\) in /usr/bin/tarantool; build dwarf, offsets from DWARF" $TMP/tt.info
 check_app_stacks "tarantool" $TMP/tt.folded coro_init
+# Over the bar (failed once under load at 3.26%, not reproduced in 37
+# runs since): where the walks stopped and why, so that it explains itself.
+awk -v total="$(folded_total $TMP/tt.folded)" '{ n += $1 }
+	END { exit !(n > 0.005 * total) }' $TMP/tt.folded.truncated && {
+	grep -E '^native stacks|^samples:' $TMP/tt.info
+	grep -E 'stops:|walk cut short|Lua stack truncated|^luaprof record: Lua:' $TMP/tt.err
+} | cut -c1-300 | sed 's/^/    /'
 # A fiber's Lua frames stand on its own C stack, under lua_pcall: never
 # on the scheduler's (ev_run, epoll) or another fiber's, where G->cur_L,
-# the last fiber to enter the VM, does not run.
+# the last fiber to enter the VM, does not run.  A stack cut short
+# ([truncated], held to its own bar above) shows no root to be under: a
+# tick in coro_transfer, the switch between fibers' stacks, which has no
+# CFI, cuts a yielding fiber's stack there (failed once so under load).
+not_under_pcall() {
+	grep -F "($W:" $TMP/tt.folded | grep -vF ';lua_pcall;' | grep -vF '[truncated];'
+}
 check_num "tarantool: samples with the workload's Lua frames not under lua_pcall" \
-	"$(grep -F "($W:" $TMP/tt.folded | grep -vF ';lua_pcall;' | awk '{ n += $NF } END { print n + 0 }')" "==" 0 ||
-	grep -F "($W:" $TMP/tt.folded | grep -vF ';lua_pcall;' | head -3 | cut -c1-300 | sed 's/^/    /'
+	"$(not_under_pcall | awk '{ n += $NF } END { print n + 0 }')" "==" 0 ||
+	not_under_pcall | head -3 | cut -c1-300 | sed 's/^/    /'
 check "a fiber runs worker from coro_init, through lua_pcall" \
 	grep -qE "^coro_init;.*;lua_pcall;$(printf '%s' "$worker" | sed 's/[.()?]/\\&/g');" $TMP/tt.folded
 check_fork "tarantool" $TMP/tt

@@ -85,15 +85,22 @@ check_num "nofp chains: the unwinder walked (complete walks)" \
 # the first milliseconds cost 1 to 4 cut stacks ("tables not loaded yet",
 # then libc not read yet) in nearly every run.  Samples inside execve
 # itself (the old image's, or the new one's first instruction) are not
-# counted: the exec is not done yet when they are taken.
-early=$($LUAPROF report --format folded --from 0 --to 0.1 $TMP/chains.lp 2>/dev/null |
-	grep -vF '__x64_sys_execve_[k]' | awk '{ n += $NF; if ($0 ~ /\[truncated\]/) c += $NF }
+# counted: the exec is not done yet when they are taken.  The window is
+# the first 0.1 s of the trace, or longer on a busy machine, where 0.1 s
+# of wall clock held 3 samples once: doubled until it holds 20.
+early_window() {
+	$LUAPROF report --format folded --from 0 --to $1 $TMP/chains.lp 2>/dev/null |
+		grep -vF '__x64_sys_execve_[k]'
+}
+for to in 0.1 0.2 0.4 0.8 1.6 3.2; do
+	early=$(early_window $to | awk '{ n += $NF; if ($0 ~ /\[truncated\]/) c += $NF }
 		END { print n + 0, c + 0 }')
-check_num "nofp chains: samples in the first 0.1 s" "${early% *}" ">=" 20
-check_num "nofp chains: cut stacks in the first 0.1 s (launched: held until walkable)" \
+	[ "${early% *}" -ge 20 ] && break
+done
+check_num "nofp chains: samples early on (the first 0.1 s, longer if busy)" "${early% *}" ">=" 20
+check_num "nofp chains: cut stacks early on (launched: held until walkable)" \
 	"${early#* }" "==" 0 ||
-	$LUAPROF report --format folded --from 0 --to 0.1 $TMP/chains.lp 2>/dev/null |
-	grep -F '[truncated]' | head -3 | cut -c1-300 | sed 's/^/    /'
+	early_window $to | grep -F '[truncated]' | head -3 | cut -c1-300 | sed 's/^/    /'
 
 # --- through libc: qsort calls back into the program ----------------------
 record libc $SAMPLES/nofp libc 3
@@ -116,7 +123,13 @@ check_num "nofp signal: handler samples reaching main through the signal frame" 
 	"$(share_with $TMP/signal.folded on_alarm main)" ">=" 0.95
 
 # --- realigned frames: GCC's DRAP, CFA and rbp by DWARF expressions -------
-record realign $SAMPLES/nofp realign 3
+# Symbols bound at load (LD_BIND_NOW): ld.so's lazy binder,
+# _dl_runtime_resolve_xsavec, realigns too, but keeps its CFA in rbx
+# (CFA = rbx + 32), which the walker knows at the leaf only: a tick in the
+# binder's callees (_dl_fixup) at a libc function's first call is a walk
+# cut there, counted as unsupported (5 of 20 runs at 9999 Hz, about one
+# in forty at 999 Hz).  Not the rows this test is about.
+LD_BIND_NOW=1 record realign $SAMPLES/nofp realign 3
 check "record -- nofp realign exits 0" test $? -eq 0
 check "chain main;run_realign;realigned;level3;spin_leaf" \
 	grep -q "main;run_realign;realigned;level3;spin_leaf " $TMP/realign.folded
