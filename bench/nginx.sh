@@ -24,8 +24,9 @@
 #    read on a shared machine.
 # Each pair gives the loss in throughput and the cost in CPU per request of
 # the setting against its own unprofiled neighbour, in %; the table gives
-# their mean over the pairs with a 95% interval (bench/pairstat.awk), and
-# their standard deviation.  On a machine that only runs the bench (both
+# their mean over the pairs with a 95% interval, their median with a 95%
+# interval that assumes no distribution (bench/pairstat.awk), and their
+# standard deviation.  On a machine that only runs the bench (both
 # CPUs busy with it, no steal), throughput is CPU over CPU per request, and
 # the two agree.
 #
@@ -41,6 +42,9 @@
 # pairs unprofiled windows with each other, a control whose interval must
 # hold 0.  LUAPROF_BASE=path/to/luaprof adds base-99 and base-999, another
 # build in the same pairs: a change's before and after under the same load.
+# NICE=-10 runs the workers, wrk and the recorders at that niceness, so that
+# others' work on a shared machine preempts them less (it still shares the
+# caches): for developing on a loaded machine, not for the figures.
 # The default (4 settings, 8 pairs of 4 s) runs about 7 minutes.
 # bench/nginx_size.sh gives bytes/sample of long recordings.
 # `bench/nginx.sh --self-check` checks the statistics on known data, with
