@@ -38,14 +38,18 @@
 # window (% of one CPU), its setup until it samples, and luaprof's
 # finishing (record -v); samples and bytes/sample of the recordings.
 #
-# SETTINGS overrides the list (e.g. "luaprof-999 perf-999"); "none" in it
-# pairs unprofiled windows with each other, a control whose interval must
-# hold 0.  LUAPROF_BASE=path/to/luaprof adds base-99 and base-999, another
+# SETTINGS overrides the list (e.g. "luaprof-999 perf-999").  Two of the
+# default's are controls: "ticks-999" is perf record -a -e cpu-clock -F 999
+# without stacks, every CPU ticked as luaprof ticks them, each sample its
+# IP alone: the floor that the ticks themselves cost, whoever samples;
+# "none" pairs unprofiled windows with each other, whose interval must hold
+# 0 (else the spread is not what the interval says).  LUAPROF_BASE=path/to/luaprof adds base-99 and base-999, another
 # build in the same pairs: a change's before and after under the same load.
 # NICE=-10 runs the workers, wrk and the recorders at that niceness, so that
 # others' work on a shared machine preempts them less (it still shares the
 # caches): for developing on a loaded machine, not for the figures.
-# The default (4 settings, 8 pairs of 4 s) runs about 7 minutes.
+# The default (6 settings, 8 pairs of 4 s) runs about 8 minutes on an idle
+# machine (more under load: recorders start slower).
 # bench/nginx_size.sh gives bytes/sample of long recordings.
 # `bench/nginx.sh --self-check` checks the statistics on known data, with
 # no root and nothing started.
@@ -59,7 +63,7 @@ SETTLE=${SETTLE:-1}
 NICE=${NICE:-0}
 LUAPROF=$PWD/build/luaprof
 LUAPROF_BASE=${LUAPROF_BASE:-}
-SETTINGS=${SETTINGS:-luaprof-99 perf-99 luaprof-999 perf-999}
+SETTINGS=${SETTINGS:-luaprof-99 perf-99 luaprof-999 perf-999 ticks-999 none}
 [ -n "$LUAPROF_BASE" ] && SETTINGS+=" base-99 base-999"
 . tests/lib.sh
 . tests/nginx.sh
@@ -133,9 +137,16 @@ profiled() {
 		nice -n $NICE $lp record -v -F ${set#*-} -p $NGINX_MASTER -o $out.lp >/dev/null 2>$out.err &
 		rec=$!
 		wait_for eval "grep -q recording $out.err || ! kill -0 $rec 2>/dev/null" ;;
-	perf-*)
-		nice -n $NICE perf record -q -g -F ${set#perf-} -o $out.data \
-			-p $NGINX_MASTER,$(echo $WORKERS | tr ' ' ,) -- sleep 3600 >/dev/null 2>&1 &
+	perf-*|ticks-*)
+		# ticks: every CPU's cpu-clock at that rate, as luaprof's, with
+		# the least a sample can cost (its IP, no stack).
+		if [ ${set%-*} = ticks ]; then
+			nice -n $NICE perf record -q -a -e cpu-clock -F ${set#*-} -o $out.data \
+				-- sleep 3600 >/dev/null 2>&1 &
+		else
+			nice -n $NICE perf record -q -g -F ${set#*-} -o $out.data \
+				-p $NGINX_MASTER,$(echo $WORKERS | tr ' ' ,) -- sleep 3600 >/dev/null 2>&1 &
+		fi
 		rec=$!
 		wait_for perf_sampling $rec >/dev/null
 		sl=$(perf_sampling $rec) ;;
@@ -146,7 +157,7 @@ profiled() {
 	if [ -n "$sl" ]; then kill $sl; else kill -INT $rec; fi
 	wait $rec
 	case $set in
-	perf-*)
+	perf-*|ticks-*)
 		SAMPLES[$set]+=" $(perf script -i $out.data -F pid 2>/dev/null | wc -l)"
 		BYTES[$set]+=" $(stat -c %s $out.data)"
 		rm -f $out.data ;;
@@ -241,7 +252,7 @@ for set in $SETTINGS; do
 	s=$(echo ${SAMPLES[$set]:-0} | sum)
 	b=$(echo ${BYTES[$set]:-0} | sum)
 	bpf="$(col prof $set 10) $(col prof $set 11) $(col prof $set 12)"
-	[ ${set%-*} = perf ] && bpf="- - -"
+	case $set in perf-*|ticks-*) bpf="- - -" ;; esac
 	rec=$(col prof $set 6)
 	printf '%-12s %10s %8s %9s %10s %8s %10s %10s %9s %9s %9s %8s\n' $set $bpf \
 		"$(echo ${BPFMED[$set]:-} | median)" "$(echo ${BPFP99[$set]:-} | median)" "$rec" \
@@ -272,7 +283,9 @@ same neighbour.  Mean and median over the pairs, each with its 95% interval
 in brackets (the median's assumes no distribution: read it when a few pairs
 stray, as they do under others' load); sd: the spread of one pair.  On a
 machine loaded by other work, read CPU per request: throughput then follows
-the others' load.
+the others' load.  ticks-HZ: perf record -a -e cpu-clock -F HZ with no
+stacks, what the ticks cost alone; none: unprofiled against unprofiled, the
+control (its interval should hold 0).
 BPF ns/run, runs/s, %mach: the recorder's BPF programs in the window (every
 tick of every CPU for luaprof, the filtered-out ones too), and their share of
 all $NCPU CPUs.  BPF med, p99: luaprof's own clock per sample of a target.
