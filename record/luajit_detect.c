@@ -180,21 +180,6 @@ static int read_exports(int fd, struct elf_exports *ex)
 	return err;
 }
 
-/* The file behind a mapping: through /proc/PID/map_files, which works in
- * other mount namespaces and for deleted files, else by its path. */
-static int open_mapping(pid_t pid, const struct lp_mapping *m)
-{
-	char fname[128];
-	int fd;
-
-	snprintf(fname, sizeof(fname), "/proc/%d/map_files/%llx-%llx", (int)pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(fname, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && m->path[0] == '/')
-		fd = open(m->path, O_RDONLY | O_CLOEXEC);
-	return fd;
-}
-
 /* The lj_layout fields, by the names a --luajit-offsets file uses
  * (bpf/luajit_layout.h's list).  A file may leave out the optional ones: without
  * them Lua frames are still walked (fast-function ids: no coroutine
@@ -379,9 +364,9 @@ static int vm_g2disp(pid_t pid, const struct lp_mapping *m, uint64_t start,
 
 	if (end <= start || end - start > (4u << 20))
 		return -ENOENT;
-	fd = open_mapping(pid, m);
+	fd = procmaps_open(pid, m);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	code = malloc(end - start);
 	if (elf && code && !file_offset(elf, start, &off, &delta) &&
@@ -524,7 +509,7 @@ int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file
 		if (m->path[0] != '/' || (seen && !strcmp(seen, m->path)))
 			continue;
 		seen = m->path;
-		fd = open_mapping(pid, m);
+		fd = procmaps_open(pid, m);
 		if (fd < 0)
 			continue;
 		err = read_exports(fd, &ex);
