@@ -129,7 +129,7 @@ declare -A SAMPLES BYTES BPFMED BPFP99 PHASES SETUP FINISH
 # profiled SETTING KEY: one window under SETTING, from SETTLE s after its
 # recorder samples until it is stopped.
 profiled() {
-	local set=$1 key=$2 out=$TMP/$2 lp=$LUAPROF rec sl=
+	local set=$1 key=$2 out=$TMP/$2 lp=$LUAPROF rec sl= started
 	case $set in
 	none) window $key prof 0; return ;;
 	luaprof-*|base-*)
@@ -142,15 +142,28 @@ profiled() {
 		# the least a sample can cost (its IP, no stack).
 		if [ ${set%-*} = ticks ]; then
 			nice -n $NICE perf record -q -a -e cpu-clock -F ${set#*-} -o $out.data \
-				-- sleep 3600 >/dev/null 2>&1 &
+				-- sleep 3600 >/dev/null 2>$out.err &
 		else
 			nice -n $NICE perf record -q -g -F ${set#*-} -o $out.data \
-				-p $NGINX_MASTER,$(echo $WORKERS | tr ' ' ,) -- sleep 3600 >/dev/null 2>&1 &
+				-p $NGINX_MASTER,$(echo $WORKERS | tr ' ' ,) -- sleep 3600 >/dev/null 2>$out.err &
 		fi
 		rec=$!
 		wait_for perf_sampling $rec >/dev/null
 		sl=$(perf_sampling $rec) ;;
 	esac
+	# A recorder that failed has no window: said once, the pair left out.
+	started=1
+	kill -0 $rec 2>/dev/null || started=
+	case $set in
+	perf-*|ticks-*) [ -n "$sl" ] || started= ;;
+	*) grep -q recording $out.err || started= ;;
+	esac
+	if [ -z "$started" ]; then
+		echo "nginx.sh: $set did not start sampling: $(tail -c 300 $out.err)" >&2
+		kill -INT $rec 2>/dev/null
+		wait $rec
+		return
+	fi
 	SETUP[$set]+=" $(tasks_ns $rec)"
 	sleep $SETTLE
 	window $key prof $rec
