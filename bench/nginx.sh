@@ -93,28 +93,65 @@ tasks_ns() {
 	for p in "$@"; do cat /proc/$p/task/*/schedstat 2>/dev/null; done |
 		awk '{ s += $1 } END { printf "%.0f", s }'
 }
-# bpf_run PID: "run_time_ns run_cnt" summed over PID's BPF programs.
-bpf_run() {
-	cat /proc/$1/fdinfo/* 2>/dev/null | awk '/^run_time_ns:/ { t += $2 }
-		/^run_cnt:/ { c += $2 } END { printf "%.0f %.0f", t, c }'
+
+# A window's two snapshots must read the requests and the CPU times at the
+# same moment: under load each command a snapshot forks waits for a CPU,
+# and a second between the request count and the CPU times skews that
+# window's CPU per request by a quarter.  So a snapshot forks nothing: bash
+# builtins, /dev/tcp for the count, a few ms in all.
+# add_ns PID...: adds their threads' run time (ns) to NS.
+add_ns() {
+	local p f v
+	for p in "$@"; do
+		for f in /proc/$p/task/*/schedstat; do
+			{ read -r v _ <"$f" && NS=$((NS + v)); } 2>/dev/null
+		done
+	done
 }
-# snap REC: "wall_ns requests workers_ns wrk_ns rec_ns busy idle steal
-# bpf_ns bpf_runs" now (/proc/stat's columns in USER_HZ, 1/100 s);
-# REC is the recorder's pid or 0.
+# requests: sets REQ to the requests nginx has served (stub_status: the
+# third figure of the line after "server accepts handled requests").
+requests() {
+	local l next= f
+	REQ=0
+	exec 9<>/dev/tcp/127.0.0.1/$NGINX_PORT || return
+	printf 'GET /requests HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&9
+	while IFS= read -r l <&9; do
+		if [ -n "$next" ]; then f=($l); REQ=${f[2]}; break; fi
+		[ "${l#server accepts}" != "$l" ] && next=1
+	done
+	exec 9<&-
+}
+# bpf_fds REC: sets BPF_FDS to the fdinfo files of REC's BPF programs.
+bpf_fds() {
+	BPF_FDS=$(grep -l '^run_cnt:' /proc/$1/fdinfo/* 2>/dev/null)
+}
+# snap REC: appends to SNAP "wall_ns requests workers_ns wrk_ns rec_ns busy
+# idle steal bpf_ns bpf_runs" (/proc/stat's columns in USER_HZ, 1/100 s;
+# the BPF programs of BPF_FDS); REC is the recorder's pid or 0.
 snap() {
-	local rec=$1
-	echo "$(date +%s%N)" \
-		"$(curl -s --max-time 5 "http://127.0.0.1:$NGINX_PORT/requests" | awk 'NR == 3 { print $3 }')" \
-		"$(tasks_ns $WORKERS) $(tasks_ns $WRK) $([ $rec = 0 ] && echo 0 || tasks_ns $rec)" \
-		"$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6, $9 }' /proc/stat)" \
-		"$([ $rec = 0 ] && echo 0 0 || bpf_run $rec)"
+	local t u n sy i w q sq st f k v bt=0 bc=0 wk rc=0
+	requests
+	t=${EPOCHREALTIME/./}
+	NS=0; add_ns $WORKERS; wk=$NS
+	NS=0; add_ns $WRK; w=$NS
+	[ $1 != 0 ] && { NS=0; add_ns $1; rc=$NS; }
+	read -r _ u n sy i w2 q sq st _ </proc/stat
+	for f in $BPF_FDS; do
+		while read -r k v; do
+			case $k in run_time_ns:) bt=$((bt + v)) ;; run_cnt:) bc=$((bc + v)) ;; esac
+		done <$f
+	done 2>/dev/null
+	SNAP+=" ${t}000 $REQ $wk $w $rc $((u + n + sy + q + sq)) $((i + w2)) $st $bt $bc"
 }
 # window KEY ROLE REC: measures WINDOW seconds into $TMP/windows.
 window() {
-	local a
-	a=$(snap $3)
+	BPF_FDS=
+	[ $3 != 0 ] && bpf_fds $3
+	SNAP=
+	snap $3
 	sleep $WINDOW
-	echo "$1 $2 $a $(snap $3)" >>$TMP/windows
+	snap $3
+	echo "$1 $2$SNAP" >>$TMP/windows
 }
 # perf_sampling PERF: the pid of perf's workload (sleep) once it runs:
 # perf has opened its events by then.
@@ -240,7 +277,7 @@ col() { awk -v r=$1 -v s=$2 -v n=$3 '$2 == r && (s == "" || index($1, s ":") == 
 # interval KEY mean|median: the figure with its 95% interval.
 interval() { awk -v k=$1 -v m=$2 '$1 == k { v = m == "mean" ? $3 : $6
 	lo = m == "mean" ? $4 : $8; hi = m == "mean" ? $5 : $9
-	if (lo == "-") printf "%6.2f", v; else printf "%6.2f [%5.2f,%5.2f]", v, lo, hi }' $TMP/stats; }
+	if (lo == "-") printf "%6.2f", v; else printf "%6.2f [%6.1f,%6.1f]", v, lo, hi }' $TMP/stats; }
 sd() { awk -v k=$1 '$1 == k { print $7 }' $TMP/stats; }
 
 echo
@@ -248,10 +285,10 @@ echo "machine in the unprofiled windows (medians): busy $(col none '' 7)%, idle 
 	"steal $(col none '' 9)%; $(col none '' 3) req/s, $(col none '' 4) us of CPU per request" \
 	"($(col none '' 5) of it in the workers)"
 echo
-printf '%-12s %5s | %-53s | %-46s\n' "" "" "CPU per request, + % against the unprofiled" "throughput, loss % against the unprofiled"
-printf '%-12s %5s | %21s %21s %6s %9s | %21s %21s %6s\n' setting pairs mean median sd us/req mean median sd
+printf '%-12s %5s | %-55s | %-52s\n' "" "" "CPU per request, + % against the unprofiled" "throughput, loss % against the unprofiled"
+printf '%-12s %5s | %22s %22s %6s %9s | %22s %22s %6s\n' setting pairs mean median sd us/req mean median sd
 for set in $SETTINGS; do
-	printf '%-12s %5s | %21s %21s %6s %9s | %21s %21s %6s\n' $set \
+	printf '%-12s %5s | %22s %22s %6s %9s | %22s %22s %6s\n' $set \
 		"$(awk -v k=$set.cpu '$1 == k { print $2 }' $TMP/stats)" \
 		"$(interval $set.cpu mean)" "$(interval $set.cpu median)" "$(sd $set.cpu)" "$(col prof $set 4)" \
 		"$(interval $set.tput mean)" "$(interval $set.tput median)" "$(sd $set.tput)"
