@@ -236,6 +236,12 @@ sum() { tr ' ' '\n' | awk '{ s += $1 } END { print s + 0 }'; }
 echo "nginx.sh: nginx + lua (2 workers, JIT on) under wrk -t2 -c8 on loopback, $NCPU CPUs;"
 echo "  $PAIRS pairs of ${WINDOW} s windows per setting (profiled, unprofiled; order alternated)"
 echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+# CPU per request holds the sampler's interrupt time only where the kernel
+# charges it to the interrupted task.
+if zcat /proc/config.gz 2>/dev/null | grep -q '^CONFIG_IRQ_TIME_ACCOUNTING=y'; then
+	echo "  NOTE: this kernel accounts interrupt time apart (CONFIG_IRQ_TIME_ACCOUNTING):"
+	echo "  the ticks and the BPF sampler are NOT in CPU per request; read throughput"
+fi
 : >$TMP/windows
 start=$(date +%s)
 for p in $(seq $PAIRS); do
