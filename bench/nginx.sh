@@ -238,7 +238,8 @@ echo "  $PAIRS pairs of ${WINDOW} s windows per setting (profiled, unprofiled; o
 echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 # CPU per request holds the sampler's interrupt time only where the kernel
 # charges it to the interrupted task.
-if zcat /proc/config.gz 2>/dev/null | grep -q '^CONFIG_IRQ_TIME_ACCOUNTING=y'; then
+if { zcat /proc/config.gz || cat /boot/config-$(uname -r); } 2>/dev/null |
+	grep -q '^CONFIG_IRQ_TIME_ACCOUNTING=y'; then
 	echo "  NOTE: this kernel accounts interrupt time apart (CONFIG_IRQ_TIME_ACCOUNTING):"
 	echo "  the ticks and the BPF sampler are NOT in CPU per request; read throughput"
 fi
