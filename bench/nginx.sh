@@ -18,10 +18,11 @@
 #    recorder (their threads' run time from /proc/PID/task/*/schedstat, in
 #    ns, steal excluded) over the requests served.  The sampler's BPF
 #    program and the tick that runs it are charged to the task they
-#    interrupt (no IRQ time accounting on this kernel), so they are in it.
-#    Other processes on the machine are not: their load moves throughput
-#    a lot and CPU per request little, which is why this is the figure to
-#    read on a shared machine.
+#    interrupt, so they are in it (unless the kernel accounts interrupt
+#    time apart: the run says so).  Other processes on the machine are
+#    not: under a load average of 15 their work moved one pair's
+#    throughput by 36-120 points and its CPU per request by 3-9, which is
+#    why this is the figure to read on a shared machine.
 # Each pair gives the loss in throughput and the cost in CPU per request of
 # the setting against its own unprofiled neighbour, in %; the table gives
 # their mean over the pairs with a 95% interval, their median with a 95%
@@ -43,13 +44,15 @@
 # without stacks, every CPU ticked as luaprof ticks them, each sample its
 # IP alone: the floor that the ticks themselves cost, whoever samples;
 # "none" pairs unprofiled windows with each other, whose interval must hold
-# 0 (else the spread is not what the interval says).  LUAPROF_BASE=path/to/luaprof adds base-99 and base-999, another
-# build in the same pairs: a change's before and after under the same load.
+# 0 (else the spread is not what the interval says).
+# LUAPROF_BASE=path/to/luaprof adds base-99 and base-999, another build in
+# the same pairs: a change's before and after under the same load.
 # NICE=-10 runs the workers, wrk and the recorders at that niceness, so that
 # others' work on a shared machine preempts them less (it still shares the
 # caches): for developing on a loaded machine, not for the figures.
-# The default (6 settings, 8 pairs of 4 s) runs about 8 minutes on an idle
-# machine (more under load: recorders start slower).
+# The default (6 settings, 8 pairs of 4 s) has 6.4 minutes of windows; with
+# the recorders' starts and stops it ran 10 minutes under a load average of
+# 11-19, less on an idle machine.
 # bench/nginx_size.sh gives bytes/sample of long recordings.
 # `bench/nginx.sh --self-check` checks the statistics on known data, with
 # no root and nothing started.
