@@ -20,9 +20,9 @@
 #    program and the tick that runs it are charged to the task they
 #    interrupt, so they are in it (unless the kernel accounts interrupt
 #    time apart: the run says so).  Other processes on the machine are
-#    not: under a load average of 15 their work moved one pair's
-#    throughput by 36-120 points and its CPU per request by 3-9, which is
-#    why this is the figure to read on a shared machine.
+#    not: under a load average of 11 to 20 their work moved one pair's
+#    throughput by 36-120 points (sd) and its CPU per request by 3-19,
+#    which is why this is the figure to read on a shared machine.
 # Each pair gives the loss in throughput and the cost in CPU per request of
 # the setting against its own unprofiled neighbour, in %; the table gives
 # their mean over the pairs with a 95% interval, their median with a 95%
