@@ -51,7 +51,14 @@ struct {
 } events SEC(".maps");
 
 struct lp_bpf_counters counters;
-__u64 runtime_hist[LP_RUNTIME_BUCKETS]; /* see LP_RUNTIME_BUCKET_NS */
+
+/* This CPU's run times (bpf/sampler.h): the recorder sums the CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_runtime_hist);
+} runtime_hists SEC(".maps");
 
 /* The sample under construction, one per CPU: too large for the BPF stack,
  * and sent with only the bytes in use. */
@@ -68,7 +75,7 @@ struct {
 struct user_regs {
 	__u64 ip, sp, bp, bx, dx, r14;
 	__u32 user; /* they are user mode's: not a thread without one */
-	__u32 pad;
+	__u32 sent; /* not a register: this CPU's samples (wakeup_flag) */
 };
 
 /* ... kept per CPU, not on on_sample's stack: 6.1's verifier counts the
@@ -81,11 +88,33 @@ struct {
 	__type(value, struct user_regs);
 } regs_scratch SEC(".maps");
 
-static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
-					 struct user_regs *r)
+/* The user registers the kernel saved on entry, for a tick that hit the
+ * kernel: loads through the task's BTF pointer, not a helper call each
+ * (six calls were some 150 ns a kernel tick).  A function of its own:
+ * inlined, clang merges this pointer with ctx, which the verifier
+ * refuses. */
+static __noinline int saved_user_regs(struct user_regs *r)
 {
 	struct pt_regs *regs;
 
+	if (!r)
+		return -1;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!regs)
+		return -1;
+	r->user = task_regs_user_mode(regs);
+	r->ip = regs->ip;
+	r->sp = regs->sp;
+	r->bp = regs->bp;
+	r->bx = regs->bx;
+	r->dx = regs->dx;
+	r->r14 = regs->r14;
+	return 0;
+}
+
+static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
+					 struct user_regs *r)
+{
 	r->user = 0;
 	if (ctx_regs_user_mode(ctx)) {
 		r->ip = ctx->regs.ip;
@@ -97,19 +126,7 @@ static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
 		r->user = 1;
 		return 0;
 	}
-	/* Read with helpers: plain loads let clang merge this branch's
-	 * pointer with ctx, which the verifier refuses. */
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!regs)
-		return -1;
-	r->user = task_regs_user_mode(regs);
-	r->ip = BPF_CORE_READ(regs, ip);
-	r->sp = BPF_CORE_READ(regs, sp);
-	r->bp = BPF_CORE_READ(regs, bp);
-	r->bx = BPF_CORE_READ(regs, bx);
-	r->dx = BPF_CORE_READ(regs, dx);
-	r->r14 = BPF_CORE_READ(regs, r14);
-	return 0;
+	return saved_user_regs(r);
 }
 
 #include "bpf/walk_lua.bpf.h"
@@ -118,13 +135,19 @@ static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
 /* Did the current process start less than YOUNG_NS before now? */
 static __always_inline int young_process(__u64 now)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-
-	return now - BPF_CORE_READ(task, group_leader, start_time) < YOUNG_NS;
+	/* Plain loads through the BTF pointers: no helper calls. */
+	return now - bpf_get_current_task_btf()->group_leader->start_time < YOUNG_NS;
 }
 
-static __always_inline long wakeup_flag(void)
+/* Asked only every WAKEUP_EVERY-th sample of a CPU: the query reads the
+ * consumer's position, a line the recorder writes, and WAKEUP_BYTES is
+ * a threshold, not a limit (samples are a few hundred bytes). */
+#define WAKEUP_EVERY 8
+
+static __always_inline long wakeup_flag(struct user_regs *r)
 {
+	if (r->sent++ % WAKEUP_EVERY)
+		return BPF_RB_NO_WAKEUP;
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ?
 		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
@@ -139,6 +162,7 @@ static __noinline int send_sample(struct lp_event_sample *e, __u32 nlua, __u64 f
 	__u32 ubytes = e->ustack_bytes > 0 ? e->ustack_bytes : 0;
 	__u32 lbytes, off = lp_event_sample_head_size;
 	struct bpf_dynptr ptr;
+	__u64 head;
 	long err;
 
 	if (kbytes > sizeof(e->kstack))
@@ -157,9 +181,13 @@ static __noinline int send_sample(struct lp_event_sample *e, __u32 nlua, __u64 f
 	err = bpf_ringbuf_reserve_dynptr(&events, off + kbytes + ubytes + lbytes, 0, &ptr);
 	if (err)
 		goto discard;
-	err = bpf_dynptr_write(&ptr, 0, e, lp_event_sample_head_size, 0);
-	if (!err && kbytes)
-		err = bpf_dynptr_write(&ptr, off, e->kstack, kbytes, 0);
+	/* The head and the kernel frames lie together in e: one write
+	 * (its length bounded again where the verifier sees it). */
+	head = (__u64)off + kbytes;
+	barrier_var(head);
+	if (head > lp_event_sample_head_size + sizeof(e->kstack))
+		goto discard;
+	err = bpf_dynptr_write(&ptr, 0, e, head, 0);
 	off += kbytes;
 	if (!err && ubytes)
 		err = bpf_dynptr_write(&ptr, off, e->ustack, ubytes, 0);
@@ -183,6 +211,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, zero = 0;
 	struct lp_event_sample *e;
 	struct user_regs *regs;
+	struct lp_runtime_hist *hist;
 	__u64 t0, bucket;
 	__u32 nlua;
 	int wake = 0, have_regs;
@@ -190,7 +219,6 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 	if (!bpf_map_lookup_elem(&targets, &tgid))
 		return 0;
-	__sync_fetch_and_add(&counters.samples, 1);
 	e = bpf_map_lookup_elem(&sample_scratch, &zero);
 	regs = bpf_map_lookup_elem(&regs_scratch, &zero);
 	if (!e || !regs)
@@ -242,14 +270,16 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	 * that left every known mapping (native unwinder): new code was
 	 * mapped, and walks stop there until the recorder reads it. */
 	err = send_sample(e, nlua, wake || e->ustack_stop == LP_USTOP_UNMAPPED ?
-				   BPF_RB_FORCE_WAKEUP : wakeup_flag());
+				   BPF_RB_FORCE_WAKEUP : wakeup_flag(regs));
 	if (err)
 		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
 	phase_done(nlua, e->ustack_bytes);
 	bucket = (bpf_ktime_get_ns() - t0) / LP_RUNTIME_BUCKET_NS;
 	if (bucket >= LP_RUNTIME_BUCKETS)
 		bucket = LP_RUNTIME_BUCKETS - 1;
-	__sync_fetch_and_add(&runtime_hist[bucket], 1);
+	hist = bpf_map_lookup_elem(&runtime_hists, &zero);
+	if (hist)
+		hist->n[bucket]++;
 	return 0;
 }
 

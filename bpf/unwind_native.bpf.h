@@ -45,11 +45,13 @@
  * frame-pointer walk.
  *
  * The stack above the first frame's rsp is copied in one read when the
- * walk starts (LP_STACK_WINDOW bytes, or to the end of the page near the
- * top of the stack); the frames' reads come from the copy while they fall
- * in it, and a read above it moves it there (unwind_read_n()).  A read of
- * the target's memory costs 50 ns or more, and a walk makes one or two
- * per frame.
+ * walk starts (LP_STACK_WINDOW bytes at most, or to the end of the page
+ * near the top of the stack); the frames' reads come from the copy while
+ * they fall in it, and a read above it moves it there (unwind_read_n()).
+ * A read of the target's memory costs 50 ns or more, and a walk makes one
+ * or two per frame.  Each copy reaches only as far as the thread's last
+ * walk on this CPU read from there (struct unwind_span): what a copy
+ * costs is mostly its bytes.
  *
  * One repair: when the first frame's row leads to a return address in no
  * mapping, the frame is retried as a frameless leaf (return address at
@@ -114,8 +116,29 @@ struct {
 #define LP_STACK_REFILLS 4            /* windows copied after the first */
 #define LP_STACK_SPAN (8 << 20)       /* how far above sp a refill may go */
 
+#define LP_STACK_FILLS (1 + LP_STACK_REFILLS)
+#define LP_STACK_SLACK 128            /* copied past what the last walk read */
+#define LP_STACK_BELOW 128            /* copied below the read that refills */
+#define LP_SPAN_SLOTS 16              /* threads remembered per CPU */
+
+/*
+ * What a thread's last walk on this CPU read of its stack: for each copy
+ * it made, where the highest read from it ended.  A thread's older frames
+ * lie at the same addresses sample after sample, so the next copy from
+ * below such an end need only reach it (and LP_STACK_SLACK more), not a
+ * whole window.
+ * A walk that reads further moves the copy there as any walk does
+ * (unwind_read_n()): the size changes what is copied, never what is read.
+ */
+struct unwind_span {
+	__u32 tid;
+	__u32 nfills;
+	__u64 hi[LP_STACK_FILLS];
+};
+
 struct unwind_window {
 	__u8 bytes[LP_STACK_WINDOW + 16];
+	struct unwind_span spans[LP_SPAN_SLOTS]; /* by tid % LP_SPAN_SLOTS */
 };
 
 struct {
@@ -169,6 +192,8 @@ struct unwind_cursor {
 	__u32 win_len;    /* bytes of the stack copied, from win_lo */
 	__u64 win_lo;
 	__u32 refills;    /* windows copied after the first */
+	__u32 tid;        /* whose stack (struct unwind_span) */
+	__u64 used_hi[LP_STACK_FILLS]; /* this walk's, by copy (unwind_span) */
 	__u32 reads;      /* reads past the copy (record -v) */
 	__u32 memo_rd;    /* the memo of the last walk (unwind_maps.h) */
 	__s32 memo_off;   /* its frame n + memo_off is this walk's frame n */
@@ -307,26 +332,75 @@ static __always_inline int unwind_find_row(__u32 objid, __u64 vaddr,
 	return 0;
 }
 
+/* How much to copy from lo: up to the furthest end of the thread's last
+ * walk's copies (struct unwind_span) that one window reaches -- a few
+ * bytes between two of them cost less than a second read --, or a whole
+ * window if none. */
+static __always_inline __u32 unwind_fill_len(const struct unwind_cursor *c,
+					     const struct unwind_window *w, __u64 lo)
+{
+	const struct unwind_span *s = &w->spans[c->tid & (LP_SPAN_SLOTS - 1)];
+	__u32 len = 0;
+
+	if (s->tid != c->tid)
+		return LP_STACK_WINDOW;
+	for (int i = 0; i < LP_STACK_FILLS; i++) {
+		__u64 need = s->hi[i] - lo + LP_STACK_SLACK;
+
+		if (i >= s->nfills)
+			break;
+		if (lo >= s->hi[i])
+			continue;
+		if (need > LP_STACK_WINDOW)
+			break;
+		len = need;
+	}
+	return len ? len : LP_STACK_WINDOW;
+}
+
 /* Copies the stack from addr (rounded down to a cache line) into the
- * window: LP_STACK_WINDOW bytes, or to the end of addr's page when those
- * run past the top of the stack.  0, or -1 if not even that was read. */
+ * window: as much as unwind_fill_len() says, or to the end of addr's page
+ * when that runs past the top of the stack.  0, or -1 if not even that
+ * was read. */
 static __always_inline int unwind_window_fill(struct unwind_cursor *c,
 					      struct unwind_window *w, __u64 addr)
 {
 	__u64 lo = addr & ~63ull;
-	__u32 len = LP_STACK_WINDOW;
+	__u32 len = unwind_fill_len(c, w, lo), k = c->refills;
 
 	c->win_lo = lo;
 	c->win_len = 0;
-	if (bpf_probe_read_user(w->bytes, LP_STACK_WINDOW, (const void *)lo)) {
-		len = 4096 - (lo & 4095);
-		if (len > LP_STACK_WINDOW)
-			len = LP_STACK_WINDOW;
+	if (k < LP_STACK_FILLS)
+		c->used_hi[k] = lo;
+	/* For the verifier: 1 to LP_STACK_WINDOW bytes. */
+	barrier_var(len);
+	if (len > LP_STACK_WINDOW || !len)
+		len = LP_STACK_WINDOW;
+	if (bpf_probe_read_user(w->bytes, len, (const void *)lo)) {
+		__u32 page = 4096 - (lo & 4095);
+
+		if (len > page)
+			len = page;
+		barrier_var(len);
+		if (len > LP_STACK_WINDOW || !len)
+			return -1;
 		if (bpf_probe_read_user(w->bytes, len, (const void *)lo))
 			return -1;
 	}
 	c->win_len = len;
 	return 0;
+}
+
+/* This walk's reads, for the thread's next walk on this CPU. */
+static __always_inline void unwind_span_save(const struct unwind_cursor *c,
+					     struct unwind_window *w)
+{
+	struct unwind_span *s = &w->spans[c->tid & (LP_SPAN_SLOTS - 1)];
+
+	s->tid = c->tid;
+	s->nfills = c->refills + 1;
+	for (int i = 0; i < LP_STACK_FILLS; i++)
+		s->hi[i] = c->used_hi[i];
 }
 
 /* Reads size (8 or 16) bytes of the stack at addr: from the copy when
@@ -345,13 +419,17 @@ static __always_inline int unwind_read_n(struct unwind_cursor *c, __u64 addr,
 	    addr >= c->win_lo && addr - c->sp0 < LP_STACK_SPAN &&
 	    c->refills < LP_STACK_REFILLS) {
 		c->refills++;
-		unwind_window_fill(c, w, addr);
+		/* From a little below: a frame reads its return address
+		 * first, then the registers it saved under it. */
+		unwind_window_fill(c, w, addr - LP_STACK_BELOW > c->sp0 ? addr - LP_STACK_BELOW : addr);
 	}
 	if (w && addr >= c->win_lo && addr - c->win_lo + size <= c->win_len) {
 		/* The offset is below LP_STACK_WINDOW: the mask is for the
 		 * verifier. */
-		__u32 off = (addr - c->win_lo) & (LP_STACK_WINDOW - 1);
+		__u32 off = (addr - c->win_lo) & (LP_STACK_WINDOW - 1), k = c->refills;
 
+		if (k < LP_STACK_FILLS && addr + size > c->used_hi[k])
+			c->used_hi[k] = addr + size;
 		if (size == 16)
 			__builtin_memcpy(v, &w->bytes[off], 16);
 		else
@@ -969,6 +1047,21 @@ static __always_inline void unwind_leaf_regs(struct bpf_perf_event_data *ctx,
 	c->regs_ok = 1;
 }
 
+/* The process's lj_proc: the Lua walk's per-CPU copy when it is this
+ * process's and current (bpf/walk_lua.bpf.h), as it is whenever that walk
+ * found a VM; else from lj_procs, a hash lookup (40 to 180 ns). */
+static __always_inline const struct lj_proc *unwind_lj_proc(__u32 tgid)
+{
+	const struct lua_walk *wp;
+	__u32 zero = 0;
+
+	wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
+	if (wp && wp->proc_tgid == tgid &&
+	    wp->proc_gen == *(volatile __u64 *)&lj_procs_gen)
+		return &wp->proc;
+	return bpf_map_lookup_elem(&lj_procs, &tgid);
+}
+
 /*
  * Fills e->ustack, e->ustack_bytes and e->ustack_stop for a process whose
  * mappings the recorder loaded, from regs, the user registers at the tick
@@ -1015,7 +1108,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	/* The VM's C frames: from L->cframe when the Lua walk found L, else
 	 * from the first VM frame the walk meets (unwind_vm_find()). */
 	if (e->lua_vm_cfa || e->lua_state == LP_WALK_NO_G)
-		lj = bpf_map_lookup_elem(&lj_procs, &tgid);
+		lj = unwind_lj_proc(tgid);
 	if (lj) {
 		c->cf_size = lj->layout.cf_size;
 		c->cf_prev = lj->layout.cf_prev;
@@ -1051,6 +1144,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 			       e->lua[0].kind == LP_LUA_FRAME_ENTRY && e->lua[0].addr == c->sp;
 		c->sp0 = c->sp;
 		c->bp0 = c->bp;
+		c->tid = e->h.tid;
 		if (win)
 			unwind_window_fill(c, win, c->sp);
 		phase_end(LP_PHASE_COPY);
@@ -1061,6 +1155,8 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		/* This walk's frames are the memo the next one reads. */
 		if (rc)
 			rc->memo_last = (c->memo_rd ^ 1) & 1;
+		if (win)
+			unwind_span_save(c, win);
 	}
 	/* bpf_loop ran out of iterations only after LP_MAX_USTACK frames. */
 	stop = c->stop ? c->stop : LP_USTOP_DEPTH;

@@ -45,17 +45,34 @@ static uint64_t runtime_quantile(const __u64 *hist, uint64_t total, double q,
 	return 0;
 }
 
+/* The CPUs' run time histograms (runtime_hists), summed into hist. */
+static void runtime_hist_sum(struct session *s, __u64 *hist)
+{
+	int ncpus = libbpf_num_possible_cpus(), fd = bpf_map__fd(s->skel->maps.runtime_hists);
+	struct lp_runtime_hist *v;
+	__u32 zero = 0;
+
+	if (ncpus <= 0 || !(v = calloc(ncpus, sizeof(*v))))
+		return;
+	if (!bpf_map_lookup_elem(fd, &zero, v))
+		for (int c = 0; c < ncpus; c++)
+			for (int i = 0; i < LP_RUNTIME_BUCKETS; i++)
+				hist[i] += v[c].n[i];
+	free(v);
+}
+
 /* The sampler's own cost: the distribution it measures itself, per target
  * sample, and the kernel's mean over every tick, which is counted only
  * while kernel.bpf_stats_enabled is 1. */
 static void print_bpf_stats(struct session *s)
 {
-	const __u64 *hist = s->skel->bss->runtime_hist;
+	__u64 hist[LP_RUNTIME_BUCKETS] = { 0 };
 	struct bpf_prog_info info;
 	__u32 len = sizeof(info);
 	int fd = bpf_program__fd(s->skel->progs.on_sample);
 	uint64_t total = 0;
 
+	runtime_hist_sum(s, hist);
 	for (int i = 0; i < LP_RUNTIME_BUCKETS; i++)
 		total += hist[i];
 	if (total) {
