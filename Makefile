@@ -178,6 +178,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run.sh
 	@bench/nginx.sh
+	@bench/nginx_size.sh
 	@bench/views.sh
 
 clean:
