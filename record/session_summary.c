@@ -45,19 +45,21 @@ static uint64_t runtime_quantile(const __u64 *hist, uint64_t total, double q,
 	return 0;
 }
 
-/* The CPUs' run time histograms (runtime_hists), summed into hist. */
-static void runtime_hist_sum(struct session *s, __u64 *hist)
+/* Adds up the first value of per-CPU array fd, read as words u64 counts,
+ * over the CPUs into sum: runtime_hists' and phase_times' values are
+ * nothing else (phase_times' mark is summed too, and not used). */
+static void percpu_sum_u64(int fd, __u64 *sum, size_t words)
 {
-	int ncpus = libbpf_num_possible_cpus(), fd = bpf_map__fd(s->skel->maps.runtime_hists);
-	struct lp_runtime_hist *v;
+	int ncpus = libbpf_num_possible_cpus();
+	__u64 *v;
 	__u32 zero = 0;
 
-	if (ncpus <= 0 || !(v = calloc(ncpus, sizeof(*v))))
+	if (ncpus <= 0 || !(v = calloc((size_t)ncpus * words, sizeof(*v))))
 		return;
 	if (!bpf_map_lookup_elem(fd, &zero, v))
 		for (int c = 0; c < ncpus; c++)
-			for (int i = 0; i < LP_RUNTIME_BUCKETS; i++)
-				hist[i] += v[c].n[i];
+			for (size_t i = 0; i < words; i++)
+				sum[i] += v[(size_t)c * words + i];
 	free(v);
 }
 
@@ -72,7 +74,7 @@ static void print_bpf_stats(struct session *s)
 	int fd = bpf_program__fd(s->skel->progs.on_sample);
 	uint64_t total = 0;
 
-	runtime_hist_sum(s, hist);
+	percpu_sum_u64(bpf_map__fd(s->skel->maps.runtime_hists), hist, LP_RUNTIME_BUCKETS);
 	for (int i = 0; i < LP_RUNTIME_BUCKETS; i++)
 		total += hist[i];
 	if (total) {
@@ -109,27 +111,11 @@ static void print_bpf_phases(struct session *s)
 		LP_PHASE_LIST(LP_PHASE_NAME)
 #undef LP_PHASE_NAME
 	};
-	int ncpus = libbpf_num_possible_cpus(), fd = bpf_map__fd(s->skel->maps.phase_times);
-	struct lp_phase_times *v, sum = { 0 };
-	__u32 zero = 0;
+	struct lp_phase_times sum = { 0 };
 	double n;
 
-	if (ncpus <= 0 || !(v = calloc(ncpus, sizeof(*v))))
-		return;
-	if (!bpf_map_lookup_elem(fd, &zero, v)) {
-		for (int c = 0; c < ncpus; c++) {
-			for (int i = 0; i < LP_PHASES; i++)
-				sum.ns[i] += v[c].ns[i];
-			sum.samples += v[c].samples;
-			sum.lua_frames += v[c].lua_frames;
-			sum.native_frames += v[c].native_frames;
-			sum.native_reads += v[c].native_reads;
-			sum.lua_state_reads += v[c].lua_state_reads;
-			sum.lua_walk_reads += v[c].lua_walk_reads;
-			sum.lua_read_fails += v[c].lua_read_fails;
-		}
-	}
-	free(v);
+	percpu_sum_u64(bpf_map__fd(s->skel->maps.phase_times), (__u64 *)&sum,
+		       sizeof(sum) / sizeof(__u64));
 	if (!sum.samples)
 		return;
 	n = sum.samples;
