@@ -259,12 +259,12 @@ struct lua_walk {
 	__u32 reads, read_fails; /* of target memory, when the clock runs */
 	__u64 cw_lo; /* call_win holds [cw_lo, cw_lo + cw_len) */
 	__u32 cw_len;
-	/* Last, and not cleared per sample either: what is read is used.
-	 * G's and the running lua_State's fields are here, not on the
+	/* G's and the running lua_State's fields are here, not on the
 	 * stack: 6.1's verifier counts the frames of on_sample, walk_lua and
 	 * its bpf_loop callback together against 512 bytes. */
 	struct lj_gfields gf;
 	struct lj_state st;
+	/* Last, and not cleared per sample either: what is read is used. */
 	__u8 block[2 * LJ_BLOCK]; /* the last block read (see read_block, block_u64) */
 	__u8 stack_win[2 * LJ_STACK_WIN]; /* Lua stack below the last frame read */
 	__u8 call_win[2 * LJ_CALL_WIN]; /* bytecode up to the last return PC */
@@ -635,8 +635,10 @@ static __always_inline __u16 proto_fingerprint(struct lua_walk *w, __u64 pt, __u
 	__u32 lines[2] = { 0, 0 };
 	int r;
 
-	if (sizebc)
+	if (sizebc) {
 		first = min_u32(first, lo->pt_sizebc);
+		end = max_u32(end, lo->pt_sizebc + 8);
+	}
 	if (!call_win_u64(w, pt + lo->pt_chunkname, &chunk) &&
 	    !call_win_u64(w, pt + lo->pt_firstline, &l0) &&
 	    !call_win_u64(w, pt + lo->pt_numline, &l1) &&
