@@ -179,8 +179,8 @@ struct lp_event_proto {
  * counts runs of [i, i + 1) * LP_RUNTIME_BUCKET_NS, the last bucket
  * everything longer.  The kernel's bpf_stats give only a mean over every
  * tick, targets or not; the distribution gives the median and the tail.
- * Kept per CPU (the runtime_hists map), and summed by the recorder: an
- * atomic add to a line both CPUs write moves the line between them,
+ * Kept only under record -v, which prints it (time_runs), per CPU (the
+ * runtime_hists map), and summed by the recorder: an atomic add to a line both CPUs write moves the line between them,
  * some 70 ns a sample here.
  */
 #define LP_RUNTIME_BUCKETS 256

@@ -359,6 +359,7 @@ int sampler_load(struct sampler **out, int follow_children,
 		skel->rodata->follow_children = follow_children;
 		/* -v prints where the sampler's time goes (bpf/phases.h). */
 		skel->rodata->time_phases = verbose;
+		skel->rodata->time_runs = verbose; /* and the median */
 		err = size ? size(skel, arg) : 0;
 		if (!err)
 			err = sampler__load(skel);

@@ -382,6 +382,9 @@ int add_initial_targets(struct session *s)
 		add_target(s, desc[i], 0, s->start_ns, LP_PROC_EXISTING, NULL);
 	}
 	free(desc);
+	/* The sampler's per-CPU memos of "not a target" are stale now
+	 * (bpf/sampler.bpf.c, is_target). */
+	__atomic_add_fetch(&s->skel->bss->targets_gen, 1, __ATOMIC_SEQ_CST);
 	if (skipped_self && !s->o->quiet)
 		fprintf(stderr, "luaprof record: not recording pid %d, this recorder "
 			"itself\n", (int)self);
