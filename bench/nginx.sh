@@ -32,7 +32,7 @@
 # the two agree.
 #
 # Direct accounting, per setting: the sampler's BPF time (run_time_ns and
-# run_cnt of the recorder's programs, from /proc/PID/fdinfo with
+# run_cnt of the recorder's perf_event program, from /proc/PID/fdinfo with
 # kernel.bpf_stats_enabled set for the run) in ns per run and as a share of
 # the machine; luaprof's own median and p99 per sample, and (with -v)
 # where its time goes by phase (bpf/phases.h); the recorder's CPU in the
@@ -45,6 +45,8 @@
 # IP alone: the floor that the ticks themselves cost, whoever samples;
 # "none" pairs unprofiled windows with each other, whose interval must hold
 # 0 (else the spread is not what the interval says).
+# "quiet-HZ" is luaprof-HZ without -v, as users run it: no phase clock and
+# no run-time histogram (bpf/phases.h), so no median or phases either.
 # LUAPROF_BASE=path/to/luaprof adds base-99 and base-999, another build in
 # the same pairs: a change's before and after under the same load.
 # NICE=-10 runs the workers, wrk and the recorders at that niceness, so that
@@ -124,9 +126,12 @@ requests() {
 	done
 	exec 9<&-
 }
-# bpf_fds REC: sets BPF_FDS to the fdinfo files of REC's BPF programs.
+# bpf_fds REC: sets BPF_FDS to the fdinfo files of REC's perf_event BPF
+# programs (type 7), the sampler: its fork, exec and exit programs run at
+# every fork, exec and exit on the machine, and on a machine where others
+# run tests their cheap runs outnumbered the ticks and diluted ns/run.
 bpf_fds() {
-	BPF_FDS=$(grep -l '^run_cnt:' /proc/$1/fdinfo/* 2>/dev/null)
+	BPF_FDS=$(grep -lP '^prog_type:\t7$' /proc/$1/fdinfo/* 2>/dev/null)
 }
 # snap REC: appends to SNAP "wall_ns requests workers_ns wrk_ns rec_ns busy
 # idle steal bpf_ns bpf_runs" (/proc/stat's columns in USER_HZ, 1/100 s;
@@ -172,9 +177,10 @@ profiled() {
 	local set=$1 key=$2 out=$TMP/$2 lp=$LUAPROF rec sl= started
 	case $set in
 	none) window $key prof 0; return ;;
-	luaprof-*|base-*)
+	luaprof-*|base-*|quiet-*)
 		[ ${set%-*} = base ] && lp=$LUAPROF_BASE
-		nice -n $NICE $lp record -v -F ${set#*-} -p $NGINX_MASTER -o $out.lp >/dev/null 2>$out.err &
+		nice -n $NICE $lp record $([ ${set%-*} = quiet ] || echo -v) -F ${set#*-} \
+			-p $NGINX_MASTER -o $out.lp >/dev/null 2>$out.err &
 		rec=$!
 		wait_for eval "grep -q recording $out.err || ! kill -0 $rec 2>/dev/null" ;;
 	perf-*|ticks-*)
@@ -347,8 +353,8 @@ machine loaded by other work, read CPU per request: throughput then follows
 the others' load.  ticks-HZ: perf record -a -e cpu-clock -F HZ with no
 stacks, what the ticks cost alone; none: unprofiled against unprofiled, the
 control (its interval should hold 0).
-BPF ns/run, runs/s, %mach: the recorder's BPF programs in the window (every
-tick of every CPU for luaprof, the filtered-out ones too), and their share of
+BPF ns/run, runs/s, %mach: the recorder's sampler program in the window (every
+tick of every CPU for luaprof, the filtered-out ones too), and its share of
 all $NCPU CPUs.  BPF med, p99: luaprof's own clock per sample of a target.
 rec %CPU: the recorder's CPU in the window (past its first ${SETTLE} s), % of
 one CPU; both %mach: BPF and recorder as a share of the machine, the part of
