@@ -82,7 +82,8 @@ static __always_inline void phase_count_lua_reads(enum lp_phase phase, __u32 *re
 }
 
 /* The last mark of a sample, with what its walks found. */
-static __always_inline void phase_done(__u32 lua_frames, __s32 ustack_bytes)
+static __always_inline void phase_done(__u32 lua_frames, __s32 ustack_bytes,
+				       __s32 kstack_bytes)
 {
 	struct lp_phase_times *pt;
 
@@ -94,6 +95,8 @@ static __always_inline void phase_done(__u32 lua_frames, __s32 ustack_bytes)
 	pt->lua_frames += lua_frames;
 	if (ustack_bytes > 0)
 		pt->native_frames += ustack_bytes / 8;
+	if (kstack_bytes > 0)
+		pt->kernel_ticks++;
 }
 
 #endif

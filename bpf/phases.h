@@ -51,10 +51,11 @@ struct lp_phase_times {
 	 * and of those, the ones that failed (ten times a good one's cost) */
 	__u64 lua_state_reads, lua_walk_reads;
 	__u64 lua_read_fails;
+	__u64 kernel_ticks; /* samples with a kernel stack */
 	__u64 mark; /* the clock at the end of the last phase */
 };
 
-_Static_assert(sizeof(struct lp_phase_times) == 8 * (LP_PHASES + 8),
+_Static_assert(sizeof(struct lp_phase_times) == 8 * (LP_PHASES + 9),
 	       "lp_phase_times layout");
 
 #endif

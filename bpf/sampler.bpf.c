@@ -311,7 +311,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 				   BPF_RB_FORCE_WAKEUP : wakeup_flag(regs));
 	if (err)
 		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
-	phase_done(nlua, e->ustack_bytes);
+	phase_done(nlua, e->ustack_bytes, e->kstack_bytes);
 	if (!time_runs)
 		return 0;
 	bucket = (bpf_ktime_get_ns() - t0) / LP_RUNTIME_BUCKET_NS;

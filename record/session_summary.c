@@ -126,6 +126,13 @@ static void print_bpf_phases(struct session *s)
 		"stack copy; Lua reads %.2f + %.2f (state + walk), %.2f failed\n",
 		sum.lua_frames / n, sum.native_frames / n, sum.native_reads / n,
 		sum.lua_state_reads / n, sum.lua_walk_reads / n, sum.lua_read_fails / n);
+	/* A tick in user mode skips the kernel stack's helper: its phase
+	 * is nearly all the kernel ticks'. */
+	if (sum.kernel_ticks)
+		fprintf(stderr, "luaprof record: BPF sampler: %.1f%% of samples are kernel "
+			"ticks, whose stack took %.2f us each\n",
+			100.0 * sum.kernel_ticks / n,
+			sum.ns[LP_PHASE_KSTACK] / (double)sum.kernel_ticks / 1e3);
 }
 
 /* The Lua half of the summary: samples with Lua frames, prototypes,
