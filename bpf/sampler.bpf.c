@@ -238,8 +238,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	 * starts from it.  (Its extent depends on the thread's last walk,
 	 * not on this one's.) */
 	have_regs = get_user_regs(ctx, regs) == 0;
-	if (have_regs)
-		unwind_copy_stack(e->h.tid, regs);
+	unwind_copy_stack(e->h.tid, regs); /* (none without user registers) */
 	phase_end(LP_PHASE_COPY);
 	/* Lua before the native walk: a running trace's C frame is where
 	 * the native walk resumes past the trace's code.  If the Lua walk
