@@ -332,11 +332,11 @@ done
 phased=
 for set in $SETTINGS; do
 	[ -n "$(echo ${PHASES[$set]:-} | tr -d ' /')" ] || continue
-	[ -n "$phased" ] || printf '\n%-12s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s  (us per sample; frames; reads)\n' \
-		setting kstack L-state lua copy native output "lua#" "native#" "nat-rd" "Lst-rd" "lua-rd" "failed"
+	[ -n "$phased" ] || printf '\n%-12s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s  (us per sample; frames; reads)\n' \
+		setting kstack L-state lua copy native output "lua#" "native#" "nat-rd" "Lst-rd" "lua-rd" "failed" "copy-rd"
 	phased=1
 	printf '%-12s' $set
-	for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+	for i in 1 2 3 4 5 6 7 8 9 10 11 12 13; do
 		printf ' %8s' $(for p in ${PHASES[$set]}; do echo $p | cut -d/ -f$i; done | median)
 	done
 	echo

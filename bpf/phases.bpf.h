@@ -81,6 +81,17 @@ static __always_inline void phase_count_lua_reads(enum lp_phase phase, __u32 *re
 	*reads = *fails = 0;
 }
 
+/* The Lua walk's reads of the C stack that the stack copy served instead
+ * of the target's memory (bpf/walk_lua.bpf.h); the count is zeroed. */
+static __always_inline void phase_count_copy_reads(__u32 *n)
+{
+	struct lp_phase_times *pt = phase_sums();
+
+	if (pt)
+		pt->lua_copy_reads += *n;
+	*n = 0;
+}
+
 /* The last mark of a sample, with what its walks found. */
 static __always_inline void phase_done(__u32 lua_frames, __s32 ustack_bytes,
 				       __s32 kstack_bytes)

@@ -11,10 +11,16 @@
  * recorder sets time_phases before load (-v): off, the verifier drops it
  * as dead code and it costs nothing.
  *
- *   t0 |- kstack -|- Lua state -|- Lua walk -|- copy -|- native -|- output -|
- *       bpf_get_    registers, G,  its frames   the stack  unwind_    ring buffer,
- *       stack()     L, vmstate,                 window     frame()    counters
- *       (kernel)    the trace                              x frames
+ *   t0 |- kstack -|- copy -|- Lua state -|- Lua walk -|- native -|- output -|
+ *       bpf_get_    registers, G, L,         its frames   unwind_    ring buffer,
+ *       stack()     the stack  vmstate, the               frame()    counters
+ *       (kernel)    window     trace                      x frames
+ *
+ * The stack is copied first, before any other read of the target's
+ * memory: the Lua walk's reads of the VM's C frames come from the copy
+ * (bpf/unwind_native.bpf.h: unwind_copy_stack()).  The list below is in
+ * the order `record -v` prints, which bench/nginx.sh's columns follow:
+ * not the order of the phases in time.
  */
 #ifndef LUAPROF_BPF_PHASES_H
 #define LUAPROF_BPF_PHASES_H
@@ -52,10 +58,11 @@ struct lp_phase_times {
 	__u64 lua_state_reads, lua_walk_reads;
 	__u64 lua_read_fails;
 	__u64 kernel_ticks; /* samples with a kernel stack */
+	__u64 lua_copy_reads; /* of the C stack, served by the stack copy */
 	__u64 mark; /* the clock at the end of the last phase */
 };
 
-_Static_assert(sizeof(struct lp_phase_times) == 8 * (LP_PHASES + 9),
+_Static_assert(sizeof(struct lp_phase_times) == 8 * (LP_PHASES + 10),
 	       "lp_phase_times layout");
 
 #endif

@@ -271,16 +271,22 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	e->kstack_bytes = ctx_regs_user_mode(ctx) ? 0 :
 		bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
 	phase_end(LP_PHASE_KSTACK);
-	/* Lua first: a running trace's C frame is where the native walk
-	 * resumes past the trace's code.  If the Lua walk found no G, the
-	 * native walk may cross the VM's C frame, which holds the running
-	 * lua_State: then Lua again, from there. */
+	/* The top of the stack first, in one read: the Lua walk reads the
+	 * VM's C frames, which lie in it, from the copy, and the native walk
+	 * starts from it.  (Its extent depends on the thread's last walk,
+	 * not on this one's.) */
+	have_regs = get_user_regs(ctx, regs) == 0;
+	unwind_copy_stack(e->h.tid, regs); /* (none without user registers) */
+	phase_end(LP_PHASE_COPY);
+	/* Lua before the native walk: a running trace's C frame is where
+	 * the native walk resumes past the trace's code.  If the Lua walk
+	 * found no G, the native walk may cross the VM's C frame, which
+	 * holds the running lua_State: then Lua again, from there. */
 	e->lua_depth = 0;
 	e->lua_state = LP_WALK_NONE;
 	e->vmstate = 0;
 	e->lua_G = 0;
 	e->lua_vm_cfa = 0;
-	have_regs = get_user_regs(ctx, regs) == 0;
 	if (have_regs)
 		wake = walk_lua(e, regs, 0);
 	phase_end(LP_PHASE_LUA);

@@ -44,10 +44,13 @@
  * when the tables could not be set up at all, bpf_get_stack()'s
  * frame-pointer walk.
  *
- * The stack above the first frame's rsp is copied in one read when the
- * walk starts (LP_STACK_WINDOW bytes at most, or to the end of the page
- * near the top of the stack); the frames' reads come from the copy while
- * they fall in it, and a read above it moves it there (unwind_read_n()).
+ * The stack above the first frame's rsp is copied in one read before any
+ * other read of the target's memory in a sample (LP_STACK_WINDOW bytes at
+ * most, or to the end of the page near the top of the stack): on_sample
+ * calls unwind_copy_stack() before the Lua walk, whose reads of the VM's
+ * C frames, which lie in it, it serves too (stack_copy_holding()).  The
+ * frames' reads come from the copy while they fall in it, and a read
+ * above it moves it there (unwind_read_n()).
  * A read of the target's memory costs 50 ns or more, and a walk makes one
  * or two per frame.  Each copy reaches only as far as the thread's last
  * walk on this CPU read from there (struct unwind_span): what a copy
@@ -139,6 +142,12 @@ struct unwind_span {
 struct unwind_window {
 	__u8 bytes[LP_STACK_WINDOW + 16];
 	struct unwind_span spans[LP_SPAN_SLOTS]; /* by tid % LP_SPAN_SLOTS */
+	/* The sample's first copy, taken before the Lua walk
+	 * (unwind_copy_stack()): bytes holds [copy_lo, copy_lo + copy_len)
+	 * until the native walk takes the window over (copy_len 0 then);
+	 * copy_used is where the Lua walk's reads from it ended. */
+	__u64 copy_lo, copy_used;
+	__u32 copy_len, copy_pad;
 };
 
 struct {
@@ -401,6 +410,59 @@ static __always_inline void unwind_span_save(const struct unwind_cursor *c,
 	s->nfills = c->refills + 1;
 	for (int i = 0; i < LP_STACK_FILLS; i++)
 		s->hi[i] = c->used_hi[i];
+}
+
+/* The first copy of a sample's stack, from the user registers' sp, taken
+ * before the Lua walk so that its reads of the C stack come from it
+ * (stack_copy_holding()); the native walk starts from it.  Only where the
+ * unwind tables are on: else nothing walks the copy. */
+static __always_inline void unwind_copy_stack(__u32 tid, const struct user_regs *regs)
+{
+	struct unwind_window *w;
+	struct unwind_cursor *c;
+	__u32 zero = 0;
+
+	w = bpf_map_lookup_elem(&unwind_windows, &zero);
+	c = bpf_map_lookup_elem(&unwind_cursors, &zero);
+	if (!w || !c)
+		return;
+	w->copy_len = 0;
+	if (!regs->user || !unwind_tables_on)
+		return;
+	c->tid = tid;
+	c->refills = 0;
+	if (unwind_window_fill(c, w, regs->sp))
+		return;
+	w->copy_lo = c->win_lo;
+	w->copy_len = c->win_len;
+	w->copy_used = c->win_lo;
+}
+
+/* The window, if the sample's first copy holds [addr, addr + len) (len
+ * 256 at most), for stack_copy_u64(); else NULL, and the caller reads the
+ * target.  Either way a read within a window's reach of the copy counts
+ * in what the thread's next copy reaches (struct unwind_span). */
+static __always_inline struct unwind_window *stack_copy_holding(__u64 addr, __u32 len)
+{
+	struct unwind_window *w;
+	__u64 rel, end;
+	__u32 zero = 0;
+
+	w = bpf_map_lookup_elem(&unwind_windows, &zero);
+	if (!w || !w->copy_len || addr < w->copy_lo || len > 256)
+		return NULL;
+	rel = addr - w->copy_lo;
+	end = addr + len;
+	if (rel < LP_STACK_WINDOW - len && end > w->copy_used)
+		w->copy_used = end;
+	return rel < w->copy_len && len <= w->copy_len - rel ? w : NULL;
+}
+
+/* The 8 bytes at addr of a copy stack_copy_holding() said holds them:
+ * the mask is for the verifier (the window has 16 bytes of slack). */
+static __always_inline __u64 stack_copy_u64(const struct unwind_window *w, __u64 addr)
+{
+	return *(const __u64 *)&w->bytes[(addr - w->copy_lo) & (LP_STACK_WINDOW - 1)];
 }
 
 /* Reads size (8 or 16) bytes of the stack at addr: from the copy when
@@ -1145,9 +1207,18 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		c->sp0 = c->sp;
 		c->bp0 = c->bp;
 		c->tid = e->h.tid;
-		if (win)
+		/* The copy on_sample took before the Lua walk, from this
+		 * sp (unwind_copy_stack()), with the Lua walk's reads in
+		 * it; the window is the walk's from here on. */
+		if (win && win->copy_len && win->copy_lo == (c->sp & ~63ull)) {
+			c->win_lo = win->copy_lo;
+			c->win_len = win->copy_len;
+			c->used_hi[0] = win->copy_used;
+		} else if (win) {
 			unwind_window_fill(c, win, c->sp);
-		phase_end(LP_PHASE_COPY);
+		}
+		if (win)
+			win->copy_len = 0;
 		rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
 		if (rc)
 			c->memo_rd = rc->memo_last & 1;

@@ -257,6 +257,7 @@ struct lua_walk {
 	__u64 win_lo; /* stack[] holds [win_lo, win_lo + win_len) */
 	__u32 win_len;
 	__u32 reads, read_fails; /* of target memory, when the clock runs */
+	__u32 copy_reads, pad1; /* ... and those the stack copy served */
 	__u64 cw_lo; /* call_win holds [cw_lo, cw_lo + cw_len) */
 	__u32 cw_len;
 	/* G's and the running lua_State's fields are here, not on the
@@ -518,20 +519,68 @@ static __always_inline void emit_entry(struct lua_walk *w, __u64 cf)
  * not. */
 #define LJ_CF_NRES(lo) ((lo)->cf_l - 8)
 
+/* The C stack: the VM's C frames and what lies at the sampled sp.  The
+ * native unwinder copied the top of the sampled stack before this walk
+ * (unwind_copy_stack(), bpf/unwind_native.bpf.h, which owns the copy and
+ * defines these two below this file); a read the copy holds comes from
+ * it, and costs no read of the target's memory (counted apart). */
+struct unwind_window;
+static __always_inline struct unwind_window *stack_copy_holding(__u64 addr, __u32 len);
+static __always_inline __u64 stack_copy_u64(const struct unwind_window *win, __u64 addr);
+
+/* The copy, if it holds the len bytes at addr (then counted). */
+static __always_inline struct unwind_window *cstack_copy(struct lua_walk *w, __u64 addr,
+							 __u32 len)
+{
+	struct unwind_window *win = stack_copy_holding(addr, len);
+
+	if (win && time_phases)
+		w->copy_reads++;
+	return win;
+}
+
+/* A GCRef or MRef at addr in the copy (see read_ref()). */
+static __always_inline __u64 cstack_ref(const struct lua_walk *w,
+					const struct unwind_window *win, __u64 addr)
+{
+	__u64 v = stack_copy_u64(win, addr);
+
+	return w->proc.layout.ref_size == 8 ? v : (__u32)v;
+}
+
+/* The 8 bytes at addr of the C stack: from the copy, or a read. */
+static __always_inline int cstack_u64(struct lua_walk *w, __u64 *v, __u64 addr)
+{
+	struct unwind_window *win = cstack_copy(w, addr, 8);
+
+	if (!win)
+		return read_u64(w, v, addr);
+	*v = stack_copy_u64(win, addr);
+	return 0;
+}
+
 /* The fields of C frame cf the walk reads (nres, the saved PC and the
- * link to the older C frame: 32 bytes) into w->cf_*, in one read, kept
- * for the next use of the same frame.  0, or -1 if they cannot be read. */
+ * link to the older C frame: 32 bytes) into w->cf_*, from the stack copy
+ * or in one read, kept for the next use of the same frame.  0, or -1 if
+ * they cannot be read. */
 static __always_inline int read_cframe(struct lua_walk *w, __u64 cf)
 {
 	const struct lj_layout *lo = &w->proc.layout;
 	__u32 first = min_u32(LJ_CF_NRES(lo), min_u32(lo->cf_pc, lo->cf_prev));
 	__u32 end = max_u32(LJ_CF_NRES(lo), max_u32(lo->cf_pc, lo->cf_prev)) + 8;
-
+	struct unwind_window *win;
 	int r;
 
 	if (w->cf_read == cf)
 		return 0;
 	w->cf_read = 0;
+	if ((win = cstack_copy(w, cf + first, end - first))) {
+		w->cf_nres = (__s32)stack_copy_u64(win, cf + LJ_CF_NRES(lo));
+		w->cf_pc = cstack_ref(w, win, cf + lo->cf_pc);
+		w->cf_prev = stack_copy_u64(win, cf + lo->cf_prev);
+		w->cf_read = cf;
+		return 0;
+	}
 	r = read_block(w, cf + first, end - first);
 	if (!r) {
 		w->cf_nres = (__s32)block_u64(w, LJ_CF_NRES(lo) - first);
@@ -749,12 +798,15 @@ static __always_inline __u64 find_resumer(struct lua_walk *w, struct lj_state *s
 {
 	const struct lj_layout *lo = &w->proc.layout;
 	__u64 rcf = w->outer_cf + lo->cf_size, r = 0, ra = 0;
+	struct unwind_window *win;
 	int b;
 
 	if (!w->outer_cf)
 		return 0;
-	b = w->proc.vm_end ? read_block(w, rcf - 8, lo->cf_l + 16) : 1;
-	if (!b) {
+	if (w->proc.vm_end && (win = cstack_copy(w, rcf - 8, lo->cf_l + 16))) {
+		ra = stack_copy_u64(win, rcf - 8);
+		r = cstack_ref(w, win, rcf + lo->cf_l);
+	} else if (!(b = w->proc.vm_end ? read_block(w, rcf - 8, lo->cf_l + 16) : 1)) {
 		ra = block_u64(w, 0);
 		r = block_ref(w, lo->cf_l + 8);
 	} else if (b == LJ_UNREADABLE ||
@@ -1301,7 +1353,7 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	if (off_frame && regs->sp + 8 == (st->cframe & ~3ull)) {
 		__u64 ra = 0;
 
-		if (!read_u64(wp, &ra, regs->sp) && ra - 1 >= p->vm_start && ra - 1 < p->vm_end)
+		if (!cstack_u64(wp, &ra, regs->sp) && ra - 1 >= p->vm_start && ra - 1 < p->vm_end)
 			emit_entry(wp, regs->sp);
 	}
 	base = st->base;
@@ -1374,8 +1426,10 @@ __noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
 
 	/* The reads after the Lua state's (a second try's count as the
 	 * walk's too). */
-	if (time_phases && (wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero)))
+	if (time_phases && (wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero))) {
 		phase_count_lua_reads(LP_PHASE_LUA, &wp->reads, &wp->read_fails);
+		phase_count_copy_reads(&wp->copy_reads);
+	}
 	return wake;
 }
 

@@ -123,9 +123,11 @@ static void print_bpf_phases(struct session *s)
 	for (int i = 0; i < LP_PHASES; i++)
 		fprintf(stderr, "%s %s %.2f us", i ? "," : "", names[i], sum.ns[i] / n / 1e3);
 	fprintf(stderr, "; %.1f Lua and %.1f native frames, %.1f reads past the "
-		"stack copy; Lua reads %.2f + %.2f (state + walk), %.2f failed\n",
+		"stack copy; Lua reads %.2f + %.2f (state + walk), %.2f failed, "
+		"%.2f from the stack copy\n",
 		sum.lua_frames / n, sum.native_frames / n, sum.native_reads / n,
-		sum.lua_state_reads / n, sum.lua_walk_reads / n, sum.lua_read_fails / n);
+		sum.lua_state_reads / n, sum.lua_walk_reads / n, sum.lua_read_fails / n,
+		sum.lua_copy_reads / n);
 	/* A tick in user mode skips the kernel stack's helper: its phase
 	 * is nearly all the kernel ticks'. */
 	if (sum.kernel_ticks)

@@ -67,7 +67,8 @@ check "a recording that never starts leaves the last trace where it was" \
 # share a chunk): how many samples come before depends on how soon the
 # target got the CPU (a count of them per wall second, > 100, failed on a
 # busy machine), so the bar is that every sample record says it wrote is
-# there.
+# there.  Sampled at 9999 Hz: at 999, a trace of 3 bytes a sample did not
+# fill 16 KiB in 30 s when hot got a tenth of a CPU under others' load.
 mkdir $TMP/small
 if mount -t tmpfs -o size=16k tmpfs $TMP/small; then
 	# hot runs before recording starts, so that the seconds before the
@@ -78,7 +79,7 @@ if mount -t tmpfs -o size=16k tmpfs $TMP/small; then
 	CLEANUP_PIDS+=($hot)
 	C0=$(cpu_seconds $hot)
 	expect_fail "a disk that fills stops the recording" 1 "No space left on device" \
-		$LUAPROF record -F 999 -d 30 -p $hot -o $TMP/small/t.lp
+		$LUAPROF record -F 9999 -d 30 -p $hot -o $TMP/small/t.lp
 	C1=$(cpu_seconds $hot)
 	kill $hot 2>/dev/null; wait $hot 2>/dev/null
 	$LUAPROF report --format folded -o $TMP/full.folded $TMP/small/t.lp 2>$TMP/full.err
