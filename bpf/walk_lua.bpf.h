@@ -254,6 +254,7 @@ struct lua_walk {
 	__u64 cf_pc, cf_prev;
 	__s32 cf_nres;
 	__u32 call_ins; /* leaf_link()'s check of the PC register */
+	__u64 cont_slots[2]; /* a CONT frame's PC, from read_slots() */
 	__u64 win_lo; /* stack[] holds [win_lo, win_lo + win_len) */
 	__u32 win_len;
 	__u32 reads, read_fails; /* of target memory, when the clock runs */
@@ -1036,8 +1037,16 @@ static long lua_walk_step(__u32 i, void *ctx)
 			w->skip_next = 1;
 			prev_pc = w->pc;
 		} else if (typep == LJ_FRAME_CONT) {
-			/* The continuation's PC sits two slots below. */
-			read_ref(w, &prev_pc, w->frame - 8 * (slot == 2 ? 2 : 1) + (slot == 2 ? 0 : 4));
+			/* The continuation's PC sits two slots below (one
+			 * without GC64): with GC64, in the stack window
+			 * read_frame() used, unless the frame lies at the
+			 * window's very bottom. */
+			if (slot == 2) {
+				if (!read_slots(w, w->frame - 16, w->cont_slots))
+					prev_pc = w->cont_slots[0];
+			} else {
+				read_ref(w, &prev_pc, w->frame - 4);
+			}
 		} else if (type == LJ_FRAME_C || typep == LJ_FRAME_CP) {
 			/* Entered from C here: the older VM entry's C frame holds
 			 * the pc of the Lua code that called out to C. */
