@@ -182,7 +182,7 @@ profiled() {
 		nice -n $NICE $lp record $([ ${set%-*} = quiet ] || echo -v) -F ${set#*-} \
 			-p $NGINX_MASTER -o $out.lp >/dev/null 2>$out.err &
 		rec=$!
-		wait_for eval "grep -q recording $out.err || ! kill -0 $rec 2>/dev/null" ;;
+		wait_for eval "grep -qs recording $out.err || ! kill -0 $rec 2>/dev/null" ;;
 	perf-*|ticks-*)
 		# ticks: every CPU's cpu-clock at that rate, as luaprof's, with
 		# the least a sample can cost (its IP, no stack).
@@ -202,7 +202,7 @@ profiled() {
 	kill -0 $rec 2>/dev/null || started=
 	case $set in
 	perf-*|ticks-*) [ -n "$sl" ] || started= ;;
-	*) grep -q recording $out.err || started= ;;
+	*) grep -qs recording $out.err || started= ;;
 	esac
 	if [ -z "$started" ]; then
 		echo "nginx.sh: $set did not start sampling: $(tail -c 300 $out.err)" >&2
