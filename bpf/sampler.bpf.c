@@ -41,6 +41,7 @@ const volatile bool time_runs = false;
  * process's memory, and a short-lived one is gone after a poll or two. */
 #define YOUNG_NS 1000000000ull
 
+/* The processes sampled; a change calls procs_changed() after it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -48,14 +49,28 @@ struct {
 	__type(value, __u32); /* unused flags */
 } targets SEC(".maps");
 
-/* targets changes (the recorder's adds, and fork's and exit's here) bump
- * this, after the change: a CPU's memo of its last verdict (is_target)
- * taken at an older count is looked up again. */
-__u64 targets_gen;
+/*
+ * procs_gen counts the changes to the processes a sample looks up: to
+ * targets (which processes are sampled) and to lj_procs (each one's Lua
+ * VM, bpf/walk_lua.bpf.h).  Two per-CPU memos spare a sample those hash
+ * lookups, and it says when they are stale:
+ *   - is_target()'s verdict on the CPU's last tgid (user_regs.memo_*);
+ *   - the Lua walk's copy of the CPU's last lj_procs entry
+ *     (lua_walk.proc), which unwind_lj_proc() takes too.
+ * Every writer of either map calls procs_changed() after the change: the
+ * recorder (record/session_targets.c, session_lua.c) and fork, exec and
+ * exit here.  A memo keeps the count it read BEFORE its lookup, so a
+ * change that lands between the two leaves it stale at once, and it is
+ * used only while the count is still the same.  One count for both maps:
+ * a change to one also sends the other's memo back to its map, one hash
+ * lookup more on the next sample of each CPU, after events as rare as a
+ * target's fork, exec or exit, or its VM found or refused.
+ */
+__u64 procs_gen;
 
-static __always_inline void targets_changed(void)
+static __always_inline void procs_changed(void)
 {
-	__sync_fetch_and_add(&targets_gen, 1);
+	__sync_fetch_and_add(&procs_gen, 1);
 }
 
 struct {
@@ -90,7 +105,7 @@ struct user_regs {
 	__u32 user; /* they are user mode's: not a thread without one */
 	__u32 sent; /* not a register: this CPU's samples (wakeup_flag) */
 	/* Not registers either: this CPU's last targets verdict, for
-	 * memo_tgid as of targets_gen == memo_gen (is_target). */
+	 * memo_tgid as of procs_gen == memo_gen (is_target). */
 	__u64 memo_gen;
 	__u32 memo_tgid;
 	__u32 memo_hit;
@@ -152,15 +167,14 @@ static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
 
 /* Is tgid a target?  Asked on every tick of every CPU, targets or not.
  * The answer for the CPU's last tgid is kept beside its registers, which
- * a target's sample touches anyway, as it does targets_gen's page: a hash
+ * a target's sample touches anyway, as it does procs_gen's page: a hash
  * lookup touches the map's bucket and element, vmalloc'ed pages nothing
  * else in a sample touches, each cold at a tick (the lookup took 0.4 to
  * 0.9 us on nginx at 999 Hz, under load), and a CPU mostly ticks in the
- * task it ticked in last.  The count is read before the lookup, so a
- * change that lands between the two leaves a memo that is stale at once. */
+ * task it ticked in last.  Valid while procs_gen is unchanged (see there). */
 static __always_inline int is_target(struct user_regs *m, __u32 tgid)
 {
-	__u64 gen = *(volatile __u64 *)&targets_gen;
+	__u64 gen = *(volatile __u64 *)&procs_gen;
 
 	if (m->memo_tgid != tgid || m->memo_gen != gen) {
 		m->memo_hit = bpf_map_lookup_elem(&targets, &tgid) != NULL;
@@ -365,15 +379,13 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (!bpf_map_lookup_elem(&targets, &ptgid))
 		return 0;
 	bpf_map_update_elem(&targets, &ctgid, &flags, BPF_ANY);
-	targets_changed();
 	unwind_fork_process(ptgid, ctgid); /* native unwinder: same mappings */
 	/* A forked child has its parent's memory, so its parent's VM: Lua
 	 * frames from its first tick, before the recorder hears of it. */
 	lj = bpf_map_lookup_elem(&lj_procs, &ptgid);
-	if (lj) {
+	if (lj)
 		bpf_map_update_elem(&lj_procs, &ctgid, lj, BPF_ANY);
-		lj_procs_changed();
-	}
+	procs_changed(); /* after both maps' changes */
 	send_task_event(LP_EVENT_FORK, ctgid, ptgid, child);
 	return 0;
 }
@@ -411,7 +423,7 @@ int BPF_PROG(on_exec, struct task_struct *task)
 	 * the image is one the recorder knows. */
 	bpf_map_delete_elem(&lj_procs, &tgid);
 	exec_known_luajit(task, tgid);
-	lj_procs_changed();
+	procs_changed();
 	unwind_forget_process(tgid); /* native unwinder: old mappings */
 	send_task_event(LP_EVENT_EXEC, tgid, BPF_CORE_READ(task, real_parent, tgid),
 			task);
@@ -430,9 +442,8 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
 	bpf_map_delete_elem(&targets, &tgid);
-	targets_changed();
 	bpf_map_delete_elem(&lj_procs, &tgid);
-	lj_procs_changed();
+	procs_changed(); /* after both maps' changes */
 	send_task_event(LP_EVENT_EXIT, tgid, BPF_CORE_READ(task, real_parent, tgid),
 			task);
 	return 0;

@@ -1119,7 +1119,7 @@ static __always_inline const struct lj_proc *unwind_lj_proc(__u32 tgid)
 
 	wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
 	if (wp && wp->proc_tgid == tgid &&
-	    wp->proc_gen == *(volatile __u64 *)&lj_procs_gen)
+	    wp->proc_gen == *(volatile __u64 *)&procs_gen)
 		return &wp->proc;
 	return bpf_map_lookup_elem(&lj_procs, &tgid);
 }

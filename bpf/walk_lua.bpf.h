@@ -78,7 +78,7 @@
  * A hash map lookup costs 200 ns to over 1 us at 99 Hz (its buckets and
  * elements lie in vmalloc'ed 4 KB pages, cold in the TLB), so a sample's
  * common path makes none: the process's lj_proc is a per-CPU copy
- * (lj_procs_gen says when it is stale), the thread's cache is task
+ * (procs_gen says when it is stale), the thread's cache is task
  * storage, and the stacks and traces seen are checked in a per-CPU set
  * before their LRU maps.
  */
@@ -96,23 +96,14 @@
 #define LJ_STACK_WIN 512 /* bytes of a Lua stack read at once; a power of two */
 #define LJ_CALL_WIN 256 /* bytes of bytecode read up to a return PC; ditto */
 
+/* Each target's VM, once found; a change calls procs_changed() after it
+ * (sampler.bpf.c, procs_gen). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32); /* tgid */
 	__type(value, struct lj_proc);
 } lj_procs SEC(".maps");
-
-/* lj_procs changes (the recorder's updates and deletes, and
- * sampler.bpf.c's at fork, exec and exit) bump this, after the change:
- * a CPU's copy of an entry (lua_walk.proc) taken at an older count is
- * looked up again. */
-__u64 lj_procs_gen;
-
-static __always_inline void lj_procs_changed(void)
-{
-	__sync_fetch_and_add(&lj_procs_gen, 1);
-}
 
 /* Per thread: the last G it validated, and the memory mapping that held
  * its stack pointer at a sample (see on_sampled_stack()).  Task storage,
@@ -224,7 +215,7 @@ struct lj_seen {
  * filled is the CPU's sample_scratch, looked up where needed. */
 struct lua_walk {
 	/* Kept across samples: this CPU's copy of lj_procs[proc_tgid] as of
-	 * lj_procs_gen == proc_gen (proc_tgid 0: none), and its seen sets. */
+	 * procs_gen == proc_gen (proc_tgid 0: none), and its seen sets. */
 	struct lj_proc proc;
 	__u64 proc_gen;
 	__u32 proc_tgid;
@@ -232,7 +223,7 @@ struct lua_walk {
 	struct lj_seen seen[LJ_SEEN_SLOTS];
 	/* Per sample, cleared (from G to block). */
 	__u64 G, mainL;
-	__u64 gen; /* lj_procs_gen at the start of this sample */
+	__u64 gen; /* procs_gen at the start of this sample */
 	struct lj_thread no_thread; /* when task storage has none to give */
 	__u64 L;     /* the lua_State being walked */
 	__u64 frame; /* address of the current frame's link slot */
@@ -1289,10 +1280,9 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	e->vmstate = 0;
 	e->lua_G = 0;
 	e->lua_vm_cfa = 0;
-	/* The process's lj_proc: this CPU's copy, unless lj_procs changed
-	 * since it was taken (the count is read before the map, so that a
-	 * change that races with the copy makes it stale at once). */
-	wp->gen = *(volatile __u64 *)&lj_procs_gen;
+	/* The process's lj_proc: this CPU's copy, unless procs_gen moved
+	 * since it was taken (sampler.bpf.c says why it is read first). */
+	wp->gen = *(volatile __u64 *)&procs_gen;
 	if (wp->proc_tgid != tgid || wp->proc_gen != wp->gen) {
 		p = bpf_map_lookup_elem(&lj_procs, &tgid);
 		if (!p)

@@ -70,13 +70,6 @@ static void note_builtins(struct session *s, struct target *t,
 		emit_luajit(s, t);
 }
 
-/* After a change to lj_procs: the sampler's per-CPU copies of its entries
- * are stale (bpf/walk_lua.bpf.h, lj_procs_gen). */
-static void lj_procs_changed(struct session *s)
-{
-	__atomic_add_fetch(&s->skel->bss->lj_procs_gen, 1, __ATOMIC_SEQ_CST);
-}
-
 static void publish_luajit(struct session *s, struct target *t)
 {
 	struct lj_proc proc;
@@ -84,7 +77,7 @@ static void publish_luajit(struct session *s, struct target *t)
 
 	lj_target_proc(t->lj, &proc);
 	bpf_map_update_elem(bpf_map__fd(s->skel->maps.lj_procs), &key, &proc, BPF_ANY);
-	lj_procs_changed(s);
+	procs_changed(s);
 	if (t->lj->state == LJ_READY)
 		emit_luajit(s, t);
 }
@@ -186,7 +179,7 @@ void locate_luajit(struct session *s, struct target *t, uint64_t G)
 		say(stderr, s->status_shown, "pid %d: LuaJIT layout did not validate: "
 		    "%s; recording native frames only", (int)t->pid, msg);
 		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.lj_procs), &pid);
-		lj_procs_changed(s);
+		procs_changed(s);
 		return;
 	}
 	if (s->o->verbose)

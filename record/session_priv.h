@@ -183,6 +183,7 @@ struct session {
 void emit(struct session *s, const struct lp_record *rec);
 
 /* ---- session_targets.c ---- */
+void procs_changed(struct session *s);
 struct target *find_target(struct session *s, pid_t pid);
 const struct maps_table *known_maps(void *ctx, pid_t pid);
 struct target *add_target(struct session *s, pid_t pid, pid_t ppid,

@@ -24,6 +24,13 @@
 #include "sampler.skel.h"
 #include "record/session_priv.h"
 
+/* After a change to the sampler's targets or lj_procs map: its per-CPU
+ * memos of their entries are stale (bpf/sampler.bpf.c, procs_gen). */
+void procs_changed(struct session *s)
+{
+	__atomic_add_fetch(&s->skel->bss->procs_gen, 1, __ATOMIC_SEQ_CST);
+}
+
 struct target *find_target(struct session *s, pid_t pid)
 {
 	for (int i = 0; i < s->ntargets; i++)
@@ -382,9 +389,7 @@ int add_initial_targets(struct session *s)
 		add_target(s, desc[i], 0, s->start_ns, LP_PROC_EXISTING, NULL);
 	}
 	free(desc);
-	/* The sampler's per-CPU memos of "not a target" are stale now
-	 * (bpf/sampler.bpf.c, is_target). */
-	__atomic_add_fetch(&s->skel->bss->targets_gen, 1, __ATOMIC_SEQ_CST);
+	procs_changed(s);
 	if (skipped_self && !s->o->quiet)
 		fprintf(stderr, "luaprof record: not recording pid %d, this recorder "
 			"itself\n", (int)self);
