@@ -31,8 +31,12 @@ folded_incl_prefix() {
 # lua_walks_whole ERR : the recorder's summary says no Lua walk was cut.
 # (A native stack may be, at [truncated]: in a process's first moments,
 # before the recorder has read a library the dynamic loader just mapped.)
+# When not, it prints why (record -v details the first few cuts), so that
+# a rare failure says which read or frame cut the walk.
 lua_walks_whole() {
-	grep -qE "Lua: [0-9]+ samples with Lua frames \([0-9.]+%\), 0 truncated," "$1"
+	grep -qE "Lua: [0-9]+ samples with Lua frames \([0-9.]+%\), 0 truncated," "$1" && return 0
+	grep -E "Lua stack truncated|Lua: [0-9]+ samples" "$1" | cut -c1-300 | sed 's/^/    /'
+	return 1
 }
 
 record_lua() {
