@@ -49,6 +49,10 @@
 # no run-time histogram (bpf/phases.h), so no median or phases either.
 # LUAPROF_BASE=path/to/luaprof adds base-99 and base-999, another build in
 # the same pairs: a change's before and after under the same load.
+# AGAINST=ticks-999 (or any setting) runs it, not nothing, in each pair's
+# other window: the table is then each setting's cost above it, measured
+# pair by pair, as issue 16's loss goal is stated (luaprof-999 at most 1
+# point of CPU per request above the ticks alone).
 # NICE=-10 runs the workers, wrk and the recorders at that niceness, so that
 # others' work on a shared machine preempts them less (it still shares the
 # caches): for developing on a loaded machine, not for the figures.
@@ -68,6 +72,7 @@ SETTLE=${SETTLE:-1}
 NICE=${NICE:-0}
 LUAPROF=$PWD/build/luaprof
 LUAPROF_BASE=${LUAPROF_BASE:-}
+AGAINST=${AGAINST:-}
 SETTINGS=${SETTINGS:-luaprof-99 perf-99 luaprof-999 perf-999 ticks-999 none}
 [ -n "$LUAPROF_BASE" ] && SETTINGS+=" base-99 base-999"
 . tests/lib.sh
@@ -171,12 +176,13 @@ perf_sampling() {
 	return 1
 }
 declare -A SAMPLES BYTES BPFMED BPFP99 PHASES SETUP FINISH
-# profiled SETTING KEY: one window under SETTING, from SETTLE s after its
-# recorder samples until it is stopped.
+# profiled SETTING KEY [ROLE]: one window under SETTING, from SETTLE s after
+# its recorder samples until it is stopped; ROLE none when it is the pair's
+# reference (AGAINST).
 profiled() {
-	local set=$1 key=$2 out=$TMP/$2 lp=$LUAPROF rec sl= started
+	local set=$1 key=$2 role=${3:-prof} out=$TMP/$2.$1 lp=$LUAPROF rec sl= started
 	case $set in
-	none) window $key prof 0; return ;;
+	none) window $key $role 0; return ;;
 	luaprof-*|base-*|quiet-*)
 		[ ${set%-*} = base ] && lp=$LUAPROF_BASE
 		nice -n $NICE $lp record $([ ${set%-*} = quiet ] || echo -v) -F ${set#*-} \
@@ -212,7 +218,7 @@ profiled() {
 	fi
 	SETUP[$set]+=" $(tasks_ns $rec)"
 	sleep $SETTLE
-	window $key prof $rec
+	window $key $role $rec
 	if [ -n "$sl" ]; then kill $sl; else kill -INT $rec; fi
 	wait $rec
 	case $set in
@@ -244,7 +250,8 @@ median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print NR ?
 sum() { tr ' ' '\n' | awk '{ s += $1 } END { print s + 0 }'; }
 
 echo "nginx.sh: nginx + lua (2 workers, JIT on) under wrk -t2 -c8 on loopback, $NCPU CPUs;"
-echo "  $PAIRS pairs of ${WINDOW} s windows per setting (profiled, unprofiled; order alternated)"
+REF=${AGAINST:-unprofiled}
+echo "  $PAIRS pairs of ${WINDOW} s windows per setting (profiled, $REF; order alternated)"
 echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 # CPU per request holds the sampler's interrupt time only where the kernel
 # charges it to the interrupted task.
@@ -260,11 +267,11 @@ for p in $(seq $PAIRS); do
 	for set in $SETTINGS; do
 		k=$((k + 1))
 		if [ $(((p + k) % 2)) = 0 ]; then
-			window $set:$p none 0
+			profiled ${AGAINST:-none} $set:$p none
 			profiled $set $set:$p
 		else
 			profiled $set $set:$p
-			window $set:$p none 0
+			profiled ${AGAINST:-none} $set:$p none
 		fi
 	done
 done
@@ -298,11 +305,11 @@ interval() { awk -v k=$1 -v m=$2 '$1 == k { v = m == "mean" ? $3 : $6
 sd() { awk -v k=$1 '$1 == k { print $7 }' $TMP/stats; }
 
 echo
-echo "machine in the unprofiled windows (medians): busy $(col none '' 7)%, idle $(col none '' 8)%," \
+echo "machine in the $REF windows (medians): busy $(col none '' 7)%, idle $(col none '' 8)%," \
 	"steal $(col none '' 9)%; $(col none '' 3) req/s, $(col none '' 4) us of CPU per request" \
 	"($(col none '' 5) of it in the workers)"
 echo
-printf '%-12s %5s | %-55s | %-52s\n' "" "" "CPU per request, + % against the unprofiled" "throughput, loss % against the unprofiled"
+printf '%-12s %5s | %-55s | %-52s\n' "" "" "CPU per request, + % against the $REF" "throughput, loss % against the $REF"
 printf '%-12s %5s | %22s %22s %6s %9s | %22s %22s %6s\n' setting pairs mean median sd us/req mean median sd
 for set in $SETTINGS; do
 	printf '%-12s %5s | %22s %22s %6s %9s | %22s %22s %6s\n' $set \
@@ -344,7 +351,7 @@ done
 cat <<EOF
 
 CPU per request: the workers', wrk's and the recorder's CPU time over the
-requests served, profiled against the unprofiled window beside it (us/req:
+requests served, profiled against the unprofiled (or AGAINST's) window beside it (us/req:
 the profiled windows' median); throughput: 1 - req/s profiled / req/s of the
 same neighbour.  Mean and median over the pairs, each with its 95% interval
 in brackets (the median's assumes no distribution: read it when a few pairs
