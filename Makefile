@@ -179,6 +179,7 @@ bench: deps
 	@bench/run.sh
 	@bench/nginx.sh
 	@bench/nginx_size.sh
+	@bench/ticks.sh
 	@bench/views.sh
 
 clean:
