@@ -55,6 +55,7 @@ filtered() {
 	rec=$!
 	CLEANUP_PIDS+=($rec)
 	wait_for eval "grep -q recording $TMP/f.err || ! kill -0 $rec 2>/dev/null"
+	grep -q recording $TMP/f.err || { echo "ticks.sh: luaprof did not start:" >&2; cat $TMP/f.err >&2; }
 	t=$(work)
 	kill -INT $rec 2>/dev/null
 	wait $rec 2>/dev/null
@@ -72,6 +73,9 @@ profiled() {
 	esac
 }
 
+# samples FILE: the samples luaprof's trace FILE holds.
+samples() { "$LUAPROF" info "$1" 2>/dev/null | awk '/^samples/ { print $2; exit }'; }
+
 echo "ticks.sh: samples/fixed_work ($WORK iterations) on CPU $CPU of $(nproc);" \
 	"$ROUNDS pairs (unprofiled, profiled; order alternated) per setting"
 echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -84,6 +88,12 @@ for hz in $HZS; do
 			else
 				prof=$(profiled $set); plain=$(work)
 			fi
+			# A setting that did not sample would read as free.
+			case $set in
+			luaprof-*) [ "$(samples $TMP/l.lp)" -gt 0 ] 2>/dev/null || prof= ;;
+			filtered-*) [ -s $TMP/f.lp ] || prof= ;;
+			esac
+			[ -n "$prof" ] || { echo "ticks.sh: $set did not record; pair left out" >&2; continue; }
 			echo "$set $plain $prof"
 		done
 	done
