@@ -119,6 +119,16 @@ $(BUILD)/samples/inline: samples/inline.c
 $(BUILD)/bench/synth: $(BUILD)/bench/synth.o $(FORMAT_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# bench/pertask.sh's probe: which ticks a per-task cpu-clock event runs
+# the BPF program on, and what such an event costs a context switch.
+$(BUILD)/bench/pertask.bpf.o: bench/pertask.bpf.c $(BUILD)/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) -O2 -g -Wall -target bpf -D__TARGET_ARCH_x86 -I$(BUILD) -c $< -o $@
+$(BUILD)/bench/pertask.skel.h: $(BUILD)/bench/pertask.bpf.o
+	$(BPFTOOL) gen skeleton $< name pertask > $@.tmp && mv $@.tmp $@
+$(BUILD)/bench/pertask: bench/pertask.c $(BUILD)/bench/pertask.skel.h
+	$(CC) $(LP_CFLAGS) -I$(BUILD)/bench $(CFLAGS) -o $@ $< -lbpf -lpthread
+
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests
 
