@@ -32,6 +32,10 @@ static void print_help(void)
 	       "  -- COMMAND [ARGS...]    start COMMAND and record it from its first\n"
 	       "                          instruction; recording ends when it exits\n"
 	       "      --no-children       do not follow descendants, existing or forked\n"
+	       "      --task-events       with -- COMMAND: tick only where COMMAND and\n"
+	       "                          its descendants run, not on every CPU (each\n"
+	       "                          switch to or from them costs more instead;\n"
+	       "                          see README)\n"
 	       "\n"
 	       "Sampling and output:\n"
 	       "  -F, --freq HZ           samples per second per CPU (default 99)\n"
@@ -141,6 +145,7 @@ int cmd_record(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", required_argument, NULL, 'c' },
 		{ "no-children", no_argument, NULL, 'N' },
+		{ "task-events", no_argument, NULL, 'T' },
 		{ "luajit-offsets", required_argument, NULL, 'L' },
 		{ "no-embed", no_argument, NULL, 'E' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -201,6 +206,9 @@ int cmd_record(int argc, char **argv)
 		case 'N':
 			o.follow_children = 0;
 			break;
+		case 'T':
+			o.task_events = 1;
+			break;
 		case 'L':
 			o.luajit_offsets = optarg;
 			break;
@@ -230,6 +238,11 @@ int cmd_record(int argc, char **argv)
 	}
 	if (o.npids && o.command) {
 		ret = misuse("%s", "give either -p PID or -- COMMAND, not both");
+		goto out;
+	}
+	if (o.task_events && !o.command) {
+		ret = misuse("%s", "--task-events needs -- COMMAND (a running process's "
+			     "threads would each need an event)");
 		goto out;
 	}
 	if (o.luajit_offsets) {

@@ -37,6 +37,7 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "bpf/sampler.h"
@@ -539,6 +540,10 @@ static int session_open(struct session *s, char *old, size_t oldlen)
 	}
 	if (load_sampler(s))
 		return -1;
+	/* -v's "BPF sampler: N runs", ticks of targets or not, without
+	 * kernel.bpf_stats_enabled: counted while this fd is open. */
+	if (o->verbose)
+		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	mark_self_cpu(s, SELF_CPU_BPF);
 	err = unwind_init(&s->unw, s->skel); /* native unwinder */
 	if (err && !o->quiet)
@@ -589,7 +594,12 @@ static int session_start(struct session *s)
 	if (err && !o->quiet)
 		fprintf(stderr, "luaprof record: no flush sidekick (%s): walks of processes "
 			"started during a flush may be cut short\n", strerror(-err));
-	err = perf_sampling_attach(&s->perf, s->skel->progs.on_sample, o->freq_hz);
+	if (o->task_events) /* the held child: it has not run yet */
+		err = perf_sampling_attach_task(&s->perf, s->skel->progs.on_sample,
+						o->freq_hz, s->launched.pid,
+						!o->follow_children);
+	else
+		err = perf_sampling_attach(&s->perf, s->skel->progs.on_sample, o->freq_hz);
 	if (err) {
 		fprintf(stderr, "luaprof record: cannot open cpu-clock perf events: %s\n",
 			strerror(-err));
@@ -632,6 +642,8 @@ static void session_close(struct session *s, int recording, const char *old)
 	if (s->launched.err_fd >= 0)
 		close(s->launched.err_fd);
 	perf_sampling_detach(&s->perf);
+	if (s->stats_fd >= 0)
+		close(s->stats_fd);
 	sidekick_free(s->side);
 	ring_buffer__free(s->rb);
 	unwind_free(s->unw); /* native unwinder */
@@ -662,7 +674,8 @@ static void session_close(struct session *s, int recording, const char *old)
 
 int record_session_run(const struct record_opts *o)
 {
-	struct session s = { .o = o, .launched = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
+	struct session s = { .o = o, .stats_fd = -1,
+				 .launched = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
 	char old[PATH_MAX + 8] = "";
 	int ret = 1, recording = 0;
 

@@ -18,6 +18,7 @@ struct record_opts {
 	const char *output;
 	enum lp_codec codec;
 	int follow_children;
+	int task_events; /* launch mode: tick where its tasks run (perf.c) */
 	int verbose;
 	int quiet;
 	const char *self_cmdline; /* luaprof's own command line, for meta */

@@ -137,6 +137,7 @@ struct session {
 	struct sampler *skel;
 	struct ring_buffer *rb;
 	struct perf_sampling perf;
+	int stats_fd; /* -v: the kernel counts the sampler's runs while open */
 	struct stack_table *stacks;
 	struct ksym_set *ksyms;
 	struct object_set *objs; /* ELF objects hit, embedded (objects.c) */
