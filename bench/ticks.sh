@@ -10,8 +10,8 @@
 # hypervisor; not by the caches a tick disturbs, which bench/nginx.sh
 # measures with the rest.  Per pair, the extra wall time over the ticks
 # the profiled run took (HZ a second) is the cost of one tick, in us;
-# times HZ, the share of a CPU it costs at that rate.  The settings, at 99
-# and 999 Hz:
+# times HZ, the share of a CPU it costs at that rate.  The settings, at
+# each rate of HZS:
 #   ticks-HZ     perf record -C CPU -e cpu-clock -F HZ without stacks, on
 #                the work's CPU as luaprof's events are (one per CPU): the
 #                tick and perf's writing of a sample of a few fields
@@ -66,6 +66,7 @@ filtered() {
 # profiled SETTING: one run of the work under SETTING, its wall s.
 profiled() {
 	local hz=${1##*-}
+	rm -f $TMP/f.lp $TMP/l.lp # (the check below must not read the last pair's)
 	case $1 in
 	ticks-*) work perf record -q -C $CPU -e cpu-clock -F $hz -o $TMP/p.data -- ;;
 	filtered-*) filtered $hz ;;
