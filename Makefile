@@ -119,7 +119,7 @@ $(BUILD)/samples/inline: samples/inline.c
 $(BUILD)/bench/synth: $(BUILD)/bench/synth.o $(FORMAT_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# bench/pertask.sh's probe: which ticks a per-task cpu-clock event runs
+# bench/pertask.c, a probe: which ticks a per-task cpu-clock event runs
 # the BPF program on, and what such an event costs a context switch.
 $(BUILD)/bench/pertask.bpf.o: bench/pertask.bpf.c $(BUILD)/vmlinux.h
 	@mkdir -p $(@D)
