@@ -887,6 +887,18 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 	barrier_var(idx);
 	if (idx < 0 || idx >= LP_UNWIND_MAX_MAPS) {
 		/*
+		 * pc 0: frame 0's row gave a return address of 0 and its
+		 * retry found no caller at [rsp] either.  Not a frame, not
+		 * a trace's code (below, it would be stepped as one and
+		 * recorded), and not the stack's end, which the row would
+		 * have said: a cut, and unwind_step() records no pc 0.  Seen
+		 * with vmstate EXIT, frame 0 in the VM's code called from
+		 * lj_trace_exit (python3-lupa: 1 sample in 3000, in 1
+		 * recording in 60).
+		 */
+		if (!c->pc)
+			return LP_USTOP_BAD_FRAME;
+		/*
 		 * While a trace runs, code in no known mapping is most likely
 		 * a trace's too: LuaJIT maps new machine code areas as it
 		 * compiles, and makes its newest area writable, not
@@ -1053,6 +1065,10 @@ static long unwind_step(__u32 i, void *arg)
 		return 1;
 	}
 	stop = unwind_frame(w->proc, c);
+	if (stop && !c->rec_pc) { /* pc 0 is no frame (unwind_frame()) */
+		c->stop = stop;
+		return 1;
+	}
 	w->e->ustack[n] = c->rec_pc;
 	c->n = n + 1;
 	if (stop) {
