@@ -1322,6 +1322,15 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	vmstate = g->vmstate;
 	e->vmstate = vmstate;
 
+	/* Trace numbers start at 1: vmstate 0 is a VM that has not run yet.
+	 * lua_newstate zeroes G, and its lj_vm_cpcall of cpluaopen, which
+	 * makes L's stack, sets no state: a tick there saw L->base 0 and a
+	 * "trace 0", and cut its walk at frame -8 (lua_stacks, twice in a
+	 * dozen make test runs). */
+	if (!vmstate) {
+		e->lua_state = LP_WALK_IDLE;
+		return wake;
+	}
 	if (!st->cframe) {
 		/* No C frame: this coroutine is not running; neither is Lua. */
 		e->lua_state = LP_WALK_IDLE;
