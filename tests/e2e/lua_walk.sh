@@ -158,3 +158,17 @@ check_num "children: share of their samples with Lua frames" \
 all=$(awk '$1 ~ /^lj[0-9]+;/ { n += $NF } END { print n + 0 }' $out.folded)
 anon=$(awk '$1 ~ /^lj[0-9]+;/ && /\[anon\]/ { n += $NF } END { print n + 0 }' $out.folded)
 check_num "children: share of their samples in trace code without Lua frames" "$(share $anon $all)" "<=" 0.02
+
+# 6. VMs being born: births.lua creates and closes states in a loop.  A
+# new G holds vmstate 0 (no trace has that number) until the VM first
+# runs, and the state's stack is made after the register that names G is
+# set: such a tick was walked as "trace 0" from base 0, and its trace's
+# code came out as a raw [anon] frame under a cut stack.
+out=$TMP/births
+$LUAPROF record -v -F 999 -o $out.lp -- $LJ2 $S/births.lua 2 >/dev/null 2>$out.err
+check "births: record exits 0" test $? -eq 0
+$LUAPROF report --format folded -o $out.folded $out.lp 2>/dev/null
+set -- $(stack_bars $out.folded "" "")
+check_num "births: a few thousand samples" "${1:-0}" ">=" 1000
+check_num "births: samples with a garbage frame" "${3:-1}" "==" 0
+head -3 $out.folded.garbage | cut -c1-300 | sed 's/^/    /'
