@@ -40,7 +40,6 @@ PARTS=${*:-size memory report}
 make --no-print-directory -s build/luaprof build/bench/synth
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 0 }'; }
 bps() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.1f", s ? b / s : 0 }'; }
-lp_samples() { "$NEW" info "$1" | awk '/^samples/ { print $2; exit }'; }
 pf_samples() { perf script -i "$1" -F pid 2>/dev/null | wc -l; }
 
 # ---- short traces: nginx at 99 Hz -----------------------------------------
@@ -64,8 +63,8 @@ size_part() {
 		wait_for grep -q recording "$out-new.err"
 		nginx_load $((SECONDS_PER_RUN + 1)) >/dev/null 2>&1
 		wait $rec_b $rec_n $pf
-		B[base]+=" $(bps "$(stat -c %s "$out-base.lp")" "$(lp_samples "$out-base.lp")")"
-		B[new]+=" $(bps "$(stat -c %s "$out-new.lp")" "$(lp_samples "$out-new.lp")")"
+		B[base]+=" $(bps "$(stat -c %s "$out-base.lp")" "$(trace_samples "$out-base.lp")")"
+		B[new]+=" $(bps "$(stat -c %s "$out-new.lp")" "$(trace_samples "$out-new.lp")")"
 		B[perf]+=" $(bps "$(stat -c %s "$out.data")" "$(pf_samples "$out.data")")"
 	done
 	nginx_stop >/dev/null 2>&1
@@ -103,9 +102,9 @@ memory_part() {
 	echo "memory: one LuaJIT process (samples/lua/abc.lua), 999 Hz, $MEM_SECONDS s, recorded by all three at once"
 	printf '  %-8s %10s %12s %14s\n' recorder samples "max RSS MiB" "bytes/sample"
 	for tool in base new; do
-		printf '  %-8s %10s %12.1f %14s\n' $tool "$(lp_samples "$TMP/mem-$tool.lp")" \
+		printf '  %-8s %10s %12.1f %14s\n' $tool "$(trace_samples "$TMP/mem-$tool.lp")" \
 			"$(echo "$(cat "$TMP/mem-$tool.time") / 1024" | bc -l)" \
-			"$(bps "$(stat -c %s "$TMP/mem-$tool.lp")" "$(lp_samples "$TMP/mem-$tool.lp")")"
+			"$(bps "$(stat -c %s "$TMP/mem-$tool.lp")" "$(trace_samples "$TMP/mem-$tool.lp")")"
 	done
 	printf '  %-8s %10s %12.1f %14s\n' perf "$(pf_samples "$TMP/mem.data")" \
 		"$(echo "$(cat "$TMP/mem-perf.time") / 1024" | bc -l)" \

@@ -227,7 +227,7 @@ profiled() {
 		BYTES[$set]+=" $(stat -c %s $out.data)"
 		rm -f $out.data ;;
 	*)
-		SAMPLES[$set]+=" $($LUAPROF info $out.lp | awk '/^samples/ { print $2; exit }')"
+		SAMPLES[$set]+=" $(trace_samples $out.lp)"
 		BYTES[$set]+=" $(stat -c %s $out.lp)"
 		BPFMED[$set]+=" $(bpf_quantile median $out.err)"
 		BPFP99[$set]+=" $(bpf_quantile p99 $out.err)"

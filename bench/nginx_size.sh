@@ -46,12 +46,12 @@ rec=$!
 wait_for sampling $rec
 nginx_load $((LONG_SECONDS - 1)) >/dev/null 2>&1
 wait $rec
-ls=$($LUAPROF info $TMP/long.lp | awk '/^samples/ { print $2; exit }')
+ls=$(trace_samples $TMP/long.lp)
 lb=$(stat -c %s $TMP/long.lp)
 objs=$($LUAPROF info $TMP/long.lp | grep '^objects:')
 emb=$(sed -nE 's/.*symbols of [0-9]+ embedded \(([0-9]+) bytes\).*/\1/p' <<<"$objs")
 lines=$(sed -nE 's/.*lines from DWARF of [0-9]+ \(([0-9]+) bytes\).*/\1/p' <<<"$objs")
-ns=$($LUAPROF info $TMP/noembed.lp | awk '/^samples/ { print $2; exit }')
+ns=$(trace_samples $TMP/noembed.lp)
 nb=$(stat -c %s $TMP/noembed.lp)
 ps=$(perf script -i $TMP/long.data -F pid 2>/dev/null | wc -l)
 pb=$(stat -c %s $TMP/long.data)

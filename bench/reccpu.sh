@@ -81,7 +81,7 @@ run() { # setting round
 	t1=$(now_ns) c1=$(threads_ns $pid) w1=$(sleeps $pid)
 	wait $rec
 	total=$(awk '{ printf "%d", ($1 + $2) * 1e9 }' $out.time)
-	n=$($lp info $out.lp | awk '/^samples/ { print $2; exit }')
+	n=$(trace_samples $out.lp $lp)
 	LOST[$set]+=" $($lp info $out.lp | awk '/^lost:/ { print $2; exit }')"
 	SAMPLES[$set]+=" $n"
 	# sampling: CPU per second of wall clock, per sample, sleeps/s

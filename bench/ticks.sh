@@ -74,9 +74,6 @@ profiled() {
 	esac
 }
 
-# samples FILE: the samples luaprof's trace FILE holds.
-samples() { "$LUAPROF" info "$1" 2>/dev/null | awk '/^samples/ { print $2; exit }'; }
-
 echo "ticks.sh: samples/fixed_work ($WORK iterations) on CPU $CPU of $(nproc);" \
 	"$ROUNDS pairs (unprofiled, profiled; order alternated) per setting"
 echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -91,7 +88,7 @@ for hz in $HZS; do
 			fi
 			# A setting that did not sample would read as free.
 			case $set in
-			luaprof-*) [ "$(samples $TMP/l.lp)" -gt 0 ] 2>/dev/null || prof= ;;
+			luaprof-*) [ "$(trace_samples $TMP/l.lp)" -gt 0 ] 2>/dev/null || prof= ;;
 			filtered-*) [ -s $TMP/f.lp ] || prof= ;;
 			esac
 			[ -n "$prof" ] || { echo "ticks.sh: $set did not record; pair left out" >&2; continue; }

@@ -62,6 +62,18 @@ wait_for() {
 	return 1
 }
 
+# trace_samples FILE [LUAPROF] : the samples the trace FILE holds, as
+# `luaprof info` says (with another build's luaprof when given).
+trace_samples() { "${2:-$LUAPROF}" info "$1" 2>/dev/null | awk '/^samples/ { print $2; exit }'; }
+
+# record_summary FILE WHAT : from record's summary line in FILE (its
+# stderr), "luaprof record: N samples, M lost, ...": N for WHAT samples,
+# M for lost; nothing when FILE has no such line.
+record_summary() {
+	sed -nE 's/^luaprof record: ([0-9]+) samples, ([0-9]+) lost.*/\1 \2/p' "$1" |
+		awk -v w="$2" 'NR == 1 { print w == "lost" ? $2 : $1 }'
+}
+
 # folded_total FILE : the sum of the counts of a folded file.
 folded_total() { awk '{ n += $NF } END { print n + 0 }' "$1"; }
 

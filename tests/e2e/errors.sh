@@ -91,13 +91,13 @@ if mount -t tmpfs -o size=8k tmpfs $TMP/small; then
 		"$(folded_total $TMP/full.folded)" ">" 0
 	# The summary counts what the file holds; what was taken but not
 	# written is counted lost, and said.
-	said=$(sed -n 's/^luaprof record: \([0-9]*\) samples, .*/\1/p' $TMP/err)
+	said=$(record_summary $TMP/err samples)
 	check "the summary counts the samples the file holds" \
 		test "$said" = "$(folded_total $TMP/full.folded)"
 	read -r dropped taken < <(sed -n 's/.*after the write error, \([0-9]*\) of the \([0-9]*\) samples taken were not written.*/\1 \2/p' $TMP/err)
 	check "samples not written after the error are said to be lost" \
 		test -n "$taken" -a "$((${dropped:-0} + ${said:-0}))" = "${taken:-x}"
-	lost=$(sed -n 's/^luaprof record: [0-9]* samples, \([0-9]*\) lost.*/\1/p' $TMP/err)
+	lost=$(record_summary $TMP/err lost)
 	check_num "and counted in the summary's lost" "${lost:-0}" ">=" "${dropped:-999999999}"
 	umount $TMP/small
 else

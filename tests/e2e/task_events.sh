@@ -7,13 +7,11 @@
 # ticks run it (the control below: the check has teeth).
 . tests/lib.sh
 
-# runs FILE / samples FILE / lost FILE: from record -v's stderr.
+# runs FILE: from record -v's stderr.
 runs() { sed -nE 's/.*BPF sampler: ([0-9]+) runs.*/\1/p' "$1" | head -n 1; }
-samples() { sed -nE 's/^luaprof record: ([0-9]+) samples, ([0-9]+) lost.*/\1/p' "$1" | head -n 1; }
-lost() { sed -nE 's/^luaprof record: ([0-9]+) samples, ([0-9]+) lost.*/\2/p' "$1" | head -n 1; }
 
 # off_target FILE: the runs that made no sample and lost none.
-off_target() { echo $(($(runs "$1") - $(samples "$1") - $(lost "$1"))); }
+off_target() { echo $(($(runs "$1") - $(record_summary "$1" samples) - $(record_summary "$1" lost))); }
 
 # A process that is not a target keeps a CPU busy throughout.
 $SAMPLES/hot 60 2>/dev/null &
@@ -25,10 +23,10 @@ CLEANUP_PIDS+=($busy)
 $LUAPROF record -v --task-events -F 499 -o $TMP/tree.lp -- $SAMPLES/tree 2 1.5 \
 	>/dev/null 2>$TMP/tree.err
 check "record --task-events -- tree exits 0" test $? -eq 0
-if [ -z "$(runs $TMP/tree.err)" ] || [ -z "$(samples $TMP/tree.err)" ]; then
+if [ -z "$(runs $TMP/tree.err)" ] || [ -z "$(record_summary $TMP/tree.err samples)" ]; then
 	fail "record -v says its runs and samples" "$(grep -E 'runs|samples' $TMP/tree.err)"
 else
-	n=$(samples $TMP/tree.err)
+	n=$(record_summary $TMP/tree.err samples)
 	check_num "--task-events: the tree is sampled" "$n" ">=" 20
 	check_num "--task-events: no tick off the targets ($(runs $TMP/tree.err) runs, $n samples)" \
 		"$(off_target $TMP/tree.err)" "<=" 2
@@ -49,7 +47,7 @@ check_num "--task-events --no-children: the children do not tick" \
 # The control: per-CPU events run the sampler on the busy process's ticks
 # and on idle CPUs too, at least a third more runs than samples.
 $LUAPROF record -v -F 499 -o $TMP/cpu.lp -- $SAMPLES/hot 1 >/dev/null 2>$TMP/cpu.err
-n=$(samples $TMP/cpu.err)
+n=$(record_summary $TMP/cpu.err samples)
 check_num "per-CPU events: ticks off the target run the sampler ($(runs $TMP/cpu.err) runs, $n samples)" \
 	"$(off_target $TMP/cpu.err)" ">" "$((${n:-0} / 3))"
 
