@@ -34,7 +34,7 @@
 # Direct accounting, per setting: the sampler's BPF time (run_time_ns and
 # run_cnt of the recorder's perf_event program, from /proc/PID/fdinfo with
 # kernel.bpf_stats_enabled set for the run) in ns per run and as a share of
-# the machine; luaprof's own median and p99 per sample, and (with -v)
+# the machine; luaprof's own median and p99 per sample, and (with -vv)
 # where its time goes by phase (bpf/phases.h); the recorder's CPU in the
 # window (% of one CPU), its setup until it samples, and luaprof's
 # finishing (record -v); samples and bytes/sample of the recordings.
@@ -45,8 +45,11 @@
 # IP alone: the floor that the ticks themselves cost, whoever samples;
 # "none" pairs unprofiled windows with each other, whose interval must hold
 # 0 (else the spread is not what the interval says).
-# "quiet-HZ" is luaprof-HZ without -v, as users run it: no phase clock and
-# no run-time histogram (bpf/phases.h), so no median or phases either.
+# "luaprof-HZ" records with -v: the sampler's median and p99 per sample
+# from its run-time histogram.  "quiet-HZ" is luaprof-HZ without -v, as
+# users run it: no histogram, so no median.  "phases-HZ" records with -vv:
+# the phase clock too (bpf/phases.h), for the table of where the time
+# goes; its median holds the clock's own cost.
 # LUAPROF_BASE=path/to/luaprof adds base-99 and base-999, another build in
 # the same pairs: a change's before and after under the same load.
 # AGAINST=ticks-999 (or any setting) runs it, not nothing, in each pair's
@@ -56,9 +59,9 @@
 # NICE=-10 runs the workers, wrk and the recorders at that niceness, so that
 # others' work on a shared machine preempts them less (it still shares the
 # caches): for developing on a loaded machine, not for the figures.
-# The default (6 settings, 8 pairs of 4 s) has 6.4 minutes of windows; with
-# the recorders' starts and stops it ran 10 minutes under a load average of
-# 11-19, less on an idle machine.
+# The default (8 settings, 8 pairs of 4 s) has 8.5 minutes of windows; with
+# the recorders' starts and stops it ran 13 minutes (6 settings took 10 under
+# a load average of 11-19, less on an idle machine).
 # bench/nginx_size.sh gives bytes/sample of long recordings.
 # `bench/nginx.sh --self-check` checks the statistics on known data, with
 # no root and nothing started.
@@ -73,7 +76,7 @@ NICE=${NICE:-0}
 LUAPROF=$PWD/build/luaprof
 LUAPROF_BASE=${LUAPROF_BASE:-}
 AGAINST=${AGAINST:-}
-SETTINGS=${SETTINGS:-luaprof-99 perf-99 luaprof-999 perf-999 ticks-999 none}
+SETTINGS=${SETTINGS:-luaprof-99 perf-99 luaprof-999 perf-999 phases-99 phases-999 ticks-999 none}
 [ -n "$LUAPROF_BASE" ] && SETTINGS+=" base-99 base-999"
 . tests/lib.sh
 . tests/nginx.sh
@@ -180,12 +183,13 @@ declare -A SAMPLES BYTES BPFMED BPFP99 PHASES SETUP FINISH
 # its recorder samples until it is stopped; ROLE none when it is the pair's
 # reference (AGAINST).
 profiled() {
-	local set=$1 key=$2 role=${3:-prof} out=$TMP/$2.$1 lp=$LUAPROF rec sl= started
+	local set=$1 key=$2 role=${3:-prof} out=$TMP/$2.$1 lp=$LUAPROF rec sl= started verbose
 	case $set in
 	none) window $key $role 0; return ;;
-	luaprof-*|base-*|quiet-*)
+	luaprof-*|base-*|quiet-*|phases-*)
 		[ ${set%-*} = base ] && lp=$LUAPROF_BASE
-		nice -n $NICE $lp record $([ ${set%-*} = quiet ] || echo -v) -F ${set#*-} \
+		case ${set%-*} in quiet) verbose= ;; phases) verbose=-vv ;; *) verbose=-v ;; esac
+		nice -n $NICE $lp record $verbose -F ${set#*-} \
 			-p $NGINX_MASTER -o $out.lp >/dev/null 2>$out.err &
 		rec=$!
 		wait_for eval "grep -qs recording $out.err || ! kill -0 $rec 2>/dev/null" ;;

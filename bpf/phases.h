@@ -8,7 +8,7 @@
  * of a CPU into that CPU's lp_phase_times, so the sums add up to the
  * sampler's time per sample (runtime_hist, sampler.h) less the few
  * instructions after the last mark.  The clock runs only when the
- * recorder sets time_phases before load (-v): off, the verifier drops it
+ * recorder sets time_phases before load (-vv): off, the verifier drops it
  * as dead code and it costs nothing.
  *
  *   t0 |- kstack -|- copy -|- Lua state -|- Lua walk -|- native -|- output -|

@@ -357,9 +357,12 @@ int sampler_load(struct sampler **out, int follow_children,
 		err = -errno;
 	} else {
 		skel->rodata->follow_children = follow_children;
-		/* -v prints where the sampler's time goes (bpf/phases.h). */
-		skel->rodata->time_phases = verbose;
-		skel->rodata->time_runs = verbose; /* and the median */
+		/* -v prints the sampler's time per sample (its median);
+		 * -vv also where it goes (bpf/phases.h), whose clock costs
+		 * a sample about 0.5 us: the median -v prints is without
+		 * it. */
+		skel->rodata->time_phases = verbose >= 2;
+		skel->rodata->time_runs = verbose >= 1;
 		err = size ? size(skel, arg) : 0;
 		if (!err)
 			err = sampler__load(skel);

@@ -65,17 +65,20 @@ static void print_help(void)
 	       "  -v, --verbose           show libbpf's messages, the sizes of the BPF\n"
 	       "                          maps (sized to the rate and to the targets'\n"
 	       "                          objects), the BPF sampler's run time per\n"
-	       "                          sample and by phase (and the kernel's count\n"
-	       "                          of its runs, ticks of targets or not, with\n"
-	       "                          their mean time), the unwinder's\n"
-	       "                          statistics and its first walks cut short\n"
-	       "                          (when, where, why), the first Lua stacks\n"
-	       "                          that were cut short, with why, and the\n"
-	       "                          source lines embedded per object (addresses,\n"
-	       "                          bytes, and whether a bound cut them), and the\n"
-	       "                          Lua VM of every process (by default: of the\n"
-	       "                          processes named, and of others with a VM not\n"
-	       "                          said yet)\n"
+	       "                          sample (and the kernel's count of its runs,\n"
+	       "                          ticks of targets or not, with their mean\n"
+	       "                          time), the unwinder's statistics and its\n"
+	       "                          first walks cut short (when, where, why), the\n"
+	       "                          first Lua stacks that were cut short, with\n"
+	       "                          why, and the source lines embedded per object\n"
+	       "                          (addresses, bytes, and whether a bound cut\n"
+	       "                          them), and the Lua VM of every process (by\n"
+	       "                          default: of the processes named, and of\n"
+	       "                          others with a VM not said yet)\n"
+	       "  -vv                     also time the BPF sampler's phases (kernel\n"
+	       "                          stack, Lua state and walk, stack copy, native\n"
+	       "                          walk, ring buffer), which costs it about\n"
+	       "                          0.5 us a sample\n"
 	       "  -h, --help              show this help\n"
 	       "\n"
 	       "SIGINT or SIGTERM stop the recording and finish the file.  A launched\n"
@@ -220,7 +223,7 @@ int cmd_record(int argc, char **argv)
 			o.quiet = 1;
 			break;
 		case 'v':
-			o.verbose = 1;
+			o.verbose++; /* -vv: the sampler's phases too */
 			break;
 		case 'h':
 			print_help();

@@ -1,7 +1,8 @@
 /*
  * session_summary.c - what `record` says when it stops: samples taken and
  * written, losses, the Lua walk's and the native unwinder's results, and
- * with -v the sampler's own cost from bpf_stats and its phase clock.
+ * with -v the sampler's own cost from bpf_stats and its run-time
+ * histogram, and with -vv its phase clock.
  */
 
 #include <stdio.h>

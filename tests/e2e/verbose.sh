@@ -1,0 +1,37 @@
+# verbose.sh - what record says of the BPF sampler's own cost.  -v: its
+# time per sample (median, p90, p99 from its run-time histogram) and the
+# kernel's count of its runs, without the phase clock, which costs a
+# sample about 0.5 us and would be in the median; -vv: where the time
+# goes too, by phase, whose means add up to about the whole (bpf/phases.h:
+# the phases cover the program but for its last few instructions).
+. tests/lib.sh
+
+# quantile FILE NAME : -v's figure NAME (median, p90, p99) in us.
+quantile() {
+	sed -nE "s/.*BPF sampler time per sample:.* $2 >?([0-9.]+) us.*/\1/p" "$1" | head -n 1
+}
+# phases_sum FILE : the sum of -vv's phase means, in us.
+phases_sum() {
+	sed -nE 's/.*BPF sampler phases, mean per sample: ([^;]*);.*/\1/p' "$1" |
+		tr ',' '\n' | awk '{ s += $(NF - 1) } END { if (NR) print s }'
+}
+
+for v in -v -vv; do
+	$LUAPROF record $v -F 999 -o $TMP/hot$v.lp -- $SAMPLES/hot 1 >/dev/null 2>$TMP/err$v
+	check "record $v -- hot exits 0" test $? -eq 0
+	check_num "record $v: the sampler's median per sample" "$(quantile $TMP/err$v median)" ">" 0
+	check_num "record $v: its p99 is no less" "$(quantile $TMP/err$v p99)" ">=" \
+		"$(quantile $TMP/err$v median)"
+done
+check "record -v: no phases (their clock would be in the median)" \
+	test -z "$(grep 'BPF sampler phases' $TMP/err-v)"
+nphases=$(sed -nE 's/.*BPF sampler phases, mean per sample: ([^;]*);.*/\1/p' $TMP/err-vv | tr ',' '\n' | grep -c ' us$')
+check_num "record -vv: the six phases" "$nphases" "==" 6
+# The phases' sum is the mean, which a long tail (kernel ticks) puts above
+# the median; it cannot be below a tenth of it nor a hundred times above.
+sum=$(phases_sum $TMP/err-vv)
+med=$(quantile $TMP/err-vv median)
+check_num "record -vv: the phases add up to the sampler's time ($sum us, median $med)" \
+	"$(awk -v s="${sum:-0}" -v m="${med:-0}" 'BEGIN { print m ? s / m : 0 }')" ">=" 0.1
+check_num "record -vv: and not to a hundred times it" \
+	"$(awk -v s="${sum:-0}" -v m="${med:-1}" 'BEGIN { print m ? s / m : 1e9 }')" "<=" 100
