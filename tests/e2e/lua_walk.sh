@@ -116,8 +116,11 @@ check_num "jloop.lua: share of main chunk samples right under lua_pcall" \
 	"$(share $(str_samples $out.folded "lua_pcall;main ($S/jloop.lua:0)") $main)" ">=" 0.995
 
 # 5. Short-lived children: a shell loop runs CHILDREN luajit processes of
-# 20 to 100 ms of work each (a random amount: no fixed period), JIT on, each
-# through a link of its own (ljN), so that its name tells its samples apart.
+# 20 to 100 ms of CPU each (a random amount: no fixed period; by os.clock,
+# not by a count of iterations, which a faster host ran in so little time
+# that fewer than 20 children reached the 50 samples the checks below
+# need), JIT on, each through a link of its own (ljN), so that its name
+# tells its samples apart.
 # A child's Lua frames need the BPF walker to know its layout (at exec,
 # for an executable the recorder validated in another process), and the
 # recorder to check its VM and read its prototypes while it lives: it is
@@ -131,8 +134,9 @@ for i in $(seq $CHILDREN); do ln -s $LJ2 $TMP/bin/lj$i; done
 work='local function f(n) local s = 0 for i = 1, n do s = s + math.sin(i) * (i % 7) end return s end'
 cat >$TMP/children.sh <<EOF
 for i in \$(seq $CHILDREN); do
-	n=\$(( (RANDOM % 16 + 4) * 400000 ))
-	$TMP/bin/lj\$i -e "$work local t = {} for j = 1, 4 do t[j] = f(\$n / 4) end"
+	ms=\$(( RANDOM % 81 + 20 ))
+	$TMP/bin/lj\$i -e "$work local stop, t = os.clock() + \$ms / 1000, {}
+		repeat t[#t % 4 + 1] = f(50000) until os.clock() >= stop"
 done
 EOF
 out=$TMP/children.lp
