@@ -37,18 +37,19 @@
  *
  * The native walk meets one VM frame per VM entry (a C frame in L's chain)
  * and report/stacks.c gives each, in order, the Lua frames up to the next
- * ENTRY.  Two kinds of VM frame run no Lua frame of their own, and get an
- * ENTRY with nothing before it, so that the Lua frames stay with the entry
- * that runs them: a C frame lj_vm_cpcall pushed for C alone (the JIT
- * compiler's trace_state, lua_load's parser; its nres is then negative,
- * minus the stack top at entry, and the Lua frames below that top are
- * older), and a helper the interpreter called (vm_mod, vm_floor: frameless
- * leaves in the VM's code, below the interpreter's own frame: rsp is 8
- * below L's C frame and holds a return address into the VM).  The native
- * walk steps over such a helper as a leaf when the Lua walk's first frame
- * says so (an ENTRY at the sampled rsp), and over any other VM code on
- * the C frame: a JLOOP about to enter a trace (rsp 16 below it) is the
- * interpreter's frame, not a helper's.
+ * ENTRY (another lua_State's entry, a VM being born, it steps over and
+ * leaves out: unwind_vm_other()).  Two kinds of VM frame run no Lua frame
+ * of their own, and get an ENTRY with nothing before it, so that the Lua
+ * frames stay with the entry that runs them: a C frame lj_vm_cpcall pushed
+ * for C alone (the JIT compiler's trace_state, lua_load's parser; its nres
+ * is then negative, minus the stack top at entry, and the Lua frames below
+ * that top are older), and a helper the interpreter called (vm_mod,
+ * vm_floor: frameless leaves in the VM's code, below the interpreter's own
+ * frame: rsp is 8 below L's C frame and holds a return address into the
+ * VM).  The native walk steps over such a helper as a leaf when the Lua
+ * walk's first frame says so (an ENTRY at the sampled rsp), and over any
+ * other VM code on the C frame: a JLOOP about to enter a trace (rsp 16
+ * below it) is the interpreter's frame, not a helper's.
  *
  * Every read of target memory may fail (freed coroutine stack, garbage
  * pointer): the walk then ends with a TRUNC frame, and never emits a
