@@ -29,7 +29,9 @@
  * Lua walk found (unwind_vm_step()), or which the walk finds at the first
  * VM frame it meets when the Lua walk found none (unwind_vm_find()): a
  * compiled trace has no CFI, and the interpreter's CFI does not hold
- * where its code runs on a trace's frame.
+ * where its code runs on a trace's frame.  The entry of a VM that C code
+ * called from Lua is making (luaL_newstate) is not the walked VM's, and
+ * is stepped over by itself (unwind_vm_other()).
  *
  * Code in no mapping of the list may be a loaded object's the list was
  * read too early to hold (a library mapped since): the kernel says which
@@ -579,6 +581,48 @@ static __always_inline void unwind_vm_find(struct unwind_cursor *c)
 	c->find_vm = 0;
 }
 
+/*
+ * A return address into the VM's code whose stack pointer is not the C
+ * frame the walk would take next (c->cframe) may be another lua_State's
+ * entry, which C code called by the walked VM made: a VM being born
+ * (luaL_newstate through the FFI: lua_newstate's lj_vm_cpcall of
+ * cpluaopen) or closed, whose G the Lua walk passes over for the running
+ * VM's (bpf/walk_lua.bpf.h, valid_G()).  It is one if the lua_State it
+ * saved there has it as its innermost C frame (as in unwind_vm_find()):
+ * then stepped over by itself, and c->cframe, further out, is kept for
+ * the walked VM's entry.  It is not recorded: report/stacks.c gives each
+ * VM frame of the native stack the Lua frames of the next VM entry of
+ * the Lua walk's, which this frame is not (taking the walked VM's C frame
+ * here instead cut lua_newstate and the frames below it from the stack).
+ * Returns 0 (stepped) or an enum lp_ustop; -1 if the frame at sp is no
+ * such entry, as below the trace exit handler's call of lj_trace_exit
+ * (on the walked VM's C frame, lowered).
+ */
+static __always_inline int unwind_vm_other(struct unwind_cursor *c)
+{
+	__u64 cf = c->sp, cfa = cf + c->cf_size, L = 0, lcf = 0, ra, bp;
+
+	if (!c->pc_is_ra || !c->cframe || cf == c->cframe ||
+	    unwind_read(c, cf + c->cf_l, &L))
+		return -1;
+	if (c->ref_size != 8)
+		L = (__u32)L;
+	/* A user address, aligned, as any lua_State: most stack data that
+	 * is no saved L costs no read of the target (which may fail, at ten
+	 * times a good one's cost). */
+	if (L < 65536 || (L & 7) || L >= (1ull << 47))
+		return -1;
+	c->reads++;
+	if (bpf_probe_read_user(&lcf, sizeof(lcf), (const void *)(L + c->l_cframe)) ||
+	    (lcf & ~3ull) != cf)
+		return -1;
+	if (unwind_read(c, cfa - 8, &ra) || unwind_read(c, cfa - 16, &bp))
+		return LP_USTOP_READ;
+	unwind_move(c, ra, cfa, bp, 1);
+	c->rec_pc = 0;
+	return 0;
+}
+
 /* Code without CFI in anonymous memory: a JIT's, LuaJIT's traces. */
 static __always_inline int unwind_jit_step(struct unwind_cursor *c)
 {
@@ -836,8 +880,9 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 			unwind_move(c, ra, c->sp + 8, c->bp, 1);
 			return 0;
 		}
-		stop = unwind_vm_step(c);
-
+		stop = unwind_vm_other(c);
+		if (stop < 0)
+			stop = unwind_vm_step(c);
 		if (stop >= 0)
 			return stop;
 	}
@@ -1065,9 +1110,9 @@ static long unwind_step(__u32 i, void *arg)
 		return 1;
 	}
 	stop = unwind_frame(w->proc, c);
-	if (stop && !c->rec_pc) { /* pc 0 is no frame (unwind_frame()) */
+	if (!c->rec_pc) { /* pc 0 is no frame (unwind_frame()) */
 		c->stop = stop;
-		return 1;
+		return stop != 0;
 	}
 	w->e->ustack[n] = c->rec_pc;
 	c->n = n + 1;

@@ -15,7 +15,9 @@
  * VM's C frame has its lua_State there (SAVE_L), so sampler.bpf.c calls
  * walk_lua() again with that frame's CFA when r14 and the cache gave
  * nothing: G is L->glref, trusted if L's innermost C frame is that very
- * frame and G validates as above.
+ * frame and G validates as above.  A G that has not run yet (vmstate 0: a
+ * VM being born or closed by C code, valid_G()) is no tick's running VM:
+ * it is neither walked nor cached, and the cache's G is taken instead.
  *
  * Which base: the BASE register (rdx) is the only fresh one while the
  * interpreter runs, because L->base is written back only at calls and
@@ -37,18 +39,19 @@
  *
  * The native walk meets one VM frame per VM entry (a C frame in L's chain)
  * and report/stacks.c gives each, in order, the Lua frames up to the next
- * ENTRY.  Two kinds of VM frame run no Lua frame of their own, and get an
- * ENTRY with nothing before it, so that the Lua frames stay with the entry
- * that runs them: a C frame lj_vm_cpcall pushed for C alone (the JIT
- * compiler's trace_state, lua_load's parser; its nres is then negative,
- * minus the stack top at entry, and the Lua frames below that top are
- * older), and a helper the interpreter called (vm_mod, vm_floor: frameless
- * leaves in the VM's code, below the interpreter's own frame: rsp is 8
- * below L's C frame and holds a return address into the VM).  The native
- * walk steps over such a helper as a leaf when the Lua walk's first frame
- * says so (an ENTRY at the sampled rsp), and over any other VM code on
- * the C frame: a JLOOP about to enter a trace (rsp 16 below it) is the
- * interpreter's frame, not a helper's.
+ * ENTRY (another lua_State's entry, a VM being born, it steps over and
+ * leaves out: unwind_vm_other()).  Two kinds of VM frame run no Lua frame
+ * of their own, and get an ENTRY with nothing before it, so that the Lua
+ * frames stay with the entry that runs them: a C frame lj_vm_cpcall pushed
+ * for C alone (the JIT compiler's trace_state, lua_load's parser; its nres
+ * is then negative, minus the stack top at entry, and the Lua frames below
+ * that top are older), and a helper the interpreter called (vm_mod,
+ * vm_floor: frameless leaves in the VM's code, below the interpreter's own
+ * frame: rsp is 8 below L's C frame and holds a return address into the
+ * VM).  The native walk steps over such a helper as a leaf when the Lua
+ * walk's first frame says so (an ENTRY at the sampled rsp), and over any
+ * other VM code on the C frame: a JLOOP about to enter a trace (rsp 16
+ * below it) is the interpreter's frame, not a helper's.
  *
  * Every read of target memory may fail (freed coroutine stack, garbage
  * pointer): the walk then ends with a TRUNC frame, and never emits a
@@ -626,9 +629,21 @@ static __always_inline int plausible_G(__u64 G)
 }
 
 /* G validates if its GG_State's main thread is where G says and the
- * running coroutine belongs to it.  Fills *g with G's fields, *curL and
+ * running coroutine belongs to it: 1.  Fills *g with G's fields, *curL and
  * st with the running coroutine's.  (A G known from before on this
- * thread needed only the second; both come in the one read of G.) */
+ * thread needed only the second; both come in the one read of G.)
+ *
+ * LJ_UNBORN, not 1, for a G that validates but has not run yet: trace
+ * numbers start at 1, and vmstate 0 is what lua_newstate's zeroing left.
+ * Its lj_vm_cpcall of cpluaopen (which makes L's stack: L->base is still
+ * 0) sets cur_L and DISPATCH (r14) but no state, and so does lua_close's
+ * of cpfinalize for a VM that never ran.  Such a VM runs no Lua: if this
+ * stack runs any, it is another VM's, whose code made or closes this one
+ * (births.lua's FFI calls, a host's luaL_newstate from a Lua function),
+ * and whose G the caller looks for instead.  A tick there once walked
+ * the newborn from base 0 as "trace 0" and cut the stack at frame -8;
+ * then it gave no Lua frames at all, the running VM's included. */
+#define LJ_UNBORN 2
 static __always_inline int valid_G(struct lua_walk *w, __u64 G, struct lj_gfields *g,
 				   __u64 *curL, struct lj_state *st, struct lj_thread *t)
 {
@@ -644,6 +659,8 @@ static __always_inline int valid_G(struct lua_walk *w, __u64 G, struct lj_gfield
 		return 0;
 	if (st->glref != G)
 		return 0;
+	if (!g->vmstate)
+		return LJ_UNBORN;
 	/* Only a guess at where the next sample's read starts: what it
 	 * reads is checked as ever. */
 	if (t->on_main != (g->cur_L == g->mainthref))
@@ -1263,7 +1280,7 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	struct lj_state *st;
 	struct lj_gfields *g;
 	__s32 vmstate;
-	int wake, off_frame, in_trace = 0;
+	int wake, off_frame, in_trace = 0, found;
 
 	if (!e || !regs)
 		return 0;
@@ -1306,12 +1323,17 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 		t = &wp->no_thread; /* out of memory, or task storage busy */
 	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa) :
 			   regs->r14 - (__s64)lo->g2disp;
-	if (valid_G(wp, G, g, &L, st, t)) {
+	found = valid_G(wp, G, g, &L, st, t);
+	if (found == 1) {
 		t->G = G;
 	} else {
+		/* Neither a G that has not run (LJ_UNBORN) nor an invalid one
+		 * is cached: the thread's last G is the running VM's still. */
 		G = t->G ? t->G : p->g_hint;
-		if (vm_frame_cfa || !valid_G(wp, G, g, &L, st, t)) {
-			e->lua_state = LP_WALK_NO_G;
+		if (vm_frame_cfa || valid_G(wp, G, g, &L, st, t) != 1) {
+			/* No running VM: host code if the G found has not
+			 * run (a VM being born or closed), else unknown. */
+			e->lua_state = found == LJ_UNBORN ? LP_WALK_IDLE : LP_WALK_NO_G;
 			return 0;
 		}
 	}
@@ -1322,15 +1344,7 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	vmstate = g->vmstate;
 	e->vmstate = vmstate;
 
-	/* Trace numbers start at 1: vmstate 0 is a VM that has not run yet.
-	 * lua_newstate zeroes G, and its lj_vm_cpcall of cpluaopen, which
-	 * makes L's stack, sets no state: a tick there saw L->base 0 and a
-	 * "trace 0", and cut its walk at frame -8 (lua_stacks, twice in a
-	 * dozen make test runs). */
-	if (!vmstate) {
-		e->lua_state = LP_WALK_IDLE;
-		return wake;
-	}
+	/* (vmstate is not 0: valid_G() says why.) */
 	if (!st->cframe) {
 		/* No C frame: this coroutine is not running; neither is Lua. */
 		e->lua_state = LP_WALK_IDLE;
