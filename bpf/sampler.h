@@ -81,6 +81,8 @@ enum lp_lua_trunc {
 	LP_LUA_TRUNC_BAD = 3,       /* a frame did not make sense */
 	LP_LUA_TRUNC_READ_FUNC = 4, /* its function object could not be read */
 	LP_LUA_TRUNC_READ_CALL = 5, /* the caller's CALL instruction, likewise */
+	/* (the recorder's) a C function in no mapping the trace holds */
+	LP_LUA_TRUNC_UNMAPPED = 6,
 };
 
 struct lp_lua_frame {

@@ -240,6 +240,7 @@ static const char *trunc_reason(uint32_t why)
 	case LP_LUA_TRUNC_BAD: return "a frame made no sense";
 	case LP_LUA_TRUNC_READ_FUNC: return "a function could not be read";
 	case LP_LUA_TRUNC_READ_CALL: return "a caller's CALL instruction could not be read";
+	case LP_LUA_TRUNC_UNMAPPED: return "a C function in no known mapping";
 	}
 	return "unknown reason";
 }
@@ -267,6 +268,18 @@ uint64_t intern_lua_stack(struct session *s, struct target *t,
 		uint64_t value = f->addr;
 		uint32_t pc = f->kind == LP_LUA_FRAME_LUA ? f->pc : 0;
 
+		/* A C function no mapping names would print as [unmapped], a
+		 * frame nobody can check: the stack ends there, cut. */
+		if (f->kind == LP_LUA_FRAME_C &&
+		    !check_code_address(s, t, e->h.time_ns, f->addr)) {
+			frames[i] = (struct lp_lframe){ .kind = LP_LFRAME_TRUNC,
+							.value = LP_LUA_TRUNC_UNMAPPED };
+			triplets[3 * i] = LP_LFRAME_TRUNC;
+			triplets[3 * i + 1] = LP_LUA_TRUNC_UNMAPPED;
+			triplets[3 * i + 2] = 0;
+			n = i + 1;
+			break;
+		}
 		if (f->kind == LP_LUA_FRAME_TRACE) {
 			const struct lp_trace *tr;
 
@@ -317,7 +330,7 @@ uint64_t intern_lua_stack(struct session *s, struct target *t,
 		if (s->o->verbose && s->lua.truncated < 5)
 			fprintf(stderr, "luaprof record: pid %d: Lua stack truncated "
 				"(%s) at frame 0x%llx after %u frames, vmstate %d\n",
-				(int)t->pid, trunc_reason(e->lua[n - 1].pc),
+				(int)t->pid, trunc_reason(frames[n - 1].value),
 				(unsigned long long)e->lua[n - 1].addr, n - 1, e->vmstate);
 		s->lua.truncated++;
 	}

@@ -194,6 +194,8 @@ void target_exited(struct session *s, struct target *t, uint64_t time_ns);
 int check_mappings(struct session *s, struct target *t,
 		   const struct lp_event_sample *e, int known);
 void refresh_maps(struct session *s, pid_t pid);
+int check_code_address(struct session *s, struct target *t, uint64_t time_ns,
+		       uint64_t addr);
 int add_initial_targets(struct session *s);
 
 /* ---- session_lua.c ---- */

@@ -308,6 +308,24 @@ int check_mappings(struct session *s, struct target *t,
 	return !missing;
 }
 
+/* A C function a Lua stack shows (the Lua walk's C frame) is code that
+ * runs, like a native walk's leaf: at an address in no known mapping
+ * (a library just dlopen'ed, as kresd's require of its ahocorasick
+ * module, whose std::map the tick was in) the mappings are re-read as soon
+ * as for a leaf.  The native walk stopped at that library's code, but its
+ * re-read may have waited its turn (check_mappings()), and the C frame
+ * printed as [unmapped].  1 if t's mappings now hold addr. */
+int check_code_address(struct session *s, struct target *t, uint64_t time_ns,
+		       uint64_t addr)
+{
+	if (maps_table_find(&t->maps, addr))
+		return 1;
+	if (mono_ns() - t->maps_read_ns < MAPS_REREAD_LEAF_NS)
+		return 0;
+	emit_maps_code(s, t, time_ns, 0, NULL, 0);
+	return maps_table_find(&t->maps, addr) != NULL;
+}
+
 /* Reads pid's mappings again and writes what is new: a launched command
  * held at its entry point (session_start()), its libraries mapped. */
 void refresh_maps(struct session *s, pid_t pid)
