@@ -1290,7 +1290,8 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		if (win)
 			unwind_span_save(c, win);
 	}
-	/* bpf_loop ran out of iterations only after LP_MAX_USTACK frames. */
+	/* bpf_loop ran out of iterations only after LP_MAX_USTACK frames
+	 * (less the VM entries stepped over unrecorded: unwind_vm_other()). */
 	stop = c->stop ? c->stop : LP_USTOP_DEPTH;
 	n = c->n;
 	if (n > LP_MAX_USTACK)
