@@ -359,7 +359,7 @@ int sampler_load(struct sampler **out, int follow_children,
 		skel->rodata->follow_children = follow_children;
 		/* -v prints the sampler's time per sample (its median);
 		 * -vv also where it goes (bpf/phases.h), whose clock costs
-		 * a sample about 0.5 us: the median -v prints is without
+		 * a sample up to 0.6 us: the median -v prints is without
 		 * it. */
 		skel->rodata->time_phases = verbose >= 2;
 		skel->rodata->time_runs = verbose >= 1;

@@ -1,7 +1,7 @@
 # verbose.sh - what record says of the BPF sampler's own cost.  -v: its
 # time per sample (median, p90, p99 from its run-time histogram) and the
 # kernel's count of its runs, without the phase clock, which costs a
-# sample about 0.5 us and would be in the median; -vv: where the time
+# sample up to 0.6 us and would be in the median; -vv: where the time
 # goes too, by phase, whose means add up to about the whole (bpf/phases.h:
 # the phases cover the program but for its last few instructions).
 . tests/lib.sh
