@@ -122,6 +122,7 @@ cpu_secs() {
 report_table() { # shape synth-args...
 	local shape=$1 f n i tool t best same
 	shift
+	rm -f "$TMP/a.lp" "$TMP/b.lp" # the writer never replaces a file
 	build/bench/synth -n "$NSAMPLES" "$@" "$TMP/a.lp"
 	build/bench/synth -n "$NSAMPLES" -s 2 "$@" "$TMP/b.lp"
 	echo "report speed, $shape trace: $NSAMPLES samples, $("$NEW" report --format folded "$TMP/a.lp" | wc -l) distinct stacks"
