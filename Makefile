@@ -193,7 +193,7 @@ bench: deps
 	@bench/views.sh
 
 clean:
-	rm -rf $(BUILD) demo.lp demo.folded
+	rm -rf $(BUILD) demo.lp demo.lp.old demo.folded
 
 # The sanitizer and fuzzing builds below build/ keep their own .d files.
 -include $(shell find $(BUILD) \( -path $(SAN_BUILD) -o -path $(FUZZ_BUILD) \) -prune \
