@@ -554,6 +554,26 @@ static __always_inline int unwind_vm_step(struct unwind_cursor *c)
 	return 0;
 }
 
+/* Is the frame at cf a VM C frame?  It is if the lua_State it saved (at
+ * cf_l) has it as its innermost C frame (L->cframe, whose low bits are
+ * flags).  A saved L must be a user address, aligned, as any lua_State
+ * is: most stack data that is none costs no read of the target (which
+ * may fail, at ten times a good one's cost). */
+static __always_inline int unwind_is_cframe(struct unwind_cursor *c, __u64 cf)
+{
+	__u64 L = 0, lcf = 0;
+
+	if (unwind_read(c, cf + c->cf_l, &L))
+		return 0;
+	if (c->ref_size != 8)
+		L = (__u32)L;
+	if (L < 65536 || (L & 7) || L >= (1ull << 47))
+		return 0;
+	c->reads++;
+	return !bpf_probe_read_user(&lcf, sizeof(lcf), (const void *)(L + c->l_cframe)) &&
+	       (lcf & ~3ull) == cf;
+}
+
 /*
  * The Lua walk found no L (no tick in the interpreter has shown this
  * thread's G yet, as in a program that lives in C functions called from
@@ -568,13 +588,9 @@ static __always_inline int unwind_vm_step(struct unwind_cursor *c)
  */
 static __always_inline void unwind_vm_find(struct unwind_cursor *c)
 {
-	__u64 cf = c->sp, L = 0, lcf = 0;
+	__u64 cf = c->sp;
 
-	if (!c->pc_is_ra ||
-	    bpf_probe_read_user(&L, c->ref_size == 8 ? 8 : 4,
-				(const void *)(cf + c->cf_l)) ||
-	    !L || bpf_probe_read_user(&lcf, sizeof(lcf), (const void *)(L + c->l_cframe)) ||
-	    (lcf & ~3ull) != cf)
+	if (!c->pc_is_ra || !unwind_is_cframe(c, cf))
 		return;
 	c->cframe = cf;
 	c->vm_cfa = cf + c->cf_size;
@@ -587,10 +603,10 @@ static __always_inline void unwind_vm_find(struct unwind_cursor *c)
  * entry, which C code called by the walked VM made: a VM being born
  * (luaL_newstate through the FFI: lua_newstate's lj_vm_cpcall of
  * cpluaopen) or closed, whose G the Lua walk passes over for the running
- * VM's (bpf/walk_lua.bpf.h, valid_G()).  It is one if the lua_State it
- * saved there has it as its innermost C frame (as in unwind_vm_find()):
- * then stepped over by itself, and c->cframe, further out, is kept for
- * the walked VM's entry.  It is not recorded: report/stacks.c gives each
+ * VM's (bpf/walk_lua.bpf.h, valid_G()).  It is one if the frame at sp is
+ * a C frame (unwind_is_cframe(), as unwind_vm_find() asks): then stepped
+ * over by itself, and c->cframe, further out, is kept for the walked VM's
+ * entry.  It is not recorded: report/stacks.c gives each
  * VM frame of the native stack the Lua frames of the next VM entry of
  * the Lua walk's, which this frame is not (taking the walked VM's C frame
  * here instead cut lua_newstate and the frames below it from the stack).
@@ -600,21 +616,9 @@ static __always_inline void unwind_vm_find(struct unwind_cursor *c)
  */
 static __always_inline int unwind_vm_other(struct unwind_cursor *c)
 {
-	__u64 cf = c->sp, cfa = cf + c->cf_size, L = 0, lcf = 0, ra, bp;
+	__u64 cf = c->sp, cfa = cf + c->cf_size, ra, bp;
 
-	if (!c->pc_is_ra || !c->cframe || cf == c->cframe ||
-	    unwind_read(c, cf + c->cf_l, &L))
-		return -1;
-	if (c->ref_size != 8)
-		L = (__u32)L;
-	/* A user address, aligned, as any lua_State: most stack data that
-	 * is no saved L costs no read of the target (which may fail, at ten
-	 * times a good one's cost). */
-	if (L < 65536 || (L & 7) || L >= (1ull << 47))
-		return -1;
-	c->reads++;
-	if (bpf_probe_read_user(&lcf, sizeof(lcf), (const void *)(L + c->l_cframe)) ||
-	    (lcf & ~3ull) != cf)
+	if (!c->pc_is_ra || !c->cframe || cf == c->cframe || !unwind_is_cframe(c, cf))
 		return -1;
 	if (unwind_read(c, cfa - 8, &ra) || unwind_read(c, cfa - 16, &bp))
 		return LP_USTOP_READ;
