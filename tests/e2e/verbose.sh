@@ -10,10 +10,9 @@
 quantile() {
 	sed -nE "s/.*BPF sampler time per sample:.* $2 >?([0-9.]+) us.*/\1/p" "$1" | head -n 1
 }
-# phases_sum FILE : the sum of -vv's phase means, in us.
-phases_sum() {
-	sed -nE 's/.*BPF sampler phases, mean per sample: ([^;]*);.*/\1/p' "$1" |
-		tr ',' '\n' | awk '{ s += $(NF - 1) } END { if (NR) print s }'
+# phases FILE : -vv's phase means, "NAME X us" a line.
+phases() {
+	sed -nE 's/.*BPF sampler phases, mean per sample: ([^;]*);.*/\1/p' "$1" | tr ',' '\n'
 }
 
 for v in -v -vv; do
@@ -25,11 +24,10 @@ for v in -v -vv; do
 done
 check "record -v: no phases (their clock would be in the median)" \
 	test -z "$(grep 'BPF sampler phases' $TMP/err-v)"
-nphases=$(sed -nE 's/.*BPF sampler phases, mean per sample: ([^;]*);.*/\1/p' $TMP/err-vv | tr ',' '\n' | grep -c ' us$')
-check_num "record -vv: the six phases" "$nphases" "==" 6
+check_num "record -vv: the six phases" "$(phases $TMP/err-vv | grep -c ' us$')" "==" 6
 # The phases' sum is the mean, which a long tail (kernel ticks) puts above
 # the median; it cannot be below a tenth of it nor a hundred times above.
-sum=$(phases_sum $TMP/err-vv)
+sum=$(phases $TMP/err-vv | awk '{ s += $(NF - 1) } END { if (NR) print s }')
 med=$(quantile $TMP/err-vv median)
 check_num "record -vv: the phases add up to the sampler's time ($sum us, median $med)" \
 	"$(awk -v s="${sum:-0}" -v m="${med:-0}" 'BEGIN { print m ? s / m : 0 }')" ">=" 0.1
