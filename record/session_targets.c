@@ -269,6 +269,15 @@ void target_exited(struct session *s, struct target *t, uint64_t time_ns)
 	emit(s, &rec);
 }
 
+/* Is a re-read of t's mappings due?  For code known to run (a leaf, a
+ * Lua stack's C function) every MAPS_REREAD_LEAF_NS; for other frames,
+ * which may be stack data taken for return addresses, every
+ * MAPS_REREAD_NS. */
+static int maps_reread_due(const struct target *t, int runs)
+{
+	return mono_ns() - t->maps_read_ns >= (runs ? MAPS_REREAD_LEAF_NS : MAPS_REREAD_NS);
+}
+
 /* A user address outside every known mapping means the process mapped
  * something new (dlopen, a JIT area) since we last looked, or the stack
  * holds a garbage frame.  Re-read, at most every MAPS_REREAD_NS, and write
@@ -300,8 +309,7 @@ int check_mappings(struct session *s, struct target *t,
 	/* Code that ran is worth a read at once: the read keeps it (or a
 	 * page of it), so its next samples do not ask again.  The rest waits
 	 * its turn. */
-	if (ncode || (unknown && mono_ns() - t->maps_read_ns >=
-			      (leaf ? MAPS_REREAD_LEAF_NS : MAPS_REREAD_NS))) {
+	if (ncode || (unknown && maps_reread_due(t, leaf))) {
 		emit_maps_code(s, t, e->h.time_ns, 0, code, ncode);
 		return 0;
 	}
@@ -320,7 +328,7 @@ int check_code_address(struct session *s, struct target *t, uint64_t time_ns,
 {
 	if (maps_table_find(&t->maps, addr))
 		return 1;
-	if (mono_ns() - t->maps_read_ns < MAPS_REREAD_LEAF_NS)
+	if (!maps_reread_due(t, 1))
 		return 0;
 	emit_maps_code(s, t, time_ns, 0, NULL, 0);
 	return maps_table_find(&t->maps, addr) != NULL;
