@@ -47,7 +47,7 @@ static void cpu_clock_attr(struct perf_event_attr *attr, unsigned int freq_hz)
 
 static int alloc_slots(struct perf_sampling *ps, int n)
 {
-	ps->ncpus = n;
+	ps->nevents = n;
 	ps->fds = calloc(n, sizeof(*ps->fds));
 	ps->links = calloc(n, sizeof(*ps->links));
 	if (!ps->fds || !ps->links)
@@ -117,7 +117,7 @@ int perf_sampling_attach_task(struct perf_sampling *ps, struct bpf_program *prog
 
 void perf_sampling_detach(struct perf_sampling *ps)
 {
-	for (int i = 0; i < ps->ncpus; i++) {
+	for (int i = 0; i < ps->nevents; i++) {
 		if (ps->links && ps->links[i])
 			bpf_link__destroy(ps->links[i]);
 		if (ps->fds && ps->fds[i] >= 0)

@@ -11,7 +11,7 @@ struct bpf_program;
 struct bpf_link;
 
 struct perf_sampling {
-	int ncpus; /* events (per task: 1) */
+	int nevents; /* one per CPU, or one on a task */
 	int *fds;
 	struct bpf_link **links;
 };
