@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -53,6 +54,13 @@ int lp_debug_file_open(struct lp_debug_file *f, const char *path)
 		return -EINVAL;
 	if ((size_t)snprintf(f->path, sizeof(f->path), "%s", path) >= sizeof(f->path))
 		return -ENAMETOOLONG;
+	/* Looked at before it is opened: a path a debug file names (dwz's
+	 * .gnu_debugaltlink) may be a device, whose opening alone may do
+	 * something.  The fstat() below still decides. */
+	if (stat(path, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENOENT;
 	/* O_NONBLOCK: a FIFO planted where a debug file is looked for must
 	 * not hang us; it is then refused as not regular. */
 	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -164,29 +172,39 @@ mismatch:
 	return -ENOENT;
 }
 
+/* ROOT/usr/lib/debug/.build-id/xx/rest.debug for build-id id (2 bytes
+ * or more): 0, or -ENAMETOOLONG. */
+static int build_id_path(char *path, size_t len, const char *root, const uint8_t *id,
+			 size_t idlen)
+{
+	size_t n;
+
+	if (idlen < 2)
+		return -ENOENT;
+	n = (size_t)snprintf(path, len, "%s" DEBUG_ROOT "/.build-id/%02x/", root, id[0]);
+	for (size_t i = 1; i < idlen && n < len; i++)
+		n += (size_t)snprintf(path + n, len - n, "%02x", id[i]);
+	if (n + sizeof(".debug") > len)
+		return -ENAMETOOLONG;
+	strcat(path, ".debug");
+	return 0;
+}
+
 int lp_debug_file_find(Elf *obj, const char *object, const char *root,
 		       struct lp_debug_file *f)
 {
 	uint8_t id[MAX_BUILD_ID];
 	char path[PATH_MAX], dir[PATH_MAX];
 	const char *link, *slash;
-	size_t idlen, n;
+	size_t idlen;
 	GElf_Word crc = 0;
 
 	f->fd = -1;
 	f->elf = NULL;
 	idlen = build_id(obj, id);
-	if (idlen >= 2) {
-		n = (size_t)snprintf(path, sizeof(path), "%s" DEBUG_ROOT "/.build-id/%02x/",
-				     root, id[0]);
-		for (size_t i = 1; i < idlen && n < sizeof(path); i++)
-			n += (size_t)snprintf(path + n, sizeof(path) - n, "%02x", id[i]);
-		if (n + sizeof(".debug") <= sizeof(path)) {
-			strcat(path, ".debug");
-			if (!try_debug_file(f, path, id, idlen, 0, 0))
-				return 0;
-		}
-	}
+	if (!build_id_path(path, sizeof(path), root, id, idlen) &&
+	    !try_debug_file(f, path, id, idlen, 0, 0))
+		return 0;
 	link = dwelf_elf_gnu_debuglink(obj, &crc);
 	/* The name comes from the target's file: a bare file name only. */
 	if (!link || !link[0] || strchr(link, '/') || !strcmp(link, ".") ||
@@ -209,6 +227,78 @@ int lp_debug_file_find(Elf *obj, const char *object, const char *root,
 				return 0;
 		}
 	}
+	return -ENOENT;
+}
+
+/* The path and build-id in elf's .gnu_debugaltlink (dwz -m): the path
+ * NUL-terminated, then the shared file's build-id, the section's other
+ * bytes.  0, 1 when elf has no such section, -EINVAL when it is not that. */
+static int read_altlink(Elf *elf, char *name, size_t len, uint8_t *id, size_t *idlen)
+{
+	Elf_Scn *scn = NULL;
+	Elf_Data *d;
+	GElf_Shdr sh;
+	const char *end;
+	size_t shstrndx, n;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 1;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *sname;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		sname = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (sname && !strcmp(sname, ".gnu_debugaltlink"))
+			break;
+	}
+	if (!scn)
+		return 1;
+	/* A path and a build-id: bounded before libelf reads it. */
+	if (sh.sh_size > len + MAX_BUILD_ID || !(d = elf_getdata(scn, NULL)) ||
+	    !d->d_buf || !(end = memchr(d->d_buf, 0, d->d_size)))
+		return -EINVAL;
+	n = (size_t)(end - (const char *)d->d_buf);
+	*idlen = d->d_size - n - 1;
+	if (!n || n >= len || *idlen < 2 || *idlen > MAX_BUILD_ID)
+		return -EINVAL;
+	memcpy(name, d->d_buf, n + 1);
+	memcpy(id, end + 1, *idlen);
+	return 0;
+}
+
+int lp_debug_altfile_find(Elf *elf, const char *file, const char *root,
+			  struct lp_debug_file *f)
+{
+	char name[PATH_MAX], path[PATH_MAX], real[PATH_MAX];
+	uint8_t id[MAX_BUILD_ID];
+	const char *dir = file, *slash;
+	size_t idlen, n = sizeof(path);
+	int err;
+
+	f->fd = -1;
+	f->elf = NULL;
+	err = read_altlink(elf, name, sizeof(name), id, &idlen);
+	if (err)
+		return err > 0 ? 1 : -ENOENT;
+	if (name[0] == '/') {
+		n = (size_t)snprintf(path, sizeof(path), "%s%s", root, name);
+	} else {
+		/* As gdb and libdw take it: in the directory of the file
+		 * that names it, its symbolic links resolved (Fedora's
+		 * links are relative, from /usr/lib/debug/usr/lib64/). */
+		if (realpath(file, real))
+			dir = real;
+		slash = strrchr(dir, '/');
+		if (slash)
+			n = (size_t)snprintf(path, sizeof(path), "%.*s/%s",
+					     (int)(slash - dir), dir, name);
+	}
+	if (n < sizeof(path) && !try_debug_file(f, path, id, idlen, 0, 0))
+		return 0;
+	if (!build_id_path(path, sizeof(path), root, id, idlen) &&
+	    !try_debug_file(f, path, id, idlen, 0, 0))
+		return 0;
 	return -ENOENT;
 }
 

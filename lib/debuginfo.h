@@ -17,9 +17,12 @@
  * .debug/ subdirectory and ROOT/usr/lib/debug/<dir>/.  A separate file is
  * believed only if it holds DWARF, carries the object's build-id when the
  * object has one, and, found through the debuglink, matches the link's
- * CRC: a stale debug file describes another build.  Files may be hostile
- * (they belong to the profiled process or to whoever wrote the symfs):
- * they are opened only if regular and read, not mapped.
+ * CRC: a stale debug file describes another build.  DWARF that dwz -m
+ * shrank refers to a shared file by path and build-id (.gnu_debugaltlink),
+ * looked for at the path, then by its build-id, and believed only with
+ * that build-id.  Files may be hostile (they belong to the profiled
+ * process or to whoever wrote the symfs): they are opened only if
+ * regular and read, not mapped.
  */
 #ifndef LUAPROF_LIB_DEBUGINFO_H
 #define LUAPROF_LIB_DEBUGINFO_H
@@ -52,6 +55,19 @@ int lp_has_debug_info(Elf *elf);
 int lp_debug_file_find(Elf *obj, const char *path, const char *root,
 		       struct lp_debug_file *f);
 
+/*
+ * The shared file of dwz -m (a Debian -dbgsym package's
+ * /usr/lib/debug/.dwz/<triplet>/<package>.debug) that the DWARF in elf
+ * refers to, named by its .gnu_debugaltlink: a path and the shared file's
+ * build-id.  The path is looked for under `root` when absolute, else in
+ * the directory of `file`, the file elf was read from; then
+ * ROOT/usr/lib/debug/.build-id/xx/rest.debug.  A file is believed only if
+ * it holds DWARF and carries the link's build-id.  0 with *f open, 1 when
+ * elf names no shared file, -ENOENT.
+ */
+int lp_debug_altfile_find(Elf *elf, const char *file, const char *root,
+			  struct lp_debug_file *f);
+
 /* The sections source lines and inlined functions need, in this order;
  * nothing else is ever read.  The first three are the ones without which
  * there is no DWARF to use. */
@@ -64,7 +80,8 @@ enum lp_debug_sect {
 extern const char *const lp_debug_section_names[LP_DEBUG_NSECT];
 
 /* The most DWARF, its sections decompressed and added up, that luaprof
- * reads for one object: an object with more has no lines. */
+ * reads for one object, its dwz shared file included: an object with
+ * more has no lines (its shared file past it is left out). */
 #define LP_DWARF_MAX_BYTES (64u << 20)
 
 struct lp_debug_sections {

@@ -10,8 +10,12 @@
  * same here; libelf converts them on reading.  What libdw then makes of
  * the DWARF, which whoever wrote the files controls, is libdw's to check;
  * the sections' total is bounded before anything that large is copied.
+ * A dwz shared file becomes an image the same way, its sections counted
+ * in the same bound: libdw reads it only where the object's DWARF points.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,12 +171,84 @@ static int build(struct lp_dwarf_image *d, const struct lp_debug_sections *s)
 
 void lp_dwarf_image_close(struct lp_dwarf_image *d)
 {
+	/* The main Dwarf first: it reads the shared one, which libdw does
+	 * not end for us when it was given by dwarf_setalt(). */
 	if (d->dwarf)
 		dwarf_end(d->dwarf);
 	if (d->elf)
 		elf_end(d->elf);
 	free(d->image);
+	if (d->alt_dwarf)
+		dwarf_end(d->alt_dwarf);
+	if (d->alt_elf)
+		elf_end(d->alt_elf);
+	free(d->alt_image);
 	memset(d, 0, sizeof(*d));
+}
+
+/*
+ * Finds the dwz shared file that elf's DWARF names, under symfs first when
+ * it is set, then on this machine.  `file` is the debug file elf was read
+ * from, NULL when elf is the object itself, whose path is `recorded`: a
+ * relative link is in the directory of the file that holds it.  0 with
+ * *alt open, 1 when elf names none, -ENOENT.
+ */
+static int find_alt(Elf *elf, const char *file, const char *recorded,
+		    const char *symfs, struct lp_debug_file *alt)
+{
+	const char *roots[2] = { symfs, "" };
+	char own[PATH_MAX];
+	int err = -ENOENT;
+
+	for (int i = symfs ? 0 : 1; i < 2; i++) {
+		const char *where = file;
+
+		if (!file) {
+			if ((size_t)snprintf(own, sizeof(own), "%s%s", roots[i], recorded) >=
+			    sizeof(own))
+				continue;
+			where = own;
+		}
+		err = lp_debug_altfile_find(elf, where, roots[i], alt);
+		if (err >= 0)
+			return err;
+	}
+	return err;
+}
+
+/*
+ * Opens the dwz shared file that elf's DWARF names, if any, and gives it
+ * to d's Dwarf; `used` bytes of the bound are d's own sections.  Without
+ * it (none named, none found, over the bound) d reads as it would have:
+ * what the shared file holds goes unnamed.  0, or -ENOMEM.  A shared file
+ * needs no lines of its own: its units are imported for their
+ * declarations, and hold no code.
+ */
+static int open_alt(struct lp_dwarf_image *d, Elf *elf, const char *file,
+		    const char *recorded, const char *symfs, uint64_t used)
+{
+	struct lp_debug_file f = { .fd = -1 };
+	struct lp_debug_sections s;
+	struct lp_dwarf_image a;
+	int err;
+
+	if (find_alt(elf, file, recorded, symfs, &f))
+		return 0;
+	err = lp_debug_sections_read(f.elf, &s);
+	if (err == -ENOENT && s.scn[LP_DEBUG_INFO] && s.scn[LP_DEBUG_ABBREV])
+		err = 0;
+	if (!err && s.total <= LP_DWARF_MAX_BYTES - used)
+		err = build(&a, &s);
+	else
+		err = 1;
+	if (!err) {
+		d->alt_image = a.image;
+		d->alt_elf = a.elf;
+		d->alt_dwarf = a.dwarf;
+		dwarf_setalt(d->dwarf, d->alt_dwarf);
+	}
+	lp_debug_file_close(&f);
+	return err < 0 ? err : 0;
 }
 
 int lp_dwarf_image_open(struct lp_dwarf_image *d, Elf *obj, const char *recorded,
@@ -193,6 +269,11 @@ int lp_dwarf_image_open(struct lp_dwarf_image *d, Elf *obj, const char *recorded
 	if (lp_debug_sections_read(elf, &s) || s.total > LP_DWARF_MAX_BYTES)
 		goto cleanup;
 	err = build(d, &s);
+	if (!err)
+		err = open_alt(d, elf, elf == obj ? NULL : dbg.path, recorded, symfs,
+			       s.total);
+	if (err < 0)
+		lp_dwarf_image_close(d);
 cleanup:
 	lp_debug_file_close(&dbg);
 	return err;

@@ -2,7 +2,7 @@
 # tests/deps.sh - installs what the end-to-end tests need beyond the build
 # (`make deps`): the Debian packages for the Lua and nginx scenarios (and
 # libc6-dbg, libc's DWARF, which self_contained.sh embeds in part; qemu and
-# busybox for the kernel matrix), the
+# busybox for the kernel matrix; dwz for dwz.sh), the
 # real applications of tests/e2e/app_*.sh (sysbench, knot-resolver with
 # kdig, neovim, tarantool, python3-lupa; redis-server, haproxy and the PUC
 # Lua interpreters, which luaprof must say it does not walk), the
@@ -26,11 +26,12 @@ set -eu
 cd "$(dirname "$0")/.."
 
 # qemu-system-x86, busybox-static, cpio, xz-utils, zstd: the kernel matrix
-# (tests/kernels.sh) boots Debian's kernels under qemu.
+# (tests/kernels.sh) boots Debian's kernels under qemu.  dwz: debug files
+# as Debian's -dbgsym packages have them (tests/e2e/dwz.sh).
 PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg
 	sysbench knot-resolver knot-dnsutils neovim tarantool python3-lupa
 	redis-server haproxy lua5.1 lua5.3 golang-go chromium
-	qemu-system-x86 busybox-static cpio xz-utils zstd"
+	qemu-system-x86 busybox-static cpio xz-utils zstd dwz"
 # Node.js as the machine has it, else Debian's.
 command -v node >/dev/null && command -v npm >/dev/null || PKGS="$PKGS nodejs npm"
 # The browser checks' npm packages, pinned: the real speedscope app, and

@@ -11,13 +11,17 @@
  * note only, or for an object the trace does not name.
  */
 #include <dlfcn.h>
+#include <elfutils/libdwelf.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "format/trace.h"
+#include "lib/debuginfo.h"
 #include "report/objects.h"
 #include "report/symbolize.h"
 #include "tests/unit/unit.h"
@@ -181,4 +185,183 @@ TEST(report_lines_from_srclines_records)
 	CHECK(objects_srcline(o, 99, 0x1000, &c) == 0 && c.n == 0);
 	objects_free(o);
 	symbolizer_free(sym);
+}
+
+/* ---- dwz's shared file ---------------------------------------------------- */
+
+/* A shell command's success. */
+static int dwz_run(const char *cmd)
+{
+	return system(cmd) == 0;
+}
+
+/*
+ * A stripped copy of this binary, DIR/obj, whose debug file DIR/a.debug
+ * went through `dwz -m` with an identical DIR/b.debug, as dh_dwz does a
+ * package's debug files: what the two have in common (dw_inlined's
+ * declaration, the strings of names such as dw_outer) moves to the
+ * shared file, written to DIR/common.debug and named in a.debug's
+ * .gnu_debugaltlink as `link`.
+ */
+static int dwz_fixture(const char *dir, const char *link)
+{
+	char cmd[PATH_MAX * 6 + 256], self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0)
+		return 0;
+	self[n] = '\0';
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p '%s' && cd '%s' && objcopy --only-keep-debug '%s' a.debug && "
+		 "cp a.debug b.debug && dwz -m common.debug -M '%s' a.debug b.debug && "
+		 "objcopy --strip-debug --add-gnu-debuglink=a.debug '%s' obj",
+		 dir, dir, self, link, self);
+	return dwz_run(cmd);
+}
+
+/* Whether dwz (0.15, bookworm's) can read this binary's DWARF: not
+ * clang's DWARF 5, which has .debug_addr (the sanitizer build's). */
+static int dwz_can_read_self(void)
+{
+	struct lp_debug_sections s;
+	struct lp_debug_file f;
+	int ok = 0;
+
+	if (lp_debug_file_open(&f, "/proc/self/exe"))
+		return 0;
+	if (!lp_debug_sections_read(f.elf, &s)) {
+		ok = 1;
+		for (int i = 0; i < LP_DEBUG_NSECT; i++)
+			if (s.scn[i] && !strcmp(lp_debug_section_names[i], ".debug_addr"))
+				ok = 0;
+	}
+	lp_debug_file_close(&f);
+	return ok;
+}
+
+/* The chain at vaddr of the object at path (this binary's build-id) as
+ * the report reads its local DWARF, under symfs if set: its length, and
+ * the names of its first two frames ("" for a frame without one) and the
+ * first one's line. */
+static size_t dwz_chain(const char *path, const char *symfs, uint64_t vaddr,
+			char names[2][64], uint32_t *line)
+{
+	struct lp_object obj = { .id = 1, .path = path };
+	uint8_t ident[LP_OBJID_MAX];
+	struct symbolizer *sym = NULL;
+	struct objects *o = NULL;
+	struct sym_result res;
+	struct src_chain c = { 0 };
+	uint64_t size;
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || lp_objid_read(fd, &obj.id_kind, ident, &obj.ident_len, &size)) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	close(fd);
+	obj.ident = ident;
+	if (!symbolizer_new(&sym, "test") && !objects_new(&o, sym, symfs, "test") &&
+	    !objects_add(o, &obj) && !objects_lookup(o, 1, path, 0, &res))
+		objects_srcline(o, 1, vaddr, &c);
+	for (size_t i = 0; i < 2; i++)
+		snprintf(names[i], 64, "%s", i < c.n && c.f[i].func ? c.f[i].func : "");
+	*line = c.n ? c.f[0].line : 0;
+	objects_free(o);
+	symbolizer_free(sym);
+	return c.n;
+}
+
+/* The build-id path of the file at path under root. */
+static int dwz_build_id_path(const char *path, const char *root, char *out, size_t len)
+{
+	struct lp_debug_file f;
+	const uint8_t *id;
+	ssize_t n;
+	size_t k;
+
+	if (lp_debug_file_open(&f, path))
+		return 0;
+	n = dwelf_elf_gnu_build_id(f.elf, (const void **)&id);
+	k = (size_t)snprintf(out, len, "%s/usr/lib/debug/.build-id/%02x/", root,
+			     n > 1 ? id[0] : 0);
+	for (ssize_t i = 1; i < n && k < len; i++)
+		k += (size_t)snprintf(out + k, len - k, "%02x", id[i]);
+	if (k < len)
+		snprintf(out + k, len - k, ".debug");
+	lp_debug_file_close(&f);
+	return n > 1 && k < len;
+}
+
+/*
+ * DWARF that dwz -m shrank, as Debian's -dbgsym packages ship it: the
+ * inlined function's name and its caller's come from the shared file,
+ * found at the path the link names (absolute, as Debian's
+ * /usr/lib/debug/.dwz/..., under --symfs first; or relative to the debug
+ * file, as Fedora's), else by its build-id; one with another build-id at
+ * that path is refused.  Without the shared file the chain keeps its
+ * frames and lines but not the names.  Skipped without dwz (tests/deps.sh
+ * installs it, and tests/e2e/dwz.sh requires it) and in a build dwz
+ * cannot read (clang's DWARF 5).
+ */
+TEST(report_dwarf_dwz_shared_file)
+{
+	char abs[256], rel[256], symfs[256], obj[512], at[512];
+	char byid[PATH_MAX], cmd[PATH_MAX * 4 + 64], names[2][64];
+	uint32_t line;
+	Dl_info info;
+	uint64_t vaddr;
+	void *ret = dw_outer();
+
+	if (!dwz_run("command -v dwz >/dev/null && command -v objcopy >/dev/null") ||
+	    !dwz_can_read_self())
+		return;
+	CHECK(dladdr(ret, &info) && info.dli_fbase);
+	vaddr = (uint64_t)((uintptr_t)ret - (uintptr_t)info.dli_fbase) - 1;
+	snprintf(abs, sizeof(abs), "%s/dwz-abs", unit_tmpdir());
+	snprintf(rel, sizeof(rel), "%s/dwz-rel", unit_tmpdir());
+	snprintf(symfs, sizeof(symfs), "%s/dwz-symfs", unit_tmpdir());
+	snprintf(at, sizeof(at), "%s/dwz/shared.debug", abs);
+
+	/* Absolute: found where it says. */
+	CHECK(dwz_fixture(abs, at));
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s/dwz' && mv '%s/common.debug' '%s'", abs,
+		 abs, at);
+	CHECK(dwz_run(cmd));
+	snprintf(obj, sizeof(obj), "%s/obj", abs);
+	CHECK(dwz_chain(obj, NULL, vaddr, names, &line) == 2);
+	CHECK(!strcmp(names[0], "dw_inlined") && !strcmp(names[1], "dw_outer"));
+	CHECK(line == (uint32_t)dw_line_call);
+	/* Gone: the frames and lines stay, the names it held go. */
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s%s/dwz' && mv '%s' '%s%s'", symfs, abs, at,
+		 symfs, at);
+	CHECK(dwz_run(cmd));
+	CHECK(dwz_chain(obj, NULL, vaddr, names, &line) == 2);
+	CHECK(!names[0][0] && !names[1][0] && line == (uint32_t)dw_line_call);
+	/* Under --symfs. */
+	CHECK(dwz_chain(obj, symfs, vaddr, names, &line) == 2);
+	CHECK(!strcmp(names[0], "dw_inlined") && !strcmp(names[1], "dw_outer"));
+	/* By its build-id, under --symfs. */
+	snprintf(cmd, sizeof(cmd), "%s%s", symfs, at);
+	CHECK(dwz_build_id_path(cmd, symfs, byid, sizeof(byid)));
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\" && mv '%s%s' '%s'", byid,
+		 symfs, at, byid);
+	CHECK(dwz_run(cmd));
+	CHECK(dwz_chain(obj, symfs, vaddr, names, &line) == 2);
+	CHECK(!strcmp(names[0], "dw_inlined") && !strcmp(names[1], "dw_outer"));
+	/* Another file at the path, with DWARF but another build-id: refused. */
+	snprintf(cmd, sizeof(cmd), "rm '%s' && cp '%s/b.debug' '%s'", byid, abs, at);
+	CHECK(dwz_run(cmd));
+	CHECK(dwz_chain(obj, NULL, vaddr, names, &line) == 2);
+	CHECK(!names[0][0] && !names[1][0]);
+
+	/* Relative to the debug file, as Fedora's links are. */
+	CHECK(dwz_fixture(rel, "../dwz-rel-shared/common.debug"));
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s-shared' && mv '%s/common.debug' '%s-shared/'",
+		 rel, rel, rel);
+	CHECK(dwz_run(cmd));
+	snprintf(obj, sizeof(obj), "%s/obj", rel);
+	CHECK(dwz_chain(obj, NULL, vaddr, names, &line) == 2);
+	CHECK(!strcmp(names[0], "dw_inlined") && !strcmp(names[1], "dw_outer"));
 }
