@@ -291,7 +291,10 @@ static int size_maps(struct sampler *skel, void *arg)
 		proc_descendants(s->o->pids, s->o->npids, &desc, &ndesc);
 	pids = calloc(s->o->npids + ndesc + 1, sizeof(*pids));
 	if (pids) {
-		memcpy(pids, s->o->pids, s->o->npids * sizeof(*pids));
+		/* (Recording a command, there are no pids: o->pids is NULL,
+		 * which memcpy may not be given even for 0 bytes.) */
+		if (s->o->npids)
+			memcpy(pids, s->o->pids, s->o->npids * sizeof(*pids));
 		if (ndesc)
 			memcpy(pids + s->o->npids, desc, ndesc * sizeof(*pids));
 	}
