@@ -187,6 +187,13 @@ check_num "samples cut in JIT code not LuaJIT's, of all" \
 	"$(share $(folded_total $TMP/rs.pcre.folded) $(folded_total $TMP/rs.folded))" "<=" 0.3
 check_app_stacks "rspamd" $TMP/rs.walked.folded
 
+# The main process reloading: its configuration's Lua runs in a VM made
+# anew while recorded (some 20 samples of 500, most of its time going to
+# hyperscan and the language detector).
+$LUAPROF report --format folded --pid $MAIN -o $TMP/rs.main.folded $TMP/rs.lp 2>/dev/null
+check_num "the main process, reloading: samples with rspamd's Lua frames" \
+	"$(grep -F ' (/usr/share/rspamd/' $TMP/rs.main.folded | folded_total /dev/stdin)" ">=" 3
+
 # Each generation of workers: the rule under the worker's event loop and
 # rspamd's lua_pcall, with the share of the workers' samples it measured
 # itself (from its first message to its last while recorded; within 15%),
