@@ -215,7 +215,8 @@ struct unwind_cursor {
 	__u16 cf_l, l_cframe;   /* where a C frame saves L, where L links it */
 	__u16 ref_size;         /* of the saved L: 8 with GC64, else 4 */
 	__u32 in_trace;   /* g->vmstate says a trace may run: code in no
-			     known mapping is taken for a new trace's */
+			     known mapping is taken for a new trace's, and
+			     anonymous code for a trace's only then */
 	__u32 regs_ok;    /* regs holds the interrupted frame's registers */
 	__u32 jit_frame;  /* out: 1 + the frame stepped over as a trace's */
 	__u32 vm_helper;  /* frame 0 is a helper the interpreter called */
@@ -627,11 +628,24 @@ static __always_inline int unwind_vm_other(struct unwind_cursor *c)
 	return 0;
 }
 
-/* Code without CFI in anonymous memory: a JIT's, LuaJIT's traces. */
+/*
+ * Code without CFI in anonymous memory: a JIT's.  A LuaJIT trace's is
+ * stepped over with the VM's C frame, but only while g->vmstate says a
+ * trace may run (c->in_trace): in a C function called from Lua (vmstate
+ * C) it is another JIT's code, as PCRE2's that rspamd's regexp:match()
+ * reaches through its own native frames, and taking the VM's C frame
+ * there dropped those frames from a stack that said it was whole (the
+ * match's time went to the C function as its own).  A trace cannot lie
+ * under a C function that entered the VM again: LuaJIT calls no
+ * finalizer and allows no FFI callback while a trace runs.
+ */
 static __always_inline int unwind_jit_step(struct unwind_cursor *c)
 {
-	int stop = unwind_vm_step(c);
+	int stop;
 
+	if (!c->in_trace)
+		return LP_USTOP_JIT;
+	stop = unwind_vm_step(c);
 	if (stop < 0)
 		return LP_USTOP_JIT;
 	if (!stop)

@@ -19,14 +19,18 @@ struct stack_ent {
 	uint32_t depth;
 };
 
-/* (pid, stack, Lua stack, layout generation, cut) -> user frames, root
+/* (pid, stack, Lua stack, layout generation, how) -> user frames, root
  * first. */
 struct ures_ent {
 	uint32_t pid, stack, lstack;
 	uint64_t gen;
 	uint32_t useq;
-	int cut;
+	int how; /* UF_CUT | UF_TRACE_MAY_RUN */
 };
+
+/* How a sample's user frames are resolved, besides its stacks. */
+#define UF_CUT 1           /* the native walk did not reach the root */
+#define UF_TRACE_MAY_RUN 2 /* its vmstate lets anonymous code be a trace's */
 
 /* A user stack's native frames as named against one layout: (pid, stack,
  * layout generation) -> for each address, leaf first, its frames
@@ -67,7 +71,7 @@ struct seen_ent {
 	uint32_t lidx;    /* its Lua stack as placed (lua_stack()) */
 	uint8_t how;      /* how it was placed, LUA_PLACE_MAX: not */
 	uint8_t vm;       /* vm_class() + 1 */
-	uint8_t cut;      /* the native walk did not reach the root */
+	uint8_t uhow;     /* user_how() */
 } __attribute__((aligned(64))); /* one cache line an entry, not two */
 
 /* What is counted: one entry per distinct (root, user frames, kernel
@@ -345,10 +349,10 @@ static int native_anon(struct stacks *s, const struct native_ent *ne, uint32_t i
 
 /* Names a user stack's frames against pid's layout as it is now, with
  * the Lua stack's frames in place of the native frames of each VM entry,
- * and [truncated] at the root of a native stack that was cut.  uidx or
- * lidx may be NONE. */
+ * and [truncated] at the root of a native stack that was cut (how &
+ * UF_CUT).  uidx or lidx may be NONE. */
 static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t uidx,
-			uint32_t lidx, int cut, uint32_t *useq)
+			uint32_t lidx, int how, uint32_t *useq)
 {
 	const struct stack_ent *e = uidx < MISSING ? &s->st[uidx] : NULL;
 	const struct native_ent *ne = NULL;
@@ -389,8 +393,11 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 		 * for the innermost VM entry, as the interpreter's frame
 		 * would: it runs on that entry's C frame.  The sample's own
 		 * trace is known to be code even where the mappings lag
-		 * behind (LuaJIT remaps its code areas when it flushes). */
-		if (!vm && (trace || li == 0) && !any_vm)
+		 * behind (LuaJIT remaps its code areas when it flushes).
+		 * Where no trace may run (a C function called from Lua),
+		 * anonymous code is another JIT's, PCRE2's say: a native
+		 * frame of its own, as the walker took it (it stopped). */
+		if (!vm && (trace || (li == 0 && (how & UF_TRACE_MAY_RUN))) && !any_vm)
 			vm = native_anon(s, ne, i, at) || (trace && at >= ts && at < te);
 		if (have_vm && li < nl && vm) {
 			/* This VM entry's Lua frames; a C function's Lua-level
@@ -426,7 +433,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 	for (; li < nl; li++)
 		if (lua[li] != LUA_ENTRY_MARK)
 			s->buf[k++] = lua[li];
-	if (cut) {
+	if (how & UF_CUT) {
 		err = frames_name(s->fr, "[truncated]", &s->buf[k++]);
 		if (err)
 			return err;
@@ -443,10 +450,9 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 
 /* The user frames of a sample: user stack idx (NONE: none, MISSING:
  * undefined), Lua stack id lid (0: none) as placed at lidx (UINT32_MAX:
- * none or undefined), cut
- * when the native walk could not reach the outermost frame. */
+ * none or undefined), how (UF_*) the rest of the sample says. */
 static int user_frames(struct stacks *s, uint32_t pid, uint32_t idx,
-		       uint64_t lid, uint32_t lidx, int cut, uint32_t *useq)
+		       uint64_t lid, uint32_t lidx, int how, uint32_t *useq)
 {
 	uint64_t gen, hash;
 	struct htab_probe p;
@@ -462,18 +468,18 @@ static int user_frames(struct stacks *s, uint32_t pid, uint32_t idx,
 		return 0;
 	}
 	gen = maps_generation(s->maps, pid);
-	hash = hash_fields((uint64_t)cut << 32 | pid, idx, lidx, gen);
+	hash = hash_fields((uint64_t)how << 32 | pid, idx, lidx, gen);
 	htab_probe_start(&s->ures_h, hash, &p);
 	while ((i = htab_probe_next(&s->ures_h, &p)) >= 0) {
 		const struct ures_ent *u = &s->ures[i];
 
 		if (u->pid == pid && u->stack == idx && u->lstack == lidx &&
-		    u->gen == gen && u->cut == cut) {
+		    u->gen == gen && u->how == how) {
 			*useq = u->useq;
 			return 0;
 		}
 	}
-	err = resolve_user(s, pid, gen, idx, lidx, cut, useq);
+	err = resolve_user(s, pid, gen, idx, lidx, how, useq);
 	if (!err)
 		err = GROW(s->ures, s->capures, s->nures + 1);
 	if (!err)
@@ -485,7 +491,7 @@ static int user_frames(struct stacks *s, uint32_t pid, uint32_t idx,
 	s->ures[s->nures].lstack = lidx;
 	s->ures[s->nures].gen = gen;
 	s->ures[s->nures].useq = *useq;
-	s->ures[s->nures].cut = cut;
+	s->ures[s->nures].how = how;
 	s->nures++;
 	return 0;
 }
@@ -571,6 +577,22 @@ static int vm_class(const struct lp_sample *smp)
 	return -1;
 }
 
+/* UF_CUT if the sample's native walk did not reach the root;
+ * UF_TRACE_MAY_RUN if its vmstate says a trace may run, as the sampler
+ * judges (bpf/unwind_native.bpf.h, in_trace): a trace, the interpreter
+ * (a trace's first instructions run before they set vmstate), its exit
+ * handler, the GC (a trace calls it). */
+static int user_how(const struct lp_sample *smp)
+{
+	int how = smp->ustack && lp_ustop_cut(smp->ustop) ? UF_CUT : 0;
+
+	if (smp->lua_state == LP_LUA_WALKED &&
+	    (smp->vmstate >= 0 || ~smp->vmstate == 0 /* LJ_VMST_INTERP */ ||
+	     ~smp->vmstate == 2 /* LJ_VMST_GC */ || ~smp->vmstate == 3 /* LJ_VMST_EXIT */))
+		how |= UF_TRACE_MAY_RUN;
+	return how;
+}
+
 /* The name id of pseudo-frame class k, or NONE for -1. */
 static int vm_pseudo_frame(struct stacks *s, int k, uint32_t *id)
 {
@@ -602,8 +624,7 @@ static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t 
 	int err;
 
 	if (smp->ustack || smp->lstack) {
-		err = user_frames(s, smp->pid, uidx, smp->lstack, lidx,
-				  smp->ustack && lp_ustop_cut(smp->ustop), &useq);
+		err = user_frames(s, smp->pid, uidx, smp->lstack, lidx, user_how(smp), &useq);
 		if (err)
 			return err;
 	}
@@ -649,7 +670,7 @@ static uint64_t seen_hash(const struct seen_ent *e)
 			(e->lstack * 0xc2b2ae3d27d4eb4full) ^
 			(e->kstack * 0x165667b19e3779f9ull) ^
 			(e->gen * 0xd6e8feb86659fd93ull) ^
-			((uint64_t)e->pid << 9 | (uint64_t)e->vm << 1 | e->cut));
+			((uint64_t)e->pid << 9 | (uint64_t)e->vm << 2 | e->uhow));
 }
 
 /* Room for one more seen entry: the array doubles (from 4096), copied
@@ -684,7 +705,7 @@ static void seen_key(const struct stacks *s, const struct lp_sample *smp,
 				.gen = maps_generation(s->maps, smp->pid),
 				.pid = smp->pid,
 				.vm = (uint8_t)(vm_class(smp) + 1),
-				.cut = smp->ustack && lp_ustop_cut(smp->ustop) };
+				.uhow = (uint8_t)user_how(smp) };
 }
 
 void stacks_prefetch(const struct stacks *s, const struct lp_sample *v, unsigned n)
@@ -726,7 +747,7 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		e = &s->seen[i];
 		if (e->ustack == k.ustack && e->lstack == k.lstack &&
 		    e->kstack == k.kstack && e->gen == k.gen && e->pid == k.pid &&
-		    e->root == k.root && e->vm == k.vm && e->cut == k.cut) {
+		    e->root == k.root && e->vm == k.vm && e->uhow == k.uhow) {
 			e->count++;
 			s->last = e->cnt;
 			*missing = 0;

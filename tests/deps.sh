@@ -4,7 +4,7 @@
 # libc6-dbg, libc's DWARF, which self_contained.sh embeds in part; qemu and
 # busybox for the kernel matrix; dwz for dwz.sh), the
 # real applications of tests/e2e/app_*.sh (sysbench, knot-resolver with
-# kdig, neovim, tarantool, python3-lupa; redis-server, haproxy and the PUC
+# kdig, neovim, tarantool, python3-lupa, rspamd; redis-server, haproxy and the PUC
 # Lua interpreters, which luaprof must say it does not walk), the
 # consumers of the report's formats (golang-go for `go tool pprof`,
 # chromium, and node with the npm packages speedscope and playwright-core
@@ -29,7 +29,7 @@ cd "$(dirname "$0")/.."
 # (tests/kernels.sh) boots Debian's kernels under qemu.  dwz: debug files
 # as Debian's -dbgsym packages have them (tests/e2e/dwz.sh).
 PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg
-	sysbench knot-resolver knot-dnsutils neovim tarantool python3-lupa
+	sysbench knot-resolver knot-dnsutils neovim tarantool python3-lupa rspamd
 	redis-server haproxy lua5.1 lua5.3 golang-go chromium
 	qemu-system-x86 busybox-static cpio xz-utils zstd dwz"
 # Node.js as the machine has it, else Debian's.

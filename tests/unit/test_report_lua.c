@@ -123,6 +123,77 @@ TEST(report_vm_frames_without_lua_keep_their_place)
 	free(out);
 }
 
+/*
+ * Anonymous code at the leaf, the native walk cut there (ustop JIT): while
+ * a trace may run (interpreting: a trace's first instructions run before
+ * they set vmstate) it is a trace's and stands for the VM's frame, the
+ * Lua frames in its place; in a C function called from Lua (vmstate C) no
+ * trace runs, and it is another JIT's (PCRE2's, which rspamd's
+ * regexp:match reaches through native frames the walk could not follow):
+ * a frame of its own under the Lua frames, not time of the C function.
+ */
+static int write_anon_leaf_trace(const char *path, int32_t vmstate)
+{
+	static const struct lp_mapping maps[] = {
+		{ .start = 0x10000, .end = 0x30000, .prot = LP_PROT_READ | LP_PROT_EXEC,
+		  .path = "/x/host" },
+		{ .start = 0x40000, .end = 0x50000,
+		  .prot = LP_PROT_READ | LP_PROT_WRITE | LP_PROT_EXEC, .path = "" },
+	};
+	static const struct lp_lframe frames[] = {
+		{ LP_LFRAME_FF, 0, 7, 0 },
+		{ LP_LFRAME_LUA, 0, 2, 3 },
+		{ LP_LFRAME_LUA, 3, 1, 3 },
+		{ LP_LFRAME_ENTRY, 0, 0, 0 },
+	};
+	static const uint32_t bc[] = { LBC_AD(LBC_FUNCV, 2, 0), LBC_AD(LBC_RET0, 0, 1) };
+	static const uint32_t lines[] = { 0, 1 };
+	uint64_t leaf[] = { 0x40010 };
+	struct lp_record rec = { .type = LP_REC_PROTO };
+	struct trace_writer *w = rt_open(path);
+	uint64_t t = 0;
+	int err;
+
+	if (!w)
+		return -1;
+	err = rt_process(w, 40, 1, LP_PROC_EXISTING, "host", "/x/host", t) ?:
+	      rt_maps(w, 40, LP_MAPS_REPLACE, maps, 2) ?: rt_luajit(w, 40, 8);
+	for (uint32_t id = 1; id <= 2; id++) {
+		rec.u.proto = (struct lp_proto){ .id = id, .chunkname = "@t.lua",
+						 .firstline = id - 1, .numline = 2, .nbc = 2,
+						 .bc = bc, .lines = lines };
+		err = err ?: trace_write(w, &rec);
+	}
+	rec.type = LP_REC_LUA_STACK;
+	rec.u.lua_stack = (struct lp_lua_stack){ .id = 9, .depth = 4, .frames = frames };
+	err = err ?: trace_write(w, &rec) ?: rt_stack(w, 1, LP_STACK_USER, leaf, 1);
+	for (int i = 0; !err && i < 3; i++) {
+		rec.type = LP_REC_SAMPLE;
+		rec.u.sample = (struct lp_sample){ .time_ns = t += 1000, .pid = 40, .tid = 40,
+						   .ustack = 1, .lstack = 9, .vmstate = vmstate,
+						   .lua_state = LP_LUA_WALKED,
+						   .ustop = LP_USTOP_R_JIT };
+		err = trace_write(w, &rec);
+	}
+	return trace_writer_close(w, NULL) ?: err;
+}
+
+TEST(report_anon_leaf_is_a_trace_only_where_one_may_run)
+{
+	const char *path = rt_path("anon_leaf.lp");
+	char *out = NULL;
+
+	CHECK(write_anon_leaf_trace(path, ~0 /* interpreting */) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(out && !strcmp(out, "[truncated];main (t.lua:0);? (t.lua:1);string.rep 3\n"));
+	free(out);
+	out = NULL;
+	CHECK(write_anon_leaf_trace(path, ~1 /* C */) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(out && !strcmp(out, "[truncated];main (t.lua:0);? (t.lua:1);string.rep;[anon]+0x10 3\n"));
+	free(out);
+}
+
 TEST(report_vm_state_pseudo_frames)
 {
 	const char *path = rt_path("gc.lp");
