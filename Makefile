@@ -140,9 +140,11 @@ unit: $(BUILD)/unit_tests
 SAN_BUILD  := $(BUILD)/san
 SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	      -fno-sanitize-recover=all
+# luaprof itself too, for tests/e2e/sanitized.sh: record and report as
+# users run them, on real targets, where the unit tests cannot reach.
 sanitize-build:
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC=$(CLANG) CFLAGS='$(SAN_CFLAGS)' \
-		$(SAN_BUILD)/unit_tests
+		$(SAN_BUILD)/unit_tests $(SAN_BUILD)/luaprof
 
 # Reports go to files: a test that captures standard error (rt_run)
 # would swallow them.
