@@ -203,7 +203,7 @@ static int dwz_run(const char *cmd)
  * shared file, written to DIR/common.debug and named in a.debug's
  * .gnu_debugaltlink as `link`.
  */
-static int dwz_fixture(const char *dir, const char *link)
+static int dwz_fixture_opts(const char *dir, const char *link, const char *opts)
 {
 	char cmd[PATH_MAX * 6 + 256], self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -213,10 +213,15 @@ static int dwz_fixture(const char *dir, const char *link)
 	self[n] = '\0';
 	snprintf(cmd, sizeof(cmd),
 		 "mkdir -p '%s' && cd '%s' && objcopy --only-keep-debug '%s' a.debug && "
-		 "cp a.debug b.debug && dwz -m common.debug -M '%s' a.debug b.debug && "
+		 "cp a.debug b.debug && dwz %s -m common.debug -M '%s' a.debug b.debug && "
 		 "objcopy --strip-debug --add-gnu-debuglink=a.debug '%s' obj",
-		 dir, dir, self, link, self);
+		 dir, dir, self, opts, link, self);
 	return dwz_run(cmd);
+}
+
+static int dwz_fixture(const char *dir, const char *link)
+{
+	return dwz_fixture_opts(dir, link, "");
 }
 
 /* Whether dwz (0.15, bookworm's) can read this binary's DWARF: not
@@ -364,4 +369,36 @@ TEST(report_dwarf_dwz_shared_file)
 	snprintf(obj, sizeof(obj), "%s/obj", rel);
 	CHECK(dwz_chain(obj, NULL, vaddr, names, &line) == 2);
 	CHECK(!strcmp(names[0], "dw_inlined") && !strcmp(names[1], "dw_outer"));
+}
+
+/*
+ * The same debug files made by dwz -5: DWARF 5's .debug_sup instead of
+ * .gnu_debugaltlink, and DW_FORM_ref_sup4 / strp_sup into the shared
+ * file.  luaprof does not give libdw that file: bookworm's libdw (0.188),
+ * given it, resolved a ref_sup4 to the shared file's DIE as the debug
+ * file's DIE at that offset (a typedef's name, in a trial).  Read
+ * without it, the names kept there are lost, never another's; the
+ * frames and lines the debug file holds stay.
+ */
+TEST(report_dwarf_dwz5_no_wrong_name)
+{
+	char dir[256], obj[512], names[2][64];
+	uint32_t line;
+	Dl_info info;
+	uint64_t vaddr;
+	void *ret = dw_outer();
+	size_t n;
+
+	if (!dwz_run("command -v dwz >/dev/null && command -v objcopy >/dev/null") ||
+	    !dwz_can_read_self())
+		return;
+	CHECK(dladdr(ret, &info) && info.dli_fbase);
+	vaddr = (uint64_t)((uintptr_t)ret - (uintptr_t)info.dli_fbase) - 1;
+	snprintf(dir, sizeof(dir), "%s/dwz-5", unit_tmpdir());
+	CHECK(dwz_fixture_opts(dir, "/nonexistent/common.debug", "-5"));
+	snprintf(obj, sizeof(obj), "%s/obj", dir);
+	n = dwz_chain(obj, NULL, vaddr, names, &line);
+	CHECK(n == 2 && line == (uint32_t)dw_line_call);
+	for (size_t i = 0; i < n && i < 2; i++)
+		CHECK(!names[i][0] || !strcmp(names[i], i ? "dw_outer" : "dw_inlined"));
 }
