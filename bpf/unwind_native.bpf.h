@@ -214,6 +214,7 @@ struct unwind_cursor {
 	__u16 cf_size, cf_prev; /* a C frame's size, where it links the next */
 	__u16 cf_l, l_cframe;   /* where a C frame saves L, where L links it */
 	__u16 ref_size;         /* of the saved L: 8 with GC64, else 4 */
+	__u16 l_glref;          /* where L names its G */
 	__u32 in_trace;   /* g->vmstate says a trace may run: code in no
 			     known mapping is taken for a new trace's, and
 			     anonymous code for a trace's only then */
@@ -225,6 +226,9 @@ struct unwind_cursor {
 	__u32 vma_obj[2]; /* what it found, the last two: the object mapped */
 	__u64 vma_lo[2], vma_hi[2], vma_bias[2]; /* at [lo, hi), its bias */
 	__u64 vm_cfa;     /* out: the CFA of the C frame found so */
+	__u64 walked_G;   /* the G of the L the Lua walk took, 0 none */
+	__u32 relua;      /* out: that L does not run here; vm_cfa's does */
+	__u32 pad_relua;
 	__u64 regs[16];   /* by DWARF number: rax rdx rcx rbx rsi rdi rbp
 			     rsp r8..r15, for LP_CFA_REG at frame 0 */
 };
@@ -560,7 +564,7 @@ static __always_inline int unwind_vm_step(struct unwind_cursor *c)
  * flags).  A saved L must be a user address, aligned, as any lua_State
  * is: most stack data that is none costs no read of the target (which
  * may fail, at ten times a good one's cost). */
-static __always_inline int unwind_is_cframe(struct unwind_cursor *c, __u64 cf)
+static __always_inline int unwind_is_cframe(struct unwind_cursor *c, __u64 cf, __u64 *Lp)
 {
 	__u64 L = 0, lcf = 0;
 
@@ -571,6 +575,7 @@ static __always_inline int unwind_is_cframe(struct unwind_cursor *c, __u64 cf)
 	if (L < 65536 || (L & 7) || L >= (1ull << 47))
 		return 0;
 	c->reads++;
+	*Lp = L;
 	return !bpf_probe_read_user(&lcf, sizeof(lcf), (const void *)(L + c->l_cframe)) &&
 	       (lcf & ~3ull) == cf;
 }
@@ -589,9 +594,9 @@ static __always_inline int unwind_is_cframe(struct unwind_cursor *c, __u64 cf)
  */
 static __always_inline void unwind_vm_find(struct unwind_cursor *c)
 {
-	__u64 cf = c->sp;
+	__u64 cf = c->sp, L;
 
-	if (!c->pc_is_ra || !unwind_is_cframe(c, cf))
+	if (!c->pc_is_ra || !unwind_is_cframe(c, cf, &L))
 		return;
 	c->cframe = cf;
 	c->vm_cfa = cf + c->cf_size;
@@ -601,26 +606,46 @@ static __always_inline void unwind_vm_find(struct unwind_cursor *c)
 /*
  * A return address into the VM's code whose stack pointer is not the C
  * frame the walk would take next (c->cframe) may be another lua_State's
- * entry, which C code called by the walked VM made: a VM being born
- * (luaL_newstate through the FFI: lua_newstate's lj_vm_cpcall of
- * cpluaopen) or closed, whose G the Lua walk passes over for the running
- * VM's (bpf/walk_lua.bpf.h, valid_G()).  It is one if the frame at sp is
- * a C frame (unwind_is_cframe(), as unwind_vm_find() asks): then stepped
- * over by itself, and c->cframe, further out, is kept for the walked VM's
- * entry.  It is not recorded: report/stacks.c gives each
- * VM frame of the native stack the Lua frames of the next VM entry of
- * the Lua walk's, which this frame is not (taking the walked VM's C frame
- * here instead cut lua_newstate and the frames below it from the stack).
+ * entry.  It is one if the frame at sp is a C frame (unwind_is_cframe(),
+ * as unwind_vm_find() asks), and the L that saved it says whose:
+ *   - a lua_State of another VM (another G): one being born (luaL_newstate
+ *     through the FFI: lua_newstate's lj_vm_cpcall of cpluaopen) or
+ *     closed, whose G the Lua walk passes over for the running VM's
+ *     (bpf/walk_lua.bpf.h, valid_G()).  Stepped over by itself, not
+ *     recorded, and c->cframe, further out, is kept for the walked VM's
+ *     entry: report/stacks.c gives each VM frame of the native stack the
+ *     Lua frames of the next VM entry of the Lua walk's, which this frame
+ *     is not (taking the walked VM's C frame here instead cut lua_newstate
+ *     and the frames below it from the stack).
+ *   - a coroutine of the walked VM: then the L the Lua walk took (G->cur_L,
+ *     the last to enter the VM) does not run on this stack, whose C code
+ *     switched stacks with no word to the VM (tarantool's fibers,
+ *     ucontext: samples/fibers.c), and this frame's L does.  Its C frames
+ *     are the walk's from here on, this one recorded as the walked VM's,
+ *     and c->relua has the sampler walk Lua again from this frame: the
+ *     Lua frames it has are another stack's.  (Without it, the frame
+ *     was stepped over unrecorded and the other stack's Lua frames stood
+ *     on this stack's leaf alone; before, it stepped to that L's C frame
+ *     on the other stack, stitching the other fiber's frames to this
+ *     one's leaf.)
  * Returns 0 (stepped) or an enum lp_ustop; -1 if the frame at sp is no
- * such entry, as below the trace exit handler's call of lj_trace_exit
- * (on the walked VM's C frame, lowered).
+ * other VM's entry, as below the trace exit handler's call of lj_trace_exit
+ * (on the walked VM's C frame, lowered), or is now c->cframe.
  */
 static __always_inline int unwind_vm_other(struct unwind_cursor *c)
 {
-	__u64 cf = c->sp, cfa = cf + c->cf_size, ra, bp;
+	__u64 cf = c->sp, cfa = cf + c->cf_size, ra, bp, L = 0, G = 0;
 
-	if (!c->pc_is_ra || !c->cframe || cf == c->cframe || !unwind_is_cframe(c, cf))
+	if (!c->pc_is_ra || !c->cframe || cf == c->cframe || !unwind_is_cframe(c, cf, &L))
 		return -1;
+	c->reads++;
+	if (c->walked_G && !bpf_probe_read_user(&G, sizeof(G), (const void *)(L + c->l_glref)) &&
+	    (c->ref_size == 8 ? G : (__u32)G) == c->walked_G) {
+		c->cframe = cf;
+		c->vm_cfa = cfa;
+		c->relua = 1;
+		return -1;
+	}
 	if (unwind_read(c, cfa - 8, &ra) || unwind_read(c, cfa - 16, &bp))
 		return LP_USTOP_READ;
 	unwind_move(c, ra, cfa, bp, 1);
@@ -1258,6 +1283,9 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		c->cf_l = lj->layout.cf_l;
 		c->l_cframe = lj->layout.l_cframe;
 		c->ref_size = lj->layout.ref_size;
+		c->l_glref = lj->layout.l_glref;
+		if (e->lua_state == LP_WALK_WALKED)
+			c->walked_G = e->lua_G;
 		if (e->lua_vm_cfa > c->cf_size)
 			c->cframe = e->lua_vm_cfa - c->cf_size;
 		else if (!e->lua_vm_cfa)
@@ -1319,6 +1347,13 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	e->ustack_bytes = n ? (__s32)(n * sizeof(__u64)) : -EFAULT;
 	if (!e->lua_vm_cfa)
 		e->lua_vm_cfa = c->vm_cfa;
+	/* The Lua frames are another stack's (unwind_vm_other()): none,
+	 * and the sampler walks Lua again from this stack's VM frame. */
+	if (c->relua) {
+		e->lua_depth = 0;
+		e->lua_state = LP_WALK_NO_G;
+		e->lua_vm_cfa = c->vm_cfa;
+	}
 	rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
 	if (rc) {
 		if (stop < LP_USTOP_MAX)

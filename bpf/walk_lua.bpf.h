@@ -1253,7 +1253,7 @@ static long note_proto_step(__u32 i, void *ctx)
 /* The G of the lua_State saved in the VM's C frame whose CFA is cfa, if
  * that C frame is the lua_State's innermost (see the top of the file); 0
  * otherwise.  Not yet validated. */
-static __always_inline __u64 G_from_vm_frame(struct lua_walk *w, __u64 cfa)
+static __always_inline __u64 G_from_vm_frame(struct lua_walk *w, __u64 cfa, __u64 *Lp)
 {
 	const struct lj_layout *lo = &w->proc.layout;
 	__u64 cf = cfa - lo->cf_size, L = 0;
@@ -1262,6 +1262,7 @@ static __always_inline __u64 G_from_vm_frame(struct lua_walk *w, __u64 cfa)
 	if (cfa < lo->cf_size || read_ref(w, &L, cf + lo->cf_l) || !L ||
 	    read_state(w, L, &st) || (st.cframe & ~3ull) != cf)
 		return 0;
+	*Lp = L;
 	return st.glref;
 }
 
@@ -1274,7 +1275,7 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	struct lj_proc *p;
 	__u32 zero = 0;
 	__u32 tgid;
-	__u64 G, L = 0, base, pc = 0, ip;
+	__u64 G, L = 0, frame_L = 0, base, pc = 0, ip;
 	struct lj_thread *t;
 	const struct lj_layout *lo;
 	struct lj_state *st;
@@ -1321,7 +1322,7 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
 		t = &wp->no_thread; /* out of memory, or task storage busy */
-	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa) :
+	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa, &frame_L) :
 			   regs->r14 - (__s64)lo->g2disp;
 	found = valid_G(wp, G, g, &L, st, t);
 	if (found == 1) {
@@ -1336,6 +1337,17 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 			e->lua_state = found == LJ_UNBORN ? LP_WALK_IDLE : LP_WALK_NO_G;
 			return 0;
 		}
+	}
+	/* The second try walks the L whose C frame the native walk found on
+	 * this stack, not G->cur_L: the last coroutine to enter the VM may
+	 * run on another stack, which its host switched in C (tarantool's
+	 * fibers, ucontext: samples/fibers.c). */
+	if (vm_frame_cfa && frame_L != L) {
+		if (read_state(wp, frame_L, st) || st->glref != G) {
+			e->lua_state = LP_WALK_NO_G;
+			return 0;
+		}
+		L = frame_L;
 	}
 	wp->G = G;
 	wp->mainL = G - lo->gg_g;
