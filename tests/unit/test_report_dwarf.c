@@ -244,6 +244,28 @@ static int dwz_can_read_self(void)
 	return ok;
 }
 
+/* Whether the dwz tests can run here: dwz and objcopy installed, and
+ * DWARF that dwz reads. */
+static int dwz_usable(void)
+{
+	return dwz_run("command -v dwz >/dev/null && command -v objcopy >/dev/null") &&
+	       dwz_can_read_self();
+}
+
+/* The link-time address of dw_outer()'s call, inside dw_inlined()'s
+ * inlined copy (as report_dwarf_lines_and_inlines_from_local_file finds
+ * it): the return address less the load base, less one.  0 if dladdr()
+ * cannot say. */
+static uint64_t dw_call_vaddr(void)
+{
+	void *ret = dw_outer();
+	Dl_info info;
+
+	if (!dladdr(ret, &info) || !info.dli_fbase)
+		return 0;
+	return (uint64_t)((uintptr_t)ret - (uintptr_t)info.dli_fbase) - 1;
+}
+
 /* The chain at vaddr of the object at path (this binary's build-id) as
  * the report reads its local DWARF, under symfs if set: its length, and
  * the names of its first two frames ("" for a frame without one) and the
@@ -315,15 +337,11 @@ TEST(report_dwarf_dwz_shared_file)
 	char abs[256], rel[256], symfs[256], obj[512], at[512];
 	char byid[PATH_MAX], cmd[PATH_MAX * 4 + 64], names[2][64];
 	uint32_t line;
-	Dl_info info;
 	uint64_t vaddr;
-	void *ret = dw_outer();
 
-	if (!dwz_run("command -v dwz >/dev/null && command -v objcopy >/dev/null") ||
-	    !dwz_can_read_self())
+	if (!dwz_usable())
 		return;
-	CHECK(dladdr(ret, &info) && info.dli_fbase);
-	vaddr = (uint64_t)((uintptr_t)ret - (uintptr_t)info.dli_fbase) - 1;
+	CHECK((vaddr = dw_call_vaddr()) != 0);
 	snprintf(abs, sizeof(abs), "%s/dwz-abs", unit_tmpdir());
 	snprintf(rel, sizeof(rel), "%s/dwz-rel", unit_tmpdir());
 	snprintf(symfs, sizeof(symfs), "%s/dwz-symfs", unit_tmpdir());
@@ -384,16 +402,12 @@ TEST(report_dwarf_dwz5_no_wrong_name)
 {
 	char dir[256], obj[512], names[2][64];
 	uint32_t line;
-	Dl_info info;
 	uint64_t vaddr;
-	void *ret = dw_outer();
 	size_t n;
 
-	if (!dwz_run("command -v dwz >/dev/null && command -v objcopy >/dev/null") ||
-	    !dwz_can_read_self())
+	if (!dwz_usable())
 		return;
-	CHECK(dladdr(ret, &info) && info.dli_fbase);
-	vaddr = (uint64_t)((uintptr_t)ret - (uintptr_t)info.dli_fbase) - 1;
+	CHECK((vaddr = dw_call_vaddr()) != 0);
 	snprintf(dir, sizeof(dir), "%s/dwz-5", unit_tmpdir());
 	CHECK(dwz_fixture_opts(dir, "/nonexistent/common.debug", "-5"));
 	snprintf(obj, sizeof(obj), "%s/obj", dir);
