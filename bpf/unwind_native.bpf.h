@@ -638,13 +638,15 @@ static __always_inline int unwind_vm_other(struct unwind_cursor *c)
 
 	if (!c->pc_is_ra || !c->cframe || cf == c->cframe || !unwind_is_cframe(c, cf, &L))
 		return -1;
-	c->reads++;
-	if (c->walked_G && !bpf_probe_read_user(&G, sizeof(G), (const void *)(L + c->l_glref)) &&
-	    (c->ref_size == 8 ? G : (__u32)G) == c->walked_G) {
-		c->cframe = cf;
-		c->vm_cfa = cfa;
-		c->relua = 1;
-		return -1;
+	if (c->walked_G) {
+		c->reads++;
+		if (!bpf_probe_read_user(&G, sizeof(G), (const void *)(L + c->l_glref)) &&
+		    (c->ref_size == 8 ? G : (__u32)G) == c->walked_G) {
+			c->cframe = cf;
+			c->vm_cfa = cfa;
+			c->relua = 1;
+			return -1;
+		}
 	}
 	if (unwind_read(c, cfa - 8, &ra) || unwind_read(c, cfa - 16, &bp))
 		return LP_USTOP_READ;

@@ -631,7 +631,11 @@ static __always_inline int plausible_G(__u64 G)
 /* G validates if its GG_State's main thread is where G says and the
  * running coroutine belongs to it: 1.  Fills *g with G's fields, *curL and
  * st with the running coroutine's.  (A G known from before on this
- * thread needed only the second; both come in the one read of G.)
+ * thread needed only the second; both come in the one read of G.)  The
+ * running coroutine is G->cur_L, the last to enter the VM, unless *curL
+ * names another on the way in: the second try's, whose C frame the native
+ * walk found on this stack, which its host may have switched in C while
+ * cur_L runs on another (tarantool's fibers, ucontext: samples/fibers.c).
  *
  * LJ_UNBORN, not 1, for a G that validates but has not run yet: trace
  * numbers start at 1, and vmstate 0 is what lua_newstate's zeroing left.
@@ -649,13 +653,15 @@ static __always_inline int valid_G(struct lua_walk *w, __u64 G, struct lj_gfield
 {
 	const struct lj_layout *lo = &w->proc.layout;
 	int main_read;
+	__u64 L;
 
 	if (!plausible_G(G) || (main_read = read_G(w, G, g, t->on_main)) < 0 ||
 	    g->mainthref != G - lo->gg_g || !g->cur_L)
 		return 0;
-	if (main_read && g->cur_L == g->mainthref)
+	L = *curL ? *curL : g->cur_L;
+	if (main_read && L == g->mainthref)
 		state_from_block(w, st);
-	else if (read_state(w, g->cur_L, st))
+	else if (read_state(w, L, st))
 		return 0;
 	if (st->glref != G)
 		return 0;
@@ -663,9 +669,9 @@ static __always_inline int valid_G(struct lua_walk *w, __u64 G, struct lj_gfield
 		return LJ_UNBORN;
 	/* Only a guess at where the next sample's read starts: what it
 	 * reads is checked as ever. */
-	if (t->on_main != (g->cur_L == g->mainthref))
-		t->on_main = g->cur_L == g->mainthref;
-	*curL = g->cur_L;
+	if (t->on_main != (L == g->mainthref))
+		t->on_main = L == g->mainthref;
+	*curL = L;
 	return 1;
 }
 
@@ -1324,6 +1330,7 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 		t = &wp->no_thread; /* out of memory, or task storage busy */
 	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa, &frame_L) :
 			   regs->r14 - (__s64)lo->g2disp;
+	L = frame_L; /* 0 but on the second try */
 	found = valid_G(wp, G, g, &L, st, t);
 	if (found == 1) {
 		t->G = G;
@@ -1337,17 +1344,6 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 			e->lua_state = found == LJ_UNBORN ? LP_WALK_IDLE : LP_WALK_NO_G;
 			return 0;
 		}
-	}
-	/* The second try walks the L whose C frame the native walk found on
-	 * this stack, not G->cur_L: the last coroutine to enter the VM may
-	 * run on another stack, which its host switched in C (tarantool's
-	 * fibers, ucontext: samples/fibers.c). */
-	if (vm_frame_cfa && frame_L != L) {
-		if (read_state(wp, frame_L, st) || st->glref != G) {
-			e->lua_state = LP_WALK_NO_G;
-			return 0;
-		}
-		L = frame_L;
 	}
 	wp->G = G;
 	wp->mainL = G - lo->gg_g;
