@@ -51,6 +51,50 @@ need_root() {
 	[ "$(id -u)" -eq 0 ] || die "needs root to $1"
 }
 
+# The servers among PKGS (nginx, redis, haproxy, rspamd, knot-resolver) are
+# for the tests, which start them on loopback in temp prefixes: Debian's
+# packages would also start each as a system service, and enable it at
+# boot.  While apt installs, a policy-rc.d that answers "no" (exit 101)
+# keeps them from starting; after, where systemd runs, the units the
+# install enabled are disabled again.  A workstation that runs `make test`
+# is left with no new daemon.  A policy-rc.d that is there already is the
+# machine's own (a container's) and is left as it is.
+POLICY=/usr/sbin/policy-rc.d
+policy_added= dl=
+cleanup() {
+	[ -z "$policy_added" ] || rm -f $POLICY
+	policy_added=
+	[ -z "$dl" ] || rm -rf "$dl"
+}
+trap cleanup EXIT
+
+enabled_units() {
+	[ -d /run/systemd/system ] || return 0
+	systemctl list-unit-files --state=enabled --no-legend 2>/dev/null |
+		awk '{ print $1 }' | sort
+}
+
+apt_install_quietly() {
+	local before after new
+	before=$(enabled_units)
+	if [ ! -e $POLICY ]; then
+		printf '#!/bin/sh\n# tests/deps.sh: no service starts while it installs\nexit 101\n' >$POLICY
+		chmod 755 $POLICY
+		policy_added=1
+	fi
+	# The lock timeout: two test runs installing at once wait, not fail.
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
+		install -y -qq --no-install-recommends "$@" >>"$LOG" 2>&1 ||
+		die "apt-get install $* failed"
+	cleanup
+	after=$(enabled_units)
+	new=$(comm -13 <(echo "$before") <(echo "$after") | grep . || true)
+	if [ -n "$new" ]; then
+		echo "tests/deps.sh: disabling the services the install enabled:" $new
+		systemctl disable --quiet $new >>"$LOG" 2>&1 || true
+	fi
+}
+
 apt_updated=
 apt_update() {
 	[ -n "$apt_updated" ] && return 0
@@ -71,10 +115,7 @@ if [ -n "$missing" ]; then
 	need_root "install$missing"
 	echo "tests/deps.sh: installing$missing"
 	apt_update
-	# The lock timeout: two test runs installing at once wait, not fail.
-	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
-		install -y -qq --no-install-recommends $missing >>"$LOG" 2>&1 ||
-		die "apt-get install$missing failed"
+	apt_install_quietly $missing
 fi
 
 # npm packages, into build/node_modules (never global).
@@ -97,8 +138,7 @@ if [ ! -x $UPSTREAM/usr/bin/luajit ] ||
    [ ! -f $UPSTREAM/usr/share/luajit-2.1.0-beta3/jit/vmdef.lua ]; then
 	need_root "download upstream LuaJIT"
 	echo "tests/deps.sh: unpacking upstream LuaJIT into $UPSTREAM"
-	dl=$(mktemp -d /tmp/luaprof-luajit.XXXXXX)
-	trap 'rm -rf "$dl"' EXIT
+	dl=$(mktemp -d /tmp/luaprof-luajit.XXXXXX) # (removed by cleanup)
 	# apt's download sandbox user must be able to write there.
 	chmod 755 "$dl"
 	if id _apt >/dev/null 2>&1; then chown _apt "$dl"; fi
