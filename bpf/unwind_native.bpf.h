@@ -218,6 +218,9 @@ struct unwind_cursor {
 	__u32 in_trace;   /* g->vmstate says a trace may run: code in no
 			     known mapping is taken for a new trace's, and
 			     anonymous code for a trace's only then */
+	__u64 trace_lo, trace_hi; /* the running trace's code, if vmstate
+			     names it (0: unknown): anonymous code
+			     elsewhere is not a trace's */
 	__u32 regs_ok;    /* regs holds the interrupted frame's registers */
 	__u32 jit_frame;  /* out: 1 + the frame stepped over as a trace's */
 	__u32 vm_helper;  /* frame 0 is a helper the interpreter called */
@@ -665,12 +668,39 @@ static __always_inline int unwind_vm_other(struct unwind_cursor *c)
  * match's time went to the C function as its own).  A trace cannot lie
  * under a C function that entered the VM again: LuaJIT calls no
  * finalizer and allows no FFI callback while a trace runs.
+ *
+ * While a trace runs, vmstate names it, and the Lua walk read where its
+ * code lies (T->mcode, T->szmcode): anonymous code elsewhere is another
+ * JIT's, called from the trace through the FFI and its own native frames
+ * (OpenResty's ngx.re.find(s, re, "jo"), compiled, calls
+ * ngx_http_lua_ffi_exec_regex, pcre_exec and PCRE's JIT code).  Taken
+ * for the trace, the match's time went to the Lua function as its own,
+ * in a stack that said it was whole.  It is a cut there too.  Code
+ * outside the running trace but in the same mapping is LuaJIT's still:
+ * a trace's head, where another trace jumped before it sets its number
+ * (each call of a recursive function that a trace links to itself), or
+ * an exit stub before the handler sets EXIT.
  */
-static __always_inline int unwind_jit_step(struct unwind_cursor *c)
+static __always_inline int unwind_may_be_trace(const struct lp_unwind_proc *proc,
+					       const struct unwind_cursor *c, __u64 lookup)
+{
+	if (!c->in_trace)
+		return 0;
+	if (!c->trace_hi || (lookup >= c->trace_lo && lookup < c->trace_hi))
+		return 1;
+	/* Not the running trace's own code, yet maybe LuaJIT's: another
+	 * trace's head, jumped to, or an exit stub.  Those lie in LuaJIT's
+	 * code areas, as the running trace does, mapped apart from other
+	 * JITs' memory (both in no known mapping: as before, a trace's). */
+	return unwind_map_index(proc, lookup) == unwind_map_index(proc, c->trace_lo);
+}
+
+static __always_inline int unwind_jit_step(const struct lp_unwind_proc *proc,
+					   struct unwind_cursor *c)
 {
 	int stop;
 
-	if (!c->in_trace)
+	if (!unwind_may_be_trace(proc, c, c->pc - (c->pc_is_ra ? 1 : 0)))
 		return LP_USTOP_JIT;
 	stop = unwind_vm_step(c);
 	if (stop < 0)
@@ -995,8 +1025,8 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		 * executable, while it writes a trace there, so a read of the
 		 * mappings at that moment leaves it out.
 		 */
-		if (c->in_trace && c->cframe)
-			return unwind_jit_step(c);
+		if (c->in_trace && c->cframe && unwind_may_be_trace(proc, c, lookup))
+			return unwind_jit_step(proc, c);
 		if (unwind_vma_object(c, lookup, &obj, &bias))
 			return LP_USTOP_UNMAPPED;
 		kind = LP_UMAP_ROWS;
@@ -1030,7 +1060,7 @@ found:
 		m->row = row;
 	}
 	if (kind == LP_UMAP_JIT)
-		return unwind_jit_step(c);
+		return unwind_jit_step(proc, c);
 	if (kind != LP_UMAP_ROWS) {
 		/* No CFI: trust rbp for this frame, [rbp] = caller's rbp,
 		 * [rbp + 8] = return address.  A zero rbp ends the chain: the
@@ -1215,6 +1245,19 @@ static __always_inline void unwind_leaf_regs(struct bpf_perf_event_data *ctx,
 	c->regs_ok = 1;
 }
 
+/* The running trace's code, as the Lua walk read it (trace_frame()). */
+static __always_inline void unwind_trace_code(struct unwind_cursor *c)
+{
+	struct lua_walk *wp;
+	__u32 zero = 0;
+
+	wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
+	if (!wp)
+		return;
+	c->trace_lo = wp->trace_lo;
+	c->trace_hi = wp->trace_hi;
+}
+
 /* The process's lj_proc: the Lua walk's per-CPU copy when it is this
  * process's and current (bpf/walk_lua.bpf.h), as it is whenever that walk
  * found a VM; else from lj_procs, a hash lookup (40 to 180 ns). */
@@ -1288,6 +1331,8 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		c->l_glref = lj->layout.l_glref;
 		if (e->lua_state == LP_WALK_WALKED)
 			c->walked_G = e->lua_G;
+		if (e->lua_state == LP_WALK_WALKED && e->vmstate >= 0)
+			unwind_trace_code(c);
 		if (e->lua_vm_cfa > c->cf_size)
 			c->cframe = e->lua_vm_cfa - c->cf_size;
 		else if (!e->lua_vm_cfa)

@@ -97,6 +97,7 @@
 #define GC64_PTR_MASK ((1ull << 47) - 1)
 #define LJ_BLOCK 512 /* bytes read at once; a power of two */
 #define LJ_STACK_WIN 512 /* bytes of a Lua stack read at once; a power of two */
+#define LJ_MAX_MCODE (64u << 20) /* bytes of one trace's code, at most */
 #define LJ_CALL_WIN 256 /* bytes of bytecode read up to a return PC; ditto */
 
 /* Each target's VM, once found; a change calls procs_changed() after it
@@ -227,6 +228,9 @@ struct lua_walk {
 	/* Per sample, cleared (from G to block). */
 	__u64 G, mainL;
 	__u64 gen; /* procs_gen at the start of this sample */
+	/* The running trace's code, [trace_lo, trace_hi) (T->mcode and
+	 * T->szmcode; 0 unknown), for the native walk (unwind_jit_step()) */
+	__u64 trace_lo, trace_hi;
 	struct lj_thread no_thread; /* when task storage has none to give */
 	__u64 L;     /* the lua_State being walked */
 	__u64 frame; /* address of the current frame's link slot */
@@ -1100,7 +1104,7 @@ static __always_inline int trace_frame(struct lua_walk *w, __u64 G, __s32 vmstat
 {
 	const struct lj_layout *lo = &w->proc.layout;
 	__u64 J = G + lo->g2j, tr = 0, trarr = 0, startpc = 0, mcode = 0;
-	__u32 sizetrace = 0, first, end;
+	__u32 sizetrace = 0, szmcode = 0, first, end;
 	__u16 fp = 0;
 	int r;
 
@@ -1121,16 +1125,24 @@ static __always_inline int trace_frame(struct lua_walk *w, __u64 G, __s32 vmstat
 	if ((__u32)vmstate < sizetrace)
 		read_ref(w, &tr, trarr + (__u64)vmstate * lo->ref_size);
 	if (tr) {
-		first = min_u32(lo->tr_startpc, lo->tr_mcode);
-		end = max_u32(lo->tr_startpc, lo->tr_mcode) + 8;
+		/* startpc, szmcode and mcode lie together (GCtrace). */
+		first = min_u32(min_u32(lo->tr_startpc, lo->tr_mcode), lo->tr_szmcode);
+		end = max_u32(max_u32(lo->tr_startpc, lo->tr_mcode), lo->tr_szmcode) + 8;
 		if (!(r = read_block(w, tr + first, end - first))) {
 			startpc = block_ref(w, lo->tr_startpc - first);
 			mcode = block_u64(w, lo->tr_mcode - first);
+			szmcode = (__u32)block_u64(w, lo->tr_szmcode - first);
 		} else if (r != LJ_UNREADABLE) {
 			read_ref(w, &startpc, tr + lo->tr_startpc);
 			read_u64(w, &mcode, tr + lo->tr_mcode);
+			lj_read(w, &szmcode, sizeof(szmcode), (const void *)(tr + lo->tr_szmcode));
 		}
 		fp = (__u16)((startpc >> 2) ^ (mcode >> 4) ^ (mcode >> 20)) | 1;
+		/* (A trace's code is at most LuaJIT's maxmcode, in KB.) */
+		if (mcode && szmcode && szmcode <= LJ_MAX_MCODE) {
+			w->trace_lo = mcode;
+			w->trace_hi = mcode + szmcode;
+		}
 	}
 	emit(w, LP_LUA_FRAME_TRACE, tr, (__u32)vmstate, 0, fp);
 	if (tr) {

@@ -31,6 +31,7 @@ struct ures_ent {
 /* How a sample's user frames are resolved, besides its stacks. */
 #define UF_CUT 1           /* the native walk did not reach the root */
 #define UF_TRACE_MAY_RUN 2 /* its vmstate lets anonymous code be a trace's */
+#define UF_STOP_JIT 4      /* the walk stopped at anonymous code, its last frame */
 
 /* A user stack's native frames as named against one layout: (pid, stack,
  * layout generation) -> for each address, leaf first, its frames
@@ -396,9 +397,20 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 		 * behind (LuaJIT remaps its code areas when it flushes).
 		 * Where no trace may run (a C function called from Lua),
 		 * anonymous code is another JIT's, PCRE2's say: a native
-		 * frame of its own, as the walker took it (it stopped). */
-		if (!vm && (trace || (li == 0 && (how & UF_TRACE_MAY_RUN))) && !any_vm)
-			vm = native_anon(s, ne, i, at) || (trace && at >= ts && at < te);
+		 * frame of its own, as the walker took it (it stopped).  So
+		 * is the code the walk stopped at while a trace ran, if
+		 * neither the trace's code nor its mapping holds it: another
+		 * JIT's, called from the trace through the FFI
+		 * (bpf/unwind_native.bpf.h, unwind_jit_step()).  Code the
+		 * walk stepped over was a trace's, as it judged. */
+		if (!vm && (trace || (li == 0 && (how & UF_TRACE_MAY_RUN))) && !any_vm) {
+			if (trace && ts < te && (how & UF_STOP_JIT) && i + 1 == nd)
+				vm = (at >= ts && at < te) ||
+				     (native_anon(s, ne, i, at) &&
+				      maps_find(s->maps, pid, at) == maps_find(s->maps, pid, ts));
+			else
+				vm = native_anon(s, ne, i, at) || (trace && at >= ts && at < te);
+		}
 		if (have_vm && li < nl && vm) {
 			/* This VM entry's Lua frames; a C function's Lua-level
 			 * frame repeats the native frame just above it.  An
@@ -585,6 +597,9 @@ static int vm_class(const struct lp_sample *smp)
 static int user_how(const struct lp_sample *smp)
 {
 	int how = smp->ustack && lp_ustop_cut(smp->ustop) ? UF_CUT : 0;
+
+	if (smp->ustack && smp->ustop == LP_USTOP_R_JIT)
+		how |= UF_STOP_JIT;
 
 	if (smp->lua_state == LP_LUA_WALKED &&
 	    (smp->vmstate >= 0 || ~smp->vmstate == 0 /* LJ_VMST_INTERP */ ||
