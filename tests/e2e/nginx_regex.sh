@@ -1,0 +1,72 @@
+# nginx_regex.sh - anonymous code that is not LuaJIT's, under a trace:
+# OpenResty's ngx.re.find(s, re, "jo") in a loop the JIT compiles
+# (samples/nginx/regex.lua).  The trace calls the match through the FFI:
+# ngx_http_lua_ffi_exec_regex, pcre_exec, then PCRE's JIT code, which
+# lies in anonymous memory as the traces do.  While the match runs,
+# g->vmstate still names the trace.  The sampler took that code for the
+# trace's and stepped to the VM's C frame, and the report put the trace's
+# Lua frames in its place: the match's time, nearly all of scan()'s, went
+# to scan() as its own, in stacks that said they were whole.  Now only
+# the running trace's own code (T->mcode, T->szmcode) is the trace's:
+# PCRE's code is a native leaf under scan(), where the walk stops
+# ([truncated] at the root).  burn(), a Lua loop whose trace does its own
+# work, must keep its samples, none of them taken for foreign code.
+. tests/lib.sh
+. tests/nginx.sh
+
+tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
+sed 's/require("app").handle()/require("regex").handle()/' samples/nginx/nginx.conf \
+	>$TMP/nginx.conf
+NGINX_CONF_SRC=$TMP/nginx.conf
+NGINX_JIT=on nginx_start
+check "nginx starts with the regex handler" test -n "$NGINX_MASTER"
+[ -n "$NGINX_MASTER" ] || exit 1
+APP=$NGINX_APPDIR/regex.lua
+
+nginx_record_cpu $TMP/re 3 -F 499
+check "record -p MASTER exits 0" test $? -eq 0
+$LUAPROF report --format folded -o $TMP/re.folded $TMP/re.lp 2>/dev/null
+
+# Per sample under scan: its leaf native (PCRE's code, anonymous, or the
+# C functions that run it) or a Lua frame (scan itself, resty's find, a
+# trace); under burn: a leaf in anonymous code (a trace taken for
+# another JIT's code) or burn itself.  And scan's samples with PCRE's
+# code as their leaf that claim a root: the walk cannot cross that code.
+read -r scan native self rooted burn banon bself < <(awk -v app="($APP:" '
+	{
+		n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
+		k = split(s, f, ";"); leaf = f[k]
+	}
+	index(s, ";scan " app) {
+		scan += n
+		if (leaf ~ /^(\[anon\]|pcre|libpcre|ngx_http_lua_ffi_exec_regex|ngx_http_lua_module)/) {
+			native += n
+			if (leaf ~ /^\[anon\]/ && f[1] != "[truncated]")
+				rooted += n
+		} else if (index(leaf, app) || leaf ~ /^(find \(|\[trace)/) {
+			self += n
+		}
+	}
+	index(s, ";burn " app) {
+		burn += n
+		if (leaf ~ /^\[anon\]/)
+			banon += n
+		if (index(leaf, "burn " app))
+			bself += n
+	}
+	END { print scan + 0, native + 0, self + 0, rooted + 0, burn + 0, banon + 0, bself + 0 }' \
+	$TMP/re.folded)
+check_num "samples under scan" "$scan" ">=" 100
+check_num "share of scan's samples in PCRE's code and its C callers" \
+	"$(share $native $scan)" ">=" 0.7
+check_num "share of scan's samples given to scan's own Lua frames" \
+	"$(share $self $scan)" "<=" 0.15 ||
+	grep -F ";scan (" $TMP/re.folded | sort -t' ' -k2 -rn | head -3 | cut -c1-300 | sed 's/^/    /'
+check_num "scan's samples in PCRE's code shown rooted (the walk cannot cross it)" \
+	"$rooted" "==" 0 ||
+	grep -F ";scan (" $TMP/re.folded | grep -v '^\[truncated\]' |
+		grep -E ';\[anon\]\+0x[0-9a-f]+ [0-9]+$' | head -3 | sed 's/^/    /'
+check_num "samples under burn" "$burn" ">=" 100
+check_num "share of burn's samples in burn itself" "$(share $bself $burn)" ">=" 0.8
+check_num "share of burn's samples in anonymous code (its trace taken for another's)" \
+	"$(share $banon $burn)" "<=" 0.02
