@@ -513,6 +513,15 @@ static const struct frame_info vm_info = {
 	.mapping = FRAMEINFO_NONE,
 };
 
+/* A sample in a trace whose walk stopped at code outside the trace's
+ * (bpf/unwind_native.bpf.h, unwind_jit_step()) ran another JIT's code,
+ * called from the trace through the FFI, not compiled Lua. */
+static void called_out(const struct lp_sample *smp, enum lua_place *how)
+{
+	if (*how == LUA_UNPLACED_OUTSIDE && smp->ustack && smp->ustop == LP_USTOP_R_JIT)
+		*how = LUA_CALLED_OUT;
+}
+
 /* The Lua stack of a sample, placed in the functions its trace inlined
  * if it was taken in compiled code (lua_place(), once per distinct user
  * and Lua stack): its index in the lua, UINT32_MAX if the sample has none
@@ -539,6 +548,7 @@ static int lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t idx
 		if (pe->stack == idx && pe->lstack == l) {
 			*how = pe->how;
 			*lidx = pe->placed;
+			called_out(smp, how);
 			return 0;
 		}
 	}
@@ -559,6 +569,7 @@ static int lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t idx
 	s->nlplace++;
 	*how = pe->how;
 	*lidx = pe->placed;
+	called_out(smp, how);
 	return 0;
 }
 
