@@ -131,17 +131,27 @@ TEST(report_vm_frames_without_lua_keep_their_place)
  * trace runs, and it is another JIT's (PCRE2's, which rspamd's
  * regexp:match reaches through native frames the walk could not follow):
  * a frame of its own under the Lua frames, not time of the C function.
+ * With mcode, compiled trace 3 runs, its code there (see below).
  */
-static int write_anon_leaf_trace(const char *path, int32_t vmstate)
+static int write_anon_leaf_trace(const char *path, int32_t vmstate, uint64_t mcode)
 {
 	static const struct lp_mapping maps[] = {
 		{ .start = 0x10000, .end = 0x30000, .prot = LP_PROT_READ | LP_PROT_EXEC,
 		  .path = "/x/host" },
 		{ .start = 0x40000, .end = 0x50000,
 		  .prot = LP_PROT_READ | LP_PROT_WRITE | LP_PROT_EXEC, .path = "" },
+		{ .start = 0x60000, .end = 0x70000,
+		  .prot = LP_PROT_READ | LP_PROT_EXEC, .path = "" },
 	};
-	static const struct lp_lframe frames[] = {
+	/* In a builtin, or (with mcode) in trace 3, record 1. */
+	static const struct lp_lframe ff[] = {
 		{ LP_LFRAME_FF, 0, 7, 0 },
+		{ LP_LFRAME_LUA, 0, 2, 3 },
+		{ LP_LFRAME_LUA, 3, 1, 3 },
+		{ LP_LFRAME_ENTRY, 0, 0, 0 },
+	};
+	static const struct lp_lframe traced[] = {
+		{ LP_LFRAME_TRACE, 0, 3, 1 },
 		{ LP_LFRAME_LUA, 0, 2, 3 },
 		{ LP_LFRAME_LUA, 3, 1, 3 },
 		{ LP_LFRAME_ENTRY, 0, 0, 0 },
@@ -157,15 +167,22 @@ static int write_anon_leaf_trace(const char *path, int32_t vmstate)
 	if (!w)
 		return -1;
 	err = rt_process(w, 40, 1, LP_PROC_EXISTING, "host", "/x/host", t) ?:
-	      rt_maps(w, 40, LP_MAPS_REPLACE, maps, 2) ?: rt_luajit(w, 40, 8);
+	      rt_maps(w, 40, LP_MAPS_REPLACE, maps, 3) ?: rt_luajit(w, 40, 8);
 	for (uint32_t id = 1; id <= 2; id++) {
 		rec.u.proto = (struct lp_proto){ .id = id, .chunkname = "@t.lua",
 						 .firstline = id - 1, .numline = 2, .nbc = 2,
 						 .bc = bc, .lines = lines };
 		err = err ?: trace_write(w, &rec);
 	}
+	if (mcode) {
+		rec.type = LP_REC_TRACE;
+		rec.u.trace = (struct lp_trace){ .id = 1, .pid = 40, .traceno = 3, .proto = 2,
+						 .mcode = mcode, .szmcode = 0x100 };
+		err = err ?: trace_write(w, &rec);
+	}
 	rec.type = LP_REC_LUA_STACK;
-	rec.u.lua_stack = (struct lp_lua_stack){ .id = 9, .depth = 4, .frames = frames };
+	rec.u.lua_stack = (struct lp_lua_stack){ .id = 9, .depth = 4,
+						 .frames = mcode ? traced : ff };
 	err = err ?: trace_write(w, &rec) ?: rt_stack(w, 1, LP_STACK_USER, leaf, 1);
 	for (int i = 0; !err && i < 3; i++) {
 		rec.type = LP_REC_SAMPLE;
@@ -183,87 +200,42 @@ TEST(report_anon_leaf_is_a_trace_only_where_one_may_run)
 	const char *path = rt_path("anon_leaf.lp");
 	char *out = NULL;
 
-	CHECK(write_anon_leaf_trace(path, ~0 /* interpreting */) == 0);
+	CHECK(write_anon_leaf_trace(path, ~0 /* interpreting */, 0) == 0);
 	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
 	CHECK(out && !strcmp(out, "[truncated];main (t.lua:0);? (t.lua:1);string.rep 3\n"));
 	free(out);
 	out = NULL;
-	CHECK(write_anon_leaf_trace(path, ~1 /* C */) == 0);
+	CHECK(write_anon_leaf_trace(path, ~1 /* C */, 0) == 0);
 	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
 	CHECK(out && !strcmp(out, "[truncated];main (t.lua:0);? (t.lua:1);string.rep;[anon]+0x10 3\n"));
 	free(out);
 }
 
 /*
- * Anonymous code while a compiled trace runs (vmstate 3), the trace's own
+ * Anonymous code while compiled trace 3 runs (vmstate 3), the trace's own
  * code at [mcode, mcode + 0x100): the leaf at 0x40010 is the trace's when
  * that range holds it, or LuaJIT's (another trace's head, an exit stub)
  * when the mapping that holds the trace holds it too; in another
- * anonymous mapping it is another JIT's, called from the trace through
- * the FFI (PCRE's, under OpenResty's ngx.re.find(s, re, "jo")): a native
- * frame under the trace's Lua frames, as the walker left it.
+ * anonymous mapping (0x60000) it is another JIT's, called from the trace
+ * through the FFI (PCRE's, under OpenResty's ngx.re.find(s, re, "jo")): a
+ * native frame under the trace's Lua frames, as the walker left it.
  */
-static int write_ffi_anon_trace(const char *path, uint64_t mcode)
-{
-	static const struct lp_lframe frames[] = {
-		{ LP_LFRAME_TRACE, 0, 3, 1 }, /* trace 3, record 1 */
-		{ LP_LFRAME_LUA, 0, 2, 3 },
-		{ LP_LFRAME_LUA, 3, 1, 3 },
-		{ LP_LFRAME_ENTRY, 0, 0, 0 },
-	};
-	static const uint32_t bc[] = { LBC_AD(LBC_FUNCV, 2, 0), LBC_AD(LBC_RET0, 0, 1) };
-	static const uint32_t lines[] = { 0, 1 };
-	uint64_t leaf[] = { 0x40010 };
-	struct lp_record rec = { .type = LP_REC_PROTO };
-	struct trace_writer *w = rt_open(path);
-	uint64_t t = 0;
-	int err;
-
-	if (!w)
-		return -1;
-	err = rt_lua_host(w, 40, "host", t, 8) ?:
-	      rt_map1(w, 40, 0, 0x40000, 0x50000, 0, "") ?:
-	      rt_map1(w, 40, 0, 0x60000, 0x70000, 0, "");
-	for (uint32_t id = 1; id <= 2; id++) {
-		rec.u.proto = (struct lp_proto){ .id = id, .chunkname = "@t.lua",
-						 .firstline = id - 1, .numline = 2, .nbc = 2,
-						 .bc = bc, .lines = lines };
-		err = err ?: trace_write(w, &rec);
-	}
-	rec.type = LP_REC_TRACE;
-	rec.u.trace = (struct lp_trace){ .id = 1, .pid = 40, .traceno = 3, .proto = 2,
-					 .mcode = mcode, .szmcode = 0x100 };
-	err = err ?: trace_write(w, &rec);
-	rec.type = LP_REC_LUA_STACK;
-	rec.u.lua_stack = (struct lp_lua_stack){ .id = 9, .depth = 4, .frames = frames };
-	err = err ?: trace_write(w, &rec) ?: rt_stack(w, 1, LP_STACK_USER, leaf, 1);
-	for (int i = 0; !err && i < 3; i++) {
-		rec.type = LP_REC_SAMPLE;
-		rec.u.sample = (struct lp_sample){ .time_ns = t += 1000, .pid = 40, .tid = 40,
-						   .ustack = 1, .lstack = 9, .vmstate = 3,
-						   .lua_state = LP_LUA_WALKED,
-						   .ustop = LP_USTOP_R_JIT };
-		err = trace_write(w, &rec);
-	}
-	return trace_writer_close(w, NULL) ?: err;
-}
-
 TEST(report_anon_leaf_outside_the_running_trace_is_native)
 {
 	const char *path = rt_path("ffi_anon.lp");
 	char *out = NULL;
 
-	CHECK(write_ffi_anon_trace(path, 0x40000 /* holds the leaf */) == 0);
+	CHECK(write_anon_leaf_trace(path, 3, 0x40000 /* holds the leaf */) == 0);
 	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
 	CHECK(out && !strcmp(out, "[truncated];main (t.lua:0);? (t.lua:1) 3\n"));
 	free(out);
 	out = NULL;
-	CHECK(write_ffi_anon_trace(path, 0x48000 /* in the leaf's mapping */) == 0);
+	CHECK(write_anon_leaf_trace(path, 3, 0x48000 /* in the leaf's mapping */) == 0);
 	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
 	CHECK(out && !strcmp(out, "[truncated];main (t.lua:0);? (t.lua:1) 3\n"));
 	free(out);
 	out = NULL;
-	CHECK(write_ffi_anon_trace(path, 0x60000 /* in another mapping */) == 0);
+	CHECK(write_anon_leaf_trace(path, 3, 0x60000 /* in another mapping */) == 0);
 	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
 	CHECK(out && !strcmp(out, "[truncated];main (t.lua:0);? (t.lua:1);[anon]+0x10 3\n"));
 	free(out);
