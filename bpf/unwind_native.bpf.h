@@ -695,14 +695,11 @@ static __always_inline int unwind_may_be_trace(const struct lp_unwind_proc *proc
 	return unwind_map_index(proc, lookup) == unwind_map_index(proc, c->trace_lo);
 }
 
-static __always_inline int unwind_jit_step(const struct lp_unwind_proc *proc,
-					   struct unwind_cursor *c)
+/* Steps over code unwind_may_be_trace() took for the running trace's. */
+static __always_inline int unwind_jit_step(struct unwind_cursor *c)
 {
-	int stop;
+	int stop = unwind_vm_step(c);
 
-	if (!unwind_may_be_trace(proc, c, c->pc - (c->pc_is_ra ? 1 : 0)))
-		return LP_USTOP_JIT;
-	stop = unwind_vm_step(c);
 	if (stop < 0)
 		return LP_USTOP_JIT;
 	if (!stop)
@@ -1025,8 +1022,8 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		 * executable, while it writes a trace there, so a read of the
 		 * mappings at that moment leaves it out.
 		 */
-		if (c->in_trace && c->cframe && unwind_may_be_trace(proc, c, lookup))
-			return unwind_jit_step(proc, c);
+		if (c->cframe && unwind_may_be_trace(proc, c, lookup))
+			return unwind_jit_step(c);
 		if (unwind_vma_object(c, lookup, &obj, &bias))
 			return LP_USTOP_UNMAPPED;
 		kind = LP_UMAP_ROWS;
@@ -1060,7 +1057,7 @@ found:
 		m->row = row;
 	}
 	if (kind == LP_UMAP_JIT)
-		return unwind_jit_step(proc, c);
+		return unwind_may_be_trace(proc, c, lookup) ? unwind_jit_step(c) : LP_USTOP_JIT;
 	if (kind != LP_UMAP_ROWS) {
 		/* No CFI: trust rbp for this frame, [rbp] = caller's rbp,
 		 * [rbp + 8] = return address.  A zero rbp ends the chain: the
@@ -1329,10 +1326,11 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		c->l_cframe = lj->layout.l_cframe;
 		c->ref_size = lj->layout.ref_size;
 		c->l_glref = lj->layout.l_glref;
-		if (e->lua_state == LP_WALK_WALKED)
+		if (e->lua_state == LP_WALK_WALKED) {
 			c->walked_G = e->lua_G;
-		if (e->lua_state == LP_WALK_WALKED && e->vmstate >= 0)
-			unwind_trace_code(c);
+			if (e->vmstate >= 0)
+				unwind_trace_code(c);
+		}
 		if (e->lua_vm_cfa > c->cf_size)
 			c->cframe = e->lua_vm_cfa - c->cf_size;
 		else if (!e->lua_vm_cfa)
