@@ -545,12 +545,8 @@ static int lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t idx
 	htab_probe_start(&s->lplace_h, hash, &p);
 	while ((i = htab_probe_next(&s->lplace_h, &p)) >= 0) {
 		pe = &s->lplace[i];
-		if (pe->stack == idx && pe->lstack == l) {
-			*how = pe->how;
-			*lidx = pe->placed;
-			called_out(smp, how);
-			return 0;
-		}
+		if (pe->stack == idx && pe->lstack == l)
+			goto found;
 	}
 	err = GROW(s->lplace, s->caplplace, s->nlplace + 1);
 	if (err)
@@ -567,6 +563,7 @@ static int lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t idx
 	if (err)
 		return err;
 	s->nlplace++;
+found:
 	*how = pe->how;
 	*lidx = pe->placed;
 	called_out(smp, how);
