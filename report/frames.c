@@ -3,8 +3,10 @@
  *
  * The naming rules, in order, for a user address:
  *   in no mapping            [unmapped]
- *   anonymous memory         [anon]+0xOFF     (from the mapping's start)
- *   a special mapping        [vdso]+0xOFF if executable, else [stack] etc.
+ *   anonymous memory         [anon]           (with --lines, [anon]+0xOFF:
+ *                                              OFF from the mapping's start)
+ *   a special mapping        [vdso], [stack] etc. (likewise +0xOFF for
+ *                                              code, with --lines)
  *   a file, symbol found     the function's name
  *   a file, no symbol        MODULE+0xOFF     (OFF an ELF virtual address,
  *                                              what addr2line -e takes, or
@@ -199,6 +201,27 @@ static int chain_frame(struct frames *f, const struct map_ent *m, uint64_t vaddr
 	return err ?: describe_native(f, *id, m, vaddr, func, sf);
 }
 
+/* A frame in a mapping without a file: "[anon]" or the kernel's name
+ * for it; with --lines, in executable code, "NAME+0xOFF" (OFF from the
+ * mapping's start) as the frame and NAME as its function. */
+static int name_special(struct frames *f, const struct map_ent *m, uint64_t at,
+			uint32_t *id, uint32_t *func)
+{
+	const char *name = m->path[0] ? m->path : "[anon]";
+	uint64_t off = at - m->start;
+	char buf[512];
+	int err;
+
+	err = frames_name(f, name, func) ?:
+	      describe_native(f, *func, m, off + m->pgoff, FRAMEINFO_NONE, NULL);
+	*id = *func;
+	if (err || !f->lines || !(m->prot & LP_PROT_EXEC))
+		return err;
+	snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, name, off);
+	return frames_name(f, buf, id) ?:
+	       describe_native(f, *id, m, off + m->pgoff, *func, NULL);
+}
+
 static int name_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 		      uint32_t *ids, uint32_t *n, uint32_t *func)
 {
@@ -222,63 +245,55 @@ static int name_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 		*ids = *func = f->unmapped_id;
 		return 0;
 	}
-	if (!m->path[0]) {
-		snprintf(buf, sizeof(buf), "[anon]+0x%" PRIx64, at - m->start);
-	} else if (m->path[0] != '/') {
-		/* [vdso], [stack], or anything else the kernel names. */
-		if (m->prot & LP_PROT_EXEC)
-			snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, m->path,
-				 at - m->start);
-		else
-			snprintf(buf, sizeof(buf), "%s", m->path);
-	} else {
-		if (f->objs)
-			err = objects_lookup(f->objs, m->object, m->path,
-					     at - m->start + m->pgoff, &res);
-		else
-			err = symbolizer_lookup(f->sym, m->path,
-						at - m->start + m->pgoff, &res);
+	if (m->path[0] != '/')
+		/* Anonymous code (another JIT's: a trace's is named by the
+		 * Lua walk), [vdso], [stack], or anything else the kernel
+		 * names: one function per mapping name, so that the time of
+		 * a foreign JIT's code adds up in one row; --lines shows
+		 * where in it, as it shows a line. */
+		return name_special(f, m, at, ids, func);
+	if (f->objs)
+		err = objects_lookup(f->objs, m->object, m->path,
+				     at - m->start + m->pgoff, &res);
+	else
+		err = symbolizer_lookup(f->sym, m->path,
+					at - m->start + m->pgoff, &res);
+	if (err)
+		return err;
+	c.n = 0;
+	if (f->objs && res.elf) {
+		err = objects_srcline(f->objs, m->object, res.addr, &c);
 		if (err)
 			return err;
-		c.n = 0;
-		if (f->objs && res.elf) {
-			err = objects_srcline(f->objs, m->object, res.addr, &c);
-			if (err)
-				return err;
-		}
-		name = res.func;
-		if (!name && c.n)
-			name = c.f[c.n - 1].func; /* DWARF knows what symbols do not */
-		if (!name) {
-			snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base_name(m->path),
-				 res.addr);
-			name = buf;
-		}
-		err = frames_name(f, name, func) ?:
-		      describe_native(f, *func, m, res.addr, FRAMEINFO_NONE,
-				      c.n ? &c.f[c.n - 1] : NULL);
-		if (err || !c.n) {
-			*ids = *func;
-			return err;
-		}
-		for (uint32_t i = 0; i + 1 < c.n; i++) {
-			err = chain_frame(f, m, res.addr, c.f[i].func ? c.f[i].func : "?", 1,
-					  &c.f[i], FRAMEINFO_NONE, &ids[i]);
-			if (err)
-				return err;
-		}
-		*n = c.n;
-		if (!f->lines || !c.f[c.n - 1].file) {
-			ids[c.n - 1] = *func;
-			return 0;
-		}
-		return chain_frame(f, m, res.addr, name, 0, &c.f[c.n - 1], *func,
-				   &ids[c.n - 1]);
 	}
-	err = frames_name(f, buf, func) ?:
-	      describe_native(f, *func, m, at - m->start + m->pgoff, FRAMEINFO_NONE, NULL);
-	*ids = *func;
-	return err;
+	name = res.func;
+	if (!name && c.n)
+		name = c.f[c.n - 1].func; /* DWARF knows what symbols do not */
+	if (!name) {
+		snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base_name(m->path),
+			 res.addr);
+		name = buf;
+	}
+	err = frames_name(f, name, func) ?:
+	      describe_native(f, *func, m, res.addr, FRAMEINFO_NONE,
+			      c.n ? &c.f[c.n - 1] : NULL);
+	if (err || !c.n) {
+		*ids = *func;
+		return err;
+	}
+	for (uint32_t i = 0; i + 1 < c.n; i++) {
+		err = chain_frame(f, m, res.addr, c.f[i].func ? c.f[i].func : "?", 1,
+				  &c.f[i], FRAMEINFO_NONE, &ids[i]);
+		if (err)
+			return err;
+	}
+	*n = c.n;
+	if (!f->lines || !c.f[c.n - 1].file) {
+		ids[c.n - 1] = *func;
+		return 0;
+	}
+	return chain_frame(f, m, res.addr, name, 0, &c.f[c.n - 1], *func,
+			   &ids[c.n - 1]);
 }
 
 int frames_user_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,

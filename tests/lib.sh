@@ -139,10 +139,11 @@ cpu_seconds() {
 # Garbage: a frame that is not a frame of the program but data read as
 # one.  A stack holds garbage when one of its frames is
 #   - "[unmapped]" (or "[unmapped ...]"): an address in no mapping;
-#   - "[anon]+0x...": code in an anonymous mapping, which in a LuaJIT
-#     application is a compiled trace: a sample there names its trace and
-#     Lua frames, and the native walk steps over trace code, so the raw
-#     address, root or between, means the walk went wrong.  As the leaf
+#   - "[anon]" ("[anon]+0x..." with --lines): code in an anonymous
+#     mapping, which in a LuaJIT application is a compiled trace: a
+#     sample there names its trace and Lua frames, and the native walk
+#     steps over trace code, so the raw frame, root or between, means
+#     the walk went wrong.  As the leaf
 #     (the last user frame; kernel frames may follow) it is the
 #     interrupted pc itself, read from the registers, not from memory:
 #     true, if without its Lua frames (a tick the Lua walk could not tie
@@ -187,7 +188,7 @@ stack_bars() {
 	}
 	function garbage(f, i) {
 		if (f ~ /^\[unmapped( [^]]*)?\]$/) return "an address in no mapping"
-		if (f ~ /^\[anon\]\+0x/ && !kernel_after(i))
+		if (f ~ /^\[anon\](\+0x[0-9a-f]+)?$/ && !kernel_after(i))
 			return "trace or stack data as a native frame"
 		if (f ~ /^\[(stack|heap|vvar)[^]]*\]$/) return "an address in a mapping of data"
 		if (f == "[unknown Lua function]") return "a Lua frame that is no function"

@@ -174,13 +174,13 @@ check "the LuaJIT in libluajit-5.1.so.2 was recognized" grep -q "LuaJIT in .*lib
 $LUAPROF report --format folded -o $TMP/rs.folded $TMP/rs.lp 2>/dev/null
 
 # PCRE2's JIT code (anonymous memory, no CFI, no frame pointer) cannot be
-# stepped out of: a sample there is a stack cut at that leaf, [anon]+0x...,
+# stepped out of: a sample there is a stack cut at that leaf, [anon],
 # whose root is [truncated], with the Lua frames of the rule that called
 # it when one did (rspamd's own regular expressions, run from C, have
 # none).  Those are counted apart (the rule's share of them, below); the
 # rest is held to the bars.
 leaf_anon='{ st = $0; sub(/ [0-9]+$/, "", st); n = split(st, f, ";")
-	for (i = n; i > 1 && f[i] ~ /_\[k\]$/; i--) ; anon = f[i] ~ /^\[anon\]\+0x/ }'
+	for (i = n; i > 1 && f[i] ~ /_\[k\]$/; i--) ; anon = f[i] == "[anon]" }'
 awk "$leaf_anon"' !(anon && f[1] == "[truncated]")' $TMP/rs.folded >$TMP/rs.walked.folded
 awk "$leaf_anon"' anon && f[1] == "[truncated]"' $TMP/rs.folded >$TMP/rs.pcre.folded
 check_num "samples cut in JIT code not LuaJIT's, of all" \

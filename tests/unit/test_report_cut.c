@@ -31,7 +31,8 @@ static int cut_samples(struct trace_writer *w, uint64_t *t, uint64_t ustack,
 
 static int write_cut_trace(const char *path)
 {
-	/* Leaf first, in anonymous memory: frames read [anon]+0xOFF. */
+	/* Leaf first, in anonymous memory: frames read [anon]+0xOFF
+	 * (--lines). */
 	uint64_t whole[] = { 0x10010, 0x10021 }, cut[] = { 0x10030, 0x10041 };
 	struct trace_writer *w = rt_open(path);
 	uint64_t t = 0;
@@ -57,7 +58,7 @@ TEST(report_cut_native_stack)
 	char *out = NULL, *err = NULL;
 
 	CHECK(write_cut_trace(path) == 0);
-	CHECK(rt_run(cmd_report, &out, &err, "report", "--format", "folded",
+	CHECK(rt_run(cmd_report, &out, &err, "report", "--format", "folded", "--lines",
 		     path, NULL) == 0);
 	/* Whole and unsaid stacks as they are; cut ones rooted at the cut. */
 	CHECK(!strcmp(out, "[anon]+0x20;[anon]+0x10 6\n"

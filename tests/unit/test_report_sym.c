@@ -208,15 +208,60 @@ TEST(report_unsymbolized_frames)
 		     path, NULL) == 0);
 	/* Kernel frames below user frames; 0x1000 is below every ksym. */
 	CHECK(!strcmp(out,
-		      "[unmapped];notelf.so+0x2000;[stack];[vdso]+0x20;[anon]+0x10;"
+		      "[unmapped];notelf.so+0x2000;[stack];[vdso];[anon];"
 		      "libfoo.so+0x1010 1\n"
 		      "libfoo.so+0x1020;[kernel]_[k];do_syscall_64_[k];ksys_read_[k] 4\n"));
+	free(out);
+	free(err);
+	/* --lines: where in the mappings' code, as it would say the line. */
+	CHECK(rt_run(cmd_report, &out, &err, "report", "--format", "folded", "--lines",
+		     path, NULL) == 0);
+	CHECK(strstr(out, ";[stack];[vdso]+0x20;[anon]+0x10;libfoo.so+0x1010 1\n"));
 	/* One warning per unreadable file, however many frames hit it. */
 	CHECK(rt_count(err, "cannot read /nonexistent/libfoo.so: No such file or directory; "
 		       "its frames print as module+offset\n") == 1);
 	CHECK(rt_count(err, "notelf.so: not an ELF file;") == 1);
 	free(out);
 	free(err);
+}
+
+/*
+ * Another JIT's code (PCRE's, say) in anonymous memory: one function,
+ * "[anon]", whatever the address, so that top gives its time in one row
+ * and a flame graph one box; --lines tells the addresses apart.
+ */
+TEST(report_anon_code_is_one_function)
+{
+	const char *path = rt_path("anon.lp");
+	uint64_t a[] = { 0x30010, 0x10010 }, b[] = { 0x30024, 0x10010 };
+	uint64_t c[] = { 0x30a00, 0x10010 };
+	struct trace_writer *w = rt_open(path);
+	char *out = NULL;
+	uint64_t t = 0;
+
+	CHECK(w && odd_layout(w, 7, "/nonexistent/x.so") == 0);
+	CHECK(rt_stack(w, 1, LP_STACK_USER, a, 2) == 0);
+	CHECK(rt_stack(w, 2, LP_STACK_USER, b, 2) == 0);
+	CHECK(rt_stack(w, 3, LP_STACK_USER, c, 2) == 0);
+	CHECK(rt_samples(w, &t, 7, 7, 0, 1, 3) == 0);
+	CHECK(rt_samples(w, &t, 7, 7, 0, 2, 2) == 0);
+	CHECK(rt_samples(w, &t, 7, 7, 0, 3, 1) == 0);
+	CHECK(trace_writer_close(w, NULL) == 0);
+
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(out && !strcmp(out, "libfoo.so+0x100f;[anon] 6\n"));
+	free(out);
+	out = NULL;
+	CHECK(rt_run(cmd_report, &out, NULL, "report", path, NULL) == 0);
+	CHECK(out && strstr(out, "         6  100.00%  [anon]\n"));
+	free(out);
+	out = NULL;
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", "--lines",
+		     path, NULL) == 0);
+	CHECK(out && !strcmp(out, "libfoo.so+0x100f;[anon]+0x10 3\n"
+				  "libfoo.so+0x100f;[anon]+0x24 2\n"
+				  "libfoo.so+0x100f;[anon]+0xa00 1\n"));
+	free(out);
 }
 
 TEST(report_maps_change_mid_trace)
