@@ -16,6 +16,9 @@
  *   Mapping   one per object (path, GNU build-id), and [kernel.kallsyms]
  *             for kernel frames; has_functions is set, as every frame is
  *             symbolized already, so pprof never looks for the binaries.
+ *             The first is the executable of the process with the most
+ *             samples, as pprof takes the first for the main binary
+ *             (its "File:" line): nginx, not the first library named.
  *   Sample    one per (stack, thread, VM state, trace): location ids
  *             leaf first; values samples/count and cpu/nanoseconds (the
  *             count times the sampling period); labels pid, tid (numbers),
@@ -67,6 +70,7 @@ struct pp {
 	uint32_t *loc_of_name; /* name id -> location id, 0 none yet */
 	uint32_t nfn, nloc;
 	uint32_t kernel_map;   /* mapping id of [kernel.kallsyms], 0 none */
+	uint32_t main_map;     /* index of the main binary's in infos, NONE */
 	struct skey *keys;
 	size_t nkeys, capkeys;
 	struct htab keys_h;
@@ -252,14 +256,48 @@ static void write_sample(struct pp *x, const struct skey *k)
 	pb_end(&x->b, m);
 }
 
+/* The index in infos of the mapping of the executable of the process
+ * with the most samples, or NONE. */
+static uint32_t main_mapping(const struct profile *p)
+{
+	const struct proc *best = NULL;
+	const char *path;
+
+	for (size_t i = 0; i < p->procs->len; i++) {
+		const struct proc *pr = &p->procs->v[i];
+
+		if (pr->exe && (!best || pr->samples > best->samples))
+			best = pr;
+	}
+	for (uint32_t i = 0; best && i < p->infos.nmaps; i++) {
+		path = strtab_get(&p->names, p->infos.maps[i].path);
+		if (path && !strcmp(path, best->exe))
+			return i;
+	}
+	return NONE;
+}
+
+/* The mapping id of infos' mapping i: the main binary's is 1. */
+static uint32_t mapping_id(const struct pp *x, uint32_t i)
+{
+	if (x->main_map == NONE || i > x->main_map)
+		return i + 1;
+	return i == x->main_map ? 1 : i + 2;
+}
+
 static void write_mappings(struct pp *x)
 {
 	const struct frame_infos *fi = &x->p->infos;
+	uint32_t i;
 	size_t m;
 
-	for (size_t i = 0; i < fi->nmaps; i++) {
+	x->main_map = main_mapping(x->p);
+	for (uint32_t k = 0; k < fi->nmaps; k++) {
+		/* The main binary's first, then the others in their order. */
+		i = k == 0 && x->main_map != NONE ? x->main_map :
+		    x->main_map != NONE && k <= x->main_map ? k - 1 : k;
 		m = pb_begin(&x->b, 3);
-		pb_uint(&x->b, 1, i + 1);
+		pb_uint(&x->b, 1, mapping_id(x, i));
 		pb_uint(&x->b, 5, name_str(x, fi->maps[i].path));
 		pb_uint(&x->b, 6, name_str(x, fi->maps[i].build_id));
 		pb_uint(&x->b, 7, 1);
@@ -286,7 +324,7 @@ static void write_locations(struct pp *x)
 		m = pb_begin(&x->b, 4);
 		pb_uint(&x->b, 1, x->loc_of_name[name]);
 		if (fi.mapping != NONE)
-			pb_uint(&x->b, 2, fi.mapping + 1);
+			pb_uint(&x->b, 2, mapping_id(x, fi.mapping));
 		else if (fi.kind == FRAME_KERNEL)
 			pb_uint(&x->b, 2, x->kernel_map);
 		l = pb_begin(&x->b, 4);

@@ -56,6 +56,9 @@ top_table() { # FILE "by self"|"by total"
 go tool pprof -top -sample_index=samples -nodecount=100000 -nodefraction=0 -edgefraction=0 \
 	$TMP/ng.pb.gz >$TMP/pp.top 2>$TMP/pp.err
 check "go tool pprof -top reads the profile" test $? -eq 0
+# pprof takes the first mapping for the main binary: nginx, whose workers
+# took the samples, not the first library a frame named.
+check "go tool pprof: the main binary is nginx" grep -qx "File: nginx" $TMP/pp.top
 # pprof's rows as "flat<TAB>cum<TAB>name".
 awk '$1 ~ /^[0-9]+$/ && $2 ~ /%$/ { f = $1; c = $4; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, "");
 	print f "\t" c "\t" $0 }' $TMP/pp.top >$TMP/pp.rows
