@@ -223,6 +223,8 @@ struct unwind_cursor {
 			     elsewhere is not a trace's */
 	__u32 regs_ok;    /* regs holds the interrupted frame's registers */
 	__u32 jit_frame;  /* out: 1 + the frame stepped over as a trace's */
+	__u32 gap;        /* the frame just recorded was stepped over to the
+			     VM's C frame past unseen ones: record a gap */
 	__u32 vm_helper;  /* frame 0 is a helper the interpreter called */
 	__u32 find_vm;    /* the Lua walk found no L: look for its C frame */
 	__u32 vma_asked;  /* times unwind_vma_object() asked the kernel */
@@ -663,11 +665,13 @@ static __always_inline int unwind_vm_other(struct unwind_cursor *c)
  * stepped over with the VM's C frame, but only while g->vmstate says a
  * trace may run (c->in_trace): in a C function called from Lua (vmstate
  * C) it is another JIT's code, as PCRE2's that rspamd's regexp:match()
- * reaches through its own native frames, and taking the VM's C frame
- * there dropped those frames from a stack that said it was whole (the
- * match's time went to the C function as its own).  A trace cannot lie
- * under a C function that entered the VM again: LuaJIT calls no
- * finalizer and allows no FFI callback while a trace runs.
+ * reaches through its own native frames, and taking it for a trace's
+ * dropped those frames from a stack that said it was whole (the match's
+ * time went to the C function as its own).  Another JIT's code is
+ * stepped over with the VM's C frame too, but with a gap recorded for
+ * those frames (unwind_gap_step()).  A trace cannot lie under a C
+ * function that entered the VM again: LuaJIT calls no finalizer and
+ * allows no FFI callback while a trace runs.
  *
  * While a trace runs, vmstate names it, and the Lua walk read where its
  * code lies (T->mcode, T->szmcode): anonymous code elsewhere is another
@@ -675,7 +679,7 @@ static __always_inline int unwind_vm_other(struct unwind_cursor *c)
  * (OpenResty's ngx.re.find(s, re, "jo"), compiled, calls
  * ngx_http_lua_ffi_exec_regex, pcre_exec and PCRE's JIT code).  Taken
  * for the trace, the match's time went to the Lua function as its own,
- * in a stack that said it was whole.  It is a cut there too.  Code
+ * in a stack that said it was whole.  It gets a gap too.  Code
  * outside the running trace but in the same mapping is LuaJIT's still:
  * a trace's head, where another trace jumped before it sets its number
  * (each call of a recursive function that a trace links to itself), or
@@ -704,6 +708,28 @@ static __always_inline int unwind_jit_step(struct unwind_cursor *c)
 		return LP_USTOP_JIT;
 	if (!stop)
 		c->jit_frame = c->n + 1;
+	return stop;
+}
+
+/*
+ * Steps over another JIT's code (unwind_may_be_trace() said it is not a
+ * trace's) to the VM's innermost C frame, where a trace's code would step
+ * to, and has a gap recorded after it (LP_USTACK_GAP).  Lua reached that
+ * code through C functions: those called through the FFI from a trace
+ * (ngx_http_lua_ffi_exec_regex, pcre_exec), or the C function Lua called
+ * (rspamd's regexp:match(), pcre2_match), all under the VM's C frame.
+ * They cannot be seen: the JIT's code has no CFI and keeps no frame
+ * pointer.  The gap says so, where the walk used to stop (a cut: the
+ * root [truncated], a flame graph's tower apart from the program's).
+ */
+static __always_inline int unwind_gap_step(struct unwind_cursor *c)
+{
+	int stop = unwind_vm_step(c);
+
+	if (stop < 0)
+		return LP_USTOP_JIT;
+	if (!stop)
+		c->gap = 1;
 	return stop;
 }
 
@@ -1057,7 +1083,8 @@ found:
 		m->row = row;
 	}
 	if (kind == LP_UMAP_JIT)
-		return unwind_may_be_trace(proc, c, lookup) ? unwind_jit_step(c) : LP_USTOP_JIT;
+		return unwind_may_be_trace(proc, c, lookup) ? unwind_jit_step(c) :
+		       unwind_gap_step(c);
 	if (kind != LP_UMAP_ROWS) {
 		/* No CFI: trust rbp for this frame, [rbp] = caller's rbp,
 		 * [rbp + 8] = return address.  A zero rbp ends the chain: the
@@ -1188,6 +1215,15 @@ static long unwind_step(__u32 i, void *arg)
 	}
 	w->e->ustack[n] = c->rec_pc;
 	c->n = n + 1;
+	if (c->gap && !stop) {
+		c->gap = 0;
+		if (n + 1 >= LP_MAX_USTACK) {
+			c->stop = LP_USTOP_DEPTH;
+			return 1;
+		}
+		w->e->ustack[n + 1] = LP_USTACK_GAP;
+		c->n = n + 2;
+	}
 	if (stop) {
 		c->stop = stop;
 		return 1;

@@ -229,6 +229,11 @@ enum lp_record_type {
 #define LP_PROT_EXEC 0x4u
 /* stack.kind */
 enum lp_stack_kind { LP_STACK_KERNEL = 1, LP_STACK_USER = 2 };
+/* A user stack's address 0, after its leaf or another frame: the frames
+ * between it and the next, which the walk could not see (another JIT's
+ * code, without CFI, that Lua reached through C functions: the walk went
+ * on from the VM's innermost C frame).  No frame lies at 0. */
+#define LP_ADDR_GAP 0ull
 /* sample.flags */
 #define LP_SAMPLE_KSTACK_FAILED 0x1u /* kernel stack could not be read */
 #define LP_SAMPLE_USTACK_FAILED 0x2u /* user stack could not be read */

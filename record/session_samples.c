@@ -36,6 +36,7 @@ _Static_assert((int)LP_USTOP_FALLBACK == (int)LP_USTOP_R_UNKNOWN &&
 		       (int)LP_USTOP_NO_TABLE == (int)LP_USTOP_R_NO_TABLE &&
 		       (int)LP_USTOP_MAX == (int)LP_USTOP_R_MAX,
 	       "BPF walk stops and trace stop reasons agree");
+_Static_assert(LP_USTACK_GAP == LP_ADDR_GAP, "a gap in a user stack is the trace's");
 _Static_assert((int)LP_LUA_FRAME_LUA == (int)LP_LFRAME_LUA &&
 		       (int)LP_LUA_FRAME_C == (int)LP_LFRAME_C &&
 		       (int)LP_LUA_FRAME_FF == (int)LP_LFRAME_FF &&
@@ -97,6 +98,8 @@ static int validated_ustack_bytes(const struct target *t,
 		return e->ustack_bytes;
 	/* (note_user_frames() found every frame in t's mappings already.) */
 	for (int i = 1; i < n - 1 && !all_mapped; i++) {
+		if (e->ustack[i] == LP_USTACK_GAP)
+			continue; /* frames the walk could not see: a mark */
 		if (!maps_table_find(&t->maps, e->ustack[i])) {
 			*unnamed = 1;
 			return i * 8;

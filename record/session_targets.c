@@ -300,8 +300,9 @@ int check_mappings(struct session *s, struct target *t,
 	 * over as a trace's was code (bpf/unwind_native.bpf.h), whatever the
 	 * mappings say now, and the re-read keeps it. */
 	for (int i = 0; i < n - known; i++) {
-		if (maps_table_find(&t->maps, e->ustack[i]))
-			continue;
+		if (maps_table_find(&t->maps, e->ustack[i]) ||
+		    (i && e->ustack[i] == LP_USTACK_GAP))
+			continue; /* (a gap: frames the walk could not see) */
 		unknown = missing = 1;
 		if ((uint32_t)i + 1 == e->ustack_jit)
 			code[ncode++] = e->ustack[i];

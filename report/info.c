@@ -35,6 +35,7 @@ struct info {
 	uint64_t ustop[LP_USTOP_R_MAX + 1]; /* by sample.ustop; [MAX]: others */
 	uint64_t lost[3]; /* other reasons, ringbuf, write */
 	uint64_t stacks[3]; /* other kinds, kernel, user */
+	uint64_t gap_stacks; /* user stacks with frames the walk could not see */
 	uint64_t maps_records, mappings, ksyms;
 	struct info_obj *objs; /* OBJECT records, with their SYMTAB totals */
 	uint64_t lua_src[6], lua_src_bytes; /* LUA_SOURCE records by status */
@@ -238,6 +239,13 @@ static int on_record(struct info *in, const struct lp_record *rec, uint64_t byte
 		return 0;
 	case LP_REC_STACK:
 		in->stacks[rec->u.stack.kind <= 2 ? rec->u.stack.kind : 0]++;
+		for (uint32_t i = 1; i < rec->u.stack.depth && rec->u.stack.kind == LP_STACK_USER;
+		     i++) {
+			if (rec->u.stack.addrs[i] == LP_ADDR_GAP) {
+				in->gap_stacks++;
+				break;
+			}
+		}
 		return 0;
 	case LP_REC_SAMPLE:
 		if (!in->samples++ || s->time_ns < in->first_ns)
@@ -487,10 +495,13 @@ static void print_info(const char *path, const struct info *in,
 		       100.0 * lost / taken, taken,
 		       in->lost[LP_LOST_RINGBUF], in->lost[LP_LOST_WRITE],
 		       in->lost[0]);
-	printf("\nstacks defined: %" PRIu64 " (kernel %" PRIu64 ", user %"
-	       PRIu64 ")\n",
+	printf("\nstacks defined: %" PRIu64 " (kernel %" PRIu64 ", user %" PRIu64,
 	       in->stacks[0] + in->stacks[1] + in->stacks[2],
 	       in->stacks[LP_STACK_KERNEL], in->stacks[LP_STACK_USER]);
+	if (in->gap_stacks)
+		printf(", %" PRIu64 " of them with frames unseen: [unknown frames]",
+		       in->gap_stacks);
+	printf(")\n");
 	printf("mapping records: %" PRIu64 " (%" PRIu64 " mappings)\n",
 	       in->maps_records, in->mappings);
 	printf("kernel symbols: %" PRIu64 "\n", in->ksyms);

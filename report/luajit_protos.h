@@ -35,8 +35,8 @@ int lua_add_trace_snaps(struct lua *l, const struct lp_trace_snaps *rec);
 enum lua_place {
 	LUA_NOT_COMPILED,      /* not taken in a compiled trace */
 	LUA_CALLED_OUT,        /* taken in a trace, in another JIT's code it
-				  called (the walk stopped there): not
-				  compiled code's time */
+				  called (the walk stopped there, or left a
+				  gap): not compiled code's time */
 	LUA_PLACED,            /* in its snapshot's inlined frames and line */
 	LUA_UNPLACED_NO_SNAPS, /* the trace file has no snapshots of it */
 	LUA_UNPLACED_OUTSIDE,  /* no address in the trace's machine code */

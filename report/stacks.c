@@ -17,6 +17,7 @@ struct stack_ent {
 	uint64_t id;
 	size_t off; /* into addrs */
 	uint32_t depth;
+	uint32_t gap; /* a user stack with frames the walk could not see */
 };
 
 /* (pid, stack, Lua stack, layout generation, how) -> user frames, root
@@ -73,6 +74,7 @@ struct seen_ent {
 	uint8_t how;      /* how it was placed, LUA_PLACE_MAX: not */
 	uint8_t vm;       /* vm_class() + 1 */
 	uint8_t uhow;     /* user_how() */
+	uint8_t gap;      /* its user stack has a gap (LP_ADDR_GAP) */
 } __attribute__((aligned(64))); /* one cache line an entry, not two */
 
 /* What is counted: one entry per distinct (root, user frames, kernel
@@ -117,6 +119,7 @@ struct stacks {
 	size_t nlplace, caplplace;
 	struct htab lplace_h;
 	uint64_t place[LUA_PLACE_MAX]; /* samples by how they were placed */
+	uint64_t gaps;                 /* samples whose user stack has a gap */
 
 	struct count_ent *cnt;
 	size_t ncnt, capcnt;
@@ -225,9 +228,12 @@ int stacks_define(struct stacks *s, const struct lp_stack *rec)
 	e->id = rec->id;
 	e->off = s->naddrs;
 	e->depth = rec->depth;
+	e->gap = 0;
 	if (rec->depth)
 		memcpy(s->addrs + s->naddrs, rec->addrs,
 		       rec->depth * sizeof(*rec->addrs));
+	for (uint32_t i = 1; i < rec->depth && rec->kind == LP_STACK_USER; i++)
+		e->gap |= rec->addrs[i] == LP_ADDR_GAP;
 	s->naddrs += rec->depth;
 	return 0;
 }
@@ -389,6 +395,22 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 		uint64_t at = i ? a[i] - 1 : a[i];
 		const uint32_t *ids;
 		int vm = at >= vs && at < ve;
+		/* A gap: the walk stepped over another JIT's code (the frame
+		 * before it) and the C functions that called it, which it
+		 * could not see, to the VM's innermost C frame, where a
+		 * trace's code would have taken it.  The gap stands where
+		 * that code would: the innermost VM entry's Lua frames go
+		 * after it (bpf/unwind_native.bpf.h, unwind_gap_step()). */
+		int gap = i && a[i] == LP_ADDR_GAP;
+		int before_gap = i + 1 < nd && a[i + 1] == LP_ADDR_GAP;
+
+		if (gap) {
+			err = frames_name(s->fr, "[unknown frames]", &s->buf[k]);
+			if (err)
+				return err;
+			last = s->buf[k++];
+			vm = 1;
+		}
 
 		/* Trace code (anonymous memory, before any VM frame) stands
 		 * for the innermost VM entry, as the interpreter's frame
@@ -402,8 +424,10 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 		 * neither the trace's code nor its mapping holds it: another
 		 * JIT's, called from the trace through the FFI
 		 * (bpf/unwind_native.bpf.h, unwind_jit_step()).  Code the
-		 * walk stepped over was a trace's, as it judged. */
-		if (!vm && (trace || (li == 0 && (how & UF_TRACE_MAY_RUN))) && !any_vm) {
+		 * walk stepped over was a trace's, as it judged, but for
+		 * code before a gap: it was another JIT's (above). */
+		if (!vm && !before_gap && (trace || (li == 0 && (how & UF_TRACE_MAY_RUN))) &&
+		    !any_vm) {
 			if (trace && ts < te && (how & UF_STOP_JIT) && i + 1 == nd)
 				vm = (at >= ts && at < te) ||
 				     (native_anon(s, ne, i, at) &&
@@ -432,6 +456,8 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 			if (!empty || i == 0)
 				continue;
 		}
+		if (gap)
+			continue;
 		err = native_chain(s, ne, a, i, &ids, &n, &last);
 		if (err)
 			return err;
@@ -515,7 +541,9 @@ static const struct frame_info vm_info = {
 
 /* A sample in a trace whose walk stopped at code outside the trace's
  * (bpf/unwind_native.bpf.h, unwind_jit_step()) ran another JIT's code,
- * called from the trace through the FFI, not compiled Lua. */
+ * called from the trace through the FFI, not compiled Lua.  (Since the
+ * walk steps over such code to the VM's frame, leaving a gap, lua_stack()
+ * tells them by the gap.) */
 static void called_out(const struct lp_sample *smp, enum lua_place *how)
 {
 	if (*how == LUA_UNPLACED_OUTSIDE && smp->ustack && smp->ustop == LP_USTOP_R_JIT)
@@ -558,6 +586,11 @@ static int lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t idx
 	/* Not s->addrs + 0 while s->addrs is NULL (as resolve_user()). */
 	err = lua_place(s->lua, l, e && e->depth ? s->addrs + e->off : NULL, e ? e->depth : 0,
 			&pe->placed, &pe->how);
+	/* Frames the walk could not see under the trace: another JIT's
+	 * code, which the trace called (called_out()), with or without the
+	 * trace's snapshots. */
+	if (!err && pe->how != LUA_NOT_COMPILED && pe->how != LUA_PLACED && e && e->gap)
+		pe->how = LUA_CALLED_OUT;
 	if (!err)
 		err = htab_insert(&s->lplace_h, hash, s->nlplace);
 	if (err)
@@ -573,6 +606,11 @@ found:
 void stacks_place_counts(const struct stacks *s, uint64_t counts[LUA_PLACE_MAX])
 {
 	memcpy(counts, s->place, sizeof(s->place));
+}
+
+uint64_t stacks_gap_count(const struct stacks *s)
+{
+	return s->gaps;
 }
 
 /* Which leaf pseudo-frame a sample gets for time the LuaJIT VM spent
@@ -777,6 +815,7 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 			*lidx = e->lidx;
 			if (e->how < LUA_PLACE_MAX)
 				s->place[e->how]++;
+			s->gaps += e->gap;
 			return 0;
 		}
 	}
@@ -787,6 +826,8 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		return err;
 	if (how < LUA_PLACE_MAX)
 		s->place[how]++;
+	k.gap = uidx < MISSING && s->st[uidx].gap;
+	s->gaps += k.gap;
 	s->last = entry;
 	if (*missing) {
 		/* Not kept: the stack may be defined later. */

@@ -51,6 +51,9 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 void stacks_prefetch(const struct stacks *s, const struct lp_sample *v, unsigned n);
 /* Samples taken in compiled code so far, by enum lua_place. */
 void stacks_place_counts(const struct stacks *s, uint64_t counts[LUA_PLACE_MAX]);
+/* Samples so far whose user stack has a gap: frames the walk could not
+ * see ([unknown frames], format/trace.h's LP_ADDR_GAP). */
+uint64_t stacks_gap_count(const struct stacks *s);
 
 /* Names the kernel frames and folds every counted triple into
  * p->stacks and p->counts (name ids in p->names, which the frames

@@ -152,6 +152,8 @@ cpu_seconds() {
 #     no code;
 #   - "[unknown Lua function]": a Lua frame whose function could not be
 #     read, i.e. not a function;
+#   - "[unknown frames]" but right above "[anon]": the walk leaves that gap
+#     only where it stepped over another JIT's code to the VM's C frame;
 #   - a root frame (above) anywhere but first, or __libc_start_main or
 #     _dl_start anywhere but second: nothing calls _start, a thread's or
 #     a fiber's first function, so what stands above it was read from
@@ -191,6 +193,8 @@ stack_bars() {
 		if (f ~ /^\[anon\](\+0x[0-9a-f]+)?$/ && !kernel_after(i))
 			return "trace or stack data as a native frame"
 		if (f ~ /^\[(stack|heap|vvar)[^]]*\]$/) return "an address in a mapping of data"
+		if (f == "[unknown frames]" && fr[i + 1] !~ /^\[anon\](\+0x[0-9a-f]+)?$/)
+			return "a gap not above another JIT'"'"'s code"
 		if (f == "[unknown Lua function]") return "a Lua frame that is no function"
 		if (i > 1 && (f in isroot) && !kernel_after(i)) return "frames above a root (" f ")"
 		if (i > 2 && (f == "__libc_start_main" || f == "_dl_start"))

@@ -174,17 +174,25 @@ check "the LuaJIT in libluajit-5.1.so.2 was recognized" grep -q "LuaJIT in .*lib
 $LUAPROF report --format folded -o $TMP/rs.folded $TMP/rs.lp 2>/dev/null
 
 # PCRE2's JIT code (anonymous memory, no CFI, no frame pointer) cannot be
-# stepped out of: a sample there is a stack cut at that leaf, [anon],
-# whose root is [truncated], with the Lua frames of the rule that called
-# it when one did (rspamd's own regular expressions, run from C, have
-# none).  Those are counted apart (the rule's share of them, below); the
-# rest is held to the bars.
+# stepped out of by its own frame.  When Lua called it (the rule's
+# regexp:match, through rspamd's C functions and pcre2_match), the walk
+# goes on from the VM's C frame: the stack is whole, with the Lua frames
+# of the rule, [unknown frames] for the C functions it could not see, and
+# [anon] as its leaf.  rspamd's own regular expressions, run from C with
+# no Lua running, are cut there: a stack rooted at [truncated].  Those are
+# counted apart; the rest is held to the bars.
 leaf_anon='{ st = $0; sub(/ [0-9]+$/, "", st); n = split(st, f, ";")
 	for (i = n; i > 1 && f[i] ~ /_\[k\]$/; i--) ; anon = f[i] == "[anon]" }'
 awk "$leaf_anon"' !(anon && f[1] == "[truncated]")' $TMP/rs.folded >$TMP/rs.walked.folded
 awk "$leaf_anon"' anon && f[1] == "[truncated]"' $TMP/rs.folded >$TMP/rs.pcre.folded
 check_num "samples cut in JIT code not LuaJIT's, of all" \
 	"$(share $(folded_total $TMP/rs.pcre.folded) $(folded_total $TMP/rs.folded))" "<=" 0.3
+read -r lua_re gap_re < <(awk -v rule=" ($W:" "$leaf_anon"' anon && index(st, rule) {
+		re += $NF; if (f[1] != "[truncated]" && f[i - 1] == "[unknown frames]") gap += $NF }
+	END { print re + 0, gap + 0 }' $TMP/rs.folded)
+check_num "samples in JIT code under the rule's Lua frames" "$lua_re" ">=" 20
+check_num "of those, the share rooted with [unknown frames] above the JIT code" \
+	"$(share $gap_re $lua_re)" ">=" 0.95
 check_app_stacks "rspamd" $TMP/rs.walked.folded
 
 # The main process reloading: its configuration's Lua runs in a VM made

@@ -131,9 +131,12 @@ TEST(report_vm_frames_without_lua_keep_their_place)
  * trace runs, and it is another JIT's (PCRE2's, which rspamd's
  * regexp:match reaches through native frames the walk could not follow):
  * a frame of its own under the Lua frames, not time of the C function.
- * With mcode, compiled trace 3 runs, its code there (see below).
+ * With mcode, compiled trace 3 runs, its code there (see below).  With
+ * gap, the walk stepped over the anonymous code to the VM's C frame and
+ * went on to the root (host+0x1ff, host+0xff), a gap after the leaf.
  */
-static int write_anon_leaf_trace(const char *path, int32_t vmstate, uint64_t mcode)
+static int write_anon_leaf_trace_gap(const char *path, int32_t vmstate, uint64_t mcode,
+				     int gap)
 {
 	static const struct lp_mapping maps[] = {
 		{ .start = 0x10000, .end = 0x30000, .prot = LP_PROT_READ | LP_PROT_EXEC,
@@ -158,7 +161,7 @@ static int write_anon_leaf_trace(const char *path, int32_t vmstate, uint64_t mco
 	};
 	static const uint32_t bc[] = { LBC_AD(LBC_FUNCV, 2, 0), LBC_AD(LBC_RET0, 0, 1) };
 	static const uint32_t lines[] = { 0, 1 };
-	uint64_t leaf[] = { 0x40010 };
+	uint64_t leaf[] = { 0x40010, LP_ADDR_GAP, 0x10200, 0x10100 };
 	struct lp_record rec = { .type = LP_REC_PROTO };
 	struct trace_writer *w = rt_open(path);
 	uint64_t t = 0;
@@ -183,16 +186,22 @@ static int write_anon_leaf_trace(const char *path, int32_t vmstate, uint64_t mco
 	rec.type = LP_REC_LUA_STACK;
 	rec.u.lua_stack = (struct lp_lua_stack){ .id = 9, .depth = 4,
 						 .frames = mcode ? traced : ff };
-	err = err ?: trace_write(w, &rec) ?: rt_stack(w, 1, LP_STACK_USER, leaf, 1);
+	err = err ?: trace_write(w, &rec) ?: rt_stack(w, 1, LP_STACK_USER, leaf, gap ? 4 : 1);
 	for (int i = 0; !err && i < 3; i++) {
 		rec.type = LP_REC_SAMPLE;
 		rec.u.sample = (struct lp_sample){ .time_ns = t += 1000, .pid = 40, .tid = 40,
 						   .ustack = 1, .lstack = 9, .vmstate = vmstate,
 						   .lua_state = LP_LUA_WALKED,
-						   .ustop = LP_USTOP_R_JIT };
+						   .ustop = gap ? LP_USTOP_R_COMPLETE :
+								  LP_USTOP_R_JIT };
 		err = trace_write(w, &rec);
 	}
 	return trace_writer_close(w, NULL) ?: err;
+}
+
+static int write_anon_leaf_trace(const char *path, int32_t vmstate, uint64_t mcode)
+{
+	return write_anon_leaf_trace_gap(path, vmstate, mcode, 0);
 }
 
 TEST(report_anon_leaf_is_a_trace_only_where_one_may_run)
@@ -238,6 +247,44 @@ TEST(report_anon_leaf_outside_the_running_trace_is_native)
 	CHECK(write_anon_leaf_trace(path, 3, 0x60000 /* in another mapping */) == 0);
 	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
 	CHECK(out && !strcmp(out, "[truncated];main (t.lua:0);? (t.lua:1);[anon] 3\n"));
+	free(out);
+}
+
+/*
+ * The walk now steps over another JIT's code to the VM's C frame, as over
+ * a trace's, and marks the gap (the C functions between, which it could
+ * not see): the stack is whole, rooted, with [unknown frames] between the
+ * Lua frames and the code, whether a trace called it through the FFI
+ * (OpenResty's ngx.re.find with "jo") or a C function Lua called
+ * (rspamd's regexp:match).  The header counts the gaps; the trace's
+ * samples are not compiled code's.
+ */
+TEST(report_gap_after_another_jits_code)
+{
+	const char *path = rt_path("gap.lp");
+	char *out = NULL;
+
+	CHECK(write_anon_leaf_trace_gap(path, 3, 0x60000 /* another mapping */, 1) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(out && !strcmp(out, "host+0xff;host+0x1ff;main (t.lua:0);? (t.lua:1);"
+				  "[unknown frames];[anon] 3\n"));
+	free(out);
+	out = NULL;
+	CHECK(rt_run(cmd_report, &out, NULL, "report", path, NULL) == 0);
+	CHECK(out && strstr(out, "# samples: 3, lost: 0, frames unseen: 3 (100.00%, "
+				 "[unknown frames])\n"));
+	CHECK(out && !strstr(out, "native stack cut") && !strstr(out, "# compiled code"));
+	free(out);
+	out = NULL;
+	CHECK(rt_run(cmd_info, &out, NULL, "info", path, NULL) == 0);
+	CHECK(out && strstr(out, "stacks defined: 1 (kernel 0, user 1, 1 of them with frames "
+				 "unseen: [unknown frames])\n"));
+	free(out);
+	out = NULL;
+	CHECK(write_anon_leaf_trace_gap(path, ~1 /* C */, 0, 1) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(out && !strcmp(out, "host+0xff;host+0x1ff;main (t.lua:0);? (t.lua:1);string.rep;"
+				  "[unknown frames];[anon] 3\n"));
 	free(out);
 }
 
