@@ -94,6 +94,12 @@ static int validated_ustack_bytes(const struct target *t,
 	const struct lp_mapping *m;
 
 	*unnamed = 0;
+	/* The kernel's frame-pointer walk (a process without tables) stores
+	 * a return address of 0 as it found it: the stack's end, where a 0
+	 * from our walker is a gap (LP_USTACK_GAP), and the trace says so. */
+	for (int i = 1; e->ustack_stop == LP_USTOP_FALLBACK && i < n && i < LP_MAX_USTACK; i++)
+		if (e->ustack[i] == LP_USTACK_GAP)
+			return i * 8;
 	if (!t || n < 2 || n > LP_MAX_USTACK)
 		return e->ustack_bytes;
 	/* (note_user_frames() found every frame in t's mappings already.) */
