@@ -364,6 +364,15 @@ struct lp_stack {
 	const uint64_t *addrs; /* leaf first */
 };
 
+/* Whether s is a user stack with a gap (LP_ADDR_GAP) after its leaf. */
+static inline int lp_stack_has_gap(const struct lp_stack *s)
+{
+	for (uint32_t i = 1; i < s->depth && s->kind == LP_STACK_USER; i++)
+		if (s->addrs[i] == LP_ADDR_GAP)
+			return 1;
+	return 0;
+}
+
 struct lp_sample {
 	uint64_t time_ns; /* absolute CLOCK_MONOTONIC; delta-coded on disk */
 	uint32_t pid, tid, cpu;

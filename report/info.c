@@ -239,13 +239,7 @@ static int on_record(struct info *in, const struct lp_record *rec, uint64_t byte
 		return 0;
 	case LP_REC_STACK:
 		in->stacks[rec->u.stack.kind <= 2 ? rec->u.stack.kind : 0]++;
-		for (uint32_t i = 1; i < rec->u.stack.depth && rec->u.stack.kind == LP_STACK_USER;
-		     i++) {
-			if (rec->u.stack.addrs[i] == LP_ADDR_GAP) {
-				in->gap_stacks++;
-				break;
-			}
-		}
+		in->gap_stacks += lp_stack_has_gap(&rec->u.stack);
 		return 0;
 	case LP_REC_SAMPLE:
 		if (!in->samples++ || s->time_ns < in->first_ns)

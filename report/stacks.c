@@ -228,12 +228,10 @@ int stacks_define(struct stacks *s, const struct lp_stack *rec)
 	e->id = rec->id;
 	e->off = s->naddrs;
 	e->depth = rec->depth;
-	e->gap = 0;
+	e->gap = lp_stack_has_gap(rec);
 	if (rec->depth)
 		memcpy(s->addrs + s->naddrs, rec->addrs,
 		       rec->depth * sizeof(*rec->addrs));
-	for (uint32_t i = 1; i < rec->depth && rec->kind == LP_STACK_USER; i++)
-		e->gap |= rec->addrs[i] == LP_ADDR_GAP;
 	s->naddrs += rec->depth;
 	return 0;
 }
