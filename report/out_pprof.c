@@ -285,24 +285,29 @@ static uint32_t mapping_id(const struct pp *x, uint32_t i)
 	return i == x->main_map ? 1 : i + 2;
 }
 
-static void write_mappings(struct pp *x)
+static void write_mapping(struct pp *x, uint32_t i)
 {
 	const struct frame_infos *fi = &x->p->infos;
-	uint32_t i;
+	size_t m = pb_begin(&x->b, 3);
+
+	pb_uint(&x->b, 1, mapping_id(x, i));
+	pb_uint(&x->b, 5, name_str(x, fi->maps[i].path));
+	pb_uint(&x->b, 6, name_str(x, fi->maps[i].build_id));
+	pb_uint(&x->b, 7, 1);
+	pb_end(&x->b, m);
+}
+
+static void write_mappings(struct pp *x)
+{
 	size_t m;
 
+	/* The main binary's first, then the others in their order. */
 	x->main_map = main_mapping(x->p);
-	for (uint32_t k = 0; k < fi->nmaps; k++) {
-		/* The main binary's first, then the others in their order. */
-		i = k == 0 && x->main_map != NONE ? x->main_map :
-		    x->main_map != NONE && k <= x->main_map ? k - 1 : k;
-		m = pb_begin(&x->b, 3);
-		pb_uint(&x->b, 1, mapping_id(x, i));
-		pb_uint(&x->b, 5, name_str(x, fi->maps[i].path));
-		pb_uint(&x->b, 6, name_str(x, fi->maps[i].build_id));
-		pb_uint(&x->b, 7, 1);
-		pb_end(&x->b, m);
-	}
+	if (x->main_map != NONE)
+		write_mapping(x, x->main_map);
+	for (uint32_t i = 0; i < x->p->infos.nmaps; i++)
+		if (i != x->main_map)
+			write_mapping(x, i);
 	if (x->kernel_map) {
 		m = pb_begin(&x->b, 3);
 		pb_uint(&x->b, 1, x->kernel_map);
