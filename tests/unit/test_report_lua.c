@@ -135,8 +135,7 @@ TEST(report_vm_frames_without_lua_keep_their_place)
  * gap, the walk stepped over the anonymous code to the VM's C frame and
  * went on to the root (host+0x1ff, host+0xff), a gap after the leaf.
  */
-static int write_anon_leaf_trace_gap(const char *path, int32_t vmstate, uint64_t mcode,
-				     int gap)
+static int write_anon_leaf_trace(const char *path, int32_t vmstate, uint64_t mcode, int gap)
 {
 	static const struct lp_mapping maps[] = {
 		{ .start = 0x10000, .end = 0x30000, .prot = LP_PROT_READ | LP_PROT_EXEC,
@@ -199,25 +198,30 @@ static int write_anon_leaf_trace_gap(const char *path, int32_t vmstate, uint64_t
 	return trace_writer_close(w, NULL) ?: err;
 }
 
-static int write_anon_leaf_trace(const char *path, int32_t vmstate, uint64_t mcode)
+/* Whether that trace's folded report is `want` (printed if not). */
+static int anon_leaf_folds_to(const char *path, int32_t vmstate, uint64_t mcode, int gap,
+			      const char *want)
 {
-	return write_anon_leaf_trace_gap(path, vmstate, mcode, 0);
+	char *out = NULL;
+	int same = write_anon_leaf_trace(path, vmstate, mcode, gap) == 0 &&
+		   rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path,
+			  NULL) == 0 &&
+		   out && !strcmp(out, want);
+
+	if (!same)
+		fprintf(stderr, "folded: %s", out ? out : "(none)\n");
+	free(out);
+	return same;
 }
 
 TEST(report_anon_leaf_is_a_trace_only_where_one_may_run)
 {
 	const char *path = rt_path("anon_leaf.lp");
-	char *out = NULL;
 
-	CHECK(write_anon_leaf_trace(path, ~0 /* interpreting */, 0) == 0);
-	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
-	CHECK(out && !strcmp(out, "[truncated];main (t.lua:0);? (t.lua:1);string.rep 3\n"));
-	free(out);
-	out = NULL;
-	CHECK(write_anon_leaf_trace(path, ~1 /* C */, 0) == 0);
-	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
-	CHECK(out && !strcmp(out, "[truncated];main (t.lua:0);? (t.lua:1);string.rep;[anon] 3\n"));
-	free(out);
+	CHECK(anon_leaf_folds_to(path, ~0 /* interpreting */, 0, 0,
+				 "[truncated];main (t.lua:0);? (t.lua:1);string.rep 3\n"));
+	CHECK(anon_leaf_folds_to(path, ~1 /* C */, 0, 0,
+				 "[truncated];main (t.lua:0);? (t.lua:1);string.rep;[anon] 3\n"));
 }
 
 /*
@@ -232,22 +236,13 @@ TEST(report_anon_leaf_is_a_trace_only_where_one_may_run)
 TEST(report_anon_leaf_outside_the_running_trace_is_native)
 {
 	const char *path = rt_path("ffi_anon.lp");
-	char *out = NULL;
 
-	CHECK(write_anon_leaf_trace(path, 3, 0x40000 /* holds the leaf */) == 0);
-	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
-	CHECK(out && !strcmp(out, "[truncated];main (t.lua:0);? (t.lua:1) 3\n"));
-	free(out);
-	out = NULL;
-	CHECK(write_anon_leaf_trace(path, 3, 0x48000 /* in the leaf's mapping */) == 0);
-	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
-	CHECK(out && !strcmp(out, "[truncated];main (t.lua:0);? (t.lua:1) 3\n"));
-	free(out);
-	out = NULL;
-	CHECK(write_anon_leaf_trace(path, 3, 0x60000 /* in another mapping */) == 0);
-	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
-	CHECK(out && !strcmp(out, "[truncated];main (t.lua:0);? (t.lua:1);[anon] 3\n"));
-	free(out);
+	CHECK(anon_leaf_folds_to(path, 3, 0x40000 /* holds the leaf */, 0,
+				 "[truncated];main (t.lua:0);? (t.lua:1) 3\n"));
+	CHECK(anon_leaf_folds_to(path, 3, 0x48000 /* in the leaf's mapping */, 0,
+				 "[truncated];main (t.lua:0);? (t.lua:1) 3\n"));
+	CHECK(anon_leaf_folds_to(path, 3, 0x60000 /* in another mapping */, 0,
+				 "[truncated];main (t.lua:0);? (t.lua:1);[anon] 3\n"));
 }
 
 /*
@@ -264,12 +259,9 @@ TEST(report_gap_after_another_jits_code)
 	const char *path = rt_path("gap.lp");
 	char *out = NULL;
 
-	CHECK(write_anon_leaf_trace_gap(path, 3, 0x60000 /* another mapping */, 1) == 0);
-	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
-	CHECK(out && !strcmp(out, "host+0xff;host+0x1ff;main (t.lua:0);? (t.lua:1);"
-				  "[unknown frames];[anon] 3\n"));
-	free(out);
-	out = NULL;
+	CHECK(anon_leaf_folds_to(path, 3, 0x60000 /* another mapping */, 1,
+				 "host+0xff;host+0x1ff;main (t.lua:0);? (t.lua:1);"
+				 "[unknown frames];[anon] 3\n"));
 	CHECK(rt_run(cmd_report, &out, NULL, "report", path, NULL) == 0);
 	CHECK(out && strstr(out, "# samples: 3, lost: 0, frames unseen: 3 (100.00%, "
 				 "[unknown frames])\n"));
@@ -280,12 +272,9 @@ TEST(report_gap_after_another_jits_code)
 	CHECK(out && strstr(out, "stacks defined: 1 (kernel 0, user 1, 1 of them with frames "
 				 "unseen: [unknown frames])\n"));
 	free(out);
-	out = NULL;
-	CHECK(write_anon_leaf_trace_gap(path, ~1 /* C */, 0, 1) == 0);
-	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
-	CHECK(out && !strcmp(out, "host+0xff;host+0x1ff;main (t.lua:0);? (t.lua:1);string.rep;"
-				  "[unknown frames];[anon] 3\n"));
-	free(out);
+	CHECK(anon_leaf_folds_to(path, ~1 /* C */, 0, 1,
+				 "host+0xff;host+0x1ff;main (t.lua:0);? (t.lua:1);string.rep;"
+				 "[unknown frames];[anon] 3\n"));
 }
 
 TEST(report_vm_state_pseudo_frames)
