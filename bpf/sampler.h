@@ -27,7 +27,7 @@
 /* In ustack[], after another JIT's code (anonymous, no CFI: PCRE's)
  * that Lua reached through C functions, when the walk went on from the
  * VM's innermost C frame: the frames between, which the walk could not
- * see (bpf/unwind_native.bpf.h, unwind_gap_step()).  No frame is at 0. */
+ * see (bpf/unwind_native.bpf.h, unwind_jit_step()).  No frame is at 0. */
 #define LP_USTACK_GAP 0ull
 
 /* The kernel's default kernel.perf_event_max_stack. */

@@ -669,7 +669,7 @@ static __always_inline int unwind_vm_other(struct unwind_cursor *c)
  * dropped those frames from a stack that said it was whole (the match's
  * time went to the C function as its own).  Another JIT's code is
  * stepped over with the VM's C frame too, but with a gap recorded for
- * those frames (unwind_gap_step()).  A trace cannot lie under a C
+ * those frames (unwind_jit_step()).  A trace cannot lie under a C
  * function that entered the VM again: LuaJIT calls no finalizer and
  * allows no FFI callback while a trace runs.
  *
@@ -699,37 +699,28 @@ static __always_inline int unwind_may_be_trace(const struct lp_unwind_proc *proc
 	return unwind_map_index(proc, lookup) == unwind_map_index(proc, c->trace_lo);
 }
 
-/* Steps over code unwind_may_be_trace() took for the running trace's. */
-static __always_inline int unwind_jit_step(struct unwind_cursor *c)
-{
-	int stop = unwind_vm_step(c);
-
-	if (stop < 0)
-		return LP_USTOP_JIT;
-	if (!stop)
-		c->jit_frame = c->n + 1;
-	return stop;
-}
-
 /*
- * Steps over another JIT's code (unwind_may_be_trace() said it is not a
- * trace's) to the VM's innermost C frame, where a trace's code would step
- * to, and has a gap recorded after it (LP_USTACK_GAP).  Lua reached that
- * code through C functions: those called through the FFI from a trace
- * (ngx_http_lua_ffi_exec_regex, pcre_exec), or the C function Lua called
- * (rspamd's regexp:match(), pcre2_match), all under the VM's C frame.
- * They cannot be seen: the JIT's code has no CFI and keeps no frame
- * pointer.  The gap says so, where the walk used to stop (a cut: the
- * root [truncated], a flame graph's tower apart from the program's).
+ * Steps over JIT code to the VM's innermost C frame: a trace's, as
+ * unwind_may_be_trace() took it (the frame noted in c->jit_frame), or,
+ * `foreign`, another JIT's, with a gap recorded after it (LP_USTACK_GAP).
+ * Lua reached another JIT's code through C functions: those called
+ * through the FFI from a trace (ngx_http_lua_ffi_exec_regex, pcre_exec),
+ * or the C function Lua called (rspamd's regexp:match(), pcre2_match),
+ * all under the VM's C frame.  They cannot be seen: the JIT's code has no
+ * CFI and keeps no frame pointer.  The gap says so, where the walk used
+ * to stop (a cut: the root [truncated], a flame graph's tower apart from
+ * the program's).
  */
-static __always_inline int unwind_gap_step(struct unwind_cursor *c)
+static __always_inline int unwind_jit_step(struct unwind_cursor *c, int foreign)
 {
 	int stop = unwind_vm_step(c);
 
 	if (stop < 0)
 		return LP_USTOP_JIT;
-	if (!stop)
+	if (!stop && foreign)
 		c->gap = 1;
+	else if (!stop)
+		c->jit_frame = c->n + 1;
 	return stop;
 }
 
@@ -1049,7 +1040,7 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		 * mappings at that moment leaves it out.
 		 */
 		if (c->cframe && unwind_may_be_trace(proc, c, lookup))
-			return unwind_jit_step(c);
+			return unwind_jit_step(c, 0);
 		if (unwind_vma_object(c, lookup, &obj, &bias))
 			return LP_USTOP_UNMAPPED;
 		kind = LP_UMAP_ROWS;
@@ -1083,8 +1074,7 @@ found:
 		m->row = row;
 	}
 	if (kind == LP_UMAP_JIT)
-		return unwind_may_be_trace(proc, c, lookup) ? unwind_jit_step(c) :
-		       unwind_gap_step(c);
+		return unwind_jit_step(c, !unwind_may_be_trace(proc, c, lookup));
 	if (kind != LP_UMAP_ROWS) {
 		/* No CFI: trust rbp for this frame, [rbp] = caller's rbp,
 		 * [rbp + 8] = return address.  A zero rbp ends the chain: the

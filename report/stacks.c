@@ -398,7 +398,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 		 * could not see, to the VM's innermost C frame, where a
 		 * trace's code would have taken it.  The gap stands where
 		 * that code would: the innermost VM entry's Lua frames go
-		 * after it (bpf/unwind_native.bpf.h, unwind_gap_step()). */
+		 * after it (bpf/unwind_native.bpf.h, unwind_jit_step()). */
 		int gap = i && a[i] == LP_ADDR_GAP;
 		int before_gap = i + 1 < nd && a[i + 1] == LP_ADDR_GAP;
 
