@@ -60,8 +60,9 @@
 # others' work on a shared machine preempts them less (it still shares the
 # caches): for developing on a loaded machine, not for the figures.
 # The default (8 settings, 8 pairs of 4 s) has 8.5 minutes of windows; with
-# the recorders' starts and stops it ran 13 minutes (6 settings took 10 under
-# a load average of 11-19, less on an idle machine).
+# the recorders' starts and stops it ran 617-623 s on an idle machine (each
+# setting about 76 s; 6 settings took 10 minutes under a load average of
+# 11-19).
 # bench/nginx_size.sh gives bytes/sample of long recordings.
 # `bench/nginx.sh --self-check` checks the statistics on known data, with
 # no root and nothing started.
