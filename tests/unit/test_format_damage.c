@@ -684,32 +684,35 @@ TEST(srclines_records_good_and_bad)
 	lp_buf_free(&body);
 }
 
-/* Every byte of a good SRCLINES body overwritten, in turn, with values
- * that end or continue a varint, or point far: each record decodes or
- * is bad, the reader reads on, and what decodes holds together (string
- * indexes within the table, addresses ascending, 1 to 16 frames). */
-TEST(srclines_every_byte_overwritten)
+/*
+ * The every-byte tests: a file of records of one type, each a copy of a
+ * good body with one of its bytes overwritten by one of damage_vals
+ * (values that end or continue a varint, or point far), for every byte
+ * and value in turn, then an exit.  Each record must decode or be
+ * counted bad, at least one of each, and the reader must read on to the
+ * exit; check() asks of each record that decodes that it holds together.
+ */
+static const uint8_t damage_vals[] = { 0x00, 0x01, 0x10, 0x7f, 0x80, 0xff };
+
+static void read_each_byte_damaged(const char *name, uint64_t type, struct lp_buf *body,
+				   void (*check)(const struct lp_record *))
 {
-	static const uint64_t good[] = { 3, 0x1000, 2, 1, 2, 10, 0, 0, 0, 0x10, 1, 1, 2, 12,
-					 0x7fff, 3, 2, 1, 5, 1, 0, 6, 0, 2, 7 };
-	static const uint8_t vals[] = { 0x00, 0x01, 0x10, 0x7f, 0x80, 0xff };
-	struct lp_buf b = { 0 }, p = { 0 }, body = { 0 };
-	const char *path = fmt_tmp_path("srclines-bytes.lp");
+	struct lp_buf b = { 0 }, p = { 0 };
+	const char *path = fmt_tmp_path(name);
 	struct trace_reader_stats st;
 	struct trace_reader *r;
 	struct lp_record rec;
-	size_t nrec = 0, nexit = 0, total;
+	size_t nrec = 0, nexit = 0;
 	char msg[64];
 
-	put_srclines_body(&body, 7, 2, good, ARRAY_SIZE(good));
 	put_header(&b, 1, 0, 0);
-	for (size_t at = 0; at < body.len; at++) {
-		for (size_t v = 0; v < ARRAY_SIZE(vals); v++) {
-			uint8_t keep = body.data[at];
+	for (size_t at = 0; at < body->len; at++) {
+		for (size_t v = 0; v < ARRAY_SIZE(damage_vals); v++) {
+			uint8_t keep = body->data[at];
 
-			body.data[at] = vals[v];
-			put_record(&p, LP_REC_SRCLINES, &body);
-			body.data[at] = keep;
+			body->data[at] = damage_vals[v];
+			put_record(&p, type, body);
+			body->data[at] = keep;
 		}
 	}
 	put_exit(&p, 1);
@@ -717,28 +720,46 @@ TEST(srclines_every_byte_overwritten)
 	CHECK(fmt_write_file(path, b.data, b.len) == 0);
 	CHECK(trace_reader_open(&r, path, msg, sizeof(msg)) == 0);
 	while (trace_reader_next(r, &rec) == 1) {
-		const struct lp_srclines *sl = &rec.u.srclines;
-
 		nexit += rec.type == LP_REC_EXIT;
-		if (rec.type != LP_REC_SRCLINES)
+		if (rec.type != type)
 			continue;
 		nrec++;
-		CHECK(sl->object && lp_srclines_size(sl) > 0);
-		for (uint32_t i = 0; i < sl->nchain; i++) {
-			const struct lp_srcchain *c = &sl->chains[i];
-
-			CHECK(c->nframe >= 1 && c->nframe <= LP_SRCLINES_MAX_FRAMES);
-			CHECK(!i || c->vaddr > sl->chains[i - 1].vaddr);
-			for (uint32_t k = 0; k < c->nframe; k++)
-				CHECK(c->frames[k].func <= sl->nstr && c->frames[k].file <= sl->nstr);
-		}
+		check(&rec);
 	}
 	trace_reader_get_stats(r, &st);
 	trace_reader_close(r);
-	total = body.len * ARRAY_SIZE(vals);
-	CHECK(nexit == 1 && nrec + st.bad_records == total && nrec > 0 && st.bad_records > 0);
+	CHECK(nexit == 1 && nrec + st.bad_records == body->len * ARRAY_SIZE(damage_vals));
+	CHECK(nrec > 0 && st.bad_records > 0);
 	lp_buf_free(&b);
 	lp_buf_free(&p);
+}
+
+/* String indexes within the table, addresses ascending, 1 to 16 frames. */
+static void check_srclines(const struct lp_record *rec)
+{
+	const struct lp_srclines *sl = &rec->u.srclines;
+
+	CHECK(sl->object && lp_srclines_size(sl) > 0);
+	for (uint32_t i = 0; i < sl->nchain; i++) {
+		const struct lp_srcchain *c = &sl->chains[i];
+
+		CHECK(c->nframe >= 1 && c->nframe <= LP_SRCLINES_MAX_FRAMES);
+		CHECK(!i || c->vaddr > sl->chains[i - 1].vaddr);
+		for (uint32_t k = 0; k < c->nframe; k++)
+			CHECK(c->frames[k].func <= sl->nstr && c->frames[k].file <= sl->nstr);
+	}
+}
+
+/* Every byte of a good SRCLINES body overwritten, in turn
+ * (read_each_byte_damaged()). */
+TEST(srclines_every_byte_overwritten)
+{
+	static const uint64_t good[] = { 3, 0x1000, 2, 1, 2, 10, 0, 0, 0, 0x10, 1, 1, 2, 12,
+					 0x7fff, 3, 2, 1, 5, 1, 0, 6, 0, 2, 7 };
+	struct lp_buf body = { 0 };
+
+	put_srclines_body(&body, 7, 2, good, ARRAY_SIZE(good));
+	read_each_byte_damaged("srclines-bytes.lp", LP_REC_SRCLINES, &body, check_srclines);
 	lp_buf_free(&body);
 }
 
@@ -862,10 +883,20 @@ TEST(trace_snaps_records_good_and_bad)
 	lp_buf_free(&body);
 }
 
-/* Every byte of a good TRACE_SNAPS body overwritten, in turn: each record
- * decodes or is bad, the reader reads on, and what decodes holds together
- * (offsets ascending, frames within bounds, kept frames equal to the
- * snapshot before's). */
+/* Offsets ascending, frames within bounds. */
+static void check_trace_snaps(const struct lp_record *rec)
+{
+	const struct lp_trace_snaps *ts = &rec->u.trace_snaps;
+
+	CHECK(ts->trace != 0);
+	for (uint32_t i = 0; i < ts->nsnap; i++) {
+		CHECK(ts->snaps[i].nframe <= LP_TSNAP_MAX_FRAMES);
+		CHECK(!i || ts->snaps[i].mcofs > ts->snaps[i - 1].mcofs);
+	}
+}
+
+/* Every byte of a good TRACE_SNAPS body overwritten, in turn
+ * (read_each_byte_damaged()). */
 TEST(trace_snaps_every_byte_overwritten)
 {
 	static const uint64_t good[] = { 5, 104, 0x1000, 4,
@@ -873,48 +904,9 @@ TEST(trace_snaps_every_byte_overwritten)
 					 40, 0, 2, 1, 1, 10, 0, 1, 2, 5, 0,
 					 16, 1, 1, 1, 3, 2, 2,
 					 3, 0, 0 };
-	static const uint8_t vals[] = { 0x00, 0x01, 0x10, 0x7f, 0x80, 0xff };
-	struct lp_buf b = { 0 }, p = { 0 }, body = { 0 };
-	const char *path = fmt_tmp_path("trace-snaps-bytes.lp");
-	struct trace_reader_stats st;
-	struct trace_reader *r;
-	struct lp_record rec;
-	size_t nrec = 0, nexit = 0;
-	char msg[64];
+	struct lp_buf body = { 0 };
 
 	put_uvs_body(&body, good, ARRAY_SIZE(good));
-	put_header(&b, 1, 0, 0);
-	for (size_t at = 0; at < body.len; at++) {
-		for (size_t v = 0; v < ARRAY_SIZE(vals); v++) {
-			uint8_t keep = body.data[at];
-
-			body.data[at] = vals[v];
-			put_record(&p, LP_REC_TRACE_SNAPS, &body);
-			body.data[at] = keep;
-		}
-	}
-	put_exit(&p, 1);
-	put_chunk(&b, LP_CHUNK_RECORDS, LP_CODEC_NONE, p.data, p.len);
-	CHECK(fmt_write_file(path, b.data, b.len) == 0);
-	CHECK(trace_reader_open(&r, path, msg, sizeof(msg)) == 0);
-	while (trace_reader_next(r, &rec) == 1) {
-		const struct lp_trace_snaps *ts = &rec.u.trace_snaps;
-
-		nexit += rec.type == LP_REC_EXIT;
-		if (rec.type != LP_REC_TRACE_SNAPS)
-			continue;
-		nrec++;
-		CHECK(ts->trace != 0);
-		for (uint32_t i = 0; i < ts->nsnap; i++) {
-			CHECK(ts->snaps[i].nframe <= LP_TSNAP_MAX_FRAMES);
-			CHECK(!i || ts->snaps[i].mcofs > ts->snaps[i - 1].mcofs);
-		}
-	}
-	trace_reader_get_stats(r, &st);
-	trace_reader_close(r);
-	CHECK(nexit == 1 && nrec + st.bad_records == body.len * ARRAY_SIZE(vals));
-	CHECK(nrec > 0 && st.bad_records > 0);
-	lp_buf_free(&b);
-	lp_buf_free(&p);
+	read_each_byte_damaged("trace-snaps-bytes.lp", LP_REC_TRACE_SNAPS, &body, check_trace_snaps);
 	lp_buf_free(&body);
 }
