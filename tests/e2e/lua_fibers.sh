@@ -11,7 +11,7 @@
 . tests/lib.sh
 
 LIB=/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2
-$LUAPROF record -F 999 -o $TMP/fb.lp -- $SAMPLES/fibers $LIB 8000 >$TMP/fb.out 2>$TMP/fb.err
+$LUAPROF record -F 999 -o $TMP/fb.lp -- $SAMPLES/fibers $LIB 40000 >$TMP/fb.out 2>$TMP/fb.err
 check "record exits 0" test $? -eq 0
 $LUAPROF report --format folded -o $TMP/fb.folded $TMP/fb.lp 2>/dev/null
 
