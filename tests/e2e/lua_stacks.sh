@@ -55,7 +55,12 @@ check_abc() {
 	record_lua "$label" $out "$@" $S/abc.lua 3
 	total=$(folded_total $out.folded)
 	lua=$(grep -c . $out.folded >/dev/null; awk '/\(samples\/lua\/abc.lua:[0-9]+\)/ { n += $NF } END { print n + 0 }' $out.folded)
-	check_num "$label: a few thousand samples" "$total" ">=" 2000
+	# (Once 1408, for 3 s of CPU, beside three other tests at once;
+	# 3008 to 3075 when run again beside one: on a failure, what record
+	# said of its samples and of the sampler's runs, to tell lost ticks
+	# from lost samples.)
+	check_num "$label: a few thousand samples" "$total" ">=" 2000 ||
+		grep -E "samples, [0-9]+ lost|BPF sampler" $out.err | sed 's/^/    /'
 	check_num "$label: share of samples with Lua frames" "$(share $lua $total)" ">=" 0.98
 	a=$(folded_incl $out.folded "$(lua_frame a abc.lua '^function a()')")
 	b=$(folded_incl $out.folded "$(lua_frame b abc.lua '^function b()')")
