@@ -223,21 +223,22 @@ truth() {
 	shift
 	sed -nE 's/.*LUAPROF_BURN \(0\.00\)\[([0-9]+) ([0-9.]+) ([0-9.]+) ([0-9.]+)\].*/\1 \2 \3 \4/p' $D/scans |
 		awk -v pids=" $* " -v born=$born 'index(pids, " " $1 " ") {
-			p = $1; if (!(p in b0) || $2 < b0[p]) { b0[p] = $2; m0[p] = $3; c0[p] = $4 }
+			p = $1
 			if (born) { b0[p] = 0; m0[p] = 0; c0[p] = 0 }
+			else if (!(p in b0) || $2 < b0[p]) { b0[p] = $2; m0[p] = $3; c0[p] = $4 }
 			if ($2 >= b1[p]) { b1[p] = $2; m1[p] = $3; c1[p] = $4 } }
 		END { for (p in b0) { b += b1[p] - b0[p]; m += m1[p] - m0[p]; c += c1[p] - c0[p] }
 			print b + 0, m + 0, c + 0 }'
 }
 off() { awk -v a="$1" -v b="$2" 'BEGIN { d = b ? a / b - 1 : 1; printf "%.3f", d < 0 ? -d : d }'; }
 for gen in old new; do
-	if [ $gen = old ]; then pids=${WORKERS[*]}; else pids=${NEW[*]}; fi
+	if [ $gen = old ]; then pids=${WORKERS[*]} born=0; else pids=${NEW[*]} born=1; fi
 	f=$TMP/rs.$gen.folded
 	$LUAPROF report --format folded --pid ${pids// /,} -o $f $TMP/rs.lp 2>/dev/null
 	check "$gen workers: the rule runs under lua_pcall, from ev_run in rspamd_fork_worker" \
 		grep -qE "^[^;]+;__libc_start_main;.*;rspamd_fork_worker;.*;ev_run;.*;lua_pcall;$(printf '%s;' "$burn" | sed 's/[.()?]/\\&/g')" $f
 	total=$(folded_total $f)
-	read -r burned matched cpu < <(truth $([ $gen = new ] && echo 1 || echo 0) $pids)
+	read -r burned matched cpu < <(truth $born $pids)
 	rule=$(folded_incl $f "$burn")
 	inre=$(awk "$leaf_anon"' anon' $f | grep -F ";$burn;" | folded_total /dev/stdin)
 	echo "# $gen workers: $total samples; the rule $rule, its regular expression $inre;" \
