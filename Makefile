@@ -16,11 +16,11 @@ CFLAGS   ?= -O2 -g
 LDFLAGS  ?=
 LP_CFLAGS := -Wall -Wextra -std=gnu11 -D_GNU_SOURCE -DLUAPROF_VERSION='"$(VERSION)"' \
             -I. -I$(BUILD)
-LDLIBS   := -lbpf -ldw -lelf -lz -llz4
+LDLIBS   := -lbpf -ldw -lelf -lz -llz4 -lcapstone
 
 # Debian packages the build and the tests need.
 DEPS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev liblz4-dev \
-        pkg-config make gcc python3 util-linux libclang-rt-14-dev
+        libcapstone-dev pkg-config make gcc python3 util-linux libclang-rt-14-dev
 
 FORMAT_SRC := $(wildcard format/*.c)
 LIB_SRC    := $(wildcard lib/*.c)
@@ -77,7 +77,11 @@ UNIT_RECORD_OBJ := $(BUILD)/record/luajit_layouts.o $(BUILD)/record/unwind_table
 		   $(BUILD)/record/unwind_buckets.o $(BUILD)/record/srclines.o \
 		   $(BUILD)/record/addrset.o $(BUILD)/record/symtab.o \
 		   $(BUILD)/record/sample_event.o $(BUILD)/record/procmaps.o \
-		   $(BUILD)/record/say.o
+		   $(BUILD)/record/say.o $(BUILD)/record/symexec.o \
+		   $(BUILD)/record/symexec_x86.o $(BUILD)/record/elfimage.o \
+		   $(BUILD)/record/luajit_code.o $(BUILD)/record/luajit_struct.o \
+		   $(BUILD)/record/luajit_libs.o $(BUILD)/record/luajit_cfi.o \
+		   $(BUILD)/record/luajit_cache.o
 
 # record/ includes the generated skeleton: an explicit prerequisite, so a
 # clean tree builds it first.  The parts the unit tests link need no BPF,

@@ -29,13 +29,22 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: luaprof check [-v]\n\n"
+	fprintf(f, "usage: luaprof check [-v]\n"
+		"       luaprof check [-v] --luajit FILE|PID\n\n"
 		"Says whether luaprof will run on this machine: the kernel's version, each\n"
 		"kernel feature luaprof needs with the Linux version that brought it, the\n"
 		"settings that bound a recording, and a trial load of the BPF sampler.\n"
 		"Run it as the user who will record (root, or CAP_BPF + CAP_PERFMON +\n"
 		"CAP_SYS_RESOURCE).  Exits 0 when luaprof will run here, 1 when not.\n\n"
-		"  -v, --verbose  show libbpf's messages during the trial load\n"
+		"With --luajit, says whether luaprof can walk the Lua frames of a LuaJIT\n"
+		"build instead: the executable or libluajit-5.1.so at FILE, or the one\n"
+		"process PID maps.  Prints every offset luaprof reads, where the build's\n"
+		"code showed it or that LuaJIT 2.1's declaration gave it, DWARF's value\n"
+		"beside it when the object has debug info, and its builtins' names.  Exits\n"
+		"0 when luaprof walks the build, 1 when not.\n\n"
+		"  --luajit WHAT  read the LuaJIT build WHAT (a file, or a process id)\n"
+		"  -v, --verbose  show libbpf's messages during the trial load; with\n"
+		"                 --luajit, every builtin's name by id\n"
 		"  -h, --help     print this help and exit\n");
 }
 
@@ -213,16 +222,21 @@ int cmd_check(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "luajit", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int verbose = 0, missing = 0, unknown = 0, privileged, err = -EPERM, c;
+	const char *luajit = NULL;
 	struct utsname u;
 
 	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			verbose = 1;
+			break;
+		case 'L':
+			luajit = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -236,6 +250,8 @@ int cmd_check(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (luajit)
+		return check_luajit(luajit, verbose);
 	if (!uname(&u))
 		printf("kernel: Linux %s %s (%s)\n", u.release, u.version, u.machine);
 	libbpf_set_print(NULL);

@@ -32,10 +32,14 @@ struct lj_target {
 	const struct lj_build_desc *build; /* names and fast functions */
 	struct lj_layout layout;           /* what the walker uses */
 	char object[PATH_MAX];             /* the ELF file holding LuaJIT */
-	char source[320];                  /* how the layout was chosen */
-	const char *build_used; /* a built-in row's name, "dwarf" or "file" */
+	char source[512];                  /* how the layout was chosen */
+	const char *build_used; /* "code", "dwarf" or "file" */
 	int64_t bias;       /* runtime address = ELF vaddr + bias */
 	uint64_t G, vm_start, vm_end;
+	/* the interpreter's code as the derivation found it (ELF vaddrs),
+	 * for an entry frame of cf_size_code bytes; 0 when not */
+	uint64_t vm_start_code, vm_end_code;
+	uint16_t cf_size_code;
 };
 
 /* A PUC Lua VM seen in a process: luaprof does not walk it, and says so. */
@@ -46,10 +50,9 @@ struct lua_puc {
 
 /* ---- luajit_detect.c ---------------------------------------------------
  * Looks for LuaJIT among pid's executable mappings: an ELF object that
- * exports luaJIT_setmode.  Tells OpenResty's luajit2 (lua_setexdata) from
- * upstream, GC64 from 32-bit references (lua_gettop's code), and takes the
- * layout from offsets_file (NULL: none), else from the object's DWARF
- * (its own or a separate debug file), else from the built-in table.
+ * exports luaJIT_setmode, and takes the layout from offsets_file (NULL:
+ * none), else from the object's DWARF (its own or a separate debug file),
+ * else from its code (luajit_code.c).
  * Returns 0 with *out allocated, -ENOENT if there is no LuaJIT, or another
  * -errno with a reason in msg.  puc (may be NULL) gets the first PUC Lua
  * (5.1 to 5.4: lua_newstate without luaJIT_setmode, the version from
@@ -62,6 +65,12 @@ int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file
  * layout (tarantool's takes 100 ms, during which the command's first Lua
  * would run with no Lua walk).  arg is unused (unwind_preload's `also`). */
 void lj_preload(const char *path, void *arg);
+/* The layout derived from the code of the LuaJIT object open at fd, as
+ * the recorder would use it (read once per file and kept): 0 with *r,
+ * or -errno with what failed in *msg (also set on success: where the
+ * fields came from).  For `luaprof check --luajit`. */
+struct lj_code_result;
+int lj_layout_of(int fd, const struct lj_code_result **r, const char **msg);
 /* Reads a layout from a file of "field = value" lines, the names of
  * bpf/luajit_layout.h's LJ_LAYOUTDEF. */
 int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
@@ -97,6 +106,8 @@ int lj_locate_vm(struct lj_target *t, uint64_t G, char *msg, size_t msglen);
  * its CFI alone: 0 or -ENOENT. */
 int lj_vm_from_cfi(const char *path, uint16_t cf_size, uint64_t *start,
 		   uint64_t *end);
+/* The same from an object open at fd (not closed). */
+int lj_vm_from_cfi_fd(int fd, uint16_t cf_size, uint64_t *start, uint64_t *end);
 /* The BPF map value for t. */
 void lj_target_proc(const struct lj_target *t, struct lj_proc *p);
 /* When t's LuaJIT, validated, is its executable: the BPF lj_images entry

@@ -5,25 +5,20 @@
  * Production builds are stripped: what is left is the exported API
  * (lua_*, luaL_*, luaJIT_*) in .dynsym, which a static `luajit` keeps too
  * (it exports the API for C modules).  So an executable mapping whose ELF
- * exports luaJIT_setmode holds LuaJIT, wherever it was linked.  Two facts
- * choose a built-in layout: OpenResty's luajit2 exports lua_setexdata,
- * upstream does not; and lua_gettop, `return L->top - L->base`, compiles
- * to two loads whose displacements are the offsets of top and base in
- * lua_State, which differ between GC64 and 32-bit references.
+ * exports luaJIT_setmode holds LuaJIT, wherever it was linked.
  *
- * The built-in table only knows the builds it was derived from, so two
- * other sources come first.  An offsets file (--luajit-offsets FILE, the
- * fields of struct lj_layout as "field = value" lines) describes any
- * build, and is what the user asked for.  Otherwise the object's DWARF,
- * or that of its separate debug file (luajit_dwarf.c), gives the offsets
- * of the build actually running, and wins over the table when they
- * differ; the source string says which was used and whether the table
- * disagreed.  Only without either does the table decide, and a build it
- * cannot place is refused with what failed.  The table may know several
- * builds of one variant (upstream's 32-bit-reference build and
- * tarantool's fork look alike by their exports): the interpreter's code,
- * found from its CFI, says how far from G its dispatch table lies, and
- * that picks the row.
+ * Three sources, in this order.  An offsets file (--luajit-offsets FILE,
+ * the fields of struct lj_layout as "field = value" lines) is what the
+ * user asked for.  The object's DWARF, or that of its separate debug file
+ * (luajit_dwarf.c), is the compiler's own account of the build.  Without
+ * either, the object's code (luajit_code.c): the exported functions and
+ * the interpreter say where each field is, and LuaJIT 2.1's declarations
+ * complete what they do not show.  Where DWARF is there, the code is read
+ * too and the source string says whether the two agree.  A build whose
+ * code cannot be read is refused with what failed; luaprof keeps no table
+ * of builds to guess from (luajit_layouts.c's rows are what the tests
+ * hold the derivation to).  Each object is read once, whatever number of
+ * processes map it.
  *
  * PUC Lua exports lua_newstate as LuaJIT does, but not luaJIT_setmode:
  * such an object is noted (version from lua_ident) so that the recorder
@@ -46,13 +41,12 @@
 #include <unistd.h>
 
 #include "record/luajit.h"
+#include "record/luajit_code.h"
 #include "record/procmaps.h"
 
 struct elf_exports {
-	uint64_t setmode, setexdata, gettop; /* vaddrs, 0 when absent */
-	uint8_t gettop_code[16];
-	size_t gettop_len;
-	int64_t bias_off; /* p_vaddr - p_offset of the segment of gettop */
+	uint64_t setmode, setexdata; /* vaddrs, 0 when absent */
+	int64_t bias_off; /* p_vaddr - p_offset of the segment of setmode */
 	/* PUC Lua: lua_newstate (LuaJIT has it too), its version string,
 	 * and an export each of 5.4, 5.3, 5.2 and 5.1 has and the later
 	 * ones have not (or not any more). */
@@ -117,7 +111,7 @@ static const struct {
 	size_t off; /* of a uint64_t vaddr in struct elf_exports */
 } exports[] = {
 	EXPORT("luaJIT_setmode", setmode),	 EXPORT("lua_setexdata", setexdata),
-	EXPORT("lua_gettop", gettop),		 EXPORT("lua_newstate", newstate),
+	EXPORT("lua_newstate", newstate),
 	EXPORT("lua_ident", ident),		 EXPORT("lua_newuserdatauv", newuserdatauv),
 	EXPORT("lua_rotate", rotate),		 EXPORT("lua_callk", callk),
 	EXPORT("lua_setfenv", setfenv),
@@ -166,68 +160,27 @@ static int read_exports(int fd, struct elf_exports *ex)
 
 		snprintf(ex->version, sizeof(ex->version), "%s", v);
 	}
-	if (ex->setmode && ex->gettop) {
+	if (ex->setmode) {
 		uint64_t off;
-		ssize_t n;
 
-		err = file_offset(elf, ex->gettop, &off, &ex->bias_off);
-		if (!err) {
-			n = pread(fd, ex->gettop_code, sizeof(ex->gettop_code), (off_t)off);
-			ex->gettop_len = n > 0 ? (size_t)n : 0;
-		}
+		err = file_offset(elf, ex->setmode, &off, &ex->bias_off);
 	}
 	elf_end(elf);
 	return err;
 }
 
-/* The lj_layout fields, by the names a --luajit-offsets file uses
- * (bpf/luajit_layout.h's list).  A file may leave out the optional ones: without
- * them Lua frames are still walked (fast-function ids: no coroutine
- * crossing; traces: number only; snapshots: compiled code placed in the
- * trace's first function). */
-#define FILE_FIELD(type, name, group, ...) FILE_FIELD_##group(name)
-#define FILE_FIELD_VM(f) FILE_FIELD_ENTRY(f, 0)
-#define FILE_FIELD_FF(f) FILE_FIELD_ENTRY(f, 1)
-#define FILE_FIELD_JIT(f) FILE_FIELD_ENTRY(f, 1)
-#define FILE_FIELD_SNAP(f) FILE_FIELD_ENTRY(f, 1)
-#define FILE_FIELD_PAD(f)
-#define FILE_FIELD_ENTRY(f, opt) \
-	{ #f, offsetof(struct lj_layout, f), sizeof(((struct lj_layout *)0)->f), opt },
-static const struct {
-	const char *name;
-	size_t off, size;
-	int optional;
-} layout_fields[] = {
-	LJ_LAYOUTDEF(FILE_FIELD)
-};
-#undef FILE_FIELD
-#undef FILE_FIELD_VM
-#undef FILE_FIELD_FF
-#undef FILE_FIELD_JIT
-#undef FILE_FIELD_SNAP
-#undef FILE_FIELD_PAD
-#undef FILE_FIELD_ENTRY
-#define NFIELDS (sizeof(layout_fields) / sizeof(layout_fields[0]))
-
-/* A field's value; g2disp is the one signed field. */
-static long long field_get(const struct lj_layout *lo, size_t i)
+/* A --luajit-offsets file names the fields of bpf/luajit_layout.h's list
+ * (lj_fields).  It may leave out the optional ones: without them Lua
+ * frames are still walked (fast-function ids: no coroutine crossing;
+ * traces: number only; snapshots: compiled code placed in the trace's
+ * first function). */
+static int field_optional(size_t i)
 {
-	const char *p = (const char *)lo + layout_fields[i].off;
-	uint32_t u32;
-	uint16_t u16;
-
-	switch (layout_fields[i].size) {
-	case 1:
-		return *(const uint8_t *)p;
-	case 2:
-		memcpy(&u16, p, 2);
-		return u16;
-	default:
-		memcpy(&u32, p, 4);
-		return layout_fields[i].off == offsetof(struct lj_layout, g2disp) ?
-			(long long)(int32_t)u32 : (long long)u32;
-	}
+	return lj_fields[i].group != LJG_VM;
 }
+
+#define NFIELDS LJF__N
+#define field_get(lo, i) lj_field_get(lo, (enum lj_field)(i))
 
 /* Says where two layouts differ: the first field and how many. */
 static void layout_diff(const struct lj_layout *a, const struct lj_layout *b,
@@ -246,7 +199,7 @@ static void layout_diff(const struct lj_layout *a, const struct lj_layout *b,
 		snprintf(buf, len, "same as");
 	else
 		snprintf(buf, len, "differs (%s %lld, not %lld%s) from",
-			 layout_fields[first].name, field_get(a, first),
+			 lj_fields[first].name, field_get(a, first),
 			 field_get(b, first), n > 1 ? ", and more" : "");
 }
 
@@ -350,62 +303,168 @@ static const struct dwarf_build *dwarf_build(const char *path)
 	return d;
 }
 
-/* What the code of the interpreter says about the build: the distance
- * from G to the dispatch table it uses (lj_g2disp_from_vm), read from
- * the file between the ELF vaddrs start and end.  0 or -errno. */
-static int vm_g2disp(pid_t pid, const struct lp_mapping *m, uint64_t start,
-		     uint64_t end, int gc64, int32_t *g2disp)
-{
-	uint8_t *code = NULL;
-	uint64_t off;
-	int64_t delta;
-	Elf *elf = NULL;
-	int fd, err = -ENOENT;
+/*
+ * A layout read from an object's code (luajit_code.c), one per object
+ * file like DWARF's, kept for the recorder's life.  The file is the one
+ * the process maps (procmaps_open: through /proc/PID/map_files, so a
+ * container's build is read, never the host's file of the same path),
+ * known by its device, inode, size and change time.
+ */
+struct code_build {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int err;                   /* 0: a complete layout in r */
+	char msg[600];             /* what failed, or where the fields came from */
+	struct lj_build_desc desc; /* name "code", the layout, names */
+	struct lj_code_result r;
+	struct code_build *next;
+};
 
-	if (end <= start || end - start > (4u << 20))
-		return -ENOENT;
-	fd = procmaps_open(pid, m);
-	if (fd < 0)
-		return fd;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	code = malloc(end - start);
-	if (elf && code && !file_offset(elf, start, &off, &delta) &&
-	    pread(fd, code, end - start, (off_t)off) == (ssize_t)(end - start))
-		err = lj_g2disp_from_vm(code, end - start, gc64, g2disp);
-	free(code);
-	if (elf)
-		elf_end(elf);
-	close(fd);
-	return err;
+static struct code_build *code_builds;
+
+/* The functions a derivation read, in the order first used, for a
+ * source string: "lua_pushthread, lua_call, ...". */
+static void via_list(const struct lj_code_result *r, int from, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int f = 0; f < LJF__N; f++) {
+		int dup = 0;
+
+		if (r->from[f] != from || !r->via[f])
+			continue;
+		for (int g = 0; g < f && !dup; g++)
+			dup = r->from[g] == from && r->via[g] && !strcmp(r->via[g], r->via[f]);
+		if (!dup && n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", r->via[f]);
+	}
+}
+
+/* What a derivation could not do: the first VM field it has no value
+ * for, or the conflict. */
+static void code_failure(const struct lj_code_result *r, char *buf, size_t len)
+{
+	if (r->conflict[0]) {
+		snprintf(buf, len, "%s", r->conflict);
+		return;
+	}
+	for (int f = 0; f < LJF__N; f++) {
+		if (lj_fields[f].group == LJG_VM && r->from[f] == LJ_FROM_NONE) {
+			snprintf(buf, len, "its code does not show %s", lj_fields[f].name);
+			return;
+		}
+	}
+	buf[0] = '\0';
+}
+
+static void code_derive(struct code_build *c, int fd)
+{
+	char code[256], decl[128];
+	int ncode = 0, ndecl = 0, cached;
+
+	cached = !lj_cache_load(fd, &c->r);
+	if (cached) {
+		code_failure(&c->r, c->msg, sizeof(c->msg));
+		if (c->msg[0]) {
+			lj_ffnames_free(&c->r.ff);
+			cached = 0;
+		}
+	}
+	c->err = cached ? 0 : lj_code_derive(fd, &c->r);
+	if (c->err) {
+		snprintf(c->msg, sizeof(c->msg), "its code could not be read: %s",
+			 strerror(-c->err));
+		return;
+	}
+	code_failure(&c->r, c->msg, sizeof(c->msg));
+	if (c->msg[0]) {
+		c->err = -ENOTSUP;
+		return;
+	}
+	if (!cached)
+		lj_cache_store(fd, &c->r);
+	for (int f = 0; f < LJF__N; f++) {
+		ncode += c->r.from[f] == LJ_FROM_CODE;
+		ndecl += c->r.from[f] == LJ_FROM_STRUCT;
+	}
+	via_list(&c->r, LJ_FROM_CODE, code, sizeof(code));
+	via_list(&c->r, LJ_FROM_STRUCT, decl, sizeof(decl));
+	snprintf(c->msg, sizeof(c->msg), "%d from its code (%s), %d from LuaJIT 2.1's "
+		 "declarations (%s); %u builtins named from its library tables%s", ncode,
+		 code, ndecl, decl, c->r.ff.n, cached ? " (as read before: luaprof's cache)" : "");
+	c->desc.name = "code";
+	c->desc.flags = c->r.layout.flags;
+	c->desc.layout = c->r.layout;
+	c->desc.ffnames = (const char *const *)c->r.ff.names;
+	c->desc.nffnames = c->r.ff.n;
+}
+
+static const struct code_build *code_build(int fd)
+{
+	struct code_build *c;
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return NULL;
+	for (c = code_builds; c; c = c->next)
+		if (c->dev == st.st_dev && c->ino == st.st_ino && c->size == st.st_size &&
+		    c->mtime.tv_sec == st.st_mtim.tv_sec &&
+		    c->mtime.tv_nsec == st.st_mtim.tv_nsec)
+			return c;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->dev = st.st_dev;
+	c->ino = st.st_ino;
+	c->size = st.st_size;
+	c->mtime = st.st_mtim;
+	code_derive(c, fd);
+	c->next = code_builds;
+	code_builds = c;
+	return c;
+}
+
+/* The names to give builtins: the code's when it found the libraries,
+ * else those of the variant luaprof knows (an offsets file's build). */
+static const struct lj_build_desc *names_for(const struct code_build *c, uint32_t flags)
+{
+	if (c && c->r.ff.n > 2)
+		return &c->desc;
+	return lj_known_build(flags);
 }
 
 /*
  * Fills t->layout, t->source, t->build and t->build_used for the LuaJIT
- * in t->object: from offsets_file if given, else from DWARF if there is
- * debug info for LuaJIT, else from the built-in row of the variant that
- * the exports (flags) and lua_gettop (gc64: lj_gc64_from_gettop()) chose,
- * among several of one variant the one whose g2disp the interpreter's
- * code shows (vm_g2disp, NULL when unknown).  0, or -errno with the
- * reason in msg.
+ * in t->object, mapped as m: from offsets_file if given, else from DWARF
+ * if there is debug info for LuaJIT, else from the object's code.  0, or
+ * -errno with the reason in msg.
  */
 static int choose_layout(struct lj_target *t, const struct lp_mapping *m,
-			 const struct elf_exports *ex, int gc64, uint32_t flags,
-			 const int32_t *vm_g2disp, const char *offsets_file,
-			 char *msg, size_t msglen)
+			 const char *offsets_file, char *msg, size_t msglen)
 {
-	const struct lj_build_desc *table = NULL;
+	const struct code_build *c = NULL;
 	const struct dwarf_build *d = NULL;
-	char diff[96], path[PATH_MAX], code[96] = "";
-	size_t nflags = 0;
-	int err;
+	char diff[96], path[PATH_MAX];
+	int fd, err;
 
-	if (gc64 >= 0)
-		table = lj_known_build_for(flags, vm_g2disp, &nflags);
+	fd = procmaps_open(t->pid, m);
+	if (fd >= 0) {
+		c = code_build(fd);
+		close(fd);
+	}
+	if (c && c->r.vm_end) {
+		t->vm_start_code = c->r.vm_start;
+		t->vm_end_code = c->r.vm_end;
+		t->cf_size_code = c->r.layout.cf_size;
+	}
 	if (offsets_file) {
 		err = lj_layout_from_file(offsets_file, &t->layout, msg, msglen);
 		if (err)
 			return err;
-		t->build = lj_known_build(t->layout.flags);
+		t->build = names_for(c, t->layout.flags);
 		set_source(t, "offsets from %s", offsets_file);
 		t->build_used = "file";
 		return 0;
@@ -419,12 +478,10 @@ static int choose_layout(struct lj_target *t, const struct lp_mapping *m,
 		t->layout = d->desc.layout;
 		t->build = &d->desc;
 		t->build_used = "dwarf";
-		if (!table && gc64 >= 0)
-			table = lj_known_build(flags);
-		if (table) {
-			layout_diff(&d->desc.layout, &table->layout, diff, sizeof(diff));
-			set_source(t, "offsets from DWARF (%s), %s built-in '%s'",
-				   d->msg, diff, table->name);
+		if (c && !c->err) {
+			layout_diff(&d->desc.layout, &c->desc.layout, diff, sizeof(diff));
+			set_source(t, "offsets from DWARF (%s), %s those its code shows",
+				   d->msg, diff);
 		} else {
 			set_source(t, "offsets from DWARF (%s)", d->msg);
 		}
@@ -433,36 +490,17 @@ static int choose_layout(struct lj_target *t, const struct lp_mapping *m,
 	/* -ENOENT: no debug info for LuaJIT, the common case.  Anything else
 	 * is debug info that could not be used, which is worth a word. */
 	const char *dmsg = err != -ENOENT && d ? d->msg : "";
-	if (gc64 < 0) {
-		snprintf(msg, msglen, "%s: LuaJIT, but lua_gettop's code is not "
-			 "a pattern luaprof knows, so GC64 or not is unknown%s%s; "
-			 "describe the build with --luajit-offsets", t->object,
-			 dmsg[0] ? ", and DWARF did not help: " : "", dmsg);
+	if (!c || c->err) {
+		snprintf(msg, msglen, "%s: LuaJIT, but %s%s%s; describe the build with "
+			 "--luajit-offsets (luaprof check --luajit %s says what was read)",
+			 t->object, c ? c->msg : "its file could not be opened",
+			 dmsg[0] ? ", and DWARF did not help: " : "", dmsg, t->object);
 		return -ENOTSUP;
 	}
-	if (vm_g2disp)
-		snprintf(code, sizeof(code), "; the interpreter finds its dispatch "
-			 "table at G%+d", *vm_g2disp);
-	if (!table) {
-		snprintf(msg, msglen, "%s: LuaJIT build with no known layout (%s "
-			 "lua_setexdata; lua_gettop: %s%s%s)%s%s; describe it with "
-			 "--luajit-offsets", t->object, ex->setexdata ? "exports" : "no",
-			 gc64 ? "GC64" : "32-bit refs", code,
-			 nflags ? ", which no built-in layout of this variant does" : "",
-			 dmsg[0] ? "; DWARF did not help: " : "", dmsg);
-		return -ENOTSUP;
-	}
-	t->layout = table->layout;
-	t->build = table;
-	t->build_used = table->name;
-	if (nflags > 1)
-		snprintf(diff, sizeof(diff), ", the one of %zu built-in layouts of "
-			 "this variant that fits", nflags);
-	else
-		diff[0] = '\0';
-	set_source(t, "built-in layout '%s' (%s lua_setexdata; lua_gettop: %s%s%s)%s%s",
-		   table->name, ex->setexdata ? "exports" : "no",
-		   gc64 ? "GC64" : "32-bit refs", code, diff,
+	t->layout = c->desc.layout;
+	t->build = &c->desc;
+	t->build_used = "code";
+	set_source(t, "offsets derived: %s%s%s", c->msg,
 		   dmsg[0] ? "; DWARF unusable: " : "", dmsg);
 	return 0;
 }
@@ -477,14 +515,23 @@ void lj_preload(const char *path, void *arg)
 		return;
 	elf_version(EV_CURRENT);
 	err = read_exports(fd, &ex);
-	close(fd);
-	if (!err)
+	if (!err) {
 		dwarf_build(path);
+		code_build(fd);
+	}
+	close(fd);
 }
 
-/* Every LuaJIT 2.1 build's VM entry frame (CFRAME_SIZE) is 80 bytes
- * (96 with LUAJIT_NO_UNWIND, which only an offsets file can say). */
-#define LJ_CFRAME_SIZE 80
+int lj_layout_of(int fd, const struct lj_code_result **r, const char **msg)
+{
+	const struct code_build *c = code_build(fd);
+
+	if (!c)
+		return -ENOMEM;
+	*r = &c->r;
+	*msg = c->msg;
+	return c->err;
+}
 
 int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file,
 	      struct lj_target **out, struct lua_puc *puc, char *msg, size_t msglen)
@@ -501,9 +548,7 @@ int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file
 		struct elf_exports ex;
 		struct lj_target *t;
 		uint64_t vs = 0, ve = 0;
-		uint32_t flags = 0;
-		int32_t g2disp;
-		int fd, gc64, err, have_vm, have_g2disp = 0;
+		int fd, err;
 
 		/* One look per file: a file maps several segments. */
 		if (m->path[0] != '/' || (seen && !strcmp(seen, m->path)))
@@ -523,11 +568,6 @@ int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file
 			continue;
 		}
 
-		gc64 = lj_gc64_from_gettop(ex.gettop_code, ex.gettop_len);
-		if (ex.setexdata)
-			flags |= LJ_LAYOUT_OPENRESTY;
-		if (gc64 > 0)
-			flags |= LJ_LAYOUT_GC64;
 		t = calloc(1, sizeof(*t));
 		if (!t)
 			return -ENOMEM;
@@ -536,18 +576,23 @@ int lj_detect(pid_t pid, const struct maps_table *maps, const char *offsets_file
 		snprintf(t->object, sizeof(t->object), "%s", m->path);
 		/* The mapping's start corresponds to file offset pgoff. */
 		t->bias = (int64_t)(m->start - m->pgoff) - ex.bias_off;
-		have_vm = !lj_vm_from_cfi(t->object, LJ_CFRAME_SIZE, &vs, &ve);
-		if (have_vm && gc64 >= 0)
-			have_g2disp = !vm_g2disp(pid, m, vs, ve, gc64, &g2disp);
-		err = choose_layout(t, m, &ex, gc64, flags, have_g2disp ? &g2disp : NULL,
-				    offsets_file, msg, msglen);
+		err = choose_layout(t, m, offsets_file, msg, msglen);
 		if (err) {
 			free(t);
 			return err;
 		}
-		if (t->layout.cf_size != LJ_CFRAME_SIZE)
-			have_vm = !lj_vm_from_cfi(t->object, t->layout.cf_size, &vs, &ve);
-		if (have_vm) {
+		/* The interpreter: the object's CFI row of the entry frame,
+		 * which the code's derivation found already if it used the
+		 * same frame size. */
+		if (t->vm_end_code && t->layout.cf_size == t->cf_size_code) {
+			vs = t->vm_start_code;
+			ve = t->vm_end_code;
+		} else if ((fd = procmaps_open(pid, m)) >= 0) {
+			if (lj_vm_from_cfi_fd(fd, t->layout.cf_size, &vs, &ve))
+				vs = ve = 0;
+			close(fd);
+		}
+		if (ve) {
 			t->vm_start = vs + t->bias;
 			t->vm_end = ve + t->bias;
 		}
@@ -568,15 +613,6 @@ struct lj_target *lj_target_fork(const struct lj_target *t, pid_t child)
 	return c;
 }
 
-
-/* Whether value fits field i: g2disp is signed, the rest unsigned. */
-static int field_fits(size_t i, long long value)
-{
-	if (layout_fields[i].off == offsetof(struct lj_layout, g2disp))
-		return value >= INT32_MIN && value <= INT32_MAX;
-	return value >= 0 && (unsigned long long)value <
-		1ull << (8 * layout_fields[i].size);
-}
 
 int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 			size_t msglen)
@@ -605,27 +641,28 @@ int lj_layout_from_file(const char *path, struct lj_layout *lo, char *msg,
 		    (line[end + strspn(line + end, " \t\r\n")] != '\0' &&
 		     line[end + strspn(line + end, " \t\r\n")] != '#'))
 			goto bad;
-		for (i = 0; i < NFIELDS && strcmp(layout_fields[i].name, name); i++)
+		for (i = 0; i < NFIELDS && (lj_fields[i].group == LJG_PAD ||
+					    strcmp(lj_fields[i].name, name)); i++)
 			;
 		if (i == NFIELDS) {
 			snprintf(msg, msglen, "%s:%d: no field '%s' in struct lj_layout "
 				 "(bpf/luajit_layout.h)", path, lineno, name);
 			goto fail;
 		}
-		if (!field_fits(i, value)) {
-			snprintf(msg, msglen, "%s:%d: %lld does not fit %s (%zu byte%s)",
-				 path, lineno, value, name, layout_fields[i].size,
-				 layout_fields[i].size > 1 ? "s" : "");
+		if (!lj_field_fits((enum lj_field)i, value)) {
+			snprintf(msg, msglen, "%s:%d: %lld does not fit %s (%u byte%s)",
+				 path, lineno, value, name, lj_fields[i].size,
+				 lj_fields[i].size > 1 ? "s" : "");
 			goto fail;
 		}
-		memcpy((char *)lo + layout_fields[i].off, &value, layout_fields[i].size);
+		lj_field_set(lo, (enum lj_field)i, value);
 		set[i] = 1;
 	}
 	fclose(f);
 	for (size_t i = 0; i < NFIELDS; i++) {
-		if (!set[i] && !layout_fields[i].optional) {
+		if (!set[i] && !field_optional(i)) {
 			snprintf(msg, msglen, "%s: no value for %s", path,
-				 layout_fields[i].name);
+				 lj_fields[i].name);
 			return -EINVAL;
 		}
 	}

@@ -38,6 +38,7 @@
  * cur_L and vmstate offsets, agreeing.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "record/luajit_layouts.h"
@@ -312,67 +313,42 @@ const struct lj_build_desc *lj_known_build(uint32_t flags)
 	return NULL;
 }
 
-const struct lj_build_desc *lj_known_build_for(uint32_t flags, const int32_t *g2disp,
-					       size_t *nflags)
-{
-	const struct lj_build_desc *found = NULL;
+#define FIELD_DESC(type, name, group, ...) \
+	[LJF_##name] = { #name, offsetof(struct lj_layout, name), \
+			 sizeof(((struct lj_layout *)0)->name), LJG_##group },
+const struct lj_field_desc lj_fields[LJF__N] = {
+	LJ_LAYOUTDEF(FIELD_DESC)
+};
+#undef FIELD_DESC
 
-	*nflags = 0;
-	for (size_t i = 0; i < lj_nbuilds; i++) {
-		if (lj_builds[i].flags != flags)
-			continue;
-		++*nflags;
-		if (!found && (!g2disp || lj_builds[i].layout.g2disp == *g2disp))
-			found = &lj_builds[i];
+long long lj_field_get(const struct lj_layout *lo, enum lj_field f)
+{
+	const char *p = (const char *)lo + lj_fields[f].off;
+	uint32_t u32;
+	uint16_t u16;
+
+	switch (lj_fields[f].size) {
+	case 1:
+		return *(const uint8_t *)p;
+	case 2:
+		memcpy(&u16, p, 2);
+		return u16;
+	default:
+		memcpy(&u32, p, 4);
+		return f == LJF_g2disp ? (long long)(int32_t)u32 : (long long)u32;
 	}
-	return found;
 }
 
-/*
- * The VM enters at lj_vm_call, lj_vm_pcall, lj_vm_cpcall and lj_vm_resume,
- * each loading G from L and adding GG_G2DISP to it (vm_x64.dasc, DynASM:
- * REX.W/B 81 /0 with r14, imm32); other adds to r14 are small (PC steps).
- * The immediate of at least 1 KiB seen most, at least twice, and more
- * often than any other, is the one.
- */
-int lj_g2disp_from_vm(const uint8_t *code, size_t len, int gc64, int32_t *g2disp)
+int lj_field_fits(enum lj_field f, long long value)
 {
-	const uint8_t rex = gc64 ? 0x49 : 0x41;
-	int32_t vals[16];
-	unsigned counts[16] = { 0 }, best = 0, second = 0;
-	size_t nvals = 0, at = 0;
+	if (f == LJF_g2disp)
+		return value >= INT32_MIN && value <= INT32_MAX;
+	return value >= 0 && (unsigned long long)value < 1ull << (8 * lj_fields[f].size);
+}
 
-	for (size_t i = 0; i + 7 <= len; i++) {
-		int32_t imm;
-		size_t k;
-
-		if (code[i] != rex || code[i + 1] != 0x81 || code[i + 2] != 0xc6)
-			continue;
-		memcpy(&imm, code + i + 3, 4); /* little-endian, as x86 */
-		if (imm < 1024)
-			continue;
-		for (k = 0; k < nvals && vals[k] != imm; k++)
-			;
-		if (k == nvals) {
-			if (nvals == sizeof(vals) / sizeof(vals[0]))
-				continue;
-			vals[nvals++] = imm;
-		}
-		counts[k]++;
-	}
-	for (size_t k = 0; k < nvals; k++) {
-		if (counts[k] > best) {
-			second = best;
-			best = counts[k];
-			at = k;
-		} else if (counts[k] > second) {
-			second = counts[k];
-		}
-	}
-	if (best < 2 || best == second)
-		return -ENOENT;
-	*g2disp = vals[at];
-	return 0;
+void lj_field_set(struct lj_layout *lo, enum lj_field f, long long value)
+{
+	memcpy((char *)lo + lj_fields[f].off, &value, lj_fields[f].size);
 }
 
 const char *lj_ffname(const struct lj_build_desc *b, uint32_t ffid)
@@ -380,66 +356,4 @@ const char *lj_ffname(const struct lj_build_desc *b, uint32_t ffid)
 	if (!b || ffid >= b->nffnames)
 		return NULL;
 	return b->ffnames[ffid];
-}
-
-/*
- * Decodes "op reg, [rdi + disp8]" with a REX.W prefix (the operands are
- * 64-bit pointers).  REX.B must be clear because the base is rdi.  Returns
- * the instruction's length, or 0 if the bytes are something else.
- */
-static size_t rdi_disp8(const uint8_t *p, size_t left, uint8_t op, int *reg,
-			int8_t *disp)
-{
-	if (left < 4 || (p[0] & 0xf9) != 0x48 || p[1] != op ||
-	    (p[2] & 0xc7) != 0x47)
-		return 0;
-	*reg = ((p[0] & 0x4) << 1) | ((p[2] >> 3) & 7);
-	*disp = (int8_t)p[3];
-	return 4;
-}
-
-/*
- * lua_gettop is "return (int)(L->top - L->base)": a load of L->top, a
- * subtraction of L->base and a shift by 3 (sizeof(TValue)), the latter
- * arithmetic or logical depending on the compiler.  An endbr64 may come
- * first in builds with -fcf-protection.  The two offsets are those of
- * lua_State's base and top: 0x20/0x28 with GC64, 0x10/0x18 without,
- * in both upstream and OpenResty.
- */
-int lj_gc64_from_gettop(const uint8_t *code, size_t len)
-{
-	static const uint8_t endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
-	const uint8_t *p = code;
-	size_t left = len < 16 ? len : 16, n;
-	int reg, reg2, rm;
-	int8_t top, base;
-
-	if (!code)
-		return -EINVAL;
-	if (left >= 4 && !memcmp(p, endbr64, 4)) {
-		p += 4;
-		left -= 4;
-	}
-	n = rdi_disp8(p, left, 0x8b, &reg, &top); /* mov reg, [rdi+top] */
-	if (!n)
-		return -EINVAL;
-	p += n;
-	left -= n;
-	n = rdi_disp8(p, left, 0x2b, &reg2, &base); /* sub reg, [rdi+base] */
-	if (!n || reg2 != reg)
-		return -EINVAL;
-	p += n;
-	left -= n;
-	/* sar/shr reg, 3: REX.W (+B for r8-r15), c1 /7 or /5, imm8 3. */
-	if (left < 4 || (p[0] & 0xfe) != 0x48 || p[1] != 0xc1 || p[3] != 3)
-		return -EINVAL;
-	rm = ((p[0] & 1) << 3) | (p[2] & 7);
-	if ((p[2] & 0xc0) != 0xc0 || rm != reg ||
-	    (((p[2] >> 3) & 7) != 7 && ((p[2] >> 3) & 7) != 5))
-		return -EINVAL;
-	if (base == 0x20 && top == 0x28)
-		return 1;
-	if (base == 0x10 && top == 0x18)
-		return 0;
-	return -EINVAL;
 }

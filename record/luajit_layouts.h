@@ -16,6 +16,31 @@
 
 #include "bpf/luajit_layout.h"
 
+/* The fields of struct lj_layout by number (LJF_g2disp...), with their
+ * names, places and groups, for code that goes through them all: the
+ * offsets file's reader, the derivation from code, comparisons. */
+#define LJ_FIELD_ENUM(type, name, ...) LJF_##name,
+enum lj_field { LJ_LAYOUTDEF(LJ_FIELD_ENUM) LJF__N };
+#undef LJ_FIELD_ENUM
+
+enum lj_field_group { LJG_VM, LJG_FF, LJG_JIT, LJG_SNAP, LJG_PAD };
+
+struct lj_field_desc {
+	const char *name;
+	uint16_t off;   /* in struct lj_layout */
+	uint8_t size;   /* bytes */
+	uint8_t group;  /* enum lj_field_group */
+};
+
+extern const struct lj_field_desc lj_fields[LJF__N];
+
+/* A field's value (g2disp is the one signed field), and whether a value
+ * fits it. */
+long long lj_field_get(const struct lj_layout *lo, enum lj_field f);
+int lj_field_fits(enum lj_field f, long long value);
+/* Sets a field to a value that fits it. */
+void lj_field_set(struct lj_layout *lo, enum lj_field f, long long value);
+
 /* One known LuaJIT build: a release of a LuaJIT source with fixed flags. */
 struct lj_build_desc {
 	const char *name;            /* e.g. "openresty-gc64" */
@@ -32,26 +57,8 @@ extern const size_t lj_nbuilds;
 /* The first known build with these LJ_LAYOUT_* flags, or NULL. */
 const struct lj_build_desc *lj_known_build(uint32_t flags);
 
-/* Several builds of one variant (same flags) may be known: the one whose
- * interpreter adds g2disp to G to find the dispatch table, when the code
- * said (g2disp non-NULL), else the first with the flags; NULL if none
- * fits.  *nflags gets how many known builds have these flags. */
-const struct lj_build_desc *lj_known_build_for(uint32_t flags, const int32_t *g2disp,
-					       size_t *nflags);
-
-/* The distance from G to the dispatch table that an interpreter's code
- * (the bytes of LuaJIT's VM, at most a few hundred KiB) adds to r14 as it
- * enters the VM ("add DISPATCH, GG_G2DISP": add r14, imm32 with GC64, add
- * r14d, imm32 without), if the code says it unambiguously: 0 with
- * *g2disp set, else -ENOENT. */
-int lj_g2disp_from_vm(const uint8_t *code, size_t len, int gc64, int32_t *g2disp);
-
 /* "string.format" for an ffid of that build, or NULL (for the tests: the
  * recorder hands the whole list on). */
 const char *lj_ffname(const struct lj_build_desc *b, uint32_t ffid);
-
-/* GC64 or not from lua_gettop's first bytes (at most 16): 1 GC64, 0 not,
- * -EINVAL unknown pattern. */
-int lj_gc64_from_gettop(const uint8_t *code, size_t len);
 
 #endif

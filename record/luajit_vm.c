@@ -10,12 +10,9 @@
  * handler spans exactly the code where rdx is BASE and rbx is PC.  Without
  * CFI, the span of the handlers themselves is used.
  *
- * That entry is distinctive enough to be found before any sample: its CFA
- * is rsp + CFRAME_SIZE from its first byte, with rbp saved just below the
- * return address, over kilobytes of code, where a compiled C function's
- * CFA starts at rsp + 8.  lj_vm_from_cfi() finds it at detection time, so
- * the walker has the interpreter's range from the first sample, and the
- * dispatch table confirms it later.
+ * That entry is distinctive enough to be found before any sample
+ * (luajit_cfi.c), so the walker has the interpreter's range from the first
+ * sample, and the dispatch table confirms it later.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,29 +72,6 @@ static int cfi_row(const char *path, uint64_t vaddr, uint64_t *start, uint64_t *
 	if (elf)
 		elf_end(elf);
 	close(fd);
-	return err;
-}
-
-int lj_vm_from_cfi(const char *path, uint16_t cf_size, uint64_t *start,
-		   uint64_t *end)
-{
-	struct unwind_table tab;
-	int err = -ENOENT;
-
-	if (unwind_table_build_path(path, &tab))
-		return -ENOENT;
-	for (uint32_t i = 0; i + 1 < tab.nrows; i++) {
-		const struct lp_unwind_row *r = &tab.rows[i];
-
-		if (r->cfa_type == LP_CFA_RSP && r->cfa_off == cf_size &&
-		    r->rbp_off == -2 && tab.rows[i + 1].pc - r->pc >= 4096) {
-			*start = r->pc;
-			*end = tab.rows[i + 1].pc;
-			err = 0;
-			break;
-		}
-	}
-	unwind_table_free(&tab);
 	return err;
 }
 

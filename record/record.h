@@ -8,5 +8,7 @@
 
 int cmd_record(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+/* check_luajit.c: `luaprof check --luajit FILE|PID`; the exit status. */
+int check_luajit(const char *what, int verbose);
 
 #endif

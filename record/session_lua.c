@@ -124,7 +124,7 @@ static void note_puc_lua(struct session *s, struct target *t, const struct lua_p
 
 void attach_luajit(struct session *s, struct target *t, struct target *parent)
 {
-	char msg[512], what[PATH_MAX + 400];
+	char msg[1024], what[PATH_MAX + 1024];
 	struct lua_puc puc;
 	int err;
 

@@ -6,6 +6,9 @@
 
 LUAPROF=${LUAPROF:-$PWD/build/luaprof}
 SAMPLES=$PWD/build/samples
+# The LuaJIT layouts luaprof derives from code, kept per build: the
+# tests' own, not the user's ~/.cache (record/luajit_cache.c).
+export LUAPROF_CACHE_DIR=${LUAPROF_CACHE_DIR:-$PWD/build/test-cache/luajit}
 TEST=$(basename "$0" .sh)
 TMP=$(mktemp -d /tmp/luaprof-e2e.XXXXXX)
 CLEANUP_PIDS=()

@@ -1,9 +1,10 @@
 /*
  * test_luajit_layouts.c - unit tests of the known LuaJIT builds
  * (record/luajit_layouts.c): fast-function names by id in both variants,
- * the lookup by flags, the GC64 test on lua_gettop's machine code with the
- * bytes of the real Debian objects, and invariants that any correct row
- * must satisfy, so that a mistyped offset in a new row shows up here.
+ * the lookup by flags, and invariants that any correct row must satisfy,
+ * so that a mistyped offset in a new row shows up here.  The rows are what
+ * the derivation from code is held to (test_luajit_code.c and
+ * tests/e2e/luajit_builds.sh).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -123,101 +124,6 @@ TEST(lj_known_build_all_flags)
 	CHECK(!lj_known_build(LJ_LAYOUT_GC64 | 0x80000000u));
 }
 
-/* ---- GC64 from lua_gettop --------------------------------------------- */
-
-/*
- * lua_gettop and the padding after it, as in all four Debian objects
- * (luajit and libluajit-5.1.so.2 of both packages): mov rax,[rdi+0x28];
- * sub rax,[rdi+0x20]; sar rax,3; ret; nopl (%rax).
- */
-static const uint8_t gettop_gc64[16] = {
-	0x48, 0x8b, 0x47, 0x28, 0x48, 0x2b, 0x47, 0x20,
-	0x48, 0xc1, 0xf8, 0x03, 0xc3, 0x0f, 0x1f, 0x00,
-};
-
-/* The same source built with -DLUAJIT_DISABLE_GC64, either variant. */
-static const uint8_t gettop_nogc64[16] = {
-	0x48, 0x8b, 0x47, 0x18, 0x48, 0x2b, 0x47, 0x10,
-	0x48, 0xc1, 0xf8, 0x03, 0xc3, 0x0f, 0x1f, 0x00,
-};
-
-TEST(lj_gc64_from_gettop_debian)
-{
-	CHECK(lj_gc64_from_gettop(gettop_gc64, sizeof(gettop_gc64)) == 1);
-	CHECK(lj_gc64_from_gettop(gettop_nogc64, sizeof(gettop_nogc64)) == 0);
-	/* The ret and what follows it are not needed. */
-	CHECK(lj_gc64_from_gettop(gettop_gc64, 12) == 1);
-	CHECK(lj_gc64_from_gettop(gettop_nogc64, 12) == 0);
-}
-
-/* Other compilers' spellings of the same code. */
-TEST(lj_gc64_from_gettop_variants)
-{
-	/* endbr64 first (-fcf-protection), then the GC64 sequence. */
-	static const uint8_t endbr[] = {
-		0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x8b, 0x47, 0x28,
-		0x48, 0x2b, 0x47, 0x20, 0x48, 0xc1, 0xf8, 0x03,
-	};
-	/* shr instead of sar. */
-	static const uint8_t shr[] = {
-		0x48, 0x8b, 0x47, 0x18, 0x48, 0x2b, 0x47, 0x10,
-		0x48, 0xc1, 0xe8, 0x03, 0xc3,
-	};
-	/* rcx instead of rax; r9 instead of rax. */
-	static const uint8_t rcx[] = {
-		0x48, 0x8b, 0x4f, 0x28, 0x48, 0x2b, 0x4f, 0x20,
-		0x48, 0xc1, 0xf9, 0x03,
-	};
-	static const uint8_t r9[] = {
-		0x4c, 0x8b, 0x4f, 0x18, 0x4c, 0x2b, 0x4f, 0x10,
-		0x49, 0xc1, 0xf9, 0x03,
-	};
-
-	CHECK(lj_gc64_from_gettop(endbr, sizeof(endbr)) == 1);
-	CHECK(lj_gc64_from_gettop(shr, sizeof(shr)) == 0);
-	CHECK(lj_gc64_from_gettop(rcx, sizeof(rcx)) == 1);
-	CHECK(lj_gc64_from_gettop(r9, sizeof(r9)) == 0);
-}
-
-TEST(lj_gc64_from_gettop_garbage)
-{
-	/* lua_settop's prologue: push r14; push r13; ... */
-	static const uint8_t settop[] = {
-		0x41, 0x56, 0x41, 0x55, 0x41, 0x54, 0x55, 0x53,
-		0x48, 0x89, 0xfb, 0x48, 0x83, 0xec, 0x10, 0x90,
-	};
-	/* Right shape, offsets of neither layout (top and base swapped). */
-	static const uint8_t swapped[] = {
-		0x48, 0x8b, 0x47, 0x20, 0x48, 0x2b, 0x47, 0x28,
-		0x48, 0xc1, 0xf8, 0x03,
-	};
-	/* The subtraction into another register than the load. */
-	static const uint8_t tworegs[] = {
-		0x48, 0x8b, 0x47, 0x28, 0x48, 0x2b, 0x4f, 0x20,
-		0x48, 0xc1, 0xf8, 0x03,
-	};
-	/* Shift by 4, and 32-bit operands (no REX.W). */
-	static const uint8_t shift4[] = {
-		0x48, 0x8b, 0x47, 0x28, 0x48, 0x2b, 0x47, 0x20,
-		0x48, 0xc1, 0xf8, 0x04,
-	};
-	static const uint8_t narrow[] = {
-		0x8b, 0x47, 0x28, 0x2b, 0x47, 0x20, 0xc1, 0xf8, 0x03,
-	};
-	static const uint8_t zeros[16];
-
-	CHECK(lj_gc64_from_gettop(settop, sizeof(settop)) == -EINVAL);
-	CHECK(lj_gc64_from_gettop(swapped, sizeof(swapped)) == -EINVAL);
-	CHECK(lj_gc64_from_gettop(tworegs, sizeof(tworegs)) == -EINVAL);
-	CHECK(lj_gc64_from_gettop(shift4, sizeof(shift4)) == -EINVAL);
-	CHECK(lj_gc64_from_gettop(narrow, sizeof(narrow)) == -EINVAL);
-	CHECK(lj_gc64_from_gettop(zeros, sizeof(zeros)) == -EINVAL);
-	/* Too short to hold the shift; nothing at all. */
-	CHECK(lj_gc64_from_gettop(gettop_gc64, 11) == -EINVAL);
-	CHECK(lj_gc64_from_gettop(gettop_gc64, 0) == -EINVAL);
-	CHECK(lj_gc64_from_gettop(NULL, 16) == -EINVAL);
-}
-
 /* ---- invariants of every row ------------------------------------------ */
 
 TEST(lj_layout_invariants)
@@ -321,62 +227,18 @@ TEST(lj_layout_openresty_vs_upstream)
 	}
 }
 
-/* ---- several builds of one variant ---------------------------------- */
+/* ---- tarantool's fork -------------------------------------------------- */
 
-/* Upstream's 32-bit-reference build and tarantool's fork have the same
- * exports and lua_gettop; the interpreter's G-to-dispatch distance tells
- * them apart, and without it the first row stands. */
-TEST(lj_known_build_for_picks_by_dispatch)
+/* Its builtins are upstream's without jit.security and the buffer
+ * library. */
+TEST(lj_ffname_tarantool)
 {
-	const int32_t upstream = 3176, tarantool = 3144, other = 3000;
-	size_t n;
+	const struct lj_build_desc *t = &lj_builds[4];
 
-	CHECK(streq(lj_known_build_for(0, NULL, &n)->name, "upstream-nogc64") && n == 2);
-	CHECK(streq(lj_known_build_for(0, &upstream, &n)->name, "upstream-nogc64"));
-	CHECK(streq(lj_known_build_for(0, &tarantool, &n)->name, "tarantool-2.6-nogc64"));
-	CHECK(!lj_known_build_for(0, &other, &n) && n == 2);
-	CHECK(streq(lj_known_build_for(LJ_LAYOUT_GC64, NULL, &n)->name, "upstream-gc64") &&
-	      n == 1);
-	CHECK(!lj_known_build_for(0x4, NULL, &n) && n == 0);
-	/* tarantool's builtins: upstream's without jit.security and the
-	 * buffer library. */
-	CHECK(streq(lj_ffname(lj_known_build_for(0, &tarantool, &n), 146), "jit.status"));
-	CHECK(streq(lj_ffname(lj_known_build_for(0, &tarantool, &n), 147), "jit.attach"));
-	CHECK(streq(lj_ffname(lj_known_build_for(0, &tarantool, &n), 202), "ffi.load"));
-	CHECK(!lj_ffname(lj_known_build_for(0, &tarantool, &n), 203));
+	CHECK(streq(t->name, "tarantool-2.6-nogc64"));
+	CHECK(streq(lj_ffname(t, 146), "jit.status"));
+	CHECK(streq(lj_ffname(t, 147), "jit.attach"));
+	CHECK(streq(lj_ffname(t, 202), "ffi.load"));
+	CHECK(!lj_ffname(t, 203));
 	CHECK(streq(lj_ffname(lj_known_build(0), 147), "jit.security"));
-}
-
-/* "add r14, imm32" (GC64) or "add r14d, imm32" among other code: the
- * large immediate seen most, and only if it is unambiguous. */
-TEST(lj_g2disp_from_vm_code)
-{
-	static const uint8_t gc64[] = {
-		0x49, 0x81, 0xc6, 0x80, 0x0f, 0x00, 0x00, /* add r14, 0xf80 */
-		0x49, 0x83, 0xc6, 0x04,                   /* add r14, 4 */
-		0x49, 0x81, 0xc6, 0x01, 0x00, 0x00, 0x00, /* add r14, 1: small */
-		0x90, 0x49, 0x81, 0xc6, 0x80, 0x0f, 0x00, 0x00,
-		0x41, 0x81, 0xc6, 0x48, 0x0c, 0x00, 0x00, /* add r14d: not GC64's */
-	};
-	static const uint8_t nogc64[] = {
-		0x41, 0x81, 0xc6, 0x48, 0x0c, 0x00, 0x00, /* add r14d, 0xc48 */
-		0x41, 0x81, 0xc6, 0x48, 0x0c, 0x00, 0x00,
-		0x41, 0x81, 0xc6, 0x48, 0x0c, 0x00, 0x00,
-		0x41, 0x81, 0xc6, 0x00, 0x10, 0x00, 0x00, /* once: outvoted */
-	};
-	static const uint8_t tie[] = {
-		0x41, 0x81, 0xc6, 0x48, 0x0c, 0x00, 0x00,
-		0x41, 0x81, 0xc6, 0x48, 0x0c, 0x00, 0x00,
-		0x41, 0x81, 0xc6, 0x00, 0x10, 0x00, 0x00,
-		0x41, 0x81, 0xc6, 0x00, 0x10, 0x00, 0x00,
-	};
-	int32_t g = 0;
-
-	CHECK(lj_g2disp_from_vm(gc64, sizeof(gc64), 1, &g) == 0 && g == 0xf80);
-	CHECK(lj_g2disp_from_vm(gc64, sizeof(gc64), 0, &g) == -ENOENT); /* once */
-	CHECK(lj_g2disp_from_vm(nogc64, sizeof(nogc64), 0, &g) == 0 && g == 0xc48);
-	CHECK(lj_g2disp_from_vm(tie, sizeof(tie), 0, &g) == -ENOENT);
-	/* Cut inside an instruction: nothing read past the end. */
-	CHECK(lj_g2disp_from_vm(nogc64, 13, 0, &g) == -ENOENT);
-	CHECK(lj_g2disp_from_vm(nogc64, 0, 0, &g) == -ENOENT);
 }

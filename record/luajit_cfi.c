@@ -1,0 +1,50 @@
+/*
+ * luajit_cfi.c - where a LuaJIT object's interpreter is, from its CFI
+ * alone.  LuaJIT describes its whole assembler VM with one .eh_frame
+ * entry: a constant CFA of rsp + CFRAME_SIZE from its first byte, with
+ * rbp saved just below the return address, over kilobytes of code, where
+ * a compiled C function's CFA starts at rsp + 8.  That row is found before
+ * any sample, for the walker (which must know where BASE and PC are live)
+ * and for the sweep of the interpreter's code (luajit_code.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "record/luajit.h"
+#include "record/unwind_table.h"
+
+int lj_vm_from_cfi(const char *path, uint16_t cf_size, uint64_t *start,
+		   uint64_t *end)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -ENOENT;
+	err = lj_vm_from_cfi_fd(fd, cf_size, start, end);
+	close(fd);
+	return err;
+}
+
+int lj_vm_from_cfi_fd(int fd, uint16_t cf_size, uint64_t *start, uint64_t *end)
+{
+	struct unwind_table tab;
+	int err = -ENOENT;
+
+	if (unwind_table_build_fd(fd, &tab))
+		return -ENOENT;
+	for (uint32_t i = 0; i + 1 < tab.nrows; i++) {
+		const struct lp_unwind_row *r = &tab.rows[i];
+
+		if (r->cfa_type == LP_CFA_RSP && r->cfa_off == cf_size &&
+		    r->rbp_off == -2 && tab.rows[i + 1].pc - r->pc >= 4096) {
+			*start = r->pc;
+			*end = tab.rows[i + 1].pc;
+			err = 0;
+			break;
+		}
+	}
+	unwind_table_free(&tab);
+	return err;
+}
+
