@@ -202,5 +202,8 @@ clean:
 	rm -rf $(BUILD) demo.lp demo.lp.old demo.folded
 
 # The sanitizer and fuzzing builds below build/ keep their own .d files.
--include $(shell find $(BUILD) \( -path $(SAN_BUILD) -o -path $(FUZZ_BUILD) \) -prune \
-	-o -name '*.d' -print 2>/dev/null)
+# (Files only, and not under the trees the tests unpack: a root's
+# /etc/rc2.d is no make dependency file.)
+-include $(shell find $(BUILD) \( -path $(SAN_BUILD) -o -path $(FUZZ_BUILD) \
+	-o -path $(BUILD)/trixie-root -o -path $(BUILD)/luajit-builds \) -prune \
+	-o -type f -name '*.d' -print 2>/dev/null)

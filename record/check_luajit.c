@@ -89,7 +89,9 @@ static int print_fields(const struct lj_code_result *r, const struct lj_layout *
 
 		if (lj_fields[f].group == LJG_PAD)
 			continue;
-		if (dw) {
+		if (dw && !lj_fields[f].in_dwarf) {
+			snprintf(dwv, sizeof(dwv), "(not in DWARF)");
+		} else if (dw) {
 			long long w = lj_field_get(dw, (enum lj_field)f);
 
 			if (w == v)

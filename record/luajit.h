@@ -108,6 +108,9 @@ int lj_vm_from_cfi(const char *path, uint16_t cf_size, uint64_t *start,
 		   uint64_t *end);
 /* The same from an object open at fd (not closed). */
 int lj_vm_from_cfi_fd(int fd, uint16_t cf_size, uint64_t *start, uint64_t *end);
+/* For an object whose interpreter has no CFI: the gap in its CFI that
+ * holds the interpreter's instruction at vaddr inside.  0 or -ENOENT. */
+int lj_vm_from_gap_fd(int fd, uint64_t inside, uint64_t *start, uint64_t *end);
 /* The BPF map value for t. */
 void lj_target_proc(const struct lj_target *t, struct lj_proc *p);
 /* When t's LuaJIT, validated, is its executable: the BPF lj_images entry

@@ -6,6 +6,11 @@
  * a compiled C function's CFA starts at rsp + 8.  That row is found before
  * any sample, for the walker (which must know where BASE and PC are live)
  * and for the sweep of the interpreter's code (luajit_code.c).
+ *
+ * A build made with LUAJIT_NO_UNWIND describes its interpreter in
+ * .debug_frame only, which stripping removes: there the interpreter is
+ * the gap in the CFI, between the C functions every one of which has its
+ * FDE, that holds an instruction known to be the interpreter's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,3 +53,22 @@ int lj_vm_from_cfi_fd(int fd, uint16_t cf_size, uint64_t *start, uint64_t *end)
 	return err;
 }
 
+
+int lj_vm_from_gap_fd(int fd, uint64_t inside, uint64_t *start, uint64_t *end)
+{
+	struct unwind_table tab;
+	const struct lp_unwind_row *r;
+	int err = -ENOENT;
+
+	if (unwind_table_build_fd(fd, &tab))
+		return -ENOENT;
+	r = unwind_table_lookup(&tab, inside);
+	if (r && r->cfa_type == LP_CFA_GAP && r + 1 < tab.rows + tab.nrows &&
+	    r[1].pc - r->pc >= 4096 && r[1].pc - r->pc <= (4u << 20)) {
+		*start = r->pc;
+		*end = r[1].pc;
+		err = 0;
+	}
+	unwind_table_free(&tab);
+	return err;
+}

@@ -57,6 +57,7 @@ struct derive {
 	uint32_t L;        /* ARG0 */
 	uint32_t G;        /* LOAD(L + l_glref), once known */
 	uint64_t vm_start, vm_end;
+	uint64_t vm_pc;    /* an instruction of the interpreter (lj_vm_call's) */
 };
 
 /* ---- fields ---- */
@@ -317,6 +318,7 @@ static void rule_vm_entry(struct derive *d)
 				continue;
 			found(d, LJF_l_cframe, off, fn);
 			found(d, LJF_cf_size, entry + 8 - k, fn);
+			d->vm_pc = x->pc;
 			cf = k;
 			have_cf = 1;
 		} else if (x->kind == SXF_STORE && x->depth <= 1 &&
@@ -770,9 +772,11 @@ int lj_code_derive(int fd, struct lj_code_result *r)
 	rule_gg(&d);
 	rule_str(&d);
 	rule_traces(&d);
-	/* the interpreter: the one CFI row of the entry frame's size */
-	if (have(&d, LJF_cf_size) &&
-	    !lj_vm_from_cfi_fd(fd, (uint16_t)val(&d, LJF_cf_size), &d.vm_start, &d.vm_end)) {
+	/* the interpreter: the one CFI row of the entry frame's size, or
+	 * the gap in the CFI where lj_vm_call lies */
+	if ((have(&d, LJF_cf_size) &&
+	     !lj_vm_from_cfi_fd(fd, (uint16_t)val(&d, LJF_cf_size), &d.vm_start, &d.vm_end)) ||
+	    (d.vm_pc && !lj_vm_from_gap_fd(fd, d.vm_pc, &d.vm_start, &d.vm_end))) {
 		r->vm_start = d.vm_start;
 		r->vm_end = d.vm_end;
 	}

@@ -479,9 +479,14 @@ static int choose_layout(struct lj_target *t, const struct lp_mapping *m,
 		t->build = &d->desc;
 		t->build_used = "dwarf";
 		if (c && !c->err) {
-			layout_diff(&d->desc.layout, &c->desc.layout, diff, sizeof(diff));
-			set_source(t, "offsets from DWARF (%s), %s those its code shows",
-				   d->msg, diff);
+			/* DWARF has no macros: the C frame is the code's. */
+			for (int f = 0; f < LJF__N; f++)
+				if (!lj_fields[f].in_dwarf && lj_fields[f].group != LJG_PAD)
+					lj_field_set(&t->layout, f,
+						     lj_field_get(&c->desc.layout, f));
+			layout_diff(&t->layout, &c->desc.layout, diff, sizeof(diff));
+			set_source(t, "offsets from DWARF (%s) and, for its C frame, its "
+				   "code; %s those its code shows", d->msg, diff);
 		} else {
 			set_source(t, "offsets from DWARF (%s)", d->msg);
 		}

@@ -21,8 +21,9 @@
  * Every offset the walker uses comes from there, none from a built-in row
  * of the same variant: forks such as tarantool's move them all.  The
  * exceptions are the C frame's slots, macros of lj_frame.h, which leave no
- * trace in DWARF; they depend only on GC64 and come from the built-in row
- * with the same reference width.  Without jit_State or GCtrace (a build
+ * trace in DWARF: the built-in row with the same reference width gives
+ * them here, and the recorder takes them from the build's code where it
+ * can read it (LUAJIT_NO_UNWIND makes the frame 96 bytes, not 80).  Without jit_State or GCtrace (a build
  * without the JIT) traces are recorded by number only.  The fast
  * functions' names come from lj_ff.h's enum, FF_string_format naming
  * "string.format", so that a fork's own numbering names its builtins.
@@ -648,7 +649,8 @@ static int fill_layout(struct lj_types *ty, struct lj_layout *lo,
 		lo->flags |= LJ_LAYOUT_OPENRESTY;
 
 	/* lj_frame.h's CFRAME_OFS_* and CFRAME_SIZE: macros, so not in
-	 * DWARF, and the same for every build of one reference width. */
+	 * DWARF; those of a reference width's usual build (the recorder
+	 * prefers the code's, luajit_detect.c). */
 	cf = lj_known_build(lo->flags & LJ_LAYOUT_GC64);
 	if (!cf) {
 		snprintf(msg, msglen, "%s: no built-in C frame layout for %s",

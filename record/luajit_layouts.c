@@ -313,9 +313,16 @@ const struct lj_build_desc *lj_known_build(uint32_t flags)
 	return NULL;
 }
 
-#define FIELD_DESC(type, name, group, ...) \
+#define IN_DWARF_M 1
+#define IN_DWARF_SIZE 1
+#define IN_DWARF_GG 1
+#define IN_DWARF_FLAGS 1
+#define IN_DWARF_FF 1
+#define IN_DWARF_FRAME 0
+#define IN_DWARF_NONE 0
+#define FIELD_DESC(type, name, group, from, ...) \
 	[LJF_##name] = { #name, offsetof(struct lj_layout, name), \
-			 sizeof(((struct lj_layout *)0)->name), LJG_##group },
+			 sizeof(((struct lj_layout *)0)->name), LJG_##group, IN_DWARF_##from },
 const struct lj_field_desc lj_fields[LJF__N] = {
 	LJ_LAYOUTDEF(FIELD_DESC)
 };

@@ -30,6 +30,7 @@ struct lj_field_desc {
 	uint16_t off;   /* in struct lj_layout */
 	uint8_t size;   /* bytes */
 	uint8_t group;  /* enum lj_field_group */
+	uint8_t in_dwarf; /* DWARF can say it (not a macro of lj_frame.h) */
 };
 
 extern const struct lj_field_desc lj_fields[LJF__N];

@@ -543,12 +543,13 @@ int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
 {
 	const struct lj_layout *lo = &t->layout;
 	uint8_t again[LJ_GCTRACE_HDR];
-	uint32_t prev_mcofs = 0, nf;
+	uint32_t prev_mcofs = 0, nf, szmcode;
 	int err;
 
 	*out = NULL;
 	if (!lo->sn_size || !lo->tr_snap || !lo->fn_ffid)
 		return -ENOTSUP;
+	szmcode = lo->tr_szmcode ? get_u32(hdr + lo->tr_szmcode) : 0;
 	if (hdr[lo->fn_ffid - 1] != GCT_TRACE ||
 	    (uint16_t)get_u32(hdr + lo->tr_traceno) != (uint16_t)traceno) {
 		sr->stats.stale++;
@@ -569,8 +570,14 @@ int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
 		uint32_t mcofs = (uint16_t)get_u32(sr->snap + (size_t)i * lo->sn_size +
 						   lo->sn_mcofs);
 
-		if (mcofs < prev_mcofs) {
-			err = -EINVAL; /* not the layout it was taken for */
+		/* LuaJIT writes the first snapshot's offset 0 and the others
+		 * climbing through the trace's code: bytes that do not are
+		 * not the layout they were taken for (a build without mcofs
+		 * has padding there, most often zeros) */
+		if (mcofs < prev_mcofs || (i == 0 && mcofs) ||
+		    (szmcode && mcofs >= szmcode) ||
+		    (i + 1 == sr->nsnap && i > 0 && !mcofs)) {
+			err = -EINVAL;
 			break;
 		}
 		prev_mcofs = mcofs;

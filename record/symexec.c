@@ -597,8 +597,9 @@ static void follow_call(struct sx_ctx *c, const struct sx_state *s, uint64_t sit
 
 /*
  * The targets of a switch's jump table, from the value an indirect jump
- * goes to: base + (int32)LOAD(table + ANY*4) as position-independent code
- * computes it, or LOAD(table + ANY*8) of absolute pointers.  As many
+ * goes to: base + (int32)LOAD(table + i*4) as position-independent code
+ * computes it, or LOAD(table + i*8) of absolute pointers, for any index i
+ * (ANY or a value).  As many
  * entries as the constant last compared with allows (the switch's range
  * check), at most SX_MAX_CASES; each target must be code.  The number
  * of targets written to out, or 0 when the jump is no such switch.
@@ -611,7 +612,7 @@ static size_t switch_targets(const struct sx_ctx *c, const struct sx_state *s,
 	size_t k = 0;
 
 	if (!c->img.read || !ld || ld->kind != SXN_LOAD || v->idx || ld->addr.term ||
-	    !ld->addr.idx || sx_node(c, ld->addr.idx)->kind != SXN_ANY)
+	    !ld->addr.idx)
 		return 0;
 	n = s->bound >= 0 && s->bound < SX_MAX_CASES ? s->bound + 1 : 0;
 	for (int64_t i = 0; i < n && k < cap; i++) {

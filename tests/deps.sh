@@ -27,11 +27,13 @@ cd "$(dirname "$0")/.."
 
 # qemu-system-x86, busybox-static, cpio, xz-utils, zstd: the kernel matrix
 # (tests/kernels.sh) boots Debian's kernels under qemu.  dwz: debug files
-# as Debian's -dbgsym packages have them (tests/e2e/dwz.sh).
+# as Debian's -dbgsym packages have them (tests/e2e/dwz.sh).  musl-tools:
+# a LuaJIT built against musl (tests/luajit-builds.sh); debootstrap: a
+# trixie root (tests/trixie-root.sh).
 PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg
 	sysbench knot-resolver knot-dnsutils neovim tarantool python3-lupa rspamd
 	redis-server haproxy lua5.1 lua5.3 golang-go chromium
-	qemu-system-x86 busybox-static cpio xz-utils zstd dwz"
+	qemu-system-x86 busybox-static cpio xz-utils zstd dwz musl-tools debootstrap"
 # Node.js as the machine has it, else Debian's.
 command -v node >/dev/null && command -v npm >/dev/null || PKGS="$PKGS nodejs npm"
 # The browser checks' npm packages, pinned: the real speedscope app, and

@@ -25,6 +25,31 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# container ROOT COMMAND... : runs COMMAND in the root of another system
+# as a container runtime does: in mount and pid namespaces of its own,
+# the root pivoted to ROOT and the rest unmounted, so that its files exist
+# only there and /proc/PID/maps names them as the container sees them
+# (/usr/bin/luajit, which here is another build).  The network is
+# shared: a server in it listens on this machine's loopback.
+container() {
+	local root=$1
+	shift
+	unshare --mount --pid --fork --propagation private /bin/sh -c '
+		root=$1; shift
+		mount --bind "$root" "$root" && cd "$root" && mkdir -p .oldroot &&
+		pivot_root . .oldroot && cd / && mount -t proc proc /proc &&
+		umount -l /.oldroot && exec "$@"' container "$root" "$@"
+}
+export -f container # for `luaprof record -- bash -c "container ..."`
+
+# container_pid PID : the pid of the command a container started in the
+# background as PID ($!) runs as (unshare's child); empty until it runs.
+container_pid() {
+	local u
+	u=$(pgrep -P "$1" -x unshare | head -1)
+	[ -n "$u" ] && pgrep -P "$u" | head -1
+}
+
 ok() { echo "ok $TEST: $1"; }
 fail() { echo "FAIL $TEST: $1${2:+: $2}"; }
 

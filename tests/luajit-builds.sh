@@ -5,7 +5,7 @@
 # trixie, sid and experimental (OpenResty's luajit2 since trixie), each
 # built with 64-bit references (GC64) and with 32-bit ones, by gcc and by
 # clang, plus gcc at -O0 and -Os and a build against musl (as Alpine
-# images are) of trixie's; and Debian's own binary packages of bullseye,
+# images are; it unwinds errors itself, LUAJIT_NO_UNWIND) of trixie's; and Debian's own binary packages of bullseye,
 # trixie, sid and experimental as they ship, stripped.  The tests derive
 # each build's offsets with no DWARF (tests/e2e/luajit_builds.sh) and
 # profile them.
@@ -134,6 +134,11 @@ build_one() { # name source refs cc opt kind
 	if [ "$refs" = gc64 ]; then def=-DLUAJIT_ENABLE_GC64; want=true
 	else def=-DLUAJIT_DISABLE_GC64; want=false; fi
 	[ "$kind" = so ] && mode=mixed
+	# Debian's libgcc_eh (gcc 12) finds unwind tables with glibc's
+	# _dl_find_object, which musl lacks: a musl build here unwinds Lua
+	# errors itself (LUAJIT_NO_UNWIND, a C frame of 96 bytes, not 80),
+	# where Alpine's libgcc lets it use the system's unwinder.
+	[ "$cc" = musl-gcc ] && def="$def -DLUAJIT_NO_UNWIND"
 	rm -rf "$work" "$dest"
 	mkdir -p "$OUT/work" "$dest"
 	cp -a "$src" "$work"
