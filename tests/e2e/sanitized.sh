@@ -18,14 +18,10 @@ mkdir -p $REPORTS
 export ASAN_OPTIONS="detect_leaks=1:exitcode=23:log_path=$REPORTS/asan"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$REPORTS/ubsan"
 
-# run LABEL ARGS... : the sanitized luaprof with ARGS exits 0, and no
-# report was written (each report names the process: asan.PID).
-run() {
-	local label=$1 rc
-	shift
-	$SAN "$@" >$TMP/out 2>$TMP/err
-	rc=$?
-	check_num "$label: exits 0" $rc "==" 0 || sed 's/^/    /' $TMP/err | tail -5
+# no_reports LABEL: no sanitizer report was written (each report names
+# the process: asan.PID).
+no_reports() {
+	local label=$1
 	if ls $REPORTS/* >/dev/null 2>&1; then
 		fail "$label: no sanitizer report" "$(ls $REPORTS | tr '\n' ' ')"
 		head -20 $REPORTS/* | sed 's/^/    /'
@@ -35,15 +31,28 @@ run() {
 	fi
 }
 
+# run LABEL ARGS... : the sanitized luaprof with ARGS exits 0, and no
+# report was written.
+run() {
+	local label=$1 rc
+	shift
+	$SAN "$@" >$TMP/out 2>$TMP/err
+	rc=$?
+	check_num "$label: exits 0" $rc "==" 0 || sed 's/^/    /' $TMP/err | tail -5
+	no_reports "$label"
+}
+
 run "record -vv -- luajit abc.lua" record -vv -F 999 -o $TMP/abc.lp -- \
 	luajit samples/lua/abc.lua
 check "the recording has samples" test "$(trace_samples $TMP/abc.lp)" -gt 100
 
+# The load starts once the recorder samples: the sanitized recorder takes
+# seconds more to set up than the load would run, more so on a busy host.
 nginx_start || { fail "nginx started"; exit 1; }
-( nginx_load 4 >/dev/null ) &
-LOAD=$!
-run "record -p nginx's master, under load" record -F 999 -d 3 -o $TMP/ngx.lp -p $NGINX_MASTER
-wait $LOAD
+LUAPROF=$SAN nginx_record_under_load $TMP/ngx 3 -F 999
+check_num "record -p nginx's master, under load: exits 0" $? "==" 0 ||
+	sed 's/^/    /' $TMP/ngx.err | tail -5
+no_reports "record -p nginx's master, under load"
 nginx_stop
 check "the nginx recording has samples" test "$(trace_samples $TMP/ngx.lp)" -gt 100
 
