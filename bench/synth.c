@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "format/trace.h"
-#include "report/lua_bc.h"
+#include "lib/lua_bc.h"
 
 #define PID 1000
 #define NTHREADS 4

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "report/luajit_protos.h"
-#include "report/lua_bc.h"
+#include "lib/lua_bc.h"
 
 /* LuaJIT's internal names for hidden loop variables (VARNAMEDEF). */
 static const char *const varname_internal[] = {

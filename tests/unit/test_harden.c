@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "format/codec.h"
-#include "report/lua_bc.h"
+#include "lib/lua_bc.h"
 #include "lib/escape.h"
 #include "tests/unit/pb_read.h"
 #include "tests/unit/report_test.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "report/luajit_protos.h"
-#include "report/lua_bc.h"
+#include "lib/lua_bc.h"
 #include "tests/unit/unit.h"
 
 /* An instruction in the AD format (OP, A, D) or ABC format. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/lua_bc.h"
+#include "lib/lua_bc.h"
 #include "tests/unit/report_test.h"
 
 

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include "report/lua_bc.h"
+#include "lib/lua_bc.h"
 #include "tests/unit/pb_read.h"
 #include "tests/unit/report_test.h"
 
