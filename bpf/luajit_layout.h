@@ -166,10 +166,13 @@ enum lj_frame_type {
 	_(u16, tr_snap,      SNAP, M,     TRACE, snap,       8, 48,  32 ) \
 	_(u16, tr_snapmap,   SNAP, M,     TRACE, snapmap,    8, 56,  40 ) \
 	_(u16, tr_ir,        SNAP, M,     TRACE, ir,         8, 32,  16 ) \
+	_(u16, tr_nins,      SNAP, M,     TRACE, nins,       4, 12,  8  ) \
 	_(u16, sn_size,      SNAP, SIZE,  SNAP,  -,          0, 12,  12 ) \
 	_(u16, sn_mapofs,    SNAP, M,     SNAP,  mapofs,     4, 0,   0  ) \
 	_(u16, sn_mcofs,     SNAP, M,     SNAP,  mcofs,      2, 6,   6  ) \
-	_(u16, sn_nent,      SNAP, M,     SNAP,  nent,       1, 10,  10 )
+	_(u16, sn_nent,      SNAP, M,     SNAP,  nent,       1, 10,  10 ) \
+	_(u16, sn_ref,       SNAP, M,     SNAP,  ref,        2, 4,   4  ) \
+	_(u32, pad_end,      PAD,  NONE,  -,     -,          0, 0,   0  )
 
 #define LJ_LAYOUT_MEMBER(type, name, ...) __##type name;
 struct lj_layout {
@@ -201,7 +204,7 @@ static inline __u16 lj_proto_fingerprint(__u64 chunkname, __u32 firstline,
 	return (__u16)(h ^ (h >> 16)) | 1; /* never 0: 0 means "none" */
 }
 
-_Static_assert(sizeof(struct lj_layout) == 128, "lj_layout layout");
-_Static_assert(sizeof(struct lj_proc) == 152, "lj_proc layout");
+_Static_assert(sizeof(struct lj_layout) == 136, "lj_layout layout");
+_Static_assert(sizeof(struct lj_proc) == 160, "lj_proc layout");
 
 #endif

@@ -39,7 +39,7 @@
 
 /* Bumped whenever luajit_code.c's rules or luajit_struct.c change what
  * they derive: older files are read again from the code. */
-#define RULES_VERSION 1
+#define RULES_VERSION 2
 
 #define LINE_MAX_LEN 256
 #define FF_MAX 256

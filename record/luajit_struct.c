@@ -68,7 +68,7 @@ static const struct member proto[] = {
 /* GCtrace since 2019 (nsnap after the header, nsnapmap a u32); the
  * members from gclist to root have the same places in beta3's. */
 static const struct member trace[] = {
-	GCHEADER, M(U16, LJF_tr_nsnap), M(U32, NONE) /* nins */,
+	GCHEADER, M(U16, LJF_tr_nsnap), M(U32, LJF_tr_nins),
 	M64(U32, NONE) /* unused_gc64 */, M(REF, NONE) /* gclist */,
 	M(PTR, LJF_tr_ir), M(U32, LJF_tr_nk), M(U32, LJF_tr_nsnapmap),
 	M(PTR, LJF_tr_snap), M(PTR, LJF_tr_snapmap), M(REF, LJF_tr_startpt),
@@ -81,7 +81,7 @@ static const struct member trace[] = {
 
 /* SnapShot since 2021. */
 static const struct member snapshot[] = {
-	M(U32, LJF_sn_mapofs), M(U16, NONE) /* ref */, M(U16, LJF_sn_mcofs),
+	M(U32, LJF_sn_mapofs), M(U16, LJF_sn_ref), M(U16, LJF_sn_mcofs),
 	M(U8, NONE) /* nslots */, M(U8, NONE) /* topslot */, M(U8, LJF_sn_nent),
 	M(U8, NONE) /* count */,
 	{ END, ALL, LJF_sn_size },

@@ -127,9 +127,9 @@ typedef struct SnapShot {
 typedef struct GCtrace {
 	GCRef nextgc;
 	uint8_t marked, gct;
-	uint16_t nins;
 	uint16_t nsnap;
-	char pad0[26];
+	uint32_t nins;
+	char pad0[24];
 	GCRef startpt;
 	MRef startpc;
 	uint32_t pad1;
@@ -292,10 +292,12 @@ TEST(lj_dwarf_reads_own_types)
 	CHECK(FIELD_IS(tr_snap, offsetof(GCtrace, snap)));
 	CHECK(FIELD_IS(tr_snapmap, offsetof(GCtrace, snapmap)));
 	CHECK(FIELD_IS(tr_ir, offsetof(GCtrace, ir)));
+	CHECK(FIELD_IS(tr_nins, offsetof(GCtrace, nins)));
 	CHECK(FIELD_IS(sn_size, sizeof(SnapShot)));
 	CHECK(FIELD_IS(sn_mapofs, offsetof(SnapShot, mapofs)));
 	CHECK(FIELD_IS(sn_mcofs, offsetof(SnapShot, mcofs)));
 	CHECK(FIELD_IS(sn_nent, offsetof(SnapShot, nent)));
+	CHECK(FIELD_IS(sn_ref, offsetof(SnapShot, ref)));
 }
 
 /* The fast functions' names come from the enum: a known build's spelling
