@@ -284,6 +284,11 @@ enum lp_lframe_kind {
 			      * base; value = zigzag((address of its bytecode
 			      * position after the current instruction -
 			      * bcbase) / 4), pc = 0 */
+	LP_LFRAME_INLINED = 8, /* only in a trace_snaps snapshot, after the
+				* frame of the function that inlined it: a
+				* function whose code may run here, which the
+				* recorder could not tell from the others so
+				* marked; value = proto id (0: not known), pc = 0 */
 };
 /* lframe.link: the frame type of the frame's link (LuaJIT's FRAME_*);
  * LUA means the next frame is its Lua caller, whose call site names it. */

@@ -40,7 +40,7 @@ struct info {
 	struct info_obj *objs; /* OBJECT records, with their SYMTAB totals */
 	uint64_t lua_src[6], lua_src_bytes; /* LUA_SOURCE records by status */
 	/* TRACE records, and the TRACE_SNAPS records of some of them */
-	uint64_t traces, traces_snapped, snaps, snaps_undecoded, snap_bytes;
+	uint64_t traces, traces_snapped, snaps, snaps_undecoded, snaps_marked, snap_bytes;
 	size_t nobjs, capobjs;
 	struct info_vm *vms; /* each process's Lua VM, as last described */
 	size_t nvms, capvms;
@@ -287,8 +287,13 @@ static int on_record(struct info *in, const struct lp_record *rec, uint64_t byte
 	case LP_REC_TRACE_SNAPS:
 		in->traces_snapped++;
 		in->snaps += rec->u.trace_snaps.nsnap;
-		for (uint32_t i = 0; i < rec->u.trace_snaps.nsnap; i++)
-			in->snaps_undecoded += !rec->u.trace_snaps.snaps[i].nframe;
+		for (uint32_t i = 0; i < rec->u.trace_snaps.nsnap; i++) {
+			const struct lp_tsnap *s = &rec->u.trace_snaps.snaps[i];
+
+			in->snaps_undecoded += !s->nframe;
+			in->snaps_marked += s->nframe &&
+					    s->frames[s->nframe - 1].kind == LP_LFRAME_INLINED;
+		}
 		in->snap_bytes += bytes;
 		return 0;
 	case LP_REC_FOOTER:
@@ -503,10 +508,11 @@ static void print_info(const char *path, const struct info *in,
 	print_lua_sources(in);
 	if (in->traces)
 		printf("compiled traces: %" PRIu64 ", with snapshots %" PRIu64 " (%" PRIu64
-		       " snapshots, %" PRIu64 " not decoded, %" PRIu64 " bytes); without %"
-		       PRIu64 ": their samples show the function the trace runs in\n",
+		       " ranges of code, %" PRIu64 " not decoded, %" PRIu64 " marked as "
+		       "inlined code not told apart, %" PRIu64 " bytes); without %" PRIu64
+		       ": their samples show the function the trace runs in\n",
 		       in->traces, in->traces_snapped, in->snaps, in->snaps_undecoded,
-		       in->snap_bytes, in->traces > in->traces_snapped ?
+		       in->snaps_marked, in->snap_bytes, in->traces > in->traces_snapped ?
 		       in->traces - in->traces_snapped : 0);
 	printf("chunks: %" PRIu64 " good, %" PRIu64 " bad, %" PRIu64
 	       " skipped (unknown type)", st->chunks, st->bad_chunks, st->skipped_chunks);

@@ -138,7 +138,9 @@ static int placed_stack(struct lua *l, uint32_t idx, uint32_t ti, uint32_t si,
 
 		if (pe->idx == idx && pe->trace == ti && pe->snap == si) {
 			*out = pe->placed;
-			*how = pe->placed == idx ? LUA_UNPLACED_BASE : LUA_PLACED;
+			*how = pe->placed == idx ? LUA_UNPLACED_BASE :
+			       sn->frames[sn->nframe - 1].kind == LP_LFRAME_INLINED ?
+			       LUA_MARKED : LUA_PLACED;
 			return 0;
 		}
 	}
@@ -158,7 +160,8 @@ static int placed_stack(struct lua *l, uint32_t idx, uint32_t ti, uint32_t si,
 	if (!place_base(l, ss, &sn->frames[0], &fr[n++])) {
 		memcpy(fr + n, e->frames + 2, (e->depth - 2) * sizeof(*fr));
 		err = lua_push_stack(l, fr, depth, out);
-		*how = LUA_PLACED;
+		*how = sn->frames[sn->nframe - 1].kind == LP_LFRAME_INLINED ? LUA_MARKED :
+		       LUA_PLACED;
 	}
 	free(fr);
 	if (!err)

@@ -12,6 +12,9 @@
 #include "lib/escape.h"
 #include "report/luajit_protos_priv.h"
 
+/* The functions a marked frame's name lists, at most. */
+#define LUA_INLINED_NAMED 8
+
 int lua_new(struct lua **out, struct frames *fr, int current_lines)
 {
 	struct lua *l = calloc(1, sizeof(*l));
@@ -373,10 +376,12 @@ static const struct trace_ent *unplaced_trace(const struct lua *l, const struct 
 	return f->pc && f->link != LUA_PLACED_MARK ? find_trace(l, f->pc) : NULL;
 }
 
-/* trace: the compiled trace running in this (leaf) frame, or NULL. */
+/* trace: the compiled trace running in this (leaf) frame, or NULL;
+ * inl: " [inlined: ...]" for a frame marked with the functions whose
+ * code it may be running, or NULL. */
 static int name_lua_frame_now(struct lua *l, const struct vm_ent *vm,
 			      const struct lp_lframe *f, const struct lp_lframe *caller,
-			      const struct trace_ent *trace, uint32_t *id)
+			      const struct trace_ent *trace, const char *inl, uint32_t *id)
 {
 	const struct lp_proto *pt = find_proto(l, f->value);
 	struct frame_info fi = { .kind = FRAME_LUA, .func = FRAMEINFO_NONE,
@@ -393,6 +398,11 @@ static int name_lua_frame_now(struct lua *l, const struct vm_ent *vm,
 		return frames_name_as(l->fr, text, &fi, id);
 	}
 	func_name(l, vm, pt, f, caller, name, sizeof(name));
+	if (inl) {
+		size_t at = strlen(name);
+
+		snprintf(name + at, sizeof(name) - at, "%s", inl);
+	}
 	chunk = lua_chunk_label(pt->chunkname, label, sizeof(label));
 	fi.start_line = pt->firstline;
 	if (l->current_lines || frames_describing(l->fr))
@@ -423,7 +433,7 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 	int err;
 
 	if (!k.pt)
-		return name_lua_frame_now(l, vm, f, caller, trace, id);
+		return name_lua_frame_now(l, vm, f, caller, trace, NULL, id);
 	if (f->link == LP_LFRAME_LINK_LUA && caller && caller->kind == LP_LFRAME_LUA) {
 		k.caller = find_proto(l, caller->value);
 		k.caller_pc = caller->pc;
@@ -449,7 +459,7 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 			return 0;
 		}
 	}
-	err = name_lua_frame_now(l, vm, f, caller, trace, id) ?:
+	err = name_lua_frame_now(l, vm, f, caller, trace, NULL, id) ?:
 	      GROW(l->fnames, l->capfnames, l->nfnames + 1) ?:
 	      htab_insert(&l->fnames_h, hash, l->nfnames);
 	if (err)
@@ -521,6 +531,38 @@ int lua_leaf_function(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *id)
 	return err;
 }
 
+/* The suffix of a frame marked with the functions whose code it may be
+ * running (INLINED frames inl[0..n), leaf first): " [inlined: g, h]",
+ * each named by its call in the marked frame f when the recorder knew
+ * where that is, else by where it is defined; "?" for neither. */
+static void inlined_suffix(struct lua *l, const struct vm_ent *vm, const struct lp_lframe *f,
+			   const struct lp_lframe *const *inl, uint32_t n, int more,
+			   char *buf, size_t len)
+{
+	const struct lp_proto *caller = find_proto(l, f->value);
+	size_t at = 0;
+
+	at += (size_t)snprintf(buf, len, " [inlined: ");
+	for (uint32_t i = n; i-- > 0 && at < len;) {
+		const struct lp_proto *pt = find_proto(l, inl[i]->value);
+		char name[128], label[LUA_CHUNK_LABEL_MAX];
+
+		if (inl[i]->pc && caller &&
+		    lua_call_name(caller, inl[i]->pc, vm && (vm->flags & LP_LUAJIT_GC64),
+				  name, sizeof(name)))
+			;
+		else if (pt && pt->firstline != UINT32_MAX)
+			snprintf(name, sizeof(name), "%s:%u",
+				 lua_chunk_label(pt->chunkname, label, sizeof(label)),
+				 pt->firstline);
+		else
+			snprintf(name, sizeof(name), "?");
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", i + 1 < n ? ", " : "", name);
+	}
+	if (at < len)
+		snprintf(buf + at, len - at, "%s]", more ? ", ..." : "");
+}
+
 static const struct frame_info builtin_info = {
 	.kind = FRAME_BUILTIN, .func = FRAMEINFO_NONE, .file = FRAMEINFO_NONE,
 	.mapping = FRAMEINFO_NONE,
@@ -531,7 +573,10 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 {
 	const struct vm_ent *vm = find_vm(l, pid);
 	const struct trace_ent *trace = NULL;
+	const struct lp_lframe *inl[LUA_INLINED_NAMED];
 	const struct lstack_ent *e;
+	uint32_t ninl = 0;
+	int more = 0;
 	char text[64];
 	int err = 0;
 
@@ -545,8 +590,23 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 		uint32_t *id = &out[*n];
 
 		switch (f->kind) {
+		case LP_LFRAME_INLINED:
+			if (ninl < LUA_INLINED_NAMED)
+				inl[ninl++] = f;
+			else
+				more = 1;
+			continue;
 		case LP_LFRAME_LUA:
-			err = name_lua_frame(l, vm, f, caller, trace, id);
+			if (ninl) {
+				char suffix[512];
+
+				inlined_suffix(l, vm, f, inl, ninl, more, suffix, sizeof(suffix));
+				err = name_lua_frame_now(l, vm, f, caller, NULL, suffix, id);
+				ninl = 0;
+				more = 0;
+			} else {
+				err = name_lua_frame(l, vm, f, caller, trace, id);
+			}
 			trace = NULL; /* only the innermost Lua frame runs it */
 			break;
 		case LP_LFRAME_C:

@@ -38,6 +38,9 @@ enum lua_place {
 				  called (the walk stopped there, or left a
 				  gap): not compiled code's time */
 	LUA_PLACED,            /* in its snapshot's inlined frames and line */
+	LUA_MARKED,            /* in inlined code the recorder could not tell
+				  apart: the caller's frame, marked with the
+				  functions it may be in */
 	LUA_UNPLACED_NO_SNAPS, /* the trace file has no snapshots of it */
 	LUA_UNPLACED_OUTSIDE,  /* no address in the trace's machine code */
 	LUA_UNPLACED_SNAP,     /* its snapshot was not decoded by the recorder */

@@ -63,10 +63,16 @@ void profile_header(FILE *out, const struct profile *p, const char *title)
 			p->gaps, p->shown ? 100.0 * p->gaps / p->shown : 0.0);
 	fprintf(out, "\n# duration: %.3f s (first to last sample%s)\n", p->span_ns / 1e9,
 		p->ntraces > 1 ? ", each trace's added up" : "");
-	if (p->compiled)
+	if (p->compiled) {
 		fprintf(out, "# compiled code: %" PRIu64 " samples, %" PRIu64 " (%.1f%%) placed "
-			"in the functions their traces inlined\n", p->compiled,
+			"in the functions their traces inlined", p->compiled,
 			p->compiled_placed, 100.0 * p->compiled_placed / p->compiled);
+		if (p->compiled_marked)
+			fprintf(out, ", %" PRIu64 " (%.1f%%) in inlined code the trace does "
+				"not tell apart ([inlined: ...])", p->compiled_marked,
+				100.0 * p->compiled_marked / p->compiled);
+		fprintf(out, "\n");
+	}
 	fprintf(out, "# processes: %zu", t->len);
 	for (size_t i = 0; i < t->len && listed < 8; i++, listed++)
 		fprintf(out, "%s%" PRIu32 " %s", i ? ", " : " (",

@@ -63,6 +63,7 @@ struct profile {
 	int complete;             /* every trace had a footer */
 	uint64_t compiled;        /* shown samples taken in compiled traces */
 	uint64_t compiled_placed; /* ... placed in the functions they inlined */
+	uint64_t compiled_marked; /* ... in inlined code not told apart */
 };
 
 /* The "# ..." block that opens top and callgraph output. */

@@ -538,6 +538,7 @@ static int load_one(struct run *r, const char *path, uint32_t index)
 	for (int i = LUA_PLACED; i < LUA_PLACE_MAX; i++)
 		prof->compiled += ps->place[i];
 	prof->compiled_placed += ps->place[LUA_PLACED];
+	prof->compiled_marked += ps->place[LUA_MARKED];
 	prof->gaps += stacks_gap_count(ps->st);
 	err = stacks_finish(ps->st, prof);
 	if (err) {

@@ -587,7 +587,8 @@ static int lua_stack(struct stacks *s, const struct lp_sample *smp, uint32_t idx
 	/* Frames the walk could not see under the trace: another JIT's
 	 * code, which the trace called (called_out()), with or without the
 	 * trace's snapshots. */
-	if (!err && pe->how != LUA_NOT_COMPILED && pe->how != LUA_PLACED && e && e->gap)
+	if (!err && pe->how != LUA_NOT_COMPILED && pe->how != LUA_PLACED &&
+	    pe->how != LUA_MARKED && e && e->gap)
 		pe->how = LUA_CALLED_OUT;
 	if (!err)
 		err = htab_insert(&s->lplace_h, hash, s->nlplace);

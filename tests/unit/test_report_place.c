@@ -5,8 +5,10 @@
  * address of a helper the trace called; the base frame's position from
  * the snapshot; the samples that cannot be placed (an address outside
  * the trace's code, a snapshot the recorder could not decode, a base
- * frame that disagrees) keeping the walked stack and counted; and a trace
- * from before trace_snaps existed, which reads as it always did.
+ * frame that disagrees) keeping the walked stack and counted; code the
+ * recorder marked as not told apart, shown in the caller's frame with the
+ * functions it may be; and a trace from before trace_snaps existed, which
+ * reads as it always did.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,8 @@
 /* pid 40: the host at 0x10000..0x30000, the VM's code at 0x20000.  main
  * calls f, whose loop trace 3 (starting at f's instruction 8) inlines g,
  * an upvalue of f called at f's instruction 4.  Without snaps, the trace
- * is as an older luaprof wrote it. */
+ * is as an older luaprof wrote it; with snaps 2, a last range marks its
+ * code as g's or f's, not told apart, with two samples in it. */
 static int write_place_trace(const char *path, int snaps)
 {
 	static const uint32_t main_bc[] = { LBC_AD(LBC_FUNCV, 2, 0), LBC_AD(LBC_GGET, 0, 0),
@@ -53,8 +56,11 @@ static int write_place_trace(const char *path, int snaps)
 	static const struct lp_lframe s1[] = { { LP_LFRAME_BASE, 0, 5 /* -3 */, 0 },
 					       { LP_LFRAME_LUA, LP_LFRAME_LINK_LUA, 3, 2 } };
 	static const struct lp_lframe s3[] = { { LP_LFRAME_BASE, 0, 200 /* +100 */, 0 } };
+	static const struct lp_lframe s4[] = { { LP_LFRAME_BASE, 0, 5 /* -3 */, 0 },
+					       { LP_LFRAME_INLINED, 0, 3, 5 } };
 	static const struct lp_tsnap tsnaps[] = {
 		{ 0, 1, s0 }, { 0x100, 2, s1 }, { 0x200, 0, NULL }, { 0x300, 1, s3 },
+		{ 0x380, 2, s4 },
 	};
 	/* Leaf first: the trace's code; a helper the trace called; no
 	 * address of the trace at all. */
@@ -64,9 +70,12 @@ static int write_place_trace(const char *path, int snaps)
 	static const uint64_t u4[] = { MCODE + 0x210, 0x10200 };
 	static const uint64_t u5[] = { MCODE + 0x310, 0x10200 };
 	static const uint64_t u6[] = { 0x10180, 0x10200 };
+	static const uint64_t u7[] = { MCODE + 0x390, 0x10200 };
 	static const struct { const uint64_t *a; uint32_t n; int count; } us[] = {
 		{ u1, 2, 1 }, { u2, 2, 4 }, { u3, 3, 2 }, { u4, 2, 1 }, { u5, 2, 1 }, { u6, 2, 1 },
+		{ u7, 2, 2 },
 	};
+	size_t nus = sizeof(us) / sizeof(us[0]) - (snaps != 2);
 	struct lp_record rec = { 0 };
 	struct trace_writer *w = rt_open(path);
 	uint64_t t = 0;
@@ -96,13 +105,14 @@ static int write_place_trace(const char *path, int snaps)
 		rec.type = LP_REC_TRACE_SNAPS;
 		rec.u.trace_snaps = (struct lp_trace_snaps){ .trace = 1, .bcofs = BCOFS,
 							     .bcbase = F_ADDR + BCOFS + 4 * 8,
-							     .nsnap = 4, .snaps = tsnaps };
+							     .nsnap = snaps == 2 ? 5 : 4,
+							     .snaps = tsnaps };
 		err = err ?: trace_write(w, &rec);
 	}
 	rec.type = LP_REC_LUA_STACK;
 	rec.u.lua_stack = (struct lp_lua_stack){ .id = 9, .depth = 4, .frames = lframes };
 	err = err ?: trace_write(w, &rec);
-	for (size_t i = 0; !err && i < sizeof(us) / sizeof(us[0]); i++) {
+	for (size_t i = 0; !err && i < nus; i++) {
 		err = rt_stack(w, 100 + i, LP_STACK_USER, us[i].a, us[i].n);
 		for (int k = 0; !err && k < us[i].count; k++) {
 			rec.type = LP_REC_SAMPLE;
@@ -157,6 +167,26 @@ TEST(report_place_inlined_frames)
 	out = NULL;
 	CHECK(rt_run(cmd_report, &out, NULL, "report", "--vmstate", path, NULL) == 0);
 	CHECK(strstr(out, "f (t.lua:10)") && !strstr(out, "g (t.lua:20)"));
+	free(out);
+}
+
+/* Code the recorder marked: the samples in it show f marked with g, named
+ * from f's call, apart from f's own time and g's; counted apart. */
+TEST(report_place_marked_code)
+{
+	const char *path = rt_path("place-marked.lp");
+	char *out = NULL;
+
+	CHECK(write_place_trace(path, 2) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(strstr(out, "host+0x1ff;main (t.lua:0);f [inlined: g] (t.lua:10) 2\n"));
+	CHECK(strstr(out, ";f (t.lua:10);g (t.lua:20) 4\n"));
+	free(out);
+	out = NULL;
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "-n", "3", path, NULL) == 0);
+	CHECK(strstr(out, "# compiled code: 12 samples, 7 (58.3%) placed in the functions "
+			  "their traces inlined, 2 (16.7%) in inlined code the trace does not "
+			  "tell apart ([inlined: ...])\n"));
 	free(out);
 }
 
