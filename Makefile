@@ -81,7 +81,9 @@ UNIT_RECORD_OBJ := $(BUILD)/record/luajit_layouts.o $(BUILD)/record/unwind_table
 		   $(BUILD)/record/symexec_x86.o $(BUILD)/record/elfimage.o \
 		   $(BUILD)/record/luajit_code.o $(BUILD)/record/luajit_struct.o \
 		   $(BUILD)/record/luajit_libs.o $(BUILD)/record/luajit_cfi.o \
-		   $(BUILD)/record/luajit_cache.o
+		   $(BUILD)/record/luajit_cache.o $(BUILD)/record/luajit_place.o \
+		   $(BUILD)/record/luajit_path.o $(BUILD)/record/luajit_irmatch.o \
+		   $(BUILD)/record/luajit_mcmatch_x86.o
 
 # record/ includes the generated skeleton: an explicit prerequisite, so a
 # clean tree builds it first.  The parts the unit tests link need no BPF,

@@ -192,8 +192,12 @@ struct snap_stats {
 	uint64_t traces;     /* traces whose snapshots were written */
 	uint64_t stale;      /* ... gone or changed before they were read */
 	uint64_t unreadable; /* ... that could not be read or made no sense */
-	uint64_t snaps;      /* snapshots written */
+	uint64_t snaps;      /* snapshots written: the ranges of code placed */
 	uint64_t unplaced;   /* ... of them not decoded: code not placed */
+	uint64_t marked;     /* ... of them marked as not told apart */
+	uint64_t exact;      /* stretches between two snapshots placed by
+			      * instruction (luajit_place.c) */
+	uint64_t whole;      /* ... placed whole, in one function */
 	uint64_t rechecks;   /* known traces looked at again (luajit_jit_traces.c) */
 };
 

@@ -52,6 +52,7 @@
 
 #include "lib/grow.h"
 #include "record/luajit.h"
+#include "record/luajit_place.h"
 
 /* LuaJIT's IR and snapshot encodings (lj_ir.h, lj_jit.h, lj_obj.h): the
  * same in every 2.1 build luaprof knows, GC64 or not. */
@@ -71,6 +72,7 @@
 
 /* Bounds on what one trace may make the recorder read. */
 #define SNAPMAP_MAX (1u << 20)
+#define MCODE_MAX (1u << 20)
 #define FUNC_CACHE 64
 
 /* A function an IR constant names, read once per trace. */
@@ -80,6 +82,7 @@ struct fn_ent {
 	uint64_t value;
 	uint64_t bc; /* Lua: its bytecode's address and size */
 	uint32_t sizebc;
+	uint64_t func; /* its closure when addr is one, else 0 */
 };
 
 /* One frame of a snapshot while it is decoded. */
@@ -90,15 +93,16 @@ struct sframe {
 	uint64_t pc;     /* address of its position after the current
 			  * instruction; 0 unknown */
 	int skip;        /* the frame a VARG frame stands on */
+	int32_t slot;    /* the slot of its first local */
 };
 
 struct snap_reader {
 	/* The trace being read. */
-	uint8_t *snap, *ir;
+	uint8_t *snap, *ir, *mc;
 	uint32_t *map;
-	size_t capsnap, capir, capmap;
-	uint32_t nsnap, nsnapmap, nk;
-	uint64_t startpc;
+	size_t capsnap, capir, capmap, capmc;
+	uint32_t nsnap, nsnapmap, nk, nins, szmcode;
+	uint64_t startpc, startpt, mcode;
 	struct fn_ent fns[FUNC_CACHE];
 	uint32_t nfns;
 	int fr2;
@@ -111,6 +115,18 @@ struct snap_reader {
 	size_t capframes, nframes;
 	struct lp_trace_snaps rec;
 	struct snap_stats stats;
+
+	/* Every snapshot as placement takes them (luajit_place.c). */
+	struct lj_tsnap *ts;
+	size_t capts;
+	struct lj_tframe *tf;
+	size_t captf, ntf;
+	struct lj_placer *placer;
+	/* The read under way, for placement's proto_id callback. */
+	struct proto_table *pt;
+	const struct lj_target *t;
+	snap_emit_proto_fn emit;
+	void *emit_ctx;
 };
 
 struct snap_reader *snap_reader_new(void)
@@ -122,6 +138,10 @@ void snap_reader_free(struct snap_reader *sr)
 {
 	if (!sr)
 		return;
+	lj_placer_free(sr->placer);
+	free(sr->ts);
+	free(sr->tf);
+	free(sr->mc);
 	free(sr->snap);
 	free(sr->ir);
 	free(sr->map);
@@ -132,7 +152,13 @@ void snap_reader_free(struct snap_reader *sr)
 
 void snap_reader_stats(const struct snap_reader *sr, struct snap_stats *out)
 {
+	struct lj_place_stats ps = { 0 };
+
 	*out = sr->stats;
+	if (sr->placer)
+		lj_placer_stats(sr->placer, &ps);
+	out->exact = ps.exact;
+	out->whole = ps.single;
 }
 
 static uint64_t get_u64(const uint8_t *p)
@@ -243,6 +269,7 @@ static const struct fn_ent *func_at(struct snap_reader *sr, struct proto_table *
 	if (b[1] == LJ_FF_LUA) {
 		uint64_t fnpc = lj_get_ref(lo, b + lo->fn_pc - first);
 
+		f->func = addr;
 		if (fnpc > lo->pt_size)
 			proto_of(pt, t, fnpc - lo->pt_size, f, emit, ctx);
 	} else if (b[1] == LJ_FF_C) {
@@ -291,7 +318,8 @@ static const struct fn_ent *proto_holding(struct snap_reader *sr, struct proto_t
  * and runs at pc.  0, or -1 if it cannot be told. */
 static int frame_func(struct snap_reader *sr, struct proto_table *pt,
 		      const struct lj_target *t, uint32_t fref, uint64_t pc,
-		      struct lp_lframe *lf, snap_emit_proto_fn emit, void *ctx)
+		      struct lp_lframe *lf, struct lj_tframe *tf,
+		      snap_emit_proto_fn emit, void *ctx)
 {
 	const struct fn_ent *f = NULL;
 	uint8_t op, type;
@@ -306,12 +334,34 @@ static int frame_func(struct snap_reader *sr, struct proto_table *pt,
 	lf->kind = f->kind;
 	lf->value = f->value;
 	lf->pc = 0;
+	tf->func = f->kind == LP_LFRAME_FF ? f->addr : f->func;
 	if (f->kind != LP_LFRAME_LUA)
 		return 0;
 	if (pc < f->bc || pc > f->bc + 4ull * f->sizebc || (pc - f->bc) % 4)
 		return -1;
 	lf->pc = (uint32_t)((pc - f->bc) / 4);
+	tf->proto = f->bc - t->layout.pt_size;
+	tf->pc = lf->pc ? lf->pc - 1 : 0;
 	return 0;
+}
+
+/* The prototype the trace's base frame runs, which no constant names:
+ * the one the trace starts in when it holds pc, or one the IR names. */
+static uint64_t base_proto(struct snap_reader *sr, struct proto_table *pt,
+			   const struct lj_target *t, uint64_t pc,
+			   snap_emit_proto_fn emit, void *ctx)
+{
+	const struct lj_layout *lo = &t->layout;
+	const struct fn_ent *f;
+	uint8_t hdr[32];
+
+	if (sr->startpt && (size_t)lo->pt_sizebc + 4 <= sizeof(hdr) &&
+	    !target_read(t->pid, sr->startpt, hdr, lo->pt_sizebc + 4u) &&
+	    pc > sr->startpt + lo->pt_size &&
+	    pc <= sr->startpt + lo->pt_size + 4ull * get_u32(hdr + lo->pt_sizebc))
+		return sr->startpt;
+	f = proto_holding(sr, pt, t, pc, emit, ctx);
+	return f && f->kind == LP_LFRAME_LUA ? f->bc - lo->pt_size : 0;
 }
 
 /* The map entry for slot among a snapshot's entries, or NULL. */
@@ -352,6 +402,7 @@ static int snap_frames(struct snap_reader *sr, const struct lj_layout *lo, uint3
 	memset(fr, 0, sizeof(*fr));
 	base_e = slot_entry(e, nent, 0);
 	fr[0].fref = base_e ? *base_e & 0xffff : 0;
+	fr[0].slot = 1 + sr->fr2;
 	for (uint32_t j = 0; j < nent; j++) {
 		uint32_t slot = e[j] >> 24;
 
@@ -368,12 +419,14 @@ static int snap_frames(struct snap_reader *sr, const struct lj_layout *lo, uint3
 			if (!fe || entry_knum(sr, &e[j], &fr[k].link))
 				return -1;
 			fr[k].fref = *fe & 0xffff;
+			fr[k].slot = (int32_t)slot + 1;
 			inner_fslot = slot - 1;
 			if ((fr[k].link & 7) == LJ_FRAME_CONT &&
 			    entry_knum(sr, slot_entry(e, nent, slot - 2), &fr[k].contpc))
 				return -1;
 		} else {
 			fr[k].fref = e[j] & 0xffff;
+			fr[k].slot = (int32_t)slot + 1;
 		}
 		k++;
 	}
@@ -428,27 +481,36 @@ static int snap_frames(struct snap_reader *sr, const struct lj_layout *lo, uint3
 }
 
 /* Appends snapshot i's frames to sr->frames as lframes; *nout of them,
- * or 0 if the snapshot does not decode. */
+ * or 0 if the snapshot does not decode.  The same frames as placement
+ * takes them go to sr->tf; *pathable is cleared when placement cannot
+ * follow the bytecode from them (the base frame's function not known). */
 static int decode_snap(struct snap_reader *sr, struct proto_table *pt,
 		       const struct lj_target *t, uint32_t i, uint32_t *nout,
-		       snap_emit_proto_fn emit, void *ctx)
+		       int *pathable, snap_emit_proto_fn emit, void *ctx)
 {
 	struct sframe *fr = sr->fr;
 	struct lp_lframe *lf;
+	struct lj_tframe *tf;
 	uint32_t n, m = 0;
+	int usable = 1;
 
 	*nout = 0;
+	*pathable = 0;
 	if (snap_frames(sr, &t->layout, i, fr, &n))
 		return 0;
-	if (GROW(sr->frames, sr->capframes, sr->nframes + n))
+	if (GROW(sr->frames, sr->capframes, sr->nframes + n) ||
+	    GROW(sr->tf, sr->captf, sr->ntf + n))
 		return -ENOMEM;
 	lf = sr->frames + sr->nframes;
+	tf = sr->tf + sr->ntf;
 	for (uint32_t j = 0; j < n; j++) {
 		struct lp_lframe *f = &lf[m];
+		struct lj_tframe *g = &tf[m];
 
 		if (fr[j].skip)
 			continue;
 		memset(f, 0, sizeof(*f));
+		memset(g, 0, sizeof(*g));
 		if (j > 0)
 			f->link = (fr[j].link & 3) == LJ_FRAME_LUA ? LJ_FRAME_LUA :
 				  (uint32_t)(fr[j].link & 7);
@@ -461,12 +523,21 @@ static int decode_snap(struct snap_reader *sr, struct proto_table *pt,
 
 			f->kind = LP_LFRAME_BASE;
 			f->value = (uint64_t)d << 1 ^ (uint64_t)(d >> 63); /* zigzag */
-		} else if (frame_func(sr, pt, t, fr[j].fref, fr[j].pc, f, emit, ctx)) {
+			g->proto = base_proto(sr, pt, t, fr[0].pc, emit, ctx);
+			if (g->proto && fr[0].pc >= g->proto + t->layout.pt_size + 4)
+				g->pc = (uint32_t)((fr[0].pc - g->proto - t->layout.pt_size) / 4 - 1);
+			else
+				usable = 0;
+		} else if (frame_func(sr, pt, t, fr[j].fref, fr[j].pc, f, g, emit, ctx)) {
 			return 0;
 		}
+		g->base = fr[j].slot;
+		g->link = f->link;
+		g->lf = *f;
 		m++;
 	}
 	*nout = m;
+	*pathable = usable;
 	return 0;
 }
 
@@ -522,18 +593,70 @@ static int read_arrays(struct snap_reader *sr, const struct lj_target *t,
 	uint64_t ir = get_u64(hdr + lo->tr_ir);
 	int err;
 
+	uint32_t irend;
+
 	sr->nsnap = (uint16_t)get_u32(hdr + lo->tr_nsnap);
 	sr->nsnapmap = get_u32(hdr + lo->tr_nsnapmap);
 	sr->nk = get_u32(hdr + lo->tr_nk);
+	/* Without the instruction count, the constants only: snapshots
+	 * are decoded, their code not placed (luajit_place.c). */
+	sr->nins = lo->tr_nins ? get_u32(hdr + lo->tr_nins) : 0;
+	if (sr->nins <= REF_BIAS || sr->nins > 0x10000 || !lo->sn_ref)
+		sr->nins = 0;
 	if (!sr->nsnap || sr->nsnapmap > SNAPMAP_MAX || sr->nk >= REF_BIAS ||
 	    !snap || !map || !ir)
 		return -EINVAL;
+	/* The IR up to the last instruction and the slot after it (a
+	 * constant's payload is read from the slot after the constant). */
+	irend = sr->nins ? sr->nins + 1 : REF_BIAS;
 	err = read_into(t->pid, snap, (size_t)sr->nsnap * lo->sn_size,
 			(void **)&sr->snap, &sr->capsnap) ?:
 	      read_into(t->pid, map, (size_t)sr->nsnapmap * 4, (void **)&sr->map, &sr->capmap) ?:
 	      read_into(t->pid, ir + (uint64_t)sr->nk * IRINS_SIZE,
-			(size_t)(REF_BIAS - sr->nk) * IRINS_SIZE, (void **)&sr->ir, &sr->capir);
+			(size_t)(irend - sr->nk) * IRINS_SIZE, (void **)&sr->ir, &sr->capir);
+	if (!err && sr->nins && sr->szmcode && sr->szmcode <= MCODE_MAX &&
+	    read_into(t->pid, sr->mcode, sr->szmcode, (void **)&sr->mc, &sr->capmc))
+		sr->nins = 0;
 	return err;
+}
+
+/* Placement's proto_id: the id of the proto at addr, its record written
+ * first if new. */
+static uint64_t place_proto_id(void *ctx, uint64_t proto)
+{
+	struct snap_reader *sr = ctx;
+	struct fn_ent *f;
+	int fresh;
+
+	f = fn_cached(sr, proto, &fresh);
+	if (f && fresh)
+		proto_of(sr->pt, sr->t, proto, f, sr->emit, sr->emit_ctx);
+	return f && f->kind == LP_LFRAME_LUA ? f->value : 0;
+}
+
+/* Replaces the record's snapshots with the trace's code placed
+ * instruction by instruction, when placement can do it. */
+static void place(struct snap_reader *sr, const struct lj_target *t)
+{
+	struct lj_trace_view tv = {
+		.pid = t->pid, .lo = &t->layout, .fr2 = sr->fr2, .nk = sr->nk,
+		.nins = sr->nins, .ir = sr->ir, .mcode = sr->mcode, .szmcode = sr->szmcode,
+		.mc = sr->mc, .startpt = sr->startpt, .startpc = sr->startpc,
+		.nsnap = sr->nsnap, .snaps = sr->ts, .proto_id = place_proto_id, .ctx = sr,
+		.ffnames = t->build ? t->build->ffnames : NULL,
+		.nff = t->build ? t->build->nffnames : 0,
+	};
+	const struct lp_tsnap *snaps;
+	uint32_t n;
+
+	if (!sr->nins || !sr->mc || (!sr->placer && !(sr->placer = lj_placer_new())))
+		return;
+	for (uint32_t i = 0; i < sr->nsnap; i++)
+		sr->ts[i].frames = sr->tf + (size_t)(uintptr_t)sr->ts[i].frames;
+	if (lj_place_trace(sr->placer, &tv, &snaps, &n) || !n)
+		return;
+	sr->rec.snaps = snaps;
+	sr->rec.nsnap = n;
 }
 
 int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
@@ -544,6 +667,7 @@ int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
 	const struct lj_layout *lo = &t->layout;
 	uint8_t again[LJ_GCTRACE_HDR];
 	uint32_t prev_mcofs = 0, nf, szmcode;
+	int pathable;
 	int err;
 
 	*out = NULL;
@@ -557,8 +681,16 @@ int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
 	}
 	sr->fr2 = !!(lo->flags & LJ_LAYOUT_GC64);
 	sr->startpc = lj_get_ref(lo, hdr + lo->tr_startpc);
+	sr->startpt = lj_get_ref(lo, hdr + lo->tr_startpt);
+	sr->mcode = lo->tr_mcode ? get_u64(hdr + lo->tr_mcode) : 0;
+	sr->szmcode = szmcode;
 	sr->nfns = 0;
 	sr->nframes = 0;
+	sr->ntf = 0;
+	sr->pt = pt;
+	sr->t = t;
+	sr->emit = emit;
+	sr->emit_ctx = ctx;
 	sr->rec = (struct lp_trace_snaps){ .trace = trace_id, .bcofs = lo->pt_size,
 					   .bcbase = sr->startpc };
 	err = read_arrays(sr, t, hdr);
@@ -581,7 +713,18 @@ int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
 			break;
 		}
 		prev_mcofs = mcofs;
-		err = decode_snap(sr, pt, t, i, &nf, emit, ctx) ?: add_snap(sr, mcofs, nf);
+		if (GROW(sr->ts, sr->capts, (size_t)i + 1)) {
+			err = -ENOMEM;
+			break;
+		}
+		err = decode_snap(sr, pt, t, i, &nf, &pathable, emit, ctx);
+		sr->ts[i] = (struct lj_tsnap){
+			.ref = (uint16_t)get_u32(sr->snap + (size_t)i * lo->sn_size + lo->sn_ref),
+			.mcofs = mcofs, .nframe = nf, .pathable = (uint8_t)pathable,
+			.frames = (const struct lj_tframe *)(uintptr_t)sr->ntf };
+		sr->ntf += nf;
+		if (!err)
+			err = add_snap(sr, mcofs, nf);
 	}
 	if (err) {
 		if (err == -ESTALE)
@@ -590,13 +733,18 @@ int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
 			sr->stats.unreadable++;
 		return err;
 	}
-	for (uint32_t i = 0; i < sr->rec.nsnap; i++) {
+	for (uint32_t i = 0; i < sr->rec.nsnap; i++)
 		sr->snaps[i].frames = sr->frames + (size_t)(uintptr_t)sr->snaps[i].frames;
+	sr->rec.snaps = sr->snaps;
+	place(sr, t);
+	for (uint32_t i = 0; i < sr->rec.nsnap; i++) {
+		const struct lp_tsnap *s = &sr->rec.snaps[i];
+
 		sr->stats.snaps++;
-		sr->stats.unplaced += !sr->snaps[i].nframe;
+		sr->stats.unplaced += !s->nframe;
+		sr->stats.marked += s->nframe && s->frames[s->nframe - 1].kind == LP_LFRAME_INLINED;
 	}
 	sr->stats.traces++;
-	sr->rec.snaps = sr->snaps;
 	*out = &sr->rec;
 	return 0;
 }

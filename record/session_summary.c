@@ -165,14 +165,17 @@ static void print_lua_summary(const struct session *s)
 
 		jit_trace_table_stats(s->jit_traces, &ts);
 		fprintf(stderr, "luaprof record: compiled traces: %llu met, read %llu "
-			"times: with their snapshots %llu (%llu snapshots, %llu not "
-			"decoded), gone or changed %llu, unreadable %llu; looked at "
-			"again %llu times\n",
+			"times: with their snapshots %llu (%llu ranges of code, %llu not "
+			"decoded, %llu marked as inlined code not told apart; between "
+			"snapshots, %llu stretches placed by instruction, %llu whole), "
+			"gone or changed %llu, unreadable %llu; looked at again %llu "
+			"times\n",
 			(unsigned long long)jit_trace_table_count(s->jit_traces),
 			(unsigned long long)(ts.traces + ts.stale + ts.unreadable),
 			(unsigned long long)ts.traces, (unsigned long long)ts.snaps,
-			(unsigned long long)ts.unplaced, (unsigned long long)ts.stale,
-			(unsigned long long)ts.unreadable,
+			(unsigned long long)ts.unplaced, (unsigned long long)ts.marked,
+			(unsigned long long)ts.exact, (unsigned long long)ts.whole,
+			(unsigned long long)ts.stale, (unsigned long long)ts.unreadable,
 			(unsigned long long)ts.rechecks);
 	}
 	{

@@ -12,51 +12,19 @@
  * snapshots go backwards in the code is refused.
  *
  * The decoder is included rather than linked, with target_read() and
- * proto_table_at() replaced by the fake memory's (the latter under its
+ * proto_table_at() replaced by the fake memory's (fake_target.c) (the latter under its
  * own name: test_luajit_protos.c includes the real one).
  */
 #define proto_table_at snaps_test_proto_at
 #include "record/luajit_snaps.c"
 
+#include "tests/unit/fake_target.h"
 #include "tests/unit/unit.h"
 
 /* ---- the fake target ------------------------------------------------ */
 
-struct region {
-	uint64_t addr;
-	uint8_t *mem;
-	size_t size;
-};
-
-static struct region regions[16];
-static int nregions;
-
-int target_read(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	(void)pid;
-	for (int i = 0; i < nregions; i++)
-		if (addr >= regions[i].addr && addr + len <= regions[i].addr + regions[i].size) {
-			memcpy(buf, regions[i].mem + (addr - regions[i].addr), len);
-			return 0;
-		}
-	return -EFAULT;
-}
-
-static uint8_t *region(uint64_t addr, size_t size)
-{
-	struct region *r = &regions[nregions++];
-
-	r->addr = addr;
-	r->size = size;
-	r->mem = calloc(1, size);
-	return r->mem;
-}
-
-static void free_regions(void)
-{
-	while (nregions)
-		free(regions[--nregions].mem);
-}
+#define region fake_region
+#define free_regions fake_regions_free
 
 /* Protos: f, g, h, each with sizebc instructions; ids 1, 2, 3. */
 #define P_F 0x200000u
