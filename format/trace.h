@@ -293,6 +293,9 @@ enum lp_lframe_kind {
 /* lframe.link: the frame type of the frame's link (LuaJIT's FRAME_*);
  * LUA means the next frame is its Lua caller, whose call site names it. */
 #define LP_LFRAME_LINK_LUA 0
+/* VARG: a vararg function's frame, moved up past its arguments above the
+ * frame its call made (which walks and snapshots skip). */
+#define LP_LFRAME_LINK_VARG 3
 /* luajit.flags */
 #define LP_LUAJIT_GC64 0x1u
 #define LP_LUAJIT_OPENRESTY 0x2u

@@ -339,6 +339,16 @@ const char *lua_chunk_label(const char *chunkname, char *buf, size_t len)
 
 /* The name of a Lua function frame as LuaJIT's tracebacks give it: main
  * for a chunk, from the caller's call site otherwise, "?" when none. */
+/* A frame its Lua caller's instruction called: a Lua call, or a vararg
+ * function's (LuaJIT moves its frame up past its arguments, linked VARG,
+ * above the one the call made, which the walk and the snapshots skip:
+ * the frame below is the caller's, at the call). */
+static int called_from_lua(const struct lp_lframe *f, const struct lp_lframe *caller)
+{
+	return (f->link == LP_LFRAME_LINK_LUA || f->link == LP_LFRAME_LINK_VARG) && caller &&
+	       caller->kind == LP_LFRAME_LUA;
+}
+
 static void func_name(struct lua *l, const struct vm_ent *vm,
 		      const struct lp_proto *pt, const struct lp_lframe *f,
 		      const struct lp_lframe *caller, char *name, size_t len)
@@ -346,8 +356,7 @@ static void func_name(struct lua *l, const struct vm_ent *vm,
 	snprintf(name, len, "?");
 	if (pt->firstline == 0) {
 		snprintf(name, len, "main");
-	} else if (f->link == LP_LFRAME_LINK_LUA && caller &&
-		   caller->kind == LP_LFRAME_LUA) {
+	} else if (called_from_lua(f, caller)) {
 		if (!lua_call_name(find_proto(l, caller->value), caller->pc,
 				   vm && (vm->flags & LP_LUAJIT_GC64), name, len))
 			snprintf(name, len, "?");
@@ -434,7 +443,7 @@ static int name_lua_frame(struct lua *l, const struct vm_ent *vm,
 
 	if (!k.pt)
 		return name_lua_frame_now(l, vm, f, caller, trace, NULL, id);
-	if (f->link == LP_LFRAME_LINK_LUA && caller && caller->kind == LP_LFRAME_LUA) {
+	if (called_from_lua(f, caller)) {
 		k.caller = find_proto(l, caller->value);
 		k.caller_pc = caller->pc;
 		if (!k.caller)

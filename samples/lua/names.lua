@@ -1,6 +1,6 @@
 -- names.lua - one function per kind of name LuaJIT derives from the
 -- caller's call site (as debug.getinfo(f, "n") and tracebacks do).  Each
--- burns the same unit of work inside itself, so each holds ~1/7 of the
+-- burns the same unit of work inside itself, so each holds ~1/8 of the
 -- self time.  All are called from the main chunk ("main (names.lua:0)"),
 -- except upvalue_fn, called from via_upvalue, and the anonymous function,
 -- called from call_param.  Expected names (namewhat, then the frame as
@@ -18,6 +18,9 @@
 --                      through its parameter f; call_param is a local
 --   fns[1]()           (none)   "? (names.lua:LINE)": called through a
 --                      table index, LuaJIT derives no name
+--   vararg_fn(1, 2)    local    "vararg_fn (names.lua:LINE)": a vararg
+--                      function, whose frame LuaJIT moves above its
+--                      arguments (a VARG frame over the call's)
 -- LINE is the line of each function's "function" keyword; a test can find
 -- it with grep -n.  The program checks the derivations itself (through
 -- debug.getinfo, once at start) and exits 1 if one differs.
@@ -81,6 +84,13 @@ local function call_param(f)
 	return r
 end
 
+local function vararg_fn(...)
+	note("vararg")
+	local x = select("#", ...)
+	for i = 1, UNIT do x = (x + i * 7) % 1000003 end
+	return x
+end
+
 local fns = {
 	function()
 		note("indexed")
@@ -106,6 +116,7 @@ while os.clock() < deadline or rounds == 0 do
 		return x
 	end)
 	sum = sum + fns[1]()
+	sum = sum + vararg_fn(1, 2)
 	rounds = rounds + 1
 	if checking then
 		checking = false
@@ -113,7 +124,7 @@ while os.clock() < deadline or rounds == 0 do
 			global = "global global_fn", ["local"] = "local local_fn",
 			field = "field field_fn", method = "method method_fn",
 			upvalue = "upvalue upvalue_fn", param = "local f",
-			indexed = " nil",
+			indexed = " nil", vararg = "local vararg_fn",
 		}
 		for tag, w in pairs(want) do
 			if seen[tag] ~= w then

@@ -139,7 +139,8 @@ out=$TMP/names.lp
 record_lua "names.lua" $out $LJ2 -joff $S/names.lua 2
 for f in "global_fn:^function global_fn" "local_fn:^local function local_fn" \
 	 "field_fn:^function M.field_fn" "method_fn:^function obj:method_fn" \
-	 "upvalue_fn:^local function upvalue_fn" "via_upvalue:^local function via_upvalue"; do
+	 "upvalue_fn:^local function upvalue_fn" "via_upvalue:^local function via_upvalue" \
+	 "vararg_fn:^local function vararg_fn"; do
 	frame=$(lua_frame "${f%%:*}" names.lua "${f#*:}")
 	check "names.lua: $frame" grep -qF "$frame" $out.folded
 done
@@ -215,7 +216,7 @@ awk '{ c = $NF; st = $0; sub(/ [0-9]+$/, "", st); n = split(st, fr, ";");
 awk '$1 ~ /^[0-9]+$/ { c[$2] = $1; tot += $1 } END { for (k in c) printf "%s %.4f\n", k, c[k] / tot }' \
 	$TMP/jp.txt | sort >$TMP/theirs.txt
 compared=0
-for fn in global_fn local_fn field_fn method_fn upvalue_fn f; do
+for fn in global_fn local_fn field_fn method_fn upvalue_fn f vararg_fn; do
 	ours=$(awk -v k=$fn '$1 == k { print $2 }' $TMP/ours.txt)
 	theirs=$(awk -v k=$fn '$1 == k { print $2 }' $TMP/theirs.txt)
 	[ -n "$theirs" ] || continue
