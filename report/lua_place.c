@@ -84,6 +84,29 @@ static int code_offset(const struct trace_ent *t, const uint64_t *addrs, uint32_
 	return -1;
 }
 
+/* A trace of t's process, other than t, whose code holds the first of
+ * the addresses that lies in a trace's code: LuaJIT names the trace it
+ * entered last (g->vmstate), and a side trace that jumps back into its
+ * root's loop leaves the side trace's number while the root's code runs.
+ * Its index, *off the offset there; -1 if none (with its snapshots).
+ * The base frame's check (place_base) still stands. */
+static int64_t other_trace(const struct lua *l, const struct trace_ent *t,
+			   const uint64_t *addrs, uint32_t n, uint64_t *off)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t at = i ? addrs[i] - 1 : addrs[i];
+		int64_t ti = lua_trace_holding(l, t->pid, at);
+
+		if (ti < 0)
+			continue;
+		if (!l->traces[ti].snaps)
+			return -1;
+		*off = at - l->traces[ti].mcode;
+		return ti;
+	}
+	return -1;
+}
+
 /* The last snapshot of ss starting at or before off, or -1. */
 static int64_t snap_at(const struct snap_set *ss, uint64_t off)
 {
@@ -209,7 +232,12 @@ int lua_place(struct lua *l, uint32_t idx, const uint64_t *addrs, uint32_t naddr
 	if (!t || !t->snaps)
 		return 0;
 	*how = LUA_UNPLACED_OUTSIDE;
-	if (code_offset(t, addrs, naddrs, &off) || (si = snap_at(t->snaps, off)) < 0)
+	if (code_offset(t, addrs, naddrs, &off) &&
+	    (ti = other_trace(l, t, addrs, naddrs, &off)) >= 0)
+		t = &l->traces[ti];
+	else if (code_offset(t, addrs, naddrs, &off))
+		return 0;
+	if ((si = snap_at(t->snaps, off)) < 0)
 		return 0;
 	*how = LUA_UNPLACED_SNAP;
 	if (!t->snaps->snaps[si].nframe)

@@ -235,12 +235,25 @@ int lua_add_trace(struct lua *l, const struct lp_trace *rec)
 		return err;
 	memset(&l->traces[l->ntraces], 0, sizeof(l->traces[0]));
 	l->traces[l->ntraces].id = rec->id;
+	l->traces[l->ntraces].pid = rec->pid;
 	l->traces[l->ntraces].proto = rec->proto;
 	l->traces[l->ntraces].startpc = rec->startpc;
 	l->traces[l->ntraces].mcode = rec->mcode;
 	l->traces[l->ntraces].szmcode = rec->szmcode;
 	l->ntraces++;
 	return 0;
+}
+
+int64_t lua_trace_holding(const struct lua *l, uint32_t pid, uint64_t addr)
+{
+	/* The latest first: a trace's code is reused once it is flushed. */
+	for (size_t i = l->ntraces; i-- > 0;) {
+		const struct trace_ent *t = &l->traces[i];
+
+		if (t->pid == pid && addr >= t->mcode && addr - t->mcode < t->szmcode)
+			return (int64_t)i;
+	}
+	return -1;
 }
 
 uint32_t lua_find_stack(const struct lua *l, uint64_t id)

@@ -58,6 +58,9 @@ int lua_place(struct lua *l, uint32_t idx, const uint64_t *addrs, uint32_t naddr
  * -ENOENT if it was not, or the trace is unknown. */
 int lua_trace_code(const struct lua *l, uint32_t idx, uint64_t *start, uint64_t *end);
 
+/* The trace of process pid whose machine code holds addr (the one read
+ * last, as code is reused after a flush): its index, or -1. */
+int64_t lua_trace_holding(const struct lua *l, uint32_t pid, uint64_t addr);
 /* Index of Lua stack id, or UINT32_MAX when it was never defined. */
 uint32_t lua_find_stack(const struct lua *l, uint64_t id);
 /* Whether the Lua stack at idx was taken while a compiled trace ran. */

@@ -30,7 +30,7 @@ struct snap_set {
 
 struct trace_ent {
 	uint64_t id, proto;
-	uint32_t startpc;
+	uint32_t pid, startpc;
 	uint64_t mcode, szmcode;
 	struct snap_set *snaps; /* NULL: the trace has none */
 };

@@ -370,7 +370,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 	size_t ld = lidx < MISSING ? lua_stack_depth(s->lua, lidx) : 0;
 	size_t room = (size_t)nd * FRAMES_MAX_CHAIN + ld + 3;
 	uint64_t vs = 0, ve = 0, ts = 0, te = 0;
-	int have_vm, trace, any_vm = 0, err;
+	int have_vm, trace, any_vm = 0, skip_gap = 0, err;
 
 	/* A native address may be several frames (inlined functions). */
 	err = reserve_buf(s, room + ld + 2);
@@ -402,6 +402,16 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 		int gap = i && a[i] == LP_ADDR_GAP;
 		int before_gap = i + 1 < nd && a[i + 1] == LP_ADDR_GAP;
 
+		/* The code the walk stepped over as another JIT's was another
+		 * trace's of the process (a side trace's number names the
+		 * root's loop it jumped back into): trace code, and no gap. */
+		if (before_gap && trace && !any_vm && lua_trace_holding(s->lua, pid, at) >= 0) {
+			before_gap = 0;
+			skip_gap = 1;
+			vm = 1;
+		}
+		if (gap && skip_gap)
+			continue;
 		if (gap) {
 			err = frames_name(s->fr, "[unknown frames]", &s->buf[k]);
 			if (err)

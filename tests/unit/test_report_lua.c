@@ -134,8 +134,10 @@ TEST(report_vm_frames_without_lua_keep_their_place)
  * With mcode, compiled trace 3 runs, its code there (see below).  With
  * gap, the walk stepped over the anonymous code to the VM's C frame and
  * went on to the root (host+0x1ff, host+0xff), a gap after the leaf.
+ * With other, trace 1 of the process has its code there.
  */
-static int write_anon_leaf_trace(const char *path, int32_t vmstate, uint64_t mcode, int gap)
+static int write_anon_leaf_trace(const char *path, int32_t vmstate, uint64_t mcode, int gap,
+				 uint64_t other)
 {
 	static const struct lp_mapping maps[] = {
 		{ .start = 0x10000, .end = 0x30000, .prot = LP_PROT_READ | LP_PROT_EXEC,
@@ -182,6 +184,12 @@ static int write_anon_leaf_trace(const char *path, int32_t vmstate, uint64_t mco
 						 .mcode = mcode, .szmcode = 0x100 };
 		err = err ?: trace_write(w, &rec);
 	}
+	if (other) {
+		rec.type = LP_REC_TRACE;
+		rec.u.trace = (struct lp_trace){ .id = 2, .pid = 40, .traceno = 1, .proto = 2,
+						 .mcode = other, .szmcode = 0x100 };
+		err = err ?: trace_write(w, &rec);
+	}
 	rec.type = LP_REC_LUA_STACK;
 	rec.u.lua_stack = (struct lp_lua_stack){ .id = 9, .depth = 4,
 						 .frames = mcode ? traced : ff };
@@ -199,11 +207,11 @@ static int write_anon_leaf_trace(const char *path, int32_t vmstate, uint64_t mco
 }
 
 /* Whether that trace's folded report is `want` (printed if not). */
-static int anon_leaf_folds_to(const char *path, int32_t vmstate, uint64_t mcode, int gap,
-			      const char *want)
+static int anon_other_folds_to(const char *path, int32_t vmstate, uint64_t mcode, int gap,
+			       uint64_t other, const char *want)
 {
 	char *out = NULL;
-	int same = write_anon_leaf_trace(path, vmstate, mcode, gap) == 0 &&
+	int same = write_anon_leaf_trace(path, vmstate, mcode, gap, other) == 0 &&
 		   rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path,
 			  NULL) == 0 &&
 		   out && !strcmp(out, want);
@@ -212,6 +220,12 @@ static int anon_leaf_folds_to(const char *path, int32_t vmstate, uint64_t mcode,
 		fprintf(stderr, "folded: %s", out ? out : "(none)\n");
 	free(out);
 	return same;
+}
+
+static int anon_leaf_folds_to(const char *path, int32_t vmstate, uint64_t mcode, int gap,
+			      const char *want)
+{
+	return anon_other_folds_to(path, vmstate, mcode, gap, 0, want);
 }
 
 TEST(report_anon_leaf_is_a_trace_only_where_one_may_run)
@@ -275,6 +289,23 @@ TEST(report_gap_after_another_jits_code)
 	CHECK(anon_leaf_folds_to(path, ~1 /* C */, 0, 1,
 				 "host+0xff;host+0x1ff;main (t.lua:0);? (t.lua:1);string.rep;"
 				 "[unknown frames];[anon] 3\n"));
+}
+
+/*
+ * The code the walk stepped over as another JIT's is the process's trace
+ * 1 (a root, whose loop a side trace jumped back into, vmstate still
+ * naming the side trace 3): trace code, standing for the VM's frame, no
+ * gap and no [anon].
+ */
+TEST(report_gap_over_another_trace_is_trace_code)
+{
+	const char *path = rt_path("gap_root.lp");
+
+	CHECK(anon_other_folds_to(path, 3, 0x60000, 1, 0x40000 /* holds the leaf */,
+				  "host+0xff;host+0x1ff;main (t.lua:0);? (t.lua:1) 3\n"));
+	CHECK(anon_other_folds_to(path, 3, 0x60000, 1, 0x48000 /* does not */,
+				  "host+0xff;host+0x1ff;main (t.lua:0);? (t.lua:1);"
+				  "[unknown frames];[anon] 3\n"));
 }
 
 TEST(report_vm_state_pseudo_frames)
