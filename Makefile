@@ -16,11 +16,12 @@ CFLAGS   ?= -O2 -g
 LDFLAGS  ?=
 LP_CFLAGS := -Wall -Wextra -std=gnu11 -D_GNU_SOURCE -DLUAPROF_VERSION='"$(VERSION)"' \
             -I. -I$(BUILD)
-LDLIBS   := -lbpf -ldw -lelf -lz -llz4 -lcapstone
+LDLIBS   := -lbpf -ldw -lelf -lz -llz4 -lcapstone -liberty
 
 # Debian packages the build and the tests need.
 DEPS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev liblz4-dev \
-        libcapstone-dev pkg-config make gcc python3 util-linux libclang-rt-14-dev
+        libcapstone-dev libiberty-dev pkg-config make gcc python3 util-linux \
+        libclang-rt-14-dev
 
 FORMAT_SRC := $(wildcard format/*.c)
 LIB_SRC    := $(wildcard lib/*.c)

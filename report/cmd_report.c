@@ -55,8 +55,8 @@ static void usage_line(FILE *f)
 		fprintf(f, "%s%s", i ? "|" : "", formats[i].name);
 	fputs("] [-o FILE] [--pid PID[,PID...]] [--tid TID[,TID...]] "
 	      "[--from S] [--to S] [-n N] [--percent-limit P] [--inverted] [--comm] "
-	      "[--lines] [--vmstate | --annotate | --by line] [--symfs DIR] "
-	      "TRACE...\n", f);
+	      "[--lines] [--no-demangle] [--vmstate | --annotate | --by line] "
+	      "[--symfs DIR] TRACE...\n", f);
 }
 
 static void help(void)
@@ -95,11 +95,15 @@ static void help(void)
 	      "                      text (-n rows)\n"
 	      "                      (--vmstate, --annotate, --by line: one TRACE)\n"
 	      "  --lines             Lua frames show the line being run (in compiled\n"
-	      "                      code, that of the trace's snapshot where the\n"
-	      "                      sample's address falls), not the line where\n"
-	      "                      the function is defined; native frames with\n"
-	      "                      DWARF show NAME (FILE:LINE) likewise, and\n"
-	      "                      code in anonymous memory [anon]+0xOFF\n"
+	      "                      code, that of the bytecode that made the\n"
+	      "                      machine instruction the sample hit), not the\n"
+	      "                      line where the function is defined; native\n"
+	      "                      frames with DWARF show NAME (FILE:LINE)\n"
+	      "                      likewise, and code in anonymous memory\n"
+	      "                      [anon]+0xOFF\n"
+	      "  --no-demangle       native names as their symbols have them\n"
+	      "                      (_ZN7EThread7executeEv), not demangled\n"
+	      "                      (EThread::execute()), C++ and Rust\n"
 	      "  --symfs DIR         for objects whose symbols the trace does not\n"
 	      "                      embed (record --no-embed): look for each file\n"
 	      "                      as DIR/its/recorded/path before its own path,\n"

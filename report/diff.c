@@ -46,7 +46,7 @@ static void usage_line(FILE *f)
 {
 	fputs("usage: luaprof diff [--format top|folded|flamegraph] [-o FILE] [-n N] "
 	      "[--per-second] [--pid PID[,PID...]] [--tid TID[,TID...]] [--from S] [--to S] "
-	      "[--lines] [--symfs DIR] BASE NEW\n", f);
+	      "[--lines] [--no-demangle] [--symfs DIR] BASE NEW\n", f);
 }
 
 static void help(void)
@@ -69,7 +69,7 @@ static void help(void)
 	      "  --per-second        compare samples per second of each trace's\n"
 	      "                      duration, not shares of its samples (top,\n"
 	      "                      flamegraph)\n"
-	      "  --pid, --tid, --from, --to, --lines, --symfs\n"
+	      "  --pid, --tid, --from, --to, --lines, --no-demangle, --symfs\n"
 	      "                      as for `luaprof report`, applied to both traces\n"
 	      "  -h, --help          print this help and exit\n"
 	      "\n"

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/demangle.h"
 #include "lib/escape.h"
 #include "report/frames.h"
 #include "lib/htab.h"
@@ -62,6 +63,7 @@ struct frames {
 	size_t nksyms, capksyms;
 	int sorted;
 	int lines; /* --lines: native frames show FILE:LINE */
+	int demangle; /* native names demangled (lib/demangle.h) */
 	struct frame_infos *infos; /* NULL: names are all that is wanted */
 	uint32_t unmapped_id, kernel_id; /* interned on first use */
 };
@@ -90,6 +92,18 @@ void frames_set_objects(struct frames *f, struct objects *o)
 void frames_set_lines(struct frames *f, int lines)
 {
 	f->lines = lines;
+}
+
+void frames_set_demangle(struct frames *f, int demangle)
+{
+	f->demangle = demangle;
+}
+
+/* A native function's name as the frame shows it: demangled into buf
+ * when asked and mangled, else as the symbol has it. */
+static const char *readable(const struct frames *f, const char *sym, char *buf, size_t len)
+{
+	return f->demangle && lp_demangle(sym, buf, len) ? buf : sym;
 }
 
 void frames_set_infos(struct frames *f, struct frame_infos *infos)
@@ -273,6 +287,8 @@ static int name_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 		snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base_name(m->path),
 			 res.addr);
 		name = buf;
+	} else {
+		name = readable(f, name, buf, sizeof(buf));
 	}
 	err = frames_name(f, name, func) ?:
 	      describe_native(f, *func, m, res.addr, FRAMEINFO_NONE,
@@ -282,8 +298,11 @@ static int name_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 		return err;
 	}
 	for (uint32_t i = 0; i + 1 < c.n; i++) {
-		err = chain_frame(f, m, res.addr, c.f[i].func ? c.f[i].func : "?", 1,
-				  &c.f[i], FRAMEINFO_NONE, &ids[i]);
+		char inl[512];
+
+		err = chain_frame(f, m, res.addr,
+				  c.f[i].func ? readable(f, c.f[i].func, inl, sizeof(inl)) : "?",
+				  1, &c.f[i], FRAMEINFO_NONE, &ids[i]);
 		if (err)
 			return err;
 	}

@@ -38,6 +38,9 @@ int frames_add_ksyms(struct frames *f, const struct lp_ksyms *rec);
 
 /* --lines: native frames whose object has DWARF show " (FILE:LINE)". */
 void frames_set_lines(struct frames *f, int lines);
+/* Whether native names are demangled (C++, Rust), as perf shows them;
+ * not set: as the symbols have them. */
+void frames_set_demangle(struct frames *f, int demangle);
 
 /* The most frames one user address may name (frames_user_chain). */
 #define FRAMES_MAX_CHAIN SRCLINE_MAX_FRAMES

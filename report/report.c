@@ -170,6 +170,9 @@ int report_load_opt(struct load_opts *lo, int c, const char *arg, const char **w
 	case LOAD_OPT_LINES:
 		lo->lines = 1;
 		break;
+	case LOAD_OPT_NO_DEMANGLE:
+		lo->raw_names = 1;
+		break;
 	case LOAD_OPT_SYMFS:
 		lo->symfs = arg;
 		break;
@@ -478,6 +481,7 @@ static int pass_new(struct run *r, const char *path, uint32_t index, struct repo
 	if (!err) {
 		frames_set_objects(ps->fr, ps->objs);
 		frames_set_lines(ps->fr, o->lines);
+		frames_set_demangle(ps->fr, !o->raw_names);
 		if (o->infos)
 			frames_set_infos(ps->fr, &r->prof->infos);
 	}

@@ -29,6 +29,8 @@ struct load_opts {
 				   * sample; -1: open on that side */
 	int comm;                 /* the process name as each stack's root */
 	int lines;                /* frames split by the line they run */
+	int raw_names;            /* native names as the symbols have them,
+				   * not demangled */
 	int infos;                /* describe frames (frameinfo.h) */
 	int keep_samples;         /* fill p->samples_v */
 	int vmstate, annotate;    /* also count --vmstate, --annotate (one
@@ -65,13 +67,14 @@ int report_misuse(const char *who, void (*usage)(FILE *), const char *fmt, ...);
 /* The options that fill struct load_opts, the same in `report` and
  * `diff`: rows for getopt_long's table, and their handler. */
 enum { LOAD_OPT_PID = 400, LOAD_OPT_TID, LOAD_OPT_FROM, LOAD_OPT_TO, LOAD_OPT_LINES,
-       LOAD_OPT_SYMFS };
+       LOAD_OPT_NO_DEMANGLE, LOAD_OPT_SYMFS };
 #define LOAD_OPTIONS                                                   \
 	{ "pid", required_argument, NULL, LOAD_OPT_PID },              \
 	{ "tid", required_argument, NULL, LOAD_OPT_TID },              \
 	{ "from", required_argument, NULL, LOAD_OPT_FROM },            \
 	{ "to", required_argument, NULL, LOAD_OPT_TO },                \
 	{ "lines", no_argument, NULL, LOAD_OPT_LINES },                \
+	{ "no-demangle", no_argument, NULL, LOAD_OPT_NO_DEMANGLE },    \
 	{ "symfs", required_argument, NULL, LOAD_OPT_SYMFS }
 
 /* Applies option c (a LOAD_OPT_*) with its argument: 0, -ENOMEM, or
