@@ -10,10 +10,12 @@
 #include "lib/elfsyms.h"
 #include "lib/bsearch.h"
 
+#define ENTRY_SIZE 0x40
+
 /* A symbol as read, before aliases are merged. */
 struct raw_sym {
 	struct elf_fsym s;
-	int rank; /* 0 global, 1 weak, 2 anything else */
+	int rank; /* 0 global, 1 weak, 2 anything else, 3 made up (_start) */
 };
 
 static int raw_cmp(const void *a, const void *b)
@@ -79,6 +81,61 @@ static int read_section_type(Elf *elf, Elf64_Word type, struct raw_sym **v,
 	return 0;
 }
 
+/* An executable's entry point, which stripped executables and the
+ * dynamic loader name in no symbol table: "_start", as the tools name it
+ * and as it is (the first frame of every process).  For objects that can
+ * be run: with an interpreter, or needing no library (the loader, a
+ * static executable).  ENTRY_SIZE bytes: glibc's _start calls
+ * __libc_start_main within its first 0x30, the loader's calls _dl_start
+ * at once; a symbol with no size would name the code after it too. */
+static int add_entry(Elf *elf, struct raw_sym **v, size_t *n, size_t *cap)
+{
+	GElf_Ehdr eh;
+	size_t nph;
+	int interp = 0, needed = 0;
+	Elf_Scn *scn = NULL;
+
+	if (!gelf_getehdr(elf, &eh) || !eh.e_entry || (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) ||
+	    elf_getphdrnum(elf, &nph))
+		return 0;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_INTERP)
+			interp = 1;
+	}
+	while (!interp && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		GElf_Dyn dyn;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && gelf_getdyn(d, (int)i, &dyn); i++)
+			needed |= dyn.d_tag == DT_NEEDED;
+	}
+	if (!interp && needed)
+		return 0;
+	for (size_t i = 0; i < *n; i++) {
+		const struct elf_fsym *s = &(*v)[i].s;
+
+		if (eh.e_entry == s->addr || (eh.e_entry > s->addr && eh.e_entry - s->addr < s->size))
+			return 0;
+	}
+	if (*n == *cap) {
+		size_t ncap = *cap ? 2 * *cap : 16;
+		struct raw_sym *nv = realloc(*v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = ncap;
+	}
+	(*v)[(*n)++] = (struct raw_sym){ { eh.e_entry, ENTRY_SIZE, "_start", 6 }, 3 };
+	return 0;
+}
+
 /* Folds each run of symbols at one address into its first, which sorting
  * made the preferred one, in place; returns the count left. */
 static size_t merge_sorted(struct elf_fsym *v, size_t n)
@@ -123,7 +180,8 @@ int elf_function_symbols(Elf *elf, struct elf_fsym **out, size_t *n)
 	*out = NULL;
 	*n = 0;
 	err = read_section_type(elf, SHT_SYMTAB, &raw, &nraw, &cap) ?:
-	      read_section_type(elf, SHT_DYNSYM, &raw, &nraw, &cap);
+	      read_section_type(elf, SHT_DYNSYM, &raw, &nraw, &cap) ?:
+	      add_entry(elf, &raw, &nraw, &cap);
 	if (err || !nraw)
 		goto cleanup;
 	qsort(raw, nraw, sizeof(*raw), raw_cmp);

@@ -296,3 +296,50 @@ TEST(symtab_subset_reports_byte_identical_libc)
 {
 	reports_agree((const void *)qsort, 11);
 }
+
+/* An executable with no symbol at all (stripped, no .dynsym): its entry
+ * point is named _start; with no entry point, nothing is. */
+static int entry_syms(uint64_t entry, struct elf_fsym **v, size_t *n)
+{
+	const char *path = rt_path("entry.elf");
+	Elf64_Ehdr eh = {
+		.e_ident = { ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64, ELFDATA2LSB,
+			     EV_CURRENT },
+		.e_type = ET_EXEC, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+		.e_entry = entry, .e_phoff = sizeof(Elf64_Ehdr), .e_ehsize = sizeof(Elf64_Ehdr),
+		.e_phentsize = sizeof(Elf64_Phdr), .e_phnum = 1,
+	};
+	Elf64_Phdr ph = { .p_type = PT_INTERP, .p_offset = 0, .p_filesz = 1 };
+	FILE *f = fopen(path, "wb");
+	Elf *elf;
+	int fd, err = -1;
+
+	if (!f || fwrite(&eh, sizeof(eh), 1, f) != 1 || fwrite(&ph, sizeof(ph), 1, f) != 1 ||
+	    fclose(f))
+		return -1;
+	elf_version(EV_CURRENT);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf)
+		err = elf_function_symbols(elf, v, n);
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+TEST(symtab_entry_point_is_start)
+{
+	struct elf_fsym *v = NULL;
+	size_t n = 0;
+
+	CHECK(entry_syms(0x401020, &v, &n) == 0);
+	CHECK(n == 1 && v[0].addr == 0x401020 && v[0].size == 0x40 &&
+	      !strcmp(v[0].name, "_start"));
+	free(v);
+	v = NULL;
+	CHECK(entry_syms(0, &v, &n) == 0);
+	CHECK(n == 0);
+	free(v);
+}
