@@ -72,7 +72,7 @@ open(sys.argv[2], "wb").write(b"".join(out))
 PY
 
 cc -std=gnu11 -D_GNU_SOURCE -I. -Ibuild -o "$raw/seedgen" tests/fuzz/seedgen.c \
-	build/format/*.o build/lib/*.o -llz4 -lz -ldw -lelf
+	build/format/*.o build/lib/*.o -llz4 -lz -ldw -lelf -liberty
 "$raw/seedgen" "$raw/kitchen.lp"
 
 # The harness's modes: the rows of its table, one a line.
