@@ -2,7 +2,12 @@
  * lua_bc.h - LuaJIT's bytecode as luaprof reads it from a prototype:
  * opcode numbers, operand modes and the metamethod an opcode may call
  * (LuaJIT's BCDEF in lj_bc.h, identical in upstream LuaJIT 2.1 and
- * OpenResty's luajit2).  The report names a function from its caller's
+ * OpenResty's luajit2).  Two numberings are in use: LuaJIT 2.1 since
+ * 2026-07 (upstream a2ce8114, OpenResty's 20260824) has seven bit
+ * operator opcodes between JMP and FUNCF, earlier builds none, so every
+ * opcode from FUNCF on is 7 higher in the newer.  Luaprof's numbers are
+ * the newer's; lua_bc_norm() brings a prototype's instructions to them,
+ * told which numbering they use by the function header at bc[0].  The report names a function from its caller's
  * instructions, read backwards from the call site as lj_debug_slotname()
  * does (report/lua_names.c); the recorder follows the instructions a
  * compiled trace ran between two snapshots (record/luajit_path.c).
@@ -116,6 +121,13 @@
 	_(ILOOP, rbase, ___, jump, NULL) \
 	_(JLOOP, rbase, ___, lit, NULL) \
 	_(JMP, rbase, ___, jump, NULL) \
+	_(BNOT, dst, ___, var, NULL) \
+	_(BAND, dst, var, var, NULL) \
+	_(BOR, dst, var, var, NULL) \
+	_(BXOR, dst, var, var, NULL) \
+	_(BSHL, dst, var, var, NULL) \
+	_(BSHR, dst, var, var, NULL) \
+	_(BSAR, dst, var, var, NULL) \
 	_(FUNCF, rbase, ___, ___, NULL) \
 	_(IFUNCF, rbase, ___, ___, NULL) \
 	_(JFUNCF, rbase, ___, lit, NULL) \
@@ -134,8 +146,11 @@ enum lua_bc_op {
 
 /* LuaJIT 2.1's numbers (lj_bc.h): a line lost or moved in the list
  * would shift every opcode after it. */
-_Static_assert(LBC_CALL == 0x42 && LBC_FUNCF == 0x59 && LBC__MAX == 97,
+_Static_assert(LBC_CALL == 0x42 && LBC_BNOT == 0x59 && LBC_FUNCF == 0x60 && LBC__MAX == 104,
 	       "LUA_BCDEF is out of LuaJIT 2.1's order");
+
+/* The opcodes builds before the bit operators lack, all before FUNCF. */
+#define LBC_NBITOP (LBC_FUNCF - LBC_BNOT)
 
 enum lua_bc_mode {
 	LBC_M____, LBC_M_var, LBC_M_dst, LBC_M_base, LBC_M_rbase, LBC_M_num,
@@ -173,6 +188,40 @@ static const struct lua_bc_info lua_bc_info[LBC__MAX] = {
 #define LBC_C(ins) (((ins) >> 16) & 0xff)
 #define LBC_B(ins) ((ins) >> 24)
 #define LBC_D(ins) ((ins) >> 16)
+
+/*
+ * Which numbering a prototype's instructions use, from its header bc[0]
+ * (FUNCF, IFUNCF, JFUNCF, FUNCV, IFUNCV or JFUNCV in either): 1 with the
+ * bit operators, 0 without, -1 when bc[0] is no function header in
+ * either (not a Lua prototype's bytecode).  The two ranges are disjoint.
+ */
+static inline int lua_bc_numbering(uint32_t header)
+{
+	uint32_t op = LBC_OP(header);
+
+	if (op >= LBC_FUNCF && op <= LBC_JFUNCV)
+		return 1;
+	if (op >= LBC_FUNCF - LBC_NBITOP && op <= LBC_JFUNCV - LBC_NBITOP)
+		return 0;
+	return -1;
+}
+
+/* Brings bc[0..n) of numbering `bitops` (lua_bc_numbering) to luaprof's,
+ * in place.  An opcode the numbering has not becomes 0xff, which none
+ * has; so does every opcode of bytecode in no numbering (bitops -1). */
+static inline void lua_bc_norm(uint32_t *bc, size_t n, int bitops)
+{
+	for (size_t i = 0; bitops != 1 && i < n; i++) {
+		uint32_t op = LBC_OP(bc[i]);
+
+		if (bitops < 0)
+			op = 0xff;
+		else if (op >= LBC_BNOT)
+			op = op < LBC__MAX - LBC_NBITOP ? op + LBC_NBITOP : 0xff;
+		bc[i] = (bc[i] & ~0xffu) | op;
+	}
+}
+
 /* And the other way, an instruction from its fields (LuaJIT's BCINS_AD,
  * BCINS_ABC): for the tests and the synthetic traces that make protos. */
 #define LBC_AD(op, a, d) ((uint32_t)(op) | (uint32_t)(a) << 8 | (uint32_t)(d) << 16)

@@ -68,6 +68,7 @@ static int pfn_read(const struct lj_trace_view *tv, struct lj_pfn *f)
 	uint64_t k;
 	uint8_t *kgc = NULL;
 	size_t need = lo->pt_size;
+	int bitops;
 
 	if (need > sizeof(hdr) || target_read(tv->pid, f->proto, hdr, need))
 		return -EFAULT;
@@ -83,8 +84,10 @@ static int pfn_read(const struct lj_trace_view *tv, struct lj_pfn *f)
 	    read_array(tv->pid, k, f->nkn, 8, (void **)&f->kn) ||
 	    read_array(tv->pid, k - (uint64_t)f->nkgc * rs, f->nkgc, rs, (void **)&kgc))
 		goto fail;
-	if (f->nkgc && !(f->kgc = calloc(f->nkgc, 8)))
+	if ((bitops = lua_bc_numbering(f->bc[0])) < 0 ||
+	    (f->nkgc && !(f->kgc = calloc(f->nkgc, 8))))
 		goto fail;
+	lua_bc_norm(f->bc, f->nbc, bitops);
 	/* kgc[~i]: the i-th constant is the i-th GCRef below k. */
 	for (uint32_t i = 0; i < f->nkgc; i++)
 		f->kgc[i] = get_uint(kgc + (size_t)(f->nkgc - 1 - i) * rs, rs);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lib/escape.h"
+#include "lib/lua_bc.h"
 #include "report/luajit_protos_priv.h"
 
 /* The functions a marked frame's name lists, at most. */
@@ -150,6 +151,7 @@ int lua_add_proto(struct lua *l, const struct lp_proto *rec)
 {
 	struct lp_proto *p;
 	struct lp_proto_kstr *ks;
+	uint32_t *bc;
 	char **uv;
 	int err;
 
@@ -166,7 +168,7 @@ int lua_add_proto(struct lua *l, const struct lp_proto *rec)
 	p->kstr = NULL;
 	p->uvnames = NULL;
 	p->chunkname = strdup(rec->chunkname);
-	p->bc = dup_mem(rec->bc, rec->nbc * sizeof(*rec->bc));
+	p->bc = bc = dup_mem(rec->bc, rec->nbc * sizeof(*rec->bc));
 	p->lines = dup_mem(rec->lines, rec->nbc * sizeof(*rec->lines));
 	p->varinfo = dup_mem(rec->varinfo, rec->varinfo_len);
 	ks = calloc(rec->nkstr + 1, sizeof(*ks));
@@ -175,6 +177,8 @@ int lua_add_proto(struct lua *l, const struct lp_proto *rec)
 	p->uvnames = (const char *const *)uv;
 	if (!p->chunkname || !p->bc || !p->lines || !p->varinfo || !ks || !uv)
 		goto nomem;
+	if (p->nbc) /* in the numbering lua_names.c reads */
+		lua_bc_norm(bc, p->nbc, lua_bc_numbering(bc[0]));
 	for (uint32_t i = 0; i < rec->nkstr; i++, p->nkstr++) {
 		ks[i].index = rec->kstr[i].index;
 		ks[i].str = strdup(rec->kstr[i].str);

@@ -141,3 +141,30 @@ TEST(lua_chunk_labels_as_luajit)
 		      "[string \"012345678901234567890123456789012345678901234...\"]"));
 	CHECK(strlen(buf) < LUA_CHUNK_LABEL_MAX);
 }
+
+/* Bytecode of builds with the bit operator opcodes (LuaJIT 2.1 since
+ * 2026-07) and of older ones, told apart by the function header. */
+TEST(lua_bc_both_numberings)
+{
+	uint32_t newer[] = { LBC_AD(LBC_JFUNCV, 3, 7), LBC_AD(LBC_BAND, 0, 1),
+			     LBC_AD(LBC_RET1, 0, 2) };
+	uint32_t older[] = { LBC_AD(LBC_FUNCV - LBC_NBITOP, 3, 0),
+			     LBC_AD(LBC_JFORL - 0, 1, 4),
+			     LBC_AD(LBC_JFUNCF - LBC_NBITOP, 2, 9),
+			     LBC_AD(LBC__MAX - LBC_NBITOP, 0, 0) };
+	uint32_t junk[] = { LBC_AD(LBC_MOV, 0, 1), LBC_AD(LBC_RET1, 0, 2) };
+
+	CHECK(lua_bc_numbering(newer[0]) == 1);
+	CHECK(lua_bc_numbering(older[0]) == 0);
+	CHECK(lua_bc_numbering(junk[0]) == -1);
+	CHECK(lua_bc_numbering(LBC_AD(LBC_FUNCC, 0, 0)) == -1);
+	lua_bc_norm(newer, 3, 1);
+	CHECK(newer[0] == LBC_AD(LBC_JFUNCV, 3, 7) && LBC_OP(newer[1]) == LBC_BAND);
+	lua_bc_norm(older, 4, 0);
+	CHECK(older[0] == LBC_AD(LBC_FUNCV, 3, 0));
+	CHECK(older[1] == LBC_AD(LBC_JFORL, 1, 4)); /* below the bit operators */
+	CHECK(older[2] == LBC_AD(LBC_JFUNCF, 2, 9));
+	CHECK(LBC_OP(older[3]) == 0xff && LBC_D(older[3]) == 0); /* none in 2.1 */
+	lua_bc_norm(junk, 2, -1);
+	CHECK(LBC_OP(junk[0]) == 0xff && LBC_OP(junk[1]) == 0xff && LBC_D(junk[1]) == 2);
+}
