@@ -48,6 +48,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/elfsyms.h"
 #include "lib/grow.h"
 #include "record/unwind_cfi.h"
 #include "record/unwind_table.h"
@@ -333,6 +334,39 @@ static int finish_rows(struct builder *b)
 	return 0;
 }
 
+/* Inserts a row of cfa_type at pc before row i. */
+static int insert_row(struct unwind_table *t, uint32_t i, uint32_t pc, uint8_t cfa_type)
+{
+	struct lp_unwind_row *v = realloc(t->rows, (t->nrows + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	t->rows = v;
+	memmove(v + i + 1, v + i, (t->nrows - i) * sizeof(*v));
+	v[i] = (struct lp_unwind_row){ .pc = pc, .cfa_type = cfa_type };
+	t->nrows++;
+	return 0;
+}
+
+/* Code [lo, hi) that no FDE covers ends stacks: an LP_CFA_END row at lo,
+ * and no CFI again from hi. */
+static int mark_end(struct unwind_table *t, uint64_t lo, uint64_t hi)
+{
+	const struct lp_unwind_row *r = unwind_table_lookup(t, lo);
+	uint32_t i = r ? (uint32_t)(r - t->rows) + 1 : 0;
+	int err;
+
+	if (!lo || hi <= lo || hi > UINT32_MAX || (r && r->cfa_type != LP_CFA_GAP) ||
+	    (r && r->pc == lo) || (i < t->nrows && t->rows[i].pc < hi))
+		return 0;
+	err = (i < t->nrows && t->rows[i].pc == hi) ? 0 : insert_row(t, i, (uint32_t)hi, LP_CFA_GAP);
+	if (!err)
+		err = insert_row(t, i, (uint32_t)lo, LP_CFA_END);
+	if (!err)
+		t->end_rows++;
+	return err;
+}
+
 /*
  * The entry point is the outermost frame of the process's first thread.
  * An executable's _start says so in its CFI (return address undefined),
@@ -343,7 +377,6 @@ static int finish_rows(struct builder *b)
 static int mark_entry(struct unwind_table *t, uint64_t entry)
 {
 	const struct lp_unwind_row *r = unwind_table_lookup(t, entry);
-	struct lp_unwind_row *v;
 	uint32_t i;
 
 	if (!entry || entry > UINT32_MAX || (r && r->cfa_type != LP_CFA_GAP) ||
@@ -356,15 +389,41 @@ static int mark_entry(struct unwind_table *t, uint64_t entry)
 		t->end_rows++;
 		return 0;
 	}
-	v = realloc(t->rows, (t->nrows + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	t->rows = v;
-	memmove(v + i + 1, v + i, (t->nrows - i) * sizeof(*v));
-	v[i] = (struct lp_unwind_row){ .pc = (uint32_t)entry, .cfa_type = LP_CFA_END };
-	t->nrows++;
 	t->end_rows++;
-	return 0;
+	return insert_row(t, i, (uint32_t)entry, LP_CFA_END);
+}
+
+/*
+ * A fiber's first function returns into code that its library wrote by
+ * hand, without CFI, as a thread's returns into clone's: Boost.Context's
+ * make_fcontext holds the trampoline that enters a context's function
+ * and the return address it is given (a call of _exit).  A walk that
+ * reaches it has the fiber's whole stack, not a cut one.  Only the
+ * symbol's own bytes end stacks: jump_fcontext, beside it and as bare,
+ * switches stacks midway and must stay a cut.
+ */
+#define FIBER_ROOTS(_) _(make_fcontext)
+
+static int mark_fiber_roots(Elf *elf, struct unwind_table *t)
+{
+	static const char *const roots[] = {
+#define ROOT_NAME(name) #name,
+		FIBER_ROOTS(ROOT_NAME)
+#undef ROOT_NAME
+	};
+	struct elf_fsym *syms;
+	size_t n;
+	int err = elf_function_symbols(elf, &syms, &n);
+
+	for (size_t i = 0; !err && i < n; i++) {
+		const struct elf_fsym *s = &syms[i];
+
+		for (size_t k = 0; k < sizeof(roots) / sizeof(*roots) && !err; k++)
+			if (s->size && !strcmp(s->name, roots[k]))
+				err = mark_end(t, s->addr, s->addr + s->size);
+	}
+	free(syms);
+	return err;
 }
 
 /* ---- ELF ------------------------------------------------------------------ */
@@ -510,7 +569,7 @@ static int build_elf(Elf *elf, struct unwind_table *t)
 	}
 	err = finish_rows(&b);
 	if (!err && t->nrows)
-		err = mark_entry(t, ehdr.e_entry);
+		err = mark_entry(t, ehdr.e_entry) ?: mark_fiber_roots(elf, t);
 	free(b.v);
 	free(b.ranges);
 	if (err)

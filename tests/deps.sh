@@ -4,7 +4,8 @@
 # libc6-dbg, libc's DWARF, which self_contained.sh embeds in part; qemu and
 # busybox for the kernel matrix; dwz for dwz.sh), the
 # real applications of tests/e2e/app_*.sh (sysbench, knot-resolver with
-# kdig, neovim, tarantool, python3-lupa, rspamd; redis-server, haproxy and the PUC
+# kdig, neovim, tarantool, python3-lupa, rspamd, pdns-recursor, dnsjit;
+# redis-server, haproxy and the PUC
 # Lua interpreters, which luaprof must say it does not walk), the
 # consumers of the report's formats (golang-go for `go tool pprof`,
 # chromium, and node with the npm packages speedscope and playwright-core
@@ -32,7 +33,7 @@ cd "$(dirname "$0")/.."
 # trixie root (tests/trixie-root.sh).
 PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg
 	sysbench knot-resolver knot-dnsutils neovim tarantool python3-lupa rspamd
-	redis-server haproxy lua5.1 lua5.3 golang-go chromium
+	redis-server haproxy lua5.1 lua5.3 golang-go chromium pdns-recursor dnsjit
 	qemu-system-x86 busybox-static cpio xz-utils zstd dwz musl-tools debootstrap"
 # Node.js as the machine has it, else Debian's.
 command -v node >/dev/null && command -v npm >/dev/null || PKGS="$PKGS nodejs npm"

@@ -45,6 +45,9 @@ static void align8(struct image *im)
 }
 
 static uint64_t entry_point; /* the image's e_entry */
+/* A function symbol the image's .symtab holds, when sym_name is set. */
+static const char *sym_name;
+static uint64_t sym_addr, sym_size;
 
 /* Builds the image around the FDE instructions ins[0..n). */
 static void build(struct image *im, const uint8_t *ins, size_t n)
@@ -56,11 +59,12 @@ static void build(struct image *im, const uint8_t *ins, size_t n)
 		0x0c, 7, 8,     /* def_cfa rsp 8 */
 		0x90, 1,        /* offset r16 at cfa - 8 */
 	};
-	static const char shstr[] = "\0.eh_frame\0.shstrtab";
+	static const char shstr[] = "\0.eh_frame\0.shstrtab\0.symtab\0.strtab";
 	Elf64_Ehdr eh = { 0 };
 	Elf64_Phdr ph = { 0 };
-	Elf64_Shdr sh[3];
-	size_t eh_off, cie, len_at, fde_start, str_off, sh_off;
+	Elf64_Shdr sh[5];
+	size_t eh_off, cie, len_at, fde_start, str_off, sh_off, sym_off = 0, symstr_off = 0;
+	unsigned nsh = sym_name ? 5 : 3;
 
 	memset(im, 0, sizeof(*im));
 	im->n = sizeof(eh) + sizeof(ph);
@@ -87,15 +91,30 @@ static void build(struct image *im, const uint8_t *ins, size_t n)
 	*(uint32_t *)(im->b + len_at) = (uint32_t)(im->n - len_at - 4);
 	put_u32(im, 0); /* terminator */
 	str_off = put(im, shstr, sizeof(shstr));
+	if (sym_name) {
+		Elf64_Sym sym[2] = { { 0 }, { .st_name = 1, .st_value = sym_addr,
+					      .st_size = sym_size, .st_shndx = 1,
+					      .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC) } };
+
+		symstr_off = put(im, "", 1);
+		put(im, sym_name, strlen(sym_name) + 1);
+		align8(im);
+		sym_off = put(im, sym, sizeof(sym));
+	}
 	align8(im);
 	sh_off = im->n;
 	memset(sh, 0, sizeof(sh));
+	sh[3] = (Elf64_Shdr){ .sh_name = 21, .sh_type = SHT_SYMTAB, .sh_offset = sym_off,
+			      .sh_size = 2 * sizeof(Elf64_Sym), .sh_link = 4, .sh_info = 1,
+			      .sh_entsize = sizeof(Elf64_Sym), .sh_addralign = 8 };
+	sh[4] = (Elf64_Shdr){ .sh_name = 29, .sh_type = SHT_STRTAB, .sh_offset = symstr_off,
+			      .sh_size = sym_name ? strlen(sym_name) + 2 : 0, .sh_addralign = 1 };
 	sh[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC,
 			      .sh_addr = eh_off, .sh_offset = eh_off,
 			      .sh_size = str_off - eh_off, .sh_addralign = 8 };
 	sh[2] = (Elf64_Shdr){ .sh_name = 11, .sh_type = SHT_STRTAB, .sh_offset = str_off,
 			      .sh_size = sizeof(shstr), .sh_addralign = 1 };
-	put(im, sh, sizeof(sh));
+	put(im, sh, nsh * sizeof(*sh));
 	memcpy(eh.e_ident, ELFMAG, SELFMAG);
 	eh.e_ident[EI_CLASS] = ELFCLASS64;
 	eh.e_ident[EI_DATA] = ELFDATA2LSB;
@@ -110,7 +129,7 @@ static void build(struct image *im, const uint8_t *ins, size_t n)
 	eh.e_phentsize = sizeof(ph);
 	eh.e_phnum = 1;
 	eh.e_shentsize = sizeof(Elf64_Shdr);
-	eh.e_shnum = 3;
+	eh.e_shnum = (uint16_t)nsh;
 	eh.e_shstrndx = 2;
 	ph = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0,
 			   .p_vaddr = 0, .p_filesz = sizeof(im->b), .p_memsz = 0x2000,
@@ -256,4 +275,35 @@ TEST(unwind_expr_entry_without_cfi)
 		unwind_table_free(&t);
 	}
 	entry_point = 0;
+}
+
+TEST(unwind_expr_fiber_root_without_cfi)
+{
+	/* Boost.Context's make_fcontext has no FDE, and a fiber's first
+	 * function returns into it: its bytes end the stack; the code after
+	 * it (jump_fcontext, as bare) is still no CFI, a cut. */
+	static const uint8_t ins[] = { 0x0e, 16 };
+	static struct image im;
+	const struct lp_unwind_row *r;
+	struct unwind_table t;
+
+	for (int named = 0; named < 2; named++) {
+		sym_name = named ? "make_fcontext" : "make_context";
+		sym_addr = FN + 0x200;
+		sym_size = 0x38;
+		build(&im, ins, sizeof(ins));
+		CHECK(unwind_table_build_mem(im.b, sizeof(im.b), &t) == 0);
+		r = unwind_table_lookup(&t, sym_addr + 0x2f);
+		CHECK(r);
+		if (named)
+			CHECK(r->cfa_type == LP_CFA_END && r->pc == sym_addr && t.end_rows == 1);
+		else
+			CHECK(r->cfa_type == LP_CFA_GAP && t.end_rows == 0);
+		r = unwind_table_lookup(&t, sym_addr + sym_size);
+		CHECK(r && r->cfa_type == LP_CFA_GAP);
+		r = unwind_table_lookup(&t, FN + 0x10); /* the FDE's function, unchanged */
+		CHECK(r && r->cfa_type == LP_CFA_RSP && r->cfa_off == 16);
+		unwind_table_free(&t);
+	}
+	sym_name = NULL;
 }
