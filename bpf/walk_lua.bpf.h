@@ -848,6 +848,16 @@ static __always_inline __u8 link_kind(__u64 link)
 	return (link & 3) == LJ_FRAME_LUA ? LJ_FRAME_LUA : (__u8)(link & 7);
 }
 
+/* A link by frame size (not a Lua return PC) leads into the stack. */
+static __always_inline int delta_fits(const struct lua_walk *w, __u64 link)
+{
+	__u64 delta = link & ~7ull;
+
+	if (!(w->proc.layout.flags & LJ_LAYOUT_GC64))
+		delta = (__u32)delta;
+	return delta && delta <= w->frame - w->bot;
+}
+
 /* The innermost frame's link when the interpreter was sampled calling it
  * or returning from it, else *link unchanged.  The pc came from the PC
  * register (rbx), which holds the frame's link while the interpreter
@@ -859,8 +869,20 @@ static __always_inline __u8 link_kind(__u64 link)
 static __always_inline int leaf_link(struct lua_walk *w, __u64 fnpc,
 				     __u64 code_bytes, __u64 *link)
 {
-	if (!w->leaf || !w->pc_reg || w->pc == *link || (w->pc & 3))
+	if (!w->leaf || !w->pc_reg || w->pc == *link)
 		return 0;
+	if (w->pc & 3) {
+		/* A link by frame size (a continuation, a pcall, a vararg
+		 * or C frame), as vm_call_dispatch_f holds it once BASE is
+		 * the callee's and the slot still holds what the caller
+		 * left there: nil, from a metamethod call's set-up.  The
+		 * register's, then, if it fits and the slot's does not
+		 * (before BASE moved, the slot is the caller's own). */
+		if (!(*link & 3) || delta_fits(w, *link) || !delta_fits(w, w->pc))
+			return 0;
+		*link = w->pc;
+		return 1;
+	}
 	if (w->pc >= fnpc && w->pc - fnpc <= code_bytes)
 		return 0;
 	/* A return PC follows a CALL the walk reads next.  As the VM is

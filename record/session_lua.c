@@ -329,9 +329,10 @@ uint64_t intern_lua_stack(struct session *s, struct target *t,
 		/* The first few, in detail, for whoever debugs a walk. */
 		if (s->o->verbose && s->lua.truncated < 5)
 			fprintf(stderr, "luaprof record: pid %d: Lua stack truncated "
-				"(%s) at frame 0x%llx after %u frames, vmstate %d\n",
+				"(%s) at frame 0x%llx after %u frames, vmstate %d, pc 0x%llx\n",
 				(int)t->pid, trunc_reason(frames[n - 1].value),
-				(unsigned long long)e->lua[n - 1].addr, n - 1, e->vmstate);
+				(unsigned long long)e->lua[n - 1].addr, n - 1, e->vmstate,
+				(unsigned long long)(e->ustack_bytes >= 8 ? e->ustack[0] : 0));
 		s->lua.truncated++;
 	}
 	note_builtins(s, t, frames, n);
