@@ -17,6 +17,8 @@
 #include "format/trace.h"
 #include "report/count.h"
 #include "lib/escape.h"
+#include "lib/grow.h"
+#include "lib/htab.h"
 #include "report/health.h"
 #include "report/procs.h"
 #include "report/report.h"
@@ -36,6 +38,12 @@ struct info {
 	uint64_t lost[3]; /* other reasons, ringbuf, write */
 	uint64_t stacks[3]; /* other kinds, kernel, user */
 	uint64_t gap_stacks; /* user stacks with frames the walk could not see */
+	/* Lua stacks whose walk was cut ([truncated] last), by id, and the
+	 * samples that hold one. */
+	uint64_t *lua_cut_ids;
+	size_t nlua_cut_ids, caplua_cut_ids;
+	struct htab lua_cut_h;
+	uint64_t lua_cut;
 	uint64_t maps_records, mappings, ksyms;
 	struct info_obj *objs; /* OBJECT records, with their SYMTAB totals */
 	uint64_t lua_src[6], lua_src_bytes; /* LUA_SOURCE records by status */
@@ -79,6 +87,40 @@ static void print_ustops(const struct info *in)
 	if (in->ustop[LP_USTOP_R_UNKNOWN])
 		printf("; not said %" PRIu64, in->ustop[LP_USTOP_R_UNKNOWN]);
 	printf("\n");
+}
+
+/* Samples whose Lua stack was cut, beside the native cuts. */
+static void print_lua_cuts(const struct info *in)
+{
+	if (in->lua_cut)
+		printf("Lua stacks: %" PRIu64 " cut (%.2f%%, [truncated])\n", in->lua_cut,
+		       100.0 * in->lua_cut / in->samples);
+}
+
+static int is_lua_cut(const struct info *in, uint64_t id)
+{
+	struct htab_probe p;
+	int64_t i;
+
+	htab_probe_start(&in->lua_cut_h, hash_u64(id), &p);
+	while ((i = htab_probe_next(&in->lua_cut_h, &p)) >= 0)
+		if (in->lua_cut_ids[i] == id)
+			return 1;
+	return 0;
+}
+
+static int on_lua_stack(struct info *in, const struct lp_lua_stack *ls)
+{
+	int err;
+
+	if (!ls->depth || ls->frames[ls->depth - 1].kind != LP_LFRAME_TRUNC ||
+	    is_lua_cut(in, ls->id))
+		return 0;
+	err = GROW(in->lua_cut_ids, in->caplua_cut_ids, in->nlua_cut_ids + 1);
+	if (err)
+		return err;
+	in->lua_cut_ids[in->nlua_cut_ids] = ls->id;
+	return htab_insert(&in->lua_cut_h, hash_u64(ls->id), (uint32_t)in->nlua_cut_ids++);
 }
 
 /* An object of the trace, for the listing of what is embedded. */
@@ -249,10 +291,13 @@ static int on_record(struct info *in, const struct lp_record *rec, uint64_t byte
 		in->kstack_failed += !!(s->flags & LP_SAMPLE_KSTACK_FAILED);
 		in->ustack_failed += !!(s->flags & LP_SAMPLE_USTACK_FAILED);
 		in->ustop[s->ustop < LP_USTOP_R_MAX ? s->ustop : LP_USTOP_R_MAX]++;
+		in->lua_cut += s->lstack && is_lua_cut(in, s->lstack);
 		err = procs_get(&in->procs, s->pid, &p);
 		if (!err)
 			p->samples++;
 		return err;
+	case LP_REC_LUA_STACK:
+		return on_lua_stack(in, &rec->u.lua_stack);
 	case LP_REC_LOST: {
 		uint64_t *l = &in->lost[rec->u.lost.reason <= 2 ? rec->u.lost.reason : 0];
 
@@ -487,6 +532,7 @@ static void print_info(const char *path, const struct info *in,
 			printf("  pid %" PRIu32 ": %" PRIu64 "\n",
 			       in->procs.v[i].pid, in->procs.v[i].samples);
 	print_ustops(in);
+	print_lua_cuts(in);
 	printf("lost: %" PRIu64, lost);
 	if (lost)
 		printf(" (%.2f%% of %" PRIu64 "; ring buffer full %" PRIu64
@@ -567,6 +613,8 @@ static void info_free(struct info *in)
 	for (size_t i = 0; i < in->nobjs; i++)
 		free(in->objs[i].path);
 	free(in->objs);
+	free(in->lua_cut_ids);
+	htab_free(&in->lua_cut_h);
 	for (size_t i = 0; i < in->nvms; i++)
 		free(in->vms[i].text);
 	free(in->vms);

@@ -312,6 +312,12 @@ int lua_stack_in_trace(const struct lua *l, uint32_t idx)
 	       l->stacks[idx].frames[0].kind == LP_LFRAME_TRACE;
 }
 
+int lua_stack_cut(const struct lua *l, uint32_t idx)
+{
+	return idx < l->nstacks && l->stacks[idx].depth &&
+	       l->stacks[idx].frames[l->stacks[idx].depth - 1].kind == LP_LFRAME_TRUNC;
+}
+
 uint32_t lua_stack_depth(const struct lua *l, uint32_t idx)
 {
 	return idx < l->nstacks ? l->stacks[idx].depth : 0;

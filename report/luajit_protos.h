@@ -65,6 +65,8 @@ int64_t lua_trace_holding(const struct lua *l, uint32_t pid, uint64_t addr);
 uint32_t lua_find_stack(const struct lua *l, uint64_t id);
 /* Whether the Lua stack at idx was taken while a compiled trace ran. */
 int lua_stack_in_trace(const struct lua *l, uint32_t idx);
+/* Whether the walk of the Lua stack at idx was cut ([truncated]). */
+int lua_stack_cut(const struct lua *l, uint32_t idx);
 /* Depth of the Lua stack at index idx. */
 uint32_t lua_stack_depth(const struct lua *l, uint32_t idx);
 /* Which LUAJIT record applies to pid now (a number that changes when a

@@ -58,6 +58,9 @@ void profile_header(FILE *out, const struct profile *p, const char *title)
 	if (p->cut)
 		fprintf(out, ", native stack cut: %" PRIu64 " (%.2f%%, [truncated])",
 			p->cut, p->shown ? 100.0 * p->cut / p->shown : 0.0);
+	if (p->lua_cut)
+		fprintf(out, ", Lua stack cut: %" PRIu64 " (%.2f%%, [truncated])",
+			p->lua_cut, p->shown ? 100.0 * p->lua_cut / p->shown : 0.0);
 	if (p->gaps)
 		fprintf(out, ", frames unseen: %" PRIu64 " (%.2f%%, [unknown frames])",
 			p->gaps, p->shown ? 100.0 * p->gaps / p->shown : 0.0);

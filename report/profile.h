@@ -56,6 +56,7 @@ struct profile {
 	uint64_t samples;         /* samples read, before filters */
 	uint64_t lost;            /* samples the recorder lost */
 	uint64_t cut;             /* shown samples whose native stack was cut */
+	uint64_t lua_cut;         /* ... whose Lua stack was cut */
 	uint64_t gaps;            /* ... that has frames it could not see */
 	uint64_t first_ns, last_ns; /* first and last sample time */
 	uint64_t span_ns;         /* the traces' spans, added up */

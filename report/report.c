@@ -291,6 +291,8 @@ static int on_sample(struct run *r, struct report_pass *ps, const struct lp_samp
 	ps->missing += missing;
 	if (smp->ustack && lp_ustop_cut(smp->ustop))
 		prof->cut++;
+	if (smp->lstack && lua_stack_cut(ps->lua, lua_find_stack(ps->lua, smp->lstack)))
+		prof->lua_cut++;
 	if (!err && o->keep_samples)
 		err = keep_sample(r, ps, smp, p);
 	/* --vmstate names the function a trace runs in, not those inlined. */

@@ -90,6 +90,38 @@ TEST(report_lua_frames_replace_the_vm_frame)
 	free(out);
 }
 
+/* A Lua walk that stopped: its [truncated] stands where the frames it
+ * could not read would, and the header and info count it as they count
+ * native cuts, so that the counts and the [truncated] frames agree. */
+TEST(report_lua_cut_counted)
+{
+	static const struct lp_lframe frames[] = {
+		{ LP_LFRAME_FF, 0, 7, 0 },
+		{ LP_LFRAME_LUA, 0, 2, 3 },
+		{ LP_LFRAME_TRUNC, 0, 1, 0 },
+	};
+	const char *path = rt_path("luacut.lp");
+	char *out = NULL;
+
+	CHECK(write_lua_trace_with(path, ~1, frames, 3, NULL, 0) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(out && !strcmp(out, "host+0x1ff;[truncated];? (t.lua:1);string.rep;host+0x100 5\n"));
+	free(out);
+	out = NULL;
+	CHECK(rt_run(cmd_report, &out, NULL, "report", path, NULL) == 0);
+	CHECK(out && strstr(out, "# samples: 5, lost: 0, Lua stack cut: 5 (100.00%, [truncated])\n"));
+	free(out);
+	out = NULL;
+	CHECK(rt_run(cmd_info, &out, NULL, "info", path, NULL) == 0);
+	CHECK(out && strstr(out, "Lua stacks: 5 cut (100.00%, [truncated])\n"));
+	free(out);
+	out = NULL;
+	CHECK(write_lua_trace(path, ~1) == 0); /* whole: no count */
+	CHECK(rt_run(cmd_report, &out, NULL, "report", path, NULL) == 0);
+	CHECK(out && !strstr(out, "Lua stack cut"));
+	free(out);
+}
+
 /* A VM frame whose entry runs no Lua frame (bpf/walk_lua.bpf.h: an ENTRY
  * with nothing before it) keeps its native frame, and the Lua frames go
  * to the next VM frame: the JIT compiler's own C frame (lj_vm_cpcall)
