@@ -35,6 +35,18 @@ static int mapping_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* A file unlinked since it was mapped is listed as "PATH (deleted)"
+ * (ATS copies its plugins and unlinks the copies): its name is PATH, as
+ * perf names it; the file is opened through map_files all the same. */
+static void deleted(char *path, unsigned long long inode)
+{
+	static const char mark[] = " (deleted)";
+	size_t n = strlen(path), k = sizeof(mark) - 1;
+
+	if (inode && n > k && path[0] == '/' && !strcmp(path + n - k, mark))
+		path[n - k] = '\0';
+}
+
 /* One line: "start-end perms offset dev inode   path".  Returns 1 for a
  * mapping that is not code, with *m's range and path filled in (path not
  * owned) so that the caller may keep it anyway. */
@@ -52,6 +64,7 @@ static int parse_line(char *line, struct lp_mapping *m)
 	nl = strchr(path, '\n');
 	if (nl)
 		*nl = '\0';
+	deleted(path, inode);
 	m->start = start;
 	m->end = end;
 	m->pgoff = pgoff;

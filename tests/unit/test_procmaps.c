@@ -5,8 +5,11 @@
  * process's own listing names its code.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "record/procmaps.h"
@@ -84,4 +87,33 @@ TEST(procmaps_reads_own_code)
 	m = maps_table_find(&t, (uint64_t)(uintptr_t)&fake_read);
 	CHECK(m && (m->prot & LP_PROT_EXEC) && m->path[0] == '/');
 	maps_table_free(&t);
+}
+
+TEST(procmaps_deleted_file_keeps_its_name)
+{
+	/* Code mapped from a file unlinked since: named by its path, not
+	 * "PATH (deleted)". */
+	static const char code[4096] = { (char)0xc3 };
+	char path[64];
+	struct maps_table t;
+	const struct lp_mapping *m;
+	void *p = MAP_FAILED;
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/luaprof-procmaps-%d.bin", (int)getpid());
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	CHECK(fd >= 0 && write(fd, code, sizeof(code)) == (ssize_t)sizeof(code));
+	if (fd >= 0)
+		p = mmap(NULL, sizeof(code), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	CHECK(p != MAP_FAILED);
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	CHECK(procmaps_read(getpid(), &t) == 0);
+	m = maps_table_find(&t, (uint64_t)(uintptr_t)p);
+	CHECK(m && !strcmp(m->path, path));
+	maps_table_free(&t);
+	if (p != MAP_FAILED)
+		munmap(p, sizeof(code));
 }
