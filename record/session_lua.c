@@ -136,9 +136,13 @@ void attach_luajit(struct session *s, struct target *t, struct target *parent)
 	} else {
 		err = lj_detect(t->pid, &t->maps, s->o->luajit_offsets, &t->lj,
 				&puc, msg, sizeof(msg));
-		if (err && err != -ENOENT)
+		/* Once: a process is attached again when its mappings
+		 * change (its entry point, a library loaded). */
+		if (err && err != -ENOENT && !t->lj_refused_said) {
 			say(stderr, 0, "pid %d: %s; recording native frames only",
 			    (int)t->pid, msg);
+			t->lj_refused_said = 1;
+		}
 		if (!t->lj && puc.version[0] && !t->puc_noted) {
 			note_puc_lua(s, t, &puc);
 			t->puc_noted = 1;

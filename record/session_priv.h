@@ -69,6 +69,7 @@ struct target {
 	 * record names only these, and is written again when one is new. */
 	uint8_t ff_named[FF_NAMED_MAX / 8];
 	int puc_noted;        /* a PUC Lua VM was said (until an exec) */
+	int lj_refused_said;  /* why its LuaJIT is not walked (until an exec) */
 	/* Samples whose native stack crossed its VM's C frame (whose
 	 * lua_State the BPF walker then tried) while its layout had not
 	 * validated, for print_summary(). */

@@ -236,8 +236,10 @@ struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 		t->alive = 1;
 		s->nalive++;
 	}
-	if (flags & LP_PROC_EXEC)
-		t->puc_noted = 0; /* a new image */
+	if (flags & LP_PROC_EXEC) { /* a new image */
+		t->puc_noted = 0;
+		t->lj_refused_said = 0;
+	}
 	emit_process(s, pid, ppid, time_ns, flags, comm);
 	if (!inherit_maps(s, t, flags == LP_PROC_FORKED ? find_target(s, ppid) : NULL))
 		emit_maps(s, t, time_ns, 1);

@@ -4,7 +4,7 @@
 # record says which source it used (and, with DWARF, that the code agrees),
 # that right offsets give Lua frames named right, that a wrong layout gives
 # none and a warning, and that a bad offsets file stops record before it
-# writes a trace.
+# writes a trace, and that a LuaJIT it cannot walk is said once.
 . tests/lib.sh
 
 tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
@@ -203,3 +203,48 @@ record_abc "no debug info" $out -- $LJ2 -joff
 check "no debug info: record derives the layout from the code" \
 	grep -qE "LuaJIT in $LJ2; offsets derived: [0-9]+ from its code \(lua_pushthread, lua_call, .*\), [0-9]+ from LuaJIT 2.1's declarations \(.*\); 230 builtins named from its library tables" $out.err
 check_lua_frames "no debug info" $out
+
+# A library that says it is LuaJIT (its symbols) but whose code shows no
+# layout: record says why it walks no Lua, once, though the process is
+# looked at again when new code appears (a library it loads later, here
+# libz, whose crc32 the samples then hit).
+F=$TMP/fakelj
+mkdir -p $F
+cat >$F/fake.c <<'C'
+int luaJIT_setmode(void *L, int idx, int mode) { return idx + mode + (L != 0); }
+void *luaL_newstate(void) { return 0; }
+int lua_pcall(void *L, int a, int b, int c) { return a + b + c + (L != 0); }
+void lua_close(void *L) { (void)L; }
+int luaopen_jit(void *L) { return L != 0; }
+C
+cat >$F/host.c <<'C'
+#include <dlfcn.h>
+#include <time.h>
+int luaJIT_setmode(void *L, int idx, int mode);
+int main(void)
+{
+	static unsigned char buf[65536];
+	volatile long x = 0;
+	time_t t = time(0) + 2;
+	void *h;
+	unsigned long (*crc)(unsigned long, const unsigned char *, unsigned) = 0;
+
+	while (time(0) < t - 1)
+		x += luaJIT_setmode(0, 1, 2);
+	h = dlopen("libz.so.1", RTLD_NOW);
+	if (h)
+		crc = (unsigned long (*)(unsigned long, const unsigned char *, unsigned))dlsym(h, "crc32");
+	while (time(0) <= t)
+		x += crc ? crc(0, buf, sizeof(buf)) : 1;
+	return !crc;
+}
+C
+cc -shared -fPIC -O1 -o $F/libluajit-5.1.so.2 $F/fake.c &&
+	cc -O1 -o $F/host $F/host.c -L$F -l:libluajit-5.1.so.2 -Wl,-rpath,$F -ldl
+check "a fake LuaJIT library and its host build" test -x $F/host
+$LUAPROF record -F 999 -o $TMP/fake.lp -- $F/host 2>$TMP/fake.err
+check "fake LuaJIT: record exits 0" test $? -eq 0
+check_num "fake LuaJIT: why its Lua is not walked, said once" \
+	"$(grep -c "$F/libluajit-5.1.so.2: LuaJIT, but .*recording native frames only" $TMP/fake.err)" "==" 1
+check "fake LuaJIT: its host went on to libz's code" \
+	grep -q "crc32" <($LUAPROF report --format folded $TMP/fake.lp 2>/dev/null)
