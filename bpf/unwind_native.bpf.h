@@ -1425,6 +1425,12 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		e->lua_state = LP_WALK_NO_G;
 		e->lua_vm_cfa = c->vm_cfa;
 	}
+	/* No running VM found, and the stack, walked whole, holds no VM
+	 * entry of a located VM: the thread runs host code (one that never
+	 * ran Lua), not a VM whose state could not be read. */
+	else if (e->lua_state == LP_WALK_NO_G && !e->lua_vm_cfa && stop == LP_USTOP_END &&
+		 c->vm_hi)
+		e->lua_state = LP_WALK_IDLE;
 	rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
 	if (rc) {
 		if (stop < LP_USTOP_MAX)

@@ -68,7 +68,9 @@ enum vm_class vmstate_class(const struct lp_sample *smp)
 	case LP_LUA_NONE:
 		return VMC_NATIVE;
 	case LP_LUA_IDLE:
-		return VMC_HOST;
+		/* The host's own lua_gc(), say, runs the collector with no
+		 * Lua frame: the GC's time all the same. */
+		return ~smp->vmstate == 2 ? VMC_GC : VMC_HOST;
 	case LP_LUA_NO_G:
 	case LP_LUA_BAD_L:
 		return VMC_UNKNOWN;

@@ -259,3 +259,21 @@ check_num "newlibs: samples" "$total" ">=" 800
 check_num "newlibs: samples with a garbage frame" "$garbage" "==" 0
 # Cut, not named, only until the recorder has read each new mapping.
 check_num "newlibs: share of samples under the modules' copier" "$(share $under $total)" ">=" 0.8
+
+# ---- the host's own collections: G, not host code ------------------------
+# luahost -gc: the script keeps a large table alive, then the host runs
+# full collections through lua_gc() with no Lua frame, as uwsgi does
+# between requests.  The GC's time is the G state (jit.p's letters), as
+# when Lua's allocations run it; before, it read as host code.
+cat >$TMP/keep.lua <<'LUA'
+keep = {}
+for i = 1, 200000 do keep[i] = { i, tostring(i) } end
+LUA
+$LUAPROF record -F 999 -o $TMP/hostgc.lp -- $SAMPLES/luahost -gc 2 \
+	/usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2 $TMP/keep.lua >/dev/null 2>$TMP/hostgc.err
+check "host GC: record exits 0" test $? -eq 0
+$LUAPROF report --vmstate -o $TMP/hostgc.vm $TMP/hostgc.lp 2>/dev/null
+gc=$(awk '$2 == "G" { print $NF }' $TMP/hostgc.vm)
+all=$(awk '/^# samples:/ { sub(/,$/, "", $3); print $3 }' $TMP/hostgc.vm)
+check_num "host GC: share of the samples in state G (2 s of lua_gc after a short script)" \
+	"$(share ${gc:-0} ${all:-0})" ">=" 0.8

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/lua_bc.h"
+#include "report/vmstate.h"
 #include "tests/unit/report_test.h"
 
 
@@ -372,4 +373,19 @@ TEST(report_vmstate_table)
 	/* The innermost Lua function is work, all interpreted. */
 	CHECK(strstr(out, "0.0%  100.0%    0.0%    0.0%    0.0%  work (t.lua:1)"));
 	free(out);
+}
+
+/* A sample with no Lua frame is host code, but for the collector that
+ * the host runs itself (lua_gc()): its state is G, as jit.p counts it. */
+TEST(report_vmstate_host_gc)
+{
+	struct lp_sample s = { .lua_state = LP_LUA_IDLE, .vmstate = ~2 };
+
+	CHECK(vmstate_class(&s) == VMC_GC);
+	s.vmstate = ~0;
+	CHECK(vmstate_class(&s) == VMC_HOST);
+	s.vmstate = 0; /* no VM state read: a thread that never ran Lua */
+	CHECK(vmstate_class(&s) == VMC_HOST);
+	s.lua_state = LP_LUA_NO_G;
+	CHECK(vmstate_class(&s) == VMC_UNKNOWN);
 }
