@@ -165,6 +165,7 @@ struct session {
 	struct launched launched;
 	int launched_running;
 	uint64_t start_ns, lost_written;
+	uint64_t begun_ns, setup_ns; /* when record began; its setup's length */
 	uint64_t lost_dropped; /* events the flush sidekick could not keep */
 	/* record -v: the first native walks cut short, said at the end. */
 	char cut_walks[CUT_WALKS][160];

@@ -228,7 +228,8 @@ static void print_self_cpu(struct session *s)
 	double sampling = (c[SELF_CPU_SAMPLING] - c[SELF_CPU_START]) / 1e6;
 	const struct loop_stats *l = &s->loop;
 
-	fprintf(stderr, "luaprof record: recorder CPU: setup %.1f ms (", c[SELF_CPU_START] / 1e6);
+	fprintf(stderr, "luaprof record: recorder CPU: setup %.1f ms in %.1f ms of wall-clock time (",
+		c[SELF_CPU_START] / 1e6, s->setup_ns / 1e6);
 	for (int i = 0; i <= SELF_CPU_START; i++)
 		fprintf(stderr, "%s%s %.1f", i ? ", " : "", step[i],
 			(c[i] - (i ? c[i - 1] : 0)) / 1e6);

@@ -101,7 +101,8 @@ fi
 # up to it, sampling with its cost per sample, and finishing.
 self_cpu_adds_up() {
 	awk '/recorder CPU: setup / { l = $0; sub(/.*recorder CPU: setup /, "", l); setup = l + 0
-		sub(/^[0-9.]+ ms \(/, "", l); sub(/\).*/, "", l); n = split(l, part, ", ")
+		sub(/^[0-9.]+ ms in [0-9.]+ ms of wall-clock time \(/, "", l); sub(/\).*/, "", l)
+		n = split(l, part, ", ")
 		for (i = 1; i <= n; i++) { m = split(part[i], w, " "); sum += w[m] }
 		found = n >= 5 }
 		END { exit !(found && sum - setup < 0.5 && setup - sum < 0.5) }' "$1"

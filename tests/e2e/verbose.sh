@@ -33,3 +33,10 @@ check_num "record -vv: the phases add up to the sampler's time ($sum us, median 
 	"$(awk -v s="${sum:-0}" -v m="${med:-0}" 'BEGIN { print m ? s / m : 0 }')" ">=" 0.1
 check_num "record -vv: and not to a hundred times it" \
 	"$(awk -v s="${sum:-0}" -v m="${med:-1}" 'BEGIN { print m ? s / m : 1e9 }')" "<=" 100
+
+# The sampler loads at a raised priority (record/session.c, SETUP_NICE),
+# the command record launches runs at record's own: niceness 5 stays 5.
+n=$(nice -n 5 $LUAPROF record -q -o $TMP/nice.lp -- sh -c 'cut -d" " -f19 /proc/self/stat')
+check_num "the launched command's niceness is record's own" "${n:-x}" "==" 5
+check "record -v: the setup's CPU and wall-clock time" \
+	grep -qE 'recorder CPU: setup [0-9.]+ ms in [0-9.]+ ms of wall-clock time \(BPF load' $TMP/err-v
