@@ -18,6 +18,7 @@
 #include "record/say.h"
 #include "record/stacks.h"
 #include "sampler.skel.h"
+#include "record/unwind.h"
 #include "record/session_priv.h"
 
 /* The LUAJIT record of t's VM.  Of its builtins' names (some 180, 3 KB)
@@ -249,6 +250,43 @@ static const char *trunc_reason(uint32_t why)
 	return "unknown reason";
 }
 
+/*
+ * A builtin written in C (os.clock, lj_cf_os_clock) runs as a native
+ * frame of its own, leafward of the VM's, which in a stripped LuaJIT
+ * reads LIB+0x... beside the builtin's name: os.clock;LIB+0x13448;clock.
+ * So does a C function (a host's, a C module's), named by its entry
+ * address where its return address names another place in it:
+ * tslua.so+0x10550;tslua.so+0x1056f.  When the function that holds that
+ * native frame (by its FDE) starts at the builtin's or C function's
+ * entry, the leaf frame says so (pc 1) and the report leaves the native
+ * frame out.  An ASM builtin runs in the VM's own code, which no native
+ * frame shows apart.
+ */
+static void mark_builtin_code(struct session *s, const struct target *t,
+			      const struct lp_event_sample *e, struct lp_lframe *frames,
+			      uint64_t *triplets)
+{
+	uint64_t f = e->lua[0].addr, lo = t->lj->vm_start, hi = t->lj->vm_end, a, start;
+	uint32_t nu = e->ustack_bytes > 0 ? (uint32_t)e->ustack_bytes / 8 : 0, j;
+
+	if ((frames[0].kind != LP_LFRAME_FF && frames[0].kind != LP_LFRAME_C) || !f ||
+	    (f >= lo && f < hi) || !nu ||
+	    (e->ustack[0] >= lo && e->ustack[0] < hi))
+		return;
+	if (nu > LP_MAX_USTACK)
+		nu = LP_MAX_USTACK;
+	/* The VM's frame: the first return address in its code. */
+	for (j = 1; j < nu && !(e->ustack[j] - 1 >= lo && e->ustack[j] - 1 < hi); j++)
+		;
+	if (j >= nu)
+		return;
+	a = j == 1 ? e->ustack[0] : e->ustack[j - 1] - 1;
+	if (unwind_function_start(s->unw, t->pid, a, &start) || start != f)
+		return;
+	frames[0].pc = 1;
+	triplets[2] = 1;
+}
+
 /* Interns the Lua frames of a sample (reading new protos on the way) and
  * returns the Lua stack id, 0 if none. */
 uint64_t intern_lua_stack(struct session *s, struct target *t,
@@ -329,6 +367,7 @@ uint64_t intern_lua_stack(struct session *s, struct target *t,
 		triplets[3 * i + 1] = value;
 		triplets[3 * i + 2] = frames[i].pc;
 	}
+	mark_builtin_code(s, t, e, frames, triplets);
 	if (frames[n - 1].kind == LP_LFRAME_TRUNC) {
 		/* The first few, in detail, for whoever debugs a walk. */
 		if (s->o->verbose && s->lua.truncated < 5)

@@ -485,6 +485,33 @@ int unwind_update_process(struct unwinder *u, pid_t pid,
 	return unwind_add_process(u, pid, maps);
 }
 
+int unwind_function_start(const struct unwinder *u, pid_t pid, uint64_t addr,
+			  uint64_t *start)
+{
+	const struct plist *l = NULL;
+	const struct unwind_fn *fn;
+
+	for (size_t i = 0; u && i < u->nlists && !l; i++)
+		if (u->lists[i].pid == pid)
+			l = &u->lists[i];
+	for (uint32_t i = 0; l && i < l->nmaps; i++) {
+		const struct lp_unwind_map *m = &l->maps[i];
+
+		if (addr < m->start || addr >= m->end || m->kind != LP_UMAP_ROWS)
+			continue;
+		for (size_t j = 0; j < u->nuobj; j++) {
+			if (u->objs[j].kind != LP_UMAP_ROWS || u->objs[j].id != m->obj)
+				continue;
+			fn = unwind_table_function(&u->objs[j].segs, addr - m->bias);
+			if (!fn)
+				return -ENOENT;
+			*start = fn->lo + m->bias;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 void unwind_remove_process(struct unwinder *u, pid_t pid)
 {
 	uint32_t key = (uint32_t)pid;

@@ -50,6 +50,10 @@ int unwind_add_process(struct unwinder *u, pid_t pid,
 int unwind_update_process(struct unwinder *u, pid_t pid,
 			  const struct maps_table *maps);
 void unwind_remove_process(struct unwinder *u, pid_t pid);
+/* The start of the function (by its FDE) that holds addr in pid's code
+ * as last published, into *start: 0, or -ENOENT when no table says. */
+int unwind_function_start(const struct unwinder *u, pid_t pid, uint64_t addr,
+			  uint64_t *start);
 /* Builds the tables of the command cmd (found as execvp() would) and of
  * the libraries it needs, before it runs (command_files.c finds them),
  * so that its first samples find them ready.  also (may be NULL) is

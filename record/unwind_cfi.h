@@ -269,6 +269,8 @@ struct builder {
 	unsigned int ncies, next_cie;
 	struct range *ranges; /* of .eh_frame's FDEs, sorted after that pass */
 	size_t nranges, capranges;
+	struct range *fns; /* of every FDE that made rows: the functions */
+	size_t nfns, capfns;
 	int fill_in; /* this pass only covers what earlier ones did not */
 };
 

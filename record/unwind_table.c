@@ -198,6 +198,15 @@ static void note_range(struct builder *b, uint64_t lo, uint64_t hi)
 	b->ranges[b->nranges++] = (struct range){ lo, hi };
 }
 
+static void note_fn(struct builder *b, uint64_t lo, uint64_t hi)
+{
+	if (GROW(b->fns, b->capfns, b->nfns + 1)) {
+		b->err = -ENOMEM;
+		return;
+	}
+	b->fns[b->nfns++] = (struct range){ lo, hi };
+}
+
 static int range_cmp(const void *pa, const void *pb)
 {
 	const struct range *a = pa, *b = pb;
@@ -257,6 +266,7 @@ static int parse_fde(struct builder *b, const struct cfi_sec *s,
 		return 0;
 	if (!b->fill_in)
 		note_range(b, begin, begin + range);
+	note_fn(b, begin, begin + range);
 	st = c->init;
 	loc = begin;
 	err = run_cfa(b, c, s, r.p, e->end, &st, 1, &loc, begin + range);
@@ -331,6 +341,24 @@ static int finish_rows(struct builder *b)
 		t->rows[n++] = *r;
 	}
 	t->nrows = (uint32_t)n;
+	return 0;
+}
+
+/* The functions, sorted; those above 4 GiB are left out, as their rows
+ * fail the table (-ERANGE) anyway. */
+static int finish_fns(struct builder *b)
+{
+	struct unwind_table *t = b->t;
+
+	if (b->nfns)
+		qsort(b->fns, b->nfns, sizeof(*b->fns), range_cmp);
+	t->fns = malloc((b->nfns ? b->nfns : 1) * sizeof(*t->fns));
+	if (!t->fns)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->nfns; i++)
+		if (b->fns[i].hi <= UINT32_MAX)
+			t->fns[t->nfns++] = (struct unwind_fn){ (uint32_t)b->fns[i].lo,
+								(uint32_t)b->fns[i].hi };
 	return 0;
 }
 
@@ -567,11 +595,12 @@ static int build_elf(Elf *elf, struct unwind_table *t)
 		if (b.n > before)
 			t->source |= UNWIND_SRC_DEBUG_FRAME;
 	}
-	err = finish_rows(&b);
+	err = finish_rows(&b) ?: finish_fns(&b);
 	if (!err && t->nrows)
 		err = mark_entry(t, ehdr.e_entry) ?: mark_fiber_roots(elf, t);
 	free(b.v);
 	free(b.ranges);
+	free(b.fns);
 	if (err)
 		unwind_table_free(t);
 	return err;
@@ -660,8 +689,17 @@ int unwind_table_vaddr_delta(const struct unwind_table *t, uint64_t pgoff,
 	return -ENOENT;
 }
 
+const struct unwind_fn *unwind_table_function(const struct unwind_table *t, uint64_t vaddr)
+{
+	/* The last function starting at or below vaddr; FDEs do not nest. */
+	size_t n = LP_UPPER_BOUND(t->fns, 0, t->nfns, lo, vaddr);
+
+	return n && vaddr < t->fns[n - 1].hi ? &t->fns[n - 1] : NULL;
+}
+
 void unwind_table_free(struct unwind_table *t)
 {
+	free(t->fns);
 	free(t->rows);
 	free(t->segs);
 	memset(t, 0, sizeof(*t));

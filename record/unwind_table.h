@@ -27,9 +27,17 @@ struct unwind_seg {
 	uint32_t flags; /* PF_X, PF_W, PF_R */
 };
 
+/* A function as its FDE bounds it: vaddrs [lo, hi). */
+struct unwind_fn {
+	uint32_t lo, hi;
+};
+
 struct unwind_table {
 	struct lp_unwind_row *rows; /* sorted by pc, no two alike in a row */
 	uint32_t nrows;
+	struct unwind_fn *fns; /* sorted by lo: what a stripped object's
+				* symbols no longer bound */
+	uint32_t nfns;
 	struct unwind_seg *segs;
 	uint32_t nsegs;
 	unsigned int source; /* enum unwind_source bits */
@@ -51,6 +59,9 @@ int unwind_table_build_fd(int fd, struct unwind_table *t);
 int unwind_table_build_path(const char *path, struct unwind_table *t);
 int unwind_table_build_mem(const void *image, size_t size,
 			   struct unwind_table *t);
+
+/* The function (FDE) that holds vaddr, or NULL. */
+const struct unwind_fn *unwind_table_function(const struct unwind_table *t, uint64_t vaddr);
 
 /* The row covering vaddr, or NULL below the first row. */
 const struct lp_unwind_row *unwind_table_lookup(const struct unwind_table *t,

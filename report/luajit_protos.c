@@ -312,6 +312,14 @@ int lua_stack_in_trace(const struct lua *l, uint32_t idx)
 	       l->stacks[idx].frames[0].kind == LP_LFRAME_TRACE;
 }
 
+int lua_stack_builtin_code(const struct lua *l, uint32_t idx)
+{
+	const struct lp_lframe *f = idx < l->nstacks && l->stacks[idx].depth ?
+				    &l->stacks[idx].frames[0] : NULL;
+
+	return f && (f->kind == LP_LFRAME_FF || f->kind == LP_LFRAME_C) && f->pc == 1;
+}
+
 int lua_stack_cut(const struct lua *l, uint32_t idx)
 {
 	return idx < l->nstacks && l->stacks[idx].depth &&

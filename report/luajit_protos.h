@@ -65,6 +65,11 @@ int64_t lua_trace_holding(const struct lua *l, uint32_t pid, uint64_t addr);
 uint32_t lua_find_stack(const struct lua *l, uint64_t id);
 /* Whether the Lua stack at idx was taken while a compiled trace ran. */
 int lua_stack_in_trace(const struct lua *l, uint32_t idx);
+/* Whether the leaf of the Lua stack at idx is a builtin or C function
+ * whose code is the native frame just leafward of the VM's (FF or C,
+ * pc 1): the same function twice, of which a stack keeps the Lua-level
+ * frame. */
+int lua_stack_builtin_code(const struct lua *l, uint32_t idx);
 /* Whether the walk of the Lua stack at idx was cut ([truncated]). */
 int lua_stack_cut(const struct lua *l, uint32_t idx);
 /* Depth of the Lua stack at index idx. */

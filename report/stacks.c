@@ -366,6 +366,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 	const uint64_t *a = e && e->depth ? s->addrs + e->off : NULL;
 	uint32_t nd = e ? e->depth : 0, nl = 0, li = 0, k = 0, *lua;
 	uint32_t last = UINT32_MAX; /* the function of the frame last added */
+	uint32_t last_n = 0;        /* the frames of the native address last added */
 	uint32_t leaf_n = 0;        /* frames of the leaf address */
 	size_t ld = lidx < MISSING ? lua_stack_depth(s->lua, lidx) : 0;
 	size_t room = (size_t)nd * FRAMES_MAX_CHAIN + ld + 3;
@@ -455,6 +456,13 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 			 * either (and stripped, it has no name). */
 			int empty = lua[li] == LUA_ENTRY_MARK;
 
+			/* A builtin's C code, the native frame before this
+			 * one, is the builtin's own frame (lua_stack_builtin_code). */
+			if (!any_vm && li == 0 && last_n && last_n <= k &&
+			    lua_stack_builtin_code(s->lua, lidx)) {
+				k -= last_n;
+				last = k ? s->buf[k - 1] : UINT32_MAX;
+			}
 			any_vm = 1;
 			if (!empty && k && lua[li] == last)
 				li++;
@@ -471,6 +479,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 			return err;
 		memcpy(&s->buf[k], ids, n * sizeof(*ids));
 		k += n;
+		last_n = n;
 		if (i == 0)
 			leaf_n = k;
 	}

@@ -277,3 +277,26 @@ gc=$(awk '$2 == "G" { print $NF }' $TMP/hostgc.vm)
 all=$(awk '/^# samples:/ { sub(/,$/, "", $3); print $3 }' $TMP/hostgc.vm)
 check_num "host GC: share of the samples in state G (2 s of lua_gc after a short script)" \
 	"$(share ${gc:-0} ${all:-0})" ">=" 0.8
+
+# ---- a builtin written in C is one frame --------------------------------
+# os.clock is lj_cf_os_clock, which calls libc's clock: in a stripped
+# LuaJIT its own code read MODULE+0x... beside its name, the one function
+# twice (os.clock;luajit+0x13198;clock).  The function holding that
+# native frame starts where the builtin's C function does: one frame.
+echo 'local t = os.clock() + 1 while os.clock() < t do end' >$TMP/clock.lua
+for how in exe lib; do
+	if [ $how = exe ]; then
+		set -- $LJ2 -joff $TMP/clock.lua
+	else
+		set -- $SAMPLES/luahost -joff /usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2 $TMP/clock.lua
+	fi
+	$LUAPROF record -F 999 -o $TMP/clock-$how.lp -- "$@" >/dev/null 2>&1
+	$LUAPROF report --format folded -o $TMP/clock-$how.folded $TMP/clock-$how.lp 2>/dev/null
+	check_num "os.clock, stripped LuaJIT ($how): samples in os.clock, called from main" \
+		"$(str_samples $TMP/clock-$how.folded ';os.clock')" ">=" 200
+	check_num "os.clock, stripped LuaJIT ($how): samples whose os.clock is followed by its own code" \
+		"$(awk '/;os\.clock;(luajit|libluajit-5\.1\.so\.2[^;]*)\+0x/ { n += $NF } END { print n + 0 }' \
+		   $TMP/clock-$how.folded)" "==" 0
+	check_num "os.clock, stripped LuaJIT ($how): os.clock calls libc's clock" \
+		"$(str_samples $TMP/clock-$how.folded ';os.clock;clock')" ">=" 100
+done

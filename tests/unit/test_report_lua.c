@@ -91,6 +91,35 @@ TEST(report_lua_frames_replace_the_vm_frame)
 	free(out);
 }
 
+/* A builtin written in C whose code is the native frame before the VM's
+ * (FF, pc 1: the recorder found the frame's function starts at the
+ * builtin's): one frame, the builtin's, not its name and then its code. */
+TEST(report_builtin_c_code_once)
+{
+	static const struct lp_lframe frames[] = {
+		{ LP_LFRAME_FF, 0, 7, 1 },
+		{ LP_LFRAME_LUA, 0, 2, 3 },
+		{ LP_LFRAME_LUA, 3, 1, 3 },
+		{ LP_LFRAME_ENTRY, 0, 0, 0 },
+	};
+	uint64_t called[] = { 0x10300 /* leaf: what the builtin called */,
+			      0x10101 /* the builtin's code */, 0x20400 /* VM */,
+			      0x10200 /* the host */ };
+	const char *path = rt_path("ffcode.lp");
+	char *out = NULL;
+
+	CHECK(write_lua_trace_with(path, ~1, frames, 4, NULL, 0) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(out && !strcmp(out, "host+0x1ff;main (t.lua:0);work (t.lua:1);string.rep 5\n"));
+	free(out);
+	out = NULL;
+	CHECK(write_lua_trace_with(path, ~1, frames, 4, called, 4) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(out && !strcmp(out, "host+0x1ff;main (t.lua:0);work (t.lua:1);string.rep;"
+				  "host+0x300 5\n"));
+	free(out);
+}
+
 /* A Lua walk that stopped: its [truncated] stands where the frames it
  * could not read would, and the header and info count it as they count
  * native cuts, so that the counts and the [truncated] frames agree. */

@@ -307,3 +307,23 @@ TEST(unwind_expr_fiber_root_without_cfi)
 	}
 	sym_name = NULL;
 }
+
+TEST(unwind_expr_function_bounds)
+{
+	/* The FDE bounds its function, for a stripped object's frames:
+	 * [FN, FN + 0x100). */
+	static const uint8_t ins[] = { 0x0e, 16 };
+	static struct image im;
+	const struct unwind_fn *fn;
+	struct unwind_table t;
+
+	build(&im, ins, sizeof(ins));
+	CHECK(unwind_table_build_mem(im.b, sizeof(im.b), &t) == 0);
+	CHECK(t.nfns == 1);
+	fn = unwind_table_function(&t, FN + 0x80);
+	CHECK(fn && fn->lo == FN && fn->hi == FN + 0x100);
+	CHECK(unwind_table_function(&t, FN) == fn);
+	CHECK(!unwind_table_function(&t, FN + 0x100));
+	CHECK(!unwind_table_function(&t, FN - 1));
+	unwind_table_free(&t);
+}
