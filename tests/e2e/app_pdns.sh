@@ -68,3 +68,14 @@ check "fib runs under preresolve, on a fiber: make_fcontext first" \
 fibers=$(grep '^make_fcontext;' $TMP/pdns.folded | grep -F "$pre" | folded_total /dev/stdin)
 lua=$(grep -F "$pre" $TMP/pdns.folded | folded_total /dev/stdin)
 check_num "share of preresolve's samples on a fiber's stack" "$(share $fibers $lua)" ">=" 0.99
+
+# A C++ host: its names demangled in every view, as perf and pprof show
+# them (std::basic_ios<...>::init(...), not _ZNSt9basic_ios...).
+check_num "C++ names among pdns_recursor's frames (demangled: with ::)" \
+	"$(tr ';' '\n' <$TMP/pdns.folded | grep -c '::')" ">=" 1
+for fmt in folded top callgraph flamegraph speedscope pprof; do
+	$LUAPROF report --format $fmt -o $TMP/pdns.$fmt $TMP/pdns.lp 2>/dev/null
+	[ $fmt = pprof ] && { gzip -dc $TMP/pdns.$fmt >$TMP/pdns.pprof.raw; mv $TMP/pdns.pprof.raw $TMP/pdns.$fmt; }
+	check_num "report --format $fmt: mangled C++ names (_Z...)" \
+		"$(grep -aoE '(^|[^A-Za-z0-9_])_Z[A-Z0-9][A-Za-z0-9_]{3,}' $TMP/pdns.$fmt | wc -l)" "==" 0
+done
