@@ -300,3 +300,44 @@ for how in exe lib; do
 	check_num "os.clock, stripped LuaJIT ($how): os.clock calls libc's clock" \
 		"$(str_samples $TMP/clock-$how.folded ';os.clock;clock')" ">=" 100
 done
+
+# The same for a C function of a stripped C module: named by its entry
+# (burnmod.so+0x...), its frame beside the VM's was the same function at
+# a return address (MODULE+0x1139;MODULE+0x1160;clock).
+cat >$TMP/burnmod.c <<'C'
+#include <time.h>
+typedef struct lua_State lua_State;
+extern double lua_tonumber(lua_State *L, int idx);
+extern void lua_pushcclosure(lua_State *L, int (*fn)(lua_State *), int n);
+static int burn(lua_State *L)
+{
+	clock_t end = clock() + (clock_t)(lua_tonumber(L, 1) * CLOCKS_PER_SEC);
+
+	while (clock() < end)
+		;
+	return 0;
+}
+int luaopen_burnmod(lua_State *L)
+{
+	lua_pushcclosure(L, burn, 0);
+	return 1;
+}
+C
+cc -shared -fPIC -O1 -s -o $TMP/burnmod.so $TMP/burnmod.c
+check "a stripped C module builds" test -f $TMP/burnmod.so
+echo "package.cpath = '$TMP/?.so;' .. package.cpath; require('burnmod')(1)" >$TMP/cmod.lua
+$LUAPROF record -F 999 -o $TMP/cmod.lp -- $LJ2 $TMP/cmod.lua >/dev/null 2>&1
+$LUAPROF report --format folded -o $TMP/cmod.folded $TMP/cmod.lp 2>/dev/null
+check_num "stripped C module: samples in its C function, then in libc's clock" \
+	"$(awk '/;burnmod\.so\+0x[0-9a-f]+;clock/ { n += $NF } END { print n + 0 }' $TMP/cmod.folded)" ">=" 200
+# (Its call of clock through the PLT may be sampled in the PLT's stub: a
+# frame of its own, not the function again.)
+read -r plo phi < <(readelf -SW $TMP/burnmod.so | awk '$2 ~ /^\.plt/ { print $4, $6 }' |
+	while read -r a z; do echo $((16#$a)) $((16#$a + 16#$z)); done |
+	sort -n | awk 'NR == 1 { lo = $1 } { hi = $2 } END { print lo + 0, hi + 0 }')
+twice=0
+while read -r a c; do
+	[ $((16#$a)) -ge "$plo" ] && [ $((16#$a)) -lt "$phi" ] || twice=$((twice + c))
+done < <(grep -oE ';burnmod\.so\+0x[0-9a-f]+;burnmod\.so\+0x[0-9a-f]+.* [0-9]+$' $TMP/cmod.folded |
+	sed -E 's/^;burnmod\.so\+0x[0-9a-f]+;burnmod\.so\+0x([0-9a-f]+).* ([0-9]+)$/\1 \2/')
+check_num "stripped C module: samples with its function twice" "$twice" "==" 0
