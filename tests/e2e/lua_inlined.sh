@@ -48,10 +48,16 @@ overlap() {
 		END { for (k in a) if (k in b) s += a[k] < b[k] ? a[k] : b[k]; printf "%.4f\n", s }' "$1" "$2"
 }
 
-# placed LP: the share of compiled samples placed, from the report header.
+# placed LP: the share of compiled samples that their trace's snapshots
+# placed, from the report header: in a function, or in inlined code
+# marked as not told apart ([inlined: ...]); not those of traces gone
+# before they were read, nor those no snapshot covers.
 placed() {
 	$LUAPROF report -n 1 "$1" 2>/dev/null |
-		awk '/^# compiled code:/ { gsub(/[(%)]/, "", $7); print $7 / 100; f = 1 } END { if (!f) print 0 }'
+		awk '/^# compiled code:/ { gsub(/[(%)]/, "", $7); p = $7
+			if (match($0, /, [0-9]+ \([0-9.]+%\) in inlined code/)) {
+				m = substr($0, RSTART, RLENGTH); sub(/^, [0-9]+ \(/, "", m); p += m + 0 }
+			print p / 100; f = 1 } END { if (!f) print 0 }'
 }
 
 # recheck_share ERR: record's count of known traces looked at again, over
