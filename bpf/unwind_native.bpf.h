@@ -1426,10 +1426,12 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		e->lua_vm_cfa = c->vm_cfa;
 	}
 	/* No running VM found, and the stack, walked whole, holds no VM
-	 * entry of a located VM: the thread runs host code (one that never
-	 * ran Lua), not a VM whose state could not be read. */
+	 * entry of a VM located and validated (a G known good, g_hint):
+	 * the thread runs host code (one that never ran Lua), not a VM
+	 * whose state could not be read.  Before validation, VM entries are
+	 * not told apart, and a wrong layout must stay unreadable. */
 	else if (e->lua_state == LP_WALK_NO_G && !e->lua_vm_cfa && stop == LP_USTOP_END &&
-		 c->vm_hi)
+		 c->vm_hi && lj && lj->g_hint)
 		e->lua_state = LP_WALK_IDLE;
 	rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);
 	if (rc) {
