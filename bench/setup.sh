@@ -19,8 +19,8 @@ LUAPROF_BASE=${LUAPROF_BASE:-}
 TMP=$(mktemp -d /tmp/luaprof-setup.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf $TMP' EXIT
 
-# one BUILD : "wall_ms cpu_ms" of one recording of a command that prints
-# the monotonic time it started at.
+# one BUILD : "wall_ms cpu_ms" of one recording of a command that writes
+# the time it started at (date +%s%N, as t0 was taken).
 one() {
 	local t0 t1
 	t0=$(date +%s%N)
