@@ -41,12 +41,14 @@ const volatile bool time_runs = false;
  * process's memory, and a short-lived one is gone after a poll or two. */
 #define YOUNG_NS 1000000000ull
 
+#define LP_SIGSTOP 19 /* the same on every Linux architecture we build for */
+
 /* The processes sampled; a change calls procs_changed() after it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);   /* tgid */
-	__type(value, __u32); /* unused flags */
+	__type(value, __u32); /* LP_TARGET_* */
 } targets SEC(".maps");
 
 /*
@@ -344,7 +346,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 }
 
 static __always_inline void send_task_event(__u32 type, __u32 pid, __u32 ppid,
-					    struct task_struct *task)
+					    struct task_struct *task, bool hold)
 {
 	struct lp_event_task *e;
 
@@ -359,7 +361,10 @@ static __always_inline void send_task_event(__u32 type, __u32 pid, __u32 ppid,
 	e->h.cpu = bpf_get_smp_processor_id();
 	e->h.time_ns = bpf_ktime_get_ns();
 	e->ppid = ppid;
-	e->pad = 0;
+	e->flags = 0;
+	/* Stopped only when the recorder hears of it, to continue it. */
+	if (hold && !bpf_send_signal(LP_SIGSTOP))
+		e->flags = LP_TASK_HELD;
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
 	/* Process events are rare and the recorder acts on them: wake it. */
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
@@ -370,15 +375,16 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
-	__u32 flags = 0;
+	__u32 *flags;
 	struct lj_proc *lj;
 
 	/* A new thread shares its tgid and is sampled already. */
 	if (!follow_children || ptgid == ctgid)
 		return 0;
-	if (!bpf_map_lookup_elem(&targets, &ptgid))
+	flags = bpf_map_lookup_elem(&targets, &ptgid);
+	if (!flags)
 		return 0;
-	bpf_map_update_elem(&targets, &ctgid, &flags, BPF_ANY);
+	bpf_map_update_elem(&targets, &ctgid, flags, BPF_ANY);
 	unwind_fork_process(ptgid, ctgid); /* native unwinder: same mappings */
 	/* A forked child has its parent's memory, so its parent's VM: Lua
 	 * frames from its first tick, before the recorder hears of it. */
@@ -386,7 +392,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (lj)
 		bpf_map_update_elem(&lj_procs, &ctgid, lj, BPF_ANY);
 	procs_changed(); /* after both maps' changes */
-	send_task_event(LP_EVENT_FORK, ctgid, ptgid, child);
+	send_task_event(LP_EVENT_FORK, ctgid, ptgid, child, false);
 	return 0;
 }
 
@@ -416,8 +422,9 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *task)
 {
 	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u32 *flags = bpf_map_lookup_elem(&targets, &tgid);
 
-	if (!bpf_map_lookup_elem(&targets, &tgid))
+	if (!flags)
 		return 0;
 	/* A new image: whatever VM it had is gone until re-detected, unless
 	 * the image is one the recorder knows. */
@@ -426,7 +433,7 @@ int BPF_PROG(on_exec, struct task_struct *task)
 	procs_changed();
 	unwind_forget_process(tgid); /* native unwinder: old mappings */
 	send_task_event(LP_EVENT_EXEC, tgid, BPF_CORE_READ(task, real_parent, tgid),
-			task);
+			task, *flags & LP_TARGET_HOLD_EXEC);
 	return 0;
 }
 
@@ -445,6 +452,6 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	bpf_map_delete_elem(&lj_procs, &tgid);
 	procs_changed(); /* after both maps' changes */
 	send_task_event(LP_EVENT_EXIT, tgid, BPF_CORE_READ(task, real_parent, tgid),
-			task);
+			task, false);
 	return 0;
 }

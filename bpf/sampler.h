@@ -158,12 +158,19 @@ struct lp_event_sample {
 #define lp_event_sample_size(n) \
 	(__builtin_offsetof(struct lp_event_sample, lua) + (n) * sizeof(struct lp_lua_frame))
 
+/* The targets map's value: what the sampler does for a target process.
+ * A forked child inherits its parent's. */
+#define LP_TARGET_HOLD_EXEC 1u /* stop it at its exec (SIGSTOP) for the recorder */
+
 struct lp_event_task {
 	struct lp_event_header h;
 	__u32 ppid;
-	__u32 pad;
+	__u32 flags; /* LP_TASK_*: */
 	char comm[LP_COMM_LEN];
 };
+/* An EXEC whose process the sampler stopped (LP_TARGET_HOLD_EXEC): the
+ * recorder continues it, once it has read the new image. */
+#define LP_TASK_HELD 1u
 
 /* A Lua prototype's identity, sent once per prototype (by address and
  * fingerprint) before the first sample that shows it: the recorder reads

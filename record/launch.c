@@ -190,8 +190,55 @@ int launch_run_to_entry(struct launched *l)
 }
 #endif
 
+/*
+ * The sampler stops a followed process as it execs (a SIGSTOP queued by
+ * the exec's tracepoint, taken before the new image's first instruction):
+ * seized then, it is where a launched child held at its exec is.  The
+ * stop is either taken already (a group stop, which only a SIGCONT ends:
+ * launch_release() sends it) or still pending (a signal-delivery stop,
+ * then dropped: no stop at all, and its parent is told of none).
+ */
+int launch_seize_stopped(struct launched *l, pid_t pid)
+{
+	int st, e;
+
+	memset(l, 0, sizeof(*l));
+	l->pid = pid;
+	l->go_fd = l->err_fd = -1;
+	l->cont = 1;
+	if (ptrace(PTRACE_SEIZE, pid, NULL, NULL)) {
+		e = -errno;
+		launch_release(l);
+		return e;
+	}
+	l->held = 1;
+	for (;;) {
+		pid_t r = waitpid(pid, &st, __WALL);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || !WIFSTOPPED(st)) {
+			l->held = l->cont = 0;
+			return -ESRCH;
+		}
+		if (st >> 16)
+			return 0; /* in the group stop */
+		if (WSTOPSIG(st) == SIGSTOP) {
+			l->cont = 0; /* not taken: dropped at the next resume */
+			return 0;
+		}
+		/* Another signal came first: delivered, then the stop. */
+		ptrace(PTRACE_CONT, pid, NULL, (void *)(long)WSTOPSIG(st));
+	}
+}
+
 void launch_release(struct launched *l)
 {
+	/* Before the detach: a tracee detached in a group stop stays
+	 * stopped. */
+	if (l->cont)
+		kill(l->pid, SIGCONT);
+	l->cont = 0;
 	if (!l->held)
 		return;
 	ptrace(PTRACE_DETACH, l->pid, NULL, NULL);

@@ -379,6 +379,16 @@ static void check_alive(struct session *s)
 			target_exited(s, &s->targets[i], mono_ns());
 }
 
+/* The launched command's later execs, and its descendants', are stopped
+ * by the sampler for release_holds() (LP_TARGET_HOLD_EXEC, inherited at
+ * fork).  Set while the command is held at its entry, before it forks. */
+static void hold_later_execs(struct session *s)
+{
+	uint32_t key = (uint32_t)s->launched.pid, flags = LP_TARGET_HOLD_EXEC;
+
+	bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &flags, BPF_EXIST);
+}
+
 static void record_loop(struct session *s)
 {
 	/* -d is that long of sampling, which runs from here: not counting
@@ -407,6 +417,7 @@ static void record_loop(struct session *s)
 		 * until 100 ms ago, however slowly they come. */
 		if (n >= 0)
 			n = ring_buffer__consume(s->rb);
+		release_holds(s);
 		if (n < 0 && n != -EINTR) {
 			fprintf(stderr, "luaprof record: ring buffer: %s\n", strerror(-n));
 			break;
@@ -465,6 +476,7 @@ static int finish(struct session *s)
 	perf_sampling_detach(&s->perf);
 	/* What is still in the ring buffer was sampled: keep it. */
 	ring_buffer__consume(s->rb);
+	release_holds(s);
 	emit_lost(s);
 	release_samples(s);
 	/* The last samples in a chunk of their own, before the symbol
@@ -649,8 +661,13 @@ static int session_start(struct session *s)
 				ring_buffer__consume(s->rb);
 				refresh_maps(s, s->launched.pid);
 			}
-			launch_release(&s->launched);
 		}
+		/* Every later exec in the command's tree is held too
+		 * (release_holds()), from before it can fork. */
+		if (o->follow_children)
+			hold_later_execs(s);
+		launch_release(&s->launched);
+		release_holds(s);
 	}
 	return 0;
 }
@@ -666,6 +683,9 @@ static void session_close(struct session *s, int recording, const char *old)
 	if (s->launched.err_fd >= 0)
 		close(s->launched.err_fd);
 	perf_sampling_detach(&s->perf);
+	for (size_t i = 0; i < s->nholds; i++) /* never left stopped */
+		kill(s->holds[i], SIGCONT);
+	free(s->holds);
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);
 	sidekick_free(s->side);

@@ -164,6 +164,11 @@ struct session {
 	size_t captargets;
 	struct launched launched;
 	int launched_running;
+	/* Followed processes the sampler stopped at their exec, continued
+	 * once read (release_holds()); -v: how many, how long in all. */
+	pid_t *holds;
+	size_t nholds, capholds;
+	uint64_t holds_done, holds_ns;
 	uint64_t start_ns, lost_written;
 	uint64_t begun_ns, setup_ns; /* when record began; its setup's length */
 	uint64_t lost_dropped; /* events the flush sidekick could not keep */
@@ -196,6 +201,8 @@ void target_exited(struct session *s, struct target *t, uint64_t time_ns);
 int check_mappings(struct session *s, struct target *t,
 		   const struct lp_event_sample *e, int known);
 void refresh_maps(struct session *s, pid_t pid);
+void hold_exec(struct session *s, pid_t pid);
+void release_holds(struct session *s);
 int check_code_address(struct session *s, struct target *t, uint64_t time_ns,
 		       uint64_t addr);
 int add_initial_targets(struct session *s);

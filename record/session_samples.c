@@ -330,6 +330,8 @@ int handle_event(void *ctx, void *data, size_t size)
 		break;
 	case LP_EVENT_EXEC:
 		add_target(s, h->pid, te->ppid, h->time_ns, LP_PROC_EXEC, comm);
+		if (te->flags & LP_TASK_HELD)
+			hold_exec(s, h->pid);
 		break;
 	case LP_EVENT_EXIT:
 		t = find_target(s, h->pid);

@@ -258,6 +258,10 @@ static void print_verbose(struct session *s)
 		fprintf(stderr, "luaprof record: native unwind: %llu stacks cut at a frame "
 			"no mapping of the trace names\n",
 			(unsigned long long)s->ustacks_unnamed);
+	if (s->holds_done)
+		fprintf(stderr, "luaprof record: held %llu processes at their exec until "
+			"read, %.1f ms in all\n", (unsigned long long)s->holds_done,
+			s->holds_ns / 1e6);
 	sidekick_stats(s->side, &ks);
 	fprintf(stderr, "luaprof record: during flushes: %llu events read, %llu "
 		"process mappings published for the unwinder\n",

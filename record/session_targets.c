@@ -6,6 +6,7 @@
  */
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,6 +346,44 @@ void refresh_maps(struct session *s, pid_t pid)
 
 	if (t && t->alive)
 		emit_maps_code(s, t, mono_ns(), 0, NULL, 0);
+}
+
+/* A followed process the sampler stopped at its exec (LP_TASK_HELD), its
+ * new image read already (add_target()): continued by release_holds(),
+ * outside the ring buffer's callback, as the callback must not consume. */
+void hold_exec(struct session *s, pid_t pid)
+{
+	if (!GROW(s->holds, s->capholds, s->nholds + 1))
+		s->holds[s->nholds++] = pid;
+	else
+		kill(pid, SIGCONT); /* not held, then */
+}
+
+/*
+ * What a launched command gets at its first exec (session_start()), for
+ * every process it starts: run on to its program's entry point, where the
+ * dynamic loader has mapped its libraries (a LuaJIT in one of them), read
+ * there again, then let go.  Without it the first milliseconds of each
+ * such process, until the recorder had read it, had no Lua frames and
+ * leaf-only native stacks; under load, tens of milliseconds.  A process
+ * that cannot be traced is merely continued where it stopped.
+ */
+void release_holds(struct session *s)
+{
+	for (size_t i = 0; i < s->nholds; i++) { /* the consume may add some */
+		uint64_t t0 = mono_ns();
+		pid_t pid = s->holds[i];
+		struct launched l;
+
+		if (!launch_seize_stopped(&l, pid) && !launch_run_to_entry(&l)) {
+			ring_buffer__consume(s->rb);
+			refresh_maps(s, pid);
+		}
+		launch_release(&l);
+		s->holds_done++;
+		s->holds_ns += mono_ns() - t0;
+	}
+	s->nholds = 0;
 }
 
 /* Kernel threads among the targets have no user stack: said once, with

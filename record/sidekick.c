@@ -31,6 +31,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,6 +204,19 @@ static struct snapshot *publish(struct sidekick *k, pid_t pid, int always)
 	return p;
 }
 
+/* A process the sampler stopped at its exec (LP_TASK_HELD) would wait
+ * for the main thread until the flush ends: continued now, its mappings
+ * published, and its event queued as one that held nothing. */
+static int continue_held(const void *data, size_t size)
+{
+	const struct lp_event_task *te = data;
+
+	if (size < sizeof(*te) || te->h.type != LP_EVENT_EXEC || !(te->flags & LP_TASK_HELD))
+		return 0;
+	kill((pid_t)te->h.pid, SIGCONT);
+	return 1;
+}
+
 /* The ring buffer's events while the sidekick polls it (the owner's
  * callback passes them on): the unwinder's part now, the rest later. */
 int sidekick_event(void *ctx, void *data, size_t size)
@@ -229,6 +243,7 @@ int sidekick_event(void *ctx, void *data, size_t size)
 	}
 	q = malloc(sizeof(*q) + size);
 	if (!q) {
+		continue_held(data, size);
 		snap_free(snap);
 		k->dropped++;
 		return 0;
@@ -237,6 +252,8 @@ int sidekick_event(void *ctx, void *data, size_t size)
 	q->snap = snap;
 	q->size = size;
 	memcpy(q->data, data, size);
+	if (continue_held(data, size))
+		((struct lp_event_task *)q->data)->flags &= ~LP_TASK_HELD;
 	*k->tail = q;
 	k->tail = &q->next;
 	k->bytes += size;
