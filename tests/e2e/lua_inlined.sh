@@ -150,9 +150,25 @@ done
 check_num "jitmix.lua: share of compiled samples placed" "$(placed $out-jit.lp)" ">=" 0.9
 # Flushing every 3 calls of loop: traces are compiled again and again
 # under the numbers they had; many are gone before the recorder reads
-# them, and those are counted, not placed.
+# them, and those are counted, not placed.  How many depends on how soon
+# the recorder reads (half of them idle; fewer on a busy machine, where
+# this share of placed samples fell to 0.49): a figure of the machine,
+# not of the code.  What is the code's: every compiled sample is placed
+# or counted, and those of traces read with their snapshots are placed.
 traces=$($LUAPROF info $out-flush.lp | awk '/^compiled traces:/ { sub(",", "", $3); print $3 }')
 check_num "jitmix.lua, flush: trace records (numbers reused)" "${traces:-0}" ">=" 100
-check_num "jitmix.lua, flush: share of compiled samples placed" "$(placed $out-flush.lp)" ">=" 0.5
+$LUAPROF report -n 1 $out-flush.lp >$out-flush.top 2>&1
+# "compiled code: N samples, P (x%) placed ..., I (y%) in inlined code",
+# "note: G of N ... without their snapshots", "note: U of N ... not placed".
+read -r ncomp nplaced ngone nunplaced < <(awk '
+	/^# compiled code:/ { n = $4; p = $6
+		if (match($0, /, [0-9]+ \([0-9.]+%\) in inlined code/)) { m = substr($0, RSTART + 2); p += m + 0 } }
+	/without their snapshots/ { g = $4 } /were not placed/ { u = $4 }
+	END { print n + 0, p + 0, g + 0, u + 0 }' $out-flush.top)
+check "jitmix.lua, flush: every compiled sample placed or counted ($nplaced + $ngone + $nunplaced of $ncomp)" \
+	test $((nplaced + ngone + nunplaced)) -eq "$ncomp" -a "$ncomp" -gt 0
+check_num "jitmix.lua, flush: samples placed (traces read in time)" "$nplaced" ">=" 100
+check_num "jitmix.lua, flush: share placed of those in traces read with their snapshots" \
+	"$(share $nplaced $((ncomp - ngone)))" ">=" 0.9
 check "jitmix.lua, flush: report says how many were not placed" \
 	bash -c "$LUAPROF report -n 1 $out-flush.lp 2>&1 >/dev/null | grep -qE 'note: [0-9]+ of [0-9]+ samples in compiled code'"
