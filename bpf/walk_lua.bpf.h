@@ -252,6 +252,7 @@ struct lua_walk {
 	__u64 cf_pc, cf_prev;
 	__s32 cf_nres;
 	__u32 call_ins; /* leaf_link()'s check of the PC register */
+	__u64 next, next_pc; /* where a frame leads (lua_walk_link()) */
 	__u64 cont_slots[2]; /* a CONT frame's PC, from read_slots() */
 	__u64 win_lo; /* stack[] holds [win_lo, win_lo + win_len) */
 	__u32 win_len;
@@ -989,69 +990,25 @@ static __always_inline int read_call(struct lua_walk *w, __u64 link, __u32 *ins)
 	return 0;
 }
 
-/* One bpf_loop step: one frame of the Lua stack. */
-static long lua_walk_step(__u32 i, void *ctx)
+/*
+ * The step's work is in global functions, which the verifier checks once
+ * each, on their own, with whatever arguments: inlined, they were checked
+ * again for every state the loop reached them in, most of the sampler's
+ * load time (docs/setup.md).  Each takes the walk's state from its
+ * caller (a map value; maybe NULL, for the verifier).
+ */
+
+/* Where the frame whose link is link leads: w->next, its caller's frame,
+ * and w->next_pc, the caller's pc (0 unknown); 1 if the walk ends here,
+ * cut. */
+__noinline int lua_walk_link(struct lua_walk *w, __u64 link)
 {
-	__u32 zero = 0, type, typep, slot;
-	struct lua_walk *w = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
-	const struct lj_layout *lo;
-	__u64 func, link, next, prev_pc = 0;
+	__u32 type = link & 3, typep = link & 7, slot;
+	__u64 next, prev_pc = 0;
 
 	if (!w)
 		return 1;
-	lo = &w->proc.layout;
-	slot = (lo->flags & LJ_LAYOUT_GC64) ? 2 : 1;
-	if (w->done)
-		return 1;
-	if (w->n >= LP_MAX_LUA - 1) {
-		truncate_walk(w, LP_LUA_TRUNC_DEPTH);
-		return 1;
-	}
-	if (w->frame <= w->bot) {
-		/* The bottom of this coroutine: was it resumed from Lua? */
-		struct lj_state st;
-		__u64 r = 0;
-
-		if (w->L != w->mainL && w->hops++ < LUA_RESUMER_HOPS)
-			r = find_resumer(w, &st);
-		if (!r) {
-			w->done = 1;
-			return 1;
-		}
-		emit_entry(w, w->outer_cf);
-		start_thread(w, r, &st, st.base, 0);
-		return 0;
-	}
-	if (read_frame(w, &func, &link)) {
-		truncate_walk(w, LP_LUA_TRUNC_READ);
-		return 1;
-	}
-	/* A dummy frame (the thread itself in the function slot) is skipped,
-	 * and so is a vararg function's own frame below its vararg frame. */
-	if (func != w->L && !w->skip_next && emit_function(w, func, &link)) {
-		/* Not a function.  A function returning (a Lua function's
-		 * RET, a builtin's or a C function's results) writes its
-		 * results from its own function slot on, and so only the
-		 * innermost frame may hold no function; the second result
-		 * overwrites the link slot too.  The VM keeps the link
-		 * elsewhere: in the VM's own code, the PC register (rbx),
-		 * which every return path loads from the link slot before
-		 * moving results; in a C handler, the C frame's saved PC.
-		 * Both are w->pc here (see walk_lua()). */
-		if (!w->leaf || !w->pc || (w->pc & 3)) {
-			truncate_walk(w, LP_LUA_TRUNC_BAD);
-			return 1;
-		}
-		emit(w, LP_LUA_FRAME_FF, 0, 0, LJ_FRAME_LUA, 0);
-		link = w->pc;
-	}
-	type = link & 3;
-	typep = link & 7;
-	w->leaf = 0;
-	w->skip_next = 0;
-	if (w->done)
-		return 1;
-
+	slot = (w->proc.layout.flags & LJ_LAYOUT_GC64) ? 2 : 1;
 	if (type == LJ_FRAME_LUA) {
 		__u32 ins;
 
@@ -1066,7 +1023,7 @@ static long lua_walk_step(__u32 i, void *ctx)
 	} else {
 		__u64 delta = link & ~7ull;
 
-		if (!(lo->flags & LJ_LAYOUT_GC64))
+		if (!(w->proc.layout.flags & LJ_LAYOUT_GC64))
 			delta = (__u32)delta;
 		if (!delta || delta > w->frame) {
 			truncate_walk(w, LP_LUA_TRUNC_BAD);
@@ -1105,13 +1062,89 @@ static long lua_walk_step(__u32 i, void *ctx)
 			}
 		}
 	}
-	if (next >= w->frame) {
+	w->next = next;
+	w->next_pc = prev_pc;
+	return 0;
+}
+
+/* The bottom of the coroutine walked: was it resumed from Lua?  0 if so,
+ * its resumer's frames next; 1, the walk done. */
+__noinline int lua_walk_resumer(struct lua_walk *w)
+{
+	struct lj_state st;
+	__u64 r = 0;
+
+	if (!w)
+		return 1;
+	if (w->L != w->mainL && w->hops++ < LUA_RESUMER_HOPS)
+		r = find_resumer(w, &st);
+	if (!r) {
+		w->done = 1;
+		return 1;
+	}
+	emit_entry(w, w->outer_cf);
+	start_thread(w, r, &st, st.base, 0);
+	return 0;
+}
+
+/* The frame whose function slot holds func and link slot link: emitted,
+ * and the walk moved on to its caller's frame; 1 if the walk ends. */
+__noinline int lua_walk_frame(struct lua_walk *w, __u64 func, __u64 link)
+{
+	if (!w)
+		return 1;
+	/* A dummy frame (the thread itself in the function slot) is skipped,
+	 * and so is a vararg function's own frame below its vararg frame. */
+	if (func != w->L && !w->skip_next && emit_function(w, func, &link)) {
+		/* Not a function.  A function returning (a Lua function's
+		 * RET, a builtin's or a C function's results) writes its
+		 * results from its own function slot on, and so only the
+		 * innermost frame may hold no function; the second result
+		 * overwrites the link slot too.  The VM keeps the link
+		 * elsewhere: in the VM's own code, the PC register (rbx),
+		 * which every return path loads from the link slot before
+		 * moving results; in a C handler, the C frame's saved PC.
+		 * Both are w->pc here (see walk_lua()). */
+		if (!w->leaf || !w->pc || (w->pc & 3)) {
+			truncate_walk(w, LP_LUA_TRUNC_BAD);
+			return 1;
+		}
+		emit(w, LP_LUA_FRAME_FF, 0, 0, LJ_FRAME_LUA, 0);
+		link = w->pc;
+	}
+	w->leaf = 0;
+	w->skip_next = 0;
+	if (w->done || lua_walk_link(w, link))
+		return 1;
+	if (w->next >= w->frame) {
 		truncate_walk(w, LP_LUA_TRUNC_BAD);
 		return 1;
 	}
-	w->frame = next;
-	w->pc = prev_pc;
+	w->frame = w->next;
+	w->pc = w->next_pc;
 	return 0;
+}
+
+/* One bpf_loop step: one frame of the Lua stack. */
+static long lua_walk_step(__u32 i, void *ctx)
+{
+	__u32 zero = 0;
+	struct lua_walk *w = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
+	__u64 func, link;
+
+	if (!w || w->done)
+		return 1;
+	if (w->n >= LP_MAX_LUA - 1) {
+		truncate_walk(w, LP_LUA_TRUNC_DEPTH);
+		return 1;
+	}
+	if (w->frame <= w->bot)
+		return lua_walk_resumer(w) ? 1 : 0;
+	if (read_frame(w, &func, &link)) {
+		truncate_walk(w, LP_LUA_TRUNC_READ);
+		return 1;
+	}
+	return lua_walk_frame(w, func, link) ? 1 : 0;
 }
 
 /* The frame of trace number vmstate, which runs: its GCtrace,
