@@ -309,9 +309,17 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (unwind_native_user_stack(ctx, e, tgid, regs)) /* no tables: frame pointers */
 		e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
 						BPF_F_USER_STACK);
-	/* (A second Lua walk, from the VM's C frame, counts as native.) */
-	if (have_regs && e->lua_state == LP_WALK_NO_G && e->lua_vm_cfa)
-		wake = walk_lua(e, regs, e->lua_vm_cfa);
+	/* (A second Lua walk, from the VM's C frame, counts as native.)  The
+	 * first may have validated a G whose C frame is on another stack (a
+	 * fiber's): it still locates the process's VM for the recorder, and
+	 * what woke it still stands, whatever the second walk finds. */
+	if (have_regs && e->lua_state == LP_WALK_NO_G && e->lua_vm_cfa) {
+		__u64 G = e->lua_G;
+
+		wake |= walk_lua(e, regs, e->lua_vm_cfa);
+		if (!e->lua_G)
+			e->lua_G = G;
+	}
 	if (!wake && e->lua_depth)
 		wake = young_process(t0);
 	phase_end(LP_PHASE_NATIVE);
