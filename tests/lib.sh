@@ -104,6 +104,13 @@ record_summary() {
 
 # folded_total FILE : the sum of the counts of a folded file.
 folded_total() { awk '{ n += $NF } END { print n + 0 }' "$1"; }
+# info_pids TRACE : the pids of info's process table, one a line; nothing
+# when info fails.
+info_pids() {
+	$LUAPROF info "$1" 2>/dev/null |
+		awk '/^processes:/ { on = 1; next } on && $1 == "PID" { next }
+			on && $1 ~ /^[0-9]+$/ { print $1; next } on { exit }'
+}
 
 # lua_truncated FILE : samples whose stack holds a Lua frame, NAME
 # (CHUNK:LINE), and [truncated]: a Lua stack cut short, or a native one

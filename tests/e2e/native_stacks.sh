@@ -46,9 +46,15 @@ check "info shows the sample count" grep -qE "samples.*\b$total\b" $TMP/info.txt
 check "info says complete" grep -qi "complete" $TMP/info.txt
 check "the default codec is zlib" grep -qE "^codecs:.*zlib \(" $TMP/info.txt
 
-# Filters: a pid that is not in the trace keeps nothing.
+# Filters: a pid that is not in the trace keeps nothing; its own, all.
+rm -f $TMP/none.folded
 $LUAPROF report --format folded --pid 1 -o $TMP/none.folded $TMP/hot.lp 2>/dev/null
+check "report --pid 1 exits 0, with a file" test $? -eq 0 -a -f $TMP/none.folded
 check "--pid filter drops other processes" test "$(folded_total $TMP/none.folded)" -eq 0
+hotpid=$(info_pids $TMP/hot.lp | head -1)
+$LUAPROF report --format folded --pid "${hotpid:-0}" -o $TMP/own.folded $TMP/hot.lp 2>/dev/null
+check "--pid filter keeps the process's own ($total samples)" \
+	test "$(folded_total $TMP/own.folded)" -eq "$total" -a "$total" -gt 0
 
 # A kernel-heavy command: kernel frames come out named, suffixed _[k].
 $LUAPROF record -q -F 999 -o $TMP/dd.lp --compress lz4 -- \

@@ -196,7 +196,10 @@ check "--symfs: no warning about hot" bash -c "! grep -q '$APP/hot' $TMP/sf.err"
 # --no-embed inline: no lines while the binary is gone; its DWARF from
 # the --symfs copy, or from a separate debug file under --symfs found by
 # build-id, once it is there.
+rm -f $TMP/ine.folded
 $LUAPROF report --format folded --lines -o $TMP/ine.folded $TMP/inl-ne.lp 2>/dev/null
+check_num "--no-embed inline, binary deleted: the report has the samples" \
+	"$(folded_total $TMP/ine.folded 2>/dev/null)" ">" 0
 check "--no-embed inline, binary deleted: no inlined frame, no lines" \
 	bash -c "! grep -qE 'mix \[inlined|inline\.c:' $TMP/ine.folded"
 cp $SAMPLES/inline $TMP/symfs$APP/inline

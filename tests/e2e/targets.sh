@@ -29,8 +29,13 @@ tree=$!
 CLEANUP_PIDS+=($tree)
 wait_line $TMP/tree2.out ready
 $LUAPROF record -q -F 199 -d 1 --no-children -p $tree -o $TMP/nochild.lp
+check "record --no-children -p exits 0" test $? -eq 0
 $LUAPROF report --format folded -o $TMP/nochild.folded $TMP/nochild.lp 2>/dev/null
 check "--no-children leaves children out" bash -c "! grep -q child_work $TMP/nochild.folded"
+# (The parent only waits: no samples.  Its children ran, and are not in
+# the trace's processes.)
+check "--no-children: the trace's one process is the parent" \
+	test "$(info_pids $TMP/nochild.lp | tr '\n' ' ')" = "$tree "
 kill $tree 2>/dev/null; wait $tree 2>/dev/null || true
 
 # A launched command that forks: its children are followed.
@@ -60,7 +65,9 @@ T1=$(date +%s.%N)
 check "record of an exiting target exits 0" test $rc -eq 0
 check_num "recording ended with the target" "$(awk -v a=$T0 -v b=$T1 'BEGIN{print b-a}')" "<" 8
 $LUAPROF info $TMP/exit.lp >$TMP/exit.info
-check "info shows the exit" grep -qiE "exit" $TMP/exit.info
+# (Its row: PID PPID COMM JOINED EXIT SAMPLES EXE, EXIT "+S.SSS s".)
+check "info shows the target's exit" \
+	awk -v p=$hot '$1 == p && $5 ~ /^\+[0-9.]+$/ && $6 == "s" { f = 1 } END { exit !f }' $TMP/exit.info
 check "info says complete" grep -qi "complete" $TMP/exit.info
 $LUAPROF report --format folded -o $TMP/exit.folded $TMP/exit.lp 2>/dev/null
 check "samples before the exit are kept" grep -q spin $TMP/exit.folded

@@ -41,6 +41,9 @@ check "record --task-events --no-children exits 0" test $? -eq 0
 $LUAPROF report --format folded -o $TMP/nochild.folded $TMP/nochild.lp 2>/dev/null
 check "--task-events --no-children leaves children out" \
 	bash -c "! grep -q child_work $TMP/nochild.folded"
+# (The command only waits: no samples; its children ran.)
+check "--task-events --no-children: the trace's one process is the command" \
+	test "$(info_pids $TMP/nochild.lp | wc -l)" -eq 1
 check_num "--task-events --no-children: the children do not tick" \
 	"$(off_target $TMP/nochild.err)" "<=" 2
 

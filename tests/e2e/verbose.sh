@@ -25,14 +25,19 @@ done
 check "record -v: no phases (their clock would be in the median)" \
 	test -z "$(grep 'BPF sampler phases' $TMP/err-v)"
 check_num "record -vv: the six phases" "$(phases $TMP/err-vv | grep -c ' us$')" "==" 6
-# The phases' sum is the mean, which a long tail (kernel ticks) puts above
-# the median; it cannot be below a tenth of it nor a hundred times above.
+# The phases' sum is the program's mean time per sample, less its entry
+# and its last few instructions.  The kernel's own clock of the program
+# (runs x ns per run, over the samples) holds that and the runs on other
+# processes' ticks, which make no sample: the sum is below it, and above
+# a quarter of it (0.6 of it on hot, a busy target beside idle CPUs).
 sum=$(phases $TMP/err-vv | awk '{ s += $(NF - 1) } END { if (NR) print s }')
-med=$(quantile $TMP/err-vv median)
-check_num "record -vv: the phases add up to the sampler's time ($sum us, median $med)" \
-	"$(awk -v s="${sum:-0}" -v m="${med:-0}" 'BEGIN { print m ? s / m : 0 }')" ">=" 0.1
-check_num "record -vv: and not to a hundred times it" \
-	"$(awk -v s="${sum:-0}" -v m="${med:-1}" 'BEGIN { print m ? s / m : 1e9 }')" "<=" 100
+whole=$(awk '/BPF sampler: [0-9]+ runs, [0-9]+ ns per run/ { r = $5; ns = $7 }
+	/^luaprof record: [0-9]+ samples/ { n = $3 }
+	END { if (n && ns) printf "%.3f\n", r * ns / n / 1000 }' $TMP/err-vv)
+check_num "record -vv: the phases add up to the sampler's time ($sum us of $whole)" \
+	"$(awk -v s="${sum:-0}" -v w="${whole:-0}" 'BEGIN { print w ? s / w : 0 }')" ">=" 0.25
+check_num "record -vv: and not to more" \
+	"$(awk -v s="${sum:-0}" -v w="${whole:-0}" 'BEGIN { print w ? s / w : 1e9 }')" "<=" 1
 
 # The sampler loads at a raised priority (record/session.c, SETUP_NICE),
 # the command record launches runs at record's own: niceness 5 stays 5.
