@@ -51,6 +51,37 @@ enum lj_vmstate {
 	LJ_VMST_ASM = 6,
 };
 
+/*
+ * A frame's link slot (lj_frame.h's frame_pc/frame_ftsz) says how to reach
+ * the frame below it, in its low bits:
+ *
+ *      link             type    the frame below, and its pc
+ *   return PC   ..00     LUA     A + 1 + LJ_FR2 slots below, A the slot of
+ *                                the CALL before the return PC; pc = link
+ *   delta       ..001    C       delta bytes below; the VM was entered
+ *               ..101    CP      from C here: the pc is in the older cframe
+ *               ..010    CONT    delta bytes below; pc in the slot below
+ *                                (GC64: two slots down)
+ *               ..011    VARG    delta bytes below, the vararg function's
+ *                                own frame, skipped; pc unchanged
+ *               ..110    PCALL   delta bytes below (pcall, xpcall)
+ *               ..111    PCALLH
+ *
+ * A PC is 4-byte aligned; a delta, a multiple of 8 bytes, is 32 bits wide
+ * without GC64.  frame_type() tells LUA, C, CONT and VARG apart (PCALL
+ * reads as CONT, PCALLH as VARG); frame_typep() all eight.
+ */
+#define lj_frame_type(link) ((__u32)(link) & 3)  /* LUA, C, CONT, VARG */
+#define lj_frame_typep(link) ((__u32)(link) & 7) /* ... and LUAP, CP, PCALL, PCALLH */
+#define lj_frame_islua(link) (lj_frame_type(link) == LJ_FRAME_LUA)
+#define lj_frame_delta(link, gc64) \
+	((gc64) ? (__u64)(link) & ~7ull : (__u64)((__u32)(link) & ~7u))
+/* A cframe pointer (L->cframe, a cframe's saved previous one) without
+ * its two flag bits (lj_frame.h's cframe_raw). */
+#define lj_cframe_raw(cf) ((__u64)(cf) & ~3ull)
+/* A bytecode instruction's A operand (lj_bc.h's bc_a): a CALL's slot. */
+#define lj_bc_a(ins) (((__u32)(ins) >> 8) & 0xff)
+
 /* Frame link types (low 3 bits of a frame's link slot). */
 enum lj_frame_type {
 	LJ_FRAME_LUA = 0,

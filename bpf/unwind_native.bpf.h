@@ -559,7 +559,7 @@ static __always_inline int unwind_vm_step(struct unwind_cursor *c)
 	if (unwind_read(c, cfa - 8, &ra) || unwind_read(c, cfa - 16, &bp))
 		return LP_USTOP_READ;
 	unwind_read(c, cf + c->cf_prev, &prev);
-	c->cframe = prev & ~3ull;
+	c->cframe = lj_cframe_raw(prev);
 	unwind_move(c, ra, cfa, bp, 1);
 	return 0;
 }
@@ -582,7 +582,7 @@ static __always_inline int unwind_is_cframe(struct unwind_cursor *c, __u64 cf, _
 	c->reads++;
 	*Lp = L;
 	return !bpf_probe_read_user(&lcf, sizeof(lcf), (const void *)(L + c->l_cframe)) &&
-	       (lcf & ~3ull) == cf;
+	       lj_cframe_raw(lcf) == cf;
 }
 
 /*

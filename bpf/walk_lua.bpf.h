@@ -233,6 +233,7 @@ struct lua_walk {
 	__u64 trace_lo, trace_hi;
 	struct lj_thread no_thread; /* when task storage has none to give */
 	__u64 L;     /* the lua_State being walked */
+	__u64 first_L; /* ... the first, if lua_find_G() found it (else 0) */
 	__u64 frame; /* address of the current frame's link slot */
 	__u64 bot;   /* walk while frame > bot */
 	__u64 pc;    /* the current frame's pc, 0 unknown */
@@ -607,7 +608,7 @@ static __always_inline void pass_c_only(struct lua_walk *w, __u64 frame)
 		    frame >= w->stack - (__s64)w->cf_nres)
 			return;
 		emit_entry(w, w->cf);
-		w->cf = w->cf_prev & ~3ull;
+		w->cf = lj_cframe_raw(w->cf_prev);
 		if (w->cf)
 			w->outer_cf = w->cf;
 	}
@@ -741,7 +742,7 @@ static __always_inline void start_thread(struct lua_walk *w, __u64 L,
 	const struct lj_layout *lo = &w->proc.layout;
 
 	w->L = L;
-	w->cf = st->cframe & ~3ull;
+	w->cf = lj_cframe_raw(st->cframe);
 	w->outer_cf = w->cf;
 	w->stack = st->stack;
 	w->bot = st->stack + ((lo->flags & LJ_LAYOUT_GC64) ? 8 : 0);
@@ -836,7 +837,7 @@ static __always_inline __u64 find_resumer(struct lua_walk *w, struct lj_state *s
 	}
 	if (w->proc.vm_end && (ra - 1 < w->proc.vm_start || ra - 1 >= w->proc.vm_end))
 		return 0;
-	if (!r || read_state(w, r, st) || (st->cframe & ~3ull) != rcf || st->glref != w->G)
+	if (!r || read_state(w, r, st) || lj_cframe_raw(st->cframe) != rcf || st->glref != w->G)
 		return 0;
 	return r;
 }
@@ -846,16 +847,14 @@ static __always_inline __u64 find_resumer(struct lua_walk *w, struct lj_state *s
 /* The frame type a link slot says, as lp_lua_frame.link records it. */
 static __always_inline __u8 link_kind(__u64 link)
 {
-	return (link & 3) == LJ_FRAME_LUA ? LJ_FRAME_LUA : (__u8)(link & 7);
+	return lj_frame_islua(link) ? LJ_FRAME_LUA : (__u8)lj_frame_typep(link);
 }
 
 /* A link by frame size (not a Lua return PC) leads into the stack. */
 static __always_inline int delta_fits(const struct lua_walk *w, __u64 link)
 {
-	__u64 delta = link & ~7ull;
+	__u64 delta = lj_frame_delta(link, w->proc.layout.flags & LJ_LAYOUT_GC64);
 
-	if (!(w->proc.layout.flags & LJ_LAYOUT_GC64))
-		delta = (__u32)delta;
 	return delta && delta <= w->frame - w->bot;
 }
 
@@ -872,14 +871,14 @@ static __always_inline int leaf_link(struct lua_walk *w, __u64 fnpc,
 {
 	if (!w->leaf || !w->pc_reg || w->pc == *link)
 		return 0;
-	if (w->pc & 3) {
+	if (!lj_frame_islua(w->pc)) {
 		/* A link by frame size (a continuation, a pcall, a vararg
 		 * or C frame), as vm_call_dispatch_f holds it once BASE is
 		 * the callee's and the slot still holds what the caller
 		 * left there: nil, from a metamethod call's set-up.  The
 		 * register's, then, if it fits and the slot's does not
 		 * (before BASE moved, the slot is the caller's own). */
-		if (!(*link & 3) || delta_fits(w, *link) || !delta_fits(w, w->pc))
+		if (lj_frame_islua(*link) || delta_fits(w, *link) || !delta_fits(w, w->pc))
 			return 0;
 		*link = w->pc;
 		return 1;
@@ -1003,7 +1002,7 @@ static __always_inline int read_call(struct lua_walk *w, __u64 link, __u32 *ins)
  * cut. */
 __noinline int lua_walk_link(struct lua_walk *w, __u64 link)
 {
-	__u32 type = link & 3, typep = link & 7, slot;
+	__u32 type = lj_frame_type(link), typep = lj_frame_typep(link), slot;
 	__u64 next, prev_pc = 0;
 
 	if (!w)
@@ -1018,13 +1017,11 @@ __noinline int lua_walk_link(struct lua_walk *w, __u64 link)
 			truncate_walk(w, LP_LUA_TRUNC_READ_CALL);
 			return 1;
 		}
-		next = w->frame - 8 * (slot + ((ins >> 8) & 0xff));
+		next = w->frame - 8 * (slot + lj_bc_a(ins));
 		prev_pc = link;
 	} else {
-		__u64 delta = link & ~7ull;
+		__u64 delta = lj_frame_delta(link, w->proc.layout.flags & LJ_LAYOUT_GC64);
 
-		if (!(w->proc.layout.flags & LJ_LAYOUT_GC64))
-			delta = (__u32)delta;
 		if (!delta || delta > w->frame) {
 			truncate_walk(w, LP_LUA_TRUNC_BAD);
 			return 1;
@@ -1053,7 +1050,7 @@ __noinline int lua_walk_link(struct lua_walk *w, __u64 link)
 
 				if (!read_cframe(w, w->cf))
 					prev = w->cf_prev;
-				w->cf = prev & ~3ull;
+				w->cf = lj_cframe_raw(prev);
 				if (w->cf)
 					w->outer_cf = w->cf;
 				pass_c_only(w, next);
@@ -1105,7 +1102,7 @@ __noinline int lua_walk_frame(struct lua_walk *w, __u64 func, __u64 link)
 		 * which every return path loads from the link slot before
 		 * moving results; in a C handler, the C frame's saved PC.
 		 * Both are w->pc here (see walk_lua()). */
-		if (!w->leaf || !w->pc || (w->pc & 3)) {
+		if (!w->leaf || !w->pc || !lj_frame_islua(w->pc)) {
 			truncate_walk(w, LP_LUA_TRUNC_BAD);
 			return 1;
 		}
@@ -1333,10 +1330,179 @@ static __always_inline __u64 G_from_vm_frame(struct lua_walk *w, __u64 cfa, __u6
 	struct lj_state st;
 
 	if (cfa < lo->cf_size || read_ref(w, &L, cf + lo->cf_l) || !L ||
-	    read_state(w, L, &st) || (st.cframe & ~3ull) != cf)
+	    read_state(w, L, &st) || lj_cframe_raw(st.cframe) != cf)
 		return 0;
 	*Lp = L;
 	return st.glref;
+}
+
+/* This CPU's copy of tgid's lj_procs entry, taken again if procs_gen
+ * moved since (sampler.bpf.c says why it is read first); NULL: no VM. */
+static __always_inline struct lj_proc *proc_of(struct lua_walk *wp, __u32 tgid)
+{
+	struct lj_proc *p;
+
+	wp->gen = *(volatile __u64 *)&procs_gen;
+	if (wp->proc_tgid != tgid || wp->proc_gen != wp->gen) {
+		p = bpf_map_lookup_elem(&lj_procs, &tgid);
+		if (!p)
+			return NULL;
+		__builtin_memcpy(&wp->proc, p, sizeof(wp->proc));
+		wp->proc_tgid = tgid;
+		wp->proc_gen = wp->gen;
+	}
+	return &wp->proc;
+}
+
+/* This thread's record of the G it runs (task storage), or the walk's
+ * spare when there is none to give (out of memory, storage busy). */
+static __always_inline struct lj_thread *thread_of(struct lua_walk *wp)
+{
+	struct lj_thread *t = bpf_task_storage_get(&lj_thread_G, bpf_get_current_task_btf(),
+						   0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	return t ? t : &wp->no_thread;
+}
+
+/* The running VM's G, with g's and the running lua_State's fields read
+ * (wp->gf, wp->st, wp->first_L): from r14 - g2disp (or the VM frame's L,
+ * on the second try), else the thread's last G, else the recorder's hint.
+ * 0, with e->lua_state saying why, when none validates; a G with
+ * e->lua_state IDLE or NO_G when its lua_State runs no Lua on this stack.
+ * A global function, as lua_walk_frame() is. */
+__noinline __u64 lua_find_G(struct lua_walk *wp, struct lp_event_sample *e,
+			    const struct user_regs *regs, __u64 vm_frame_cfa)
+{
+	struct lj_thread *t;
+	__u64 G, L = 0;
+	int found;
+
+	if (!wp || !e || !regs)
+		return 0;
+	/* A G this thread validated before is known good (its main thread
+	 * need not be looked at, nor the cache written again). */
+	t = thread_of(wp);
+	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa, &L) :
+			   regs->r14 - (__s64)wp->proc.layout.g2disp;
+	found = valid_G(wp, G, &wp->gf, &L, &wp->st, t);
+	if (found == 1) {
+		t->G = G;
+	} else {
+		/* Neither a G that has not run (LJ_UNBORN) nor an invalid
+		 * one is cached: the thread's last G is the running VM's
+		 * still. */
+		G = t->G ? t->G : wp->proc.g_hint;
+		if (vm_frame_cfa || valid_G(wp, G, &wp->gf, &L, &wp->st, t) != 1) {
+			/* No running VM: host code if the G found has not
+			 * run (a VM being born or closed), else unknown. */
+			e->lua_state = found == LJ_UNBORN ? LP_WALK_IDLE : LP_WALK_NO_G;
+			return 0;
+		}
+	}
+	wp->first_L = L;
+	/* (vmstate is not 0: valid_G() says why.) */
+	if (!wp->st.cframe) {
+		/* No C frame: this coroutine is not running; neither is Lua. */
+		e->lua_state = LP_WALK_IDLE;
+	} else if (!vm_frame_cfa && on_sampled_stack(t, regs->sp, lj_cframe_raw(wp->st.cframe)) == 0) {
+		/* G->cur_L is the coroutine that last entered the VM, which
+		 * need not run on this stack: a host that switches stacks in
+		 * C (tarantool's fibers) leaves the last fiber's L there
+		 * until another one's code returns to the VM, and a G found
+		 * from the cache or the recorder's hint may be another
+		 * thread's VM (sysbench has one per thread).  Its C frame
+		 * then lies on another stack: no G for this tick, and the
+		 * native walk looks for this stack's own VM frame. */
+		e->lua_state = LP_WALK_NO_G;
+	}
+	return G;
+}
+
+/* Where the walk starts: the base of the innermost frame, and *pc, the PC
+ * register's value when BASE is in its register too (else 0); *in_trace
+ * when a trace runs that vmstate does not name yet.  -1: BASE is in a
+ * register the recorder has not located the VM to trust yet. */
+static __always_inline __u64 start_base(struct lua_walk *wp, const struct user_regs *regs,
+					__s32 vmstate, __u64 *pc, int *in_trace)
+{
+	const struct lj_proc *p = &wp->proc;
+	const struct lj_gfields *g = &wp->gf;
+	const struct lj_state *st = &wp->st;
+	__u64 ip = regs->ip;
+
+	if (vmstate >= 0) /* a trace runs on G->jit_base */
+		return g->jit_base ? g->jit_base : st->base;
+	if (~vmstate != LJ_VMST_INTERP)
+		return st->base;
+	if (!p->vm_end)
+		return (__u64)-1;
+	if (ip >= p->vm_start && ip < p->vm_end) {
+		__u64 rdx = regs->dx;
+
+		if (rdx > st->stack && rdx <= st->maxstack + 8 * 8) {
+			*pc = regs->bx;
+			return rdx;
+		}
+		return st->base;
+	}
+	if (g->jit_base > st->stack && g->jit_base <= st->maxstack + 8 * 8) {
+		/* Interpreting, yet outside the VM, with a trace's base set:
+		 * a JLOOP has jumped into the trace, whose first instructions
+		 * have not yet set vmstate (the exits clear jit_base before
+		 * they set INTERP).  The trace runs on jit_base; L->base is
+		 * older. */
+		*in_trace = 1;
+		return g->jit_base;
+	}
+	return st->base;
+}
+
+/* The tick hit VM code off L's C frame: a helper the interpreter called
+ * (an ENTRY of its own: see the top of the file), a JLOOP entering a
+ * trace, or the VM being entered or left (rbx may then be the C
+ * caller's).  1 if so, after emitting the helper's ENTRY. */
+static __always_inline int off_vm_frame(struct lua_walk *wp, const struct user_regs *regs,
+					__s32 vmstate, __u64 cf)
+{
+	const struct lj_proc *p = &wp->proc;
+	__u64 ra = 0;
+
+	if (vmstate >= 0 || regs->ip < p->vm_start || regs->ip >= p->vm_end || regs->sp == cf)
+		return 0;
+	if (regs->sp + 8 == cf && !cstack_u64(wp, &ra, regs->sp) &&
+	    ra - 1 >= p->vm_start && ra - 1 < p->vm_end)
+		emit_entry(wp, regs->sp);
+	return 1;
+}
+
+/* Sets the walk up at the innermost frame of the running lua_State, its
+ * C frame at cf: e->lua_state WALKED, or NO_VM when BASE is in a register
+ * we cannot yet tell from garbage (the recorder locates the VM from this
+ * sample's G).  1 if the recorder should hear of it at once (a trace no
+ * sample showed).  A global function, as lua_walk_frame() is. */
+__noinline int lua_walk_start(struct lua_walk *wp, struct lp_event_sample *e,
+			      const struct user_regs *regs, __u64 cf)
+{
+	__s32 vmstate;
+	__u64 base, pc = 0;
+	int wake = 0, off_frame, in_trace = 0;
+
+	if (!wp || !e || !regs)
+		return 0;
+	vmstate = wp->gf.vmstate;
+	off_frame = off_vm_frame(wp, regs, vmstate, cf);
+	if (vmstate >= 0)
+		wake = trace_frame(wp, wp->G, vmstate, e->h.pid);
+	base = start_base(wp, regs, vmstate, &pc, &in_trace);
+	if (base == (__u64)-1) {
+		e->lua_state = LP_WALK_NO_VM;
+		return 1;
+	}
+	start_thread(wp, wp->first_L, &wp->st, base, pc);
+	wp->leaf = vmstate < 0 && !in_trace;
+	wp->pc_reg = pc && !off_frame;
+	e->lua_state = LP_WALK_WALKED;
+	return wake;
 }
 
 /* walk_lua() less the count of its reads. */
@@ -1346,15 +1512,9 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 {
 	struct lua_walk *wp;
 	struct lj_proc *p;
-	__u32 zero = 0;
-	__u32 tgid;
-	__u64 G, L = 0, frame_L = 0, base, pc = 0, ip;
-	struct lj_thread *t;
-	const struct lj_layout *lo;
-	struct lj_state *st;
-	struct lj_gfields *g;
-	__s32 vmstate;
-	int wake, off_frame, in_trace = 0, found;
+	__u32 zero = 0, tgid;
+	__u64 G, cf;
+	int wake;
 
 	if (!e || !regs)
 		return 0;
@@ -1371,120 +1531,28 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	e->vmstate = 0;
 	e->lua_G = 0;
 	e->lua_vm_cfa = 0;
-	/* The process's lj_proc: this CPU's copy, unless procs_gen moved
-	 * since it was taken (sampler.bpf.c says why it is read first). */
-	wp->gen = *(volatile __u64 *)&procs_gen;
-	if (wp->proc_tgid != tgid || wp->proc_gen != wp->gen) {
-		p = bpf_map_lookup_elem(&lj_procs, &tgid);
-		if (!p)
-			return 0;
-		__builtin_memcpy(&wp->proc, p, sizeof(wp->proc));
-		wp->proc_tgid = tgid;
-		wp->proc_gen = wp->gen;
-	}
-	p = &wp->proc;
-	lo = &p->layout;
-	g = &wp->gf;
-	st = &wp->st;
-	ip = regs->ip;
-
-	/* r14 - g2disp first (or the VM frame's L, on the second try): a G
-	 * this thread validated before is known good (its main thread need
-	 * not be looked at, nor the cache written again). */
-	t = bpf_task_storage_get(&lj_thread_G, bpf_get_current_task_btf(), 0,
-				 BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!t)
-		t = &wp->no_thread; /* out of memory, or task storage busy */
-	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa, &frame_L) :
-			   regs->r14 - (__s64)lo->g2disp;
-	L = frame_L; /* 0 but on the second try */
-	found = valid_G(wp, G, g, &L, st, t);
-	if (found == 1) {
-		t->G = G;
-	} else {
-		/* Neither a G that has not run (LJ_UNBORN) nor an invalid one
-		 * is cached: the thread's last G is the running VM's still. */
-		G = t->G ? t->G : p->g_hint;
-		if (vm_frame_cfa || valid_G(wp, G, g, &L, st, t) != 1) {
-			/* No running VM: host code if the G found has not
-			 * run (a VM being born or closed), else unknown. */
-			e->lua_state = found == LJ_UNBORN ? LP_WALK_IDLE : LP_WALK_NO_G;
-			return 0;
-		}
-	}
+	p = proc_of(wp, tgid);
+	if (!p)
+		return 0;
+	G = lua_find_G(wp, e, regs, vm_frame_cfa);
+	if (!G)
+		return 0;
 	wp->G = G;
-	wp->mainL = G - lo->gg_g;
+	wp->mainL = G - p->layout.gg_g;
 	e->lua_G = G;
 	wake = !p->g_hint;
-	vmstate = g->vmstate;
-	e->vmstate = vmstate;
-
-	/* (vmstate is not 0: valid_G() says why.) */
-	if (!st->cframe) {
-		/* No C frame: this coroutine is not running; neither is Lua. */
-		e->lua_state = LP_WALK_IDLE;
+	e->vmstate = wp->gf.vmstate;
+	if (e->lua_state != LP_WALK_NONE) /* IDLE, NO_G */
 		return wake;
-	}
-	/* G->cur_L is the coroutine that last entered the VM, which need not
-	 * run on this stack: a host that switches stacks in C (tarantool's
-	 * fibers) leaves the last fiber's L there until another one's code
-	 * returns to the VM, and a G found from the cache or the recorder's
-	 * hint may be another thread's VM (sysbench has one per thread).
-	 * Its C frame then lies on another stack: no G for this tick, and
-	 * the native walk looks for this stack's own VM frame. */
-	if (!vm_frame_cfa && on_sampled_stack(t, regs->sp, st->cframe & ~3ull) == 0) {
-		e->lua_state = LP_WALK_NO_G;
-		return wake;
-	}
+	cf = lj_cframe_raw(wp->st.cframe);
 	/* Machine code of traces (and their exit stubs, and a trace's first
 	 * instructions before it sets vmstate) runs on the innermost VM
 	 * entry's C frame, lowered by the trace's spadjust: the native
 	 * walk resumes at that frame's CFA when it meets such code. */
-	e->lua_vm_cfa = (st->cframe & ~3ull) + lo->cf_size;
-	/* The tick hit VM code off L's C frame: a helper the interpreter
-	 * called (an ENTRY of its own: see the top of the file), a JLOOP
-	 * entering a trace, or the VM being entered or left (rbx may then be
-	 * the C caller's). */
-	off_frame = vmstate < 0 && ip >= p->vm_start && ip < p->vm_end &&
-		    regs->sp != (st->cframe & ~3ull);
-	if (off_frame && regs->sp + 8 == (st->cframe & ~3ull)) {
-		__u64 ra = 0;
-
-		if (!cstack_u64(wp, &ra, regs->sp) && ra - 1 >= p->vm_start && ra - 1 < p->vm_end)
-			emit_entry(wp, regs->sp);
-	}
-	base = st->base;
-	if (vmstate >= 0) {
-		/* A trace runs on G->jit_base. */
-		wake |= trace_frame(wp, G, vmstate, tgid);
-		if (g->jit_base)
-			base = g->jit_base;
-	} else if (~vmstate == LJ_VMST_INTERP && !p->vm_end) {
-		/* BASE is in a register we cannot yet tell from garbage;
-		 * the recorder locates the VM from this sample's G. */
-		e->lua_state = LP_WALK_NO_VM;
+	e->lua_vm_cfa = cf + p->layout.cf_size;
+	wake |= lua_walk_start(wp, e, regs, cf);
+	if (e->lua_state == LP_WALK_NO_VM)
 		return 1;
-	} else if (~vmstate == LJ_VMST_INTERP && ip >= p->vm_start && ip < p->vm_end) {
-		__u64 rdx = regs->dx;
-
-		if (rdx > st->stack && rdx <= st->maxstack + 8 * 8) {
-			base = rdx;
-			pc = regs->bx;
-		}
-	} else if (~vmstate == LJ_VMST_INTERP && g->jit_base > st->stack &&
-		   g->jit_base <= st->maxstack + 8 * 8) {
-		/* Interpreting, yet outside the VM, with a trace's base set:
-		 * a JLOOP has jumped into the trace, whose first
-		 * instructions have not yet set vmstate (the exits clear
-		 * jit_base before they set INTERP).  The trace runs on
-		 * jit_base; L->base is older. */
-		base = g->jit_base;
-		in_trace = 1;
-	}
-	start_thread(wp, L, st, base, pc);
-	wp->leaf = vmstate < 0 && !in_trace;
-	wp->pc_reg = pc && !off_frame;
-	e->lua_state = LP_WALK_WALKED;
 	phase_end(LP_PHASE_LUA_STATE);
 	phase_count_lua_reads(LP_PHASE_LUA_STATE, &wp->reads, &wp->read_fails);
 	/* bpf_loop wants a stack context; the step finds the state itself. */
