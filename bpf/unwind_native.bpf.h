@@ -934,88 +934,95 @@ static __always_inline void unwind_memo_realign(const struct lp_unwind_row_cache
 	slot->depth = LP_MEMO_AT(c->n);
 }
 
+/* A frame whose pc lies in the VM's code: its C frame (see
+ * unwind_vm_step()), or a helper the interpreter called.  -1 if the
+ * frame is to be unwound as any other; else 0 (moved on) or a stop. */
+static __always_inline int unwind_in_vm(struct unwind_cursor *c, __u64 lookup)
+{
+	__u64 ra;
+	int stop;
+
+	if (lookup < c->vm_lo || lookup >= c->vm_hi)
+		return -1;
+	if (c->find_vm)
+		unwind_vm_find(c);
+	/* A helper the interpreter called (the Lua walk gave it an ENTRY of
+	 * its own, bpf/walk_lua.bpf.h): a frameless leaf, return address at
+	 * [rsp], under the interpreter's frame. */
+	if (!c->n && c->vm_helper) {
+		if (unwind_read(c, c->sp, &ra))
+			return LP_USTOP_READ;
+		unwind_move(c, ra, c->sp + 8, c->bp, 1);
+		return 0;
+	}
+	stop = unwind_vm_other(c);
+	if (stop < 0)
+		stop = unwind_vm_step(c);
+	return stop;
+}
+
 /*
- * One frame: sets c->rec_pc, the pc to record for it, and moves c to the
- * caller.  Returns 0 to go on, or the enum lp_ustop that ends the walk
- * (the frame is recorded either way).
+ * Frame 0's row led nowhere (no mapping holds its caller).  One CFI lie
+ * is common enough to undo: LuaJIT's math helpers (vm_mod, vm_floor, ...)
+ * are frameless leaves called from the interpreter, yet lie inside the
+ * interpreter's FDE, whose CFA is rsp + 80.  Take frame 0 as a leaf
+ * instead, return address at [rsp], if that leads somewhere; else keep
+ * the pc that led nowhere, which tells the recorder to look for new
+ * mappings.  The index of the caller's mapping, or idx.
  */
-__noinline int unwind_frame(const struct lp_unwind_proc *proc,
-			    struct unwind_cursor *c)
+static __always_inline int unwind_leaf_retry(const struct lp_unwind_proc *proc,
+					     struct unwind_cursor *c, __u64 *lookup, int idx)
+{
+	__u64 ra;
+	int ridx;
+
+	c->leaf_retry = 0;
+	if (unwind_read(c, c->sp0, &ra))
+		return idx;
+	ridx = unwind_map_index(proc, ra - 1);
+	if (ridx < 0)
+		return idx;
+	unwind_move(c, ra, c->sp0 + 8, c->bp0, 1);
+	c->rec_pc = ra;
+	*lookup = ra - 1;
+	return ridx;
+}
+
+/* The rule that unwinds the frame at *lookup (which a leaf retry may
+ * move): *kind (enum lp_umap_kind) and, for LP_UMAP_ROWS, *row; from this
+ * CPU's row cache, else from the mapping's object, and cached.  -1 when
+ * found; else the walk's end, or 0 after stepping over a trace's code. */
+static __always_inline int unwind_rule(const struct lp_unwind_proc *proc,
+				       struct unwind_cursor *c, __u64 *lookup,
+				       __u32 *kind, struct lp_unwind_row *row)
 {
 	const struct lp_unwind_map *m;
-	struct lp_unwind_row_cache *rc;
 	struct lp_unwind_cached *slot = NULL;
-	struct lp_unwind_row row = {};
-	__u64 lookup, cfa, ra, bp, bias;
-	__u32 kind, obj;
+	struct lp_unwind_row_cache *rc = unwind_cache_slot(*lookup, &slot);
+	__u64 bias;
+	__u32 obj;
 	int idx;
 
-	if (!proc || !c)
-		return LP_USTOP_BAD_FRAME;
-	c->rec_pc = c->pc;
-	lookup = c->pc - (c->pc_is_ra ? 1 : 0);
-	/* The VM's code: its C frame (see unwind_vm_step()). */
-	if (lookup >= c->vm_lo && lookup < c->vm_hi) {
-		int stop;
-
-		if (c->find_vm)
-			unwind_vm_find(c);
-		/* A helper the interpreter called (the Lua walk gave it an
-		 * ENTRY of its own, bpf/walk_lua.bpf.h): a frameless leaf,
-		 * return address at [rsp], under the interpreter's frame. */
-		if (!c->n && c->vm_helper) {
-			if (unwind_read(c, c->sp, &ra))
-				return LP_USTOP_READ;
-			unwind_move(c, ra, c->sp + 8, c->bp, 1);
-			return 0;
-		}
-		stop = unwind_vm_other(c);
-		if (stop < 0)
-			stop = unwind_vm_step(c);
-		if (stop >= 0)
-			return stop;
-	}
-	rc = unwind_cache_slot(lookup, &slot);
 	if (rc) {
-		const struct lp_unwind_cached *m = unwind_memo_find(rc, c, lookup, proc->gen);
+		const struct lp_unwind_cached *hit = unwind_memo_find(rc, c, *lookup, proc->gen);
 
-		if (m || (slot->pc == lookup && slot->gen == proc->gen)) {
-			if (m) {
+		if (hit || (slot->pc == *lookup && slot->gen == proc->gen)) {
+			if (hit) {
 				rc->memo_hits++;
 			} else {
 				unwind_memo_realign(rc, c, slot);
-				m = slot;
+				hit = slot;
 			}
-			kind = m->kind;
-			row = m->row;
+			*kind = hit->kind;
+			*row = hit->row;
 			rc->hits++;
 			goto found;
 		}
 		rc->misses++;
 	}
-	idx = unwind_map_index(proc, lookup);
-	if (idx < 0 && c->n == 1 && c->leaf_retry) {
-		/*
-		 * Frame 0's row led nowhere.  One CFI lie is common enough to
-		 * undo: LuaJIT's math helpers (vm_mod, vm_floor, ...) are
-		 * frameless leaves called from the interpreter, yet lie
-		 * inside the interpreter's FDE, whose CFA is rsp + 80.  Take
-		 * frame 0 as a leaf instead, return address at [rsp], if that
-		 * leads somewhere; else keep the pc that led nowhere, which
-		 * tells the recorder to look for new mappings.
-		 */
-		c->leaf_retry = 0;
-		if (!unwind_read(c, c->sp0, &ra)) {
-			int ridx = unwind_map_index(proc, ra - 1);
-
-			if (ridx >= 0) {
-				unwind_move(c, ra, c->sp0 + 8, c->bp0, 1);
-				c->rec_pc = ra;
-				lookup = ra - 1;
-				idx = ridx;
-			}
-		}
-	}
+	idx = unwind_map_index(proc, *lookup);
+	if (idx < 0 && c->n == 1 && c->leaf_retry)
+		idx = unwind_leaf_retry(proc, c, lookup, idx);
 	/* clang knows the range unwind_map_index() returns and would drop
 	 * the upper check the verifier needs: hide it. */
 	barrier_var(idx);
@@ -1027,8 +1034,7 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		 * recorded), and not the stack's end, which the row would
 		 * have said: a cut, and unwind_step() records no pc 0.  Seen
 		 * with vmstate EXIT, frame 0 in the VM's code called from
-		 * lj_trace_exit (python3-lupa: 1 sample in 3000, in 1
-		 * recording in 60).
+		 * lj_trace_exit (python3-lupa).
 		 */
 		if (!c->pc)
 			return LP_USTOP_BAD_FRAME;
@@ -1039,139 +1045,48 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		 * executable, while it writes a trace there, so a read of the
 		 * mappings at that moment leaves it out.
 		 */
-		if (c->cframe && unwind_may_be_trace(proc, c, lookup))
+		if (c->cframe && unwind_may_be_trace(proc, c, *lookup))
 			return unwind_jit_step(c, 0);
-		if (unwind_vma_object(c, lookup, &obj, &bias))
+		if (unwind_vma_object(c, *lookup, &obj, &bias))
 			return LP_USTOP_UNMAPPED;
-		kind = LP_UMAP_ROWS;
+		*kind = LP_UMAP_ROWS;
 		/* Not cached: the entry would hold under the list's number,
 		 * which a forked child shares while it maps other code where
 		 * the list has none. */
 		rc = NULL;
 	} else {
 		m = &proc->maps[idx];
-		kind = m->kind;
+		*kind = m->kind;
 		obj = m->obj;
 		bias = m->bias;
 	}
-	if (kind == LP_UMAP_ROWS && unwind_find_row(obj, lookup - bias, &row))
+	if (*kind == LP_UMAP_ROWS && unwind_find_row(obj, *lookup - bias, row))
 		return unwind_leaf_no_row(proc, c);
 	if (rc) {
-		slot->pc = lookup;
+		slot->pc = *lookup;
 		slot->gen = proc->gen;
-		slot->kind = kind;
+		slot->kind = *kind;
 		slot->depth = LP_MEMO_AT(c->n);
-		slot->row = row;
+		slot->row = *row;
 	}
 found:
 	if (rc) {
 		/* This walk's frame n, for the next walk (unwind_maps.h). */
-		struct lp_unwind_cached *m = &rc->memo[(c->memo_rd ^ 1) & 1][LP_MEMO_AT(c->n)];
+		struct lp_unwind_cached *mm = &rc->memo[(c->memo_rd ^ 1) & 1][LP_MEMO_AT(c->n)];
 
-		m->pc = lookup;
-		m->gen = proc->gen;
-		m->kind = kind;
-		m->row = row;
+		mm->pc = *lookup;
+		mm->gen = proc->gen;
+		mm->kind = *kind;
+		mm->row = *row;
 	}
-	if (kind == LP_UMAP_JIT)
-		return unwind_jit_step(c, !unwind_may_be_trace(proc, c, lookup));
-	if (kind != LP_UMAP_ROWS) {
-		/* No CFI: trust rbp for this frame, [rbp] = caller's rbp,
-		 * [rbp + 8] = return address.  A zero rbp ends the chain: the
-		 * ABI has _start and a thread's start clear it. */
-		if (c->bp_known && !c->bp)
-			return LP_USTOP_END;
-		if (!c->bp_known || c->bp < c->sp)
-			return LP_USTOP_BAD_FRAME;
-		cfa = c->bp + 16;
-		if (unwind_read(c, c->bp, &bp) || unwind_read(c, cfa - 8, &ra))
-			return LP_USTOP_READ;
-		goto next;
-	}
-	bp = c->bp;
-	switch (LP_CFA_KIND(row.cfa_type)) {
-	case LP_CFA_RSP:
-		cfa = c->sp + row.cfa_off;
-		c->leaf_retry = !c->n;
-		break;
-	case LP_CFA_RBP:
-		if (!c->bp_known)
-			return LP_USTOP_BAD_FRAME;
-		cfa = c->bp + row.cfa_off;
-		c->leaf_retry = !c->n;
-		break;
-	case LP_CFA_DEREF_RSP:
-	case LP_CFA_DEREF_RBP:
-		/* A realigned frame: the stack pointer it saved (bpf/unwind_maps.h). */
-		if (LP_CFA_KIND(row.cfa_type) == LP_CFA_DEREF_RBP && !c->bp_known)
-			return LP_USTOP_BAD_FRAME;
-		if (unwind_read(c, (LP_CFA_KIND(row.cfa_type) == LP_CFA_DEREF_RSP ?
-				    c->sp : c->bp) + (__s16)row.cfa_off, &cfa))
-			return LP_USTOP_READ;
-		cfa += LP_CFA_AUX(row.cfa_type) * 8;
-		break;
-	case LP_CFA_REG:
-		/* Only the interrupted frame's registers are known. */
-		if (c->n)
-			return LP_USTOP_UNSUPPORTED;
-		if (c->regs_ok)
-			cfa = c->regs[LP_CFA_AUX(row.cfa_type)];
-		else if (unwind_saved_reg(LP_CFA_AUX(row.cfa_type), &cfa))
-			return LP_USTOP_UNSUPPORTED;
-		cfa += row.cfa_off;
-		break;
-	case LP_CFA_PLT:
-		/* The expression reads rip itself, not the lookup pc. */
-		cfa = c->sp + 8 + ((c->pc & 15) >= row.cfa_off ? 8 : 0);
-		break;
-	case LP_CFA_SIGNAL: {
-		/* rsp -> ucontext_t; uc_mcontext.gregs[] at +40: rbp, rsp
-		 * and rip of the interrupted code at +120, +160, +168.  That
-		 * pc was interrupted, not called from: look it up as is. */
-		__u64 sp;
+	return -1;
+}
 
-		if (unwind_read(c, c->sp + 120, &bp) || unwind_read(c, c->sp + 160, &sp) ||
-		    unwind_read(c, c->sp + 168, &ra))
-			return LP_USTOP_READ;
-		if (!ra)
-			return LP_USTOP_END;
-		unwind_move(c, ra, sp, bp, 0);
-		return 0;
-	}
-	case LP_CFA_END:
-		return LP_USTOP_END;
-	case LP_CFA_GAP:
-		return unwind_leaf_no_row(proc, c);
-	default:
-		return LP_USTOP_UNSUPPORTED;
-	}
-	if (row.rbp_off == -2) {
-		/* rbp pushed first, right under the return address (the
-		 * usual prologue): one read for both. */
-		__u64 pair[2];
-
-		if (unwind_read_n(c, cfa - 16, pair, sizeof(pair)))
-			return LP_USTOP_READ;
-		bp = pair[0];
-		ra = pair[1];
-		c->bp_known = 1;
-		goto next;
-	}
-	if (unwind_read(c, cfa - 8, &ra))
-		return LP_USTOP_READ;
-	if (row.rbp_off == LP_RBP_AT_RBP) {
-		/* rbp points into its own (DRAP) frame, below the CFA, until
-		 * the epilogue pops it: the rule outlives the pop there. */
-		if (c->bp_known && c->bp < cfa)
-			c->bp_known = !unwind_read(c, c->bp, &bp);
-	} else if (row.rbp_off == LP_RBP_UNKNOWN) {
-		c->bp_known = 0;
-	} else if (row.rbp_off < 0) {
-		if (unwind_read(c, cfa + (__s64)row.rbp_off * 8, &bp))
-			return LP_USTOP_READ;
-		c->bp_known = 1;
-	}
-next:
+/* Moves c to the caller whose frame ends at cfa, its return address ra,
+ * rbp bp; 0, or the stop that ends the walk there. */
+static __always_inline int unwind_to_caller(struct unwind_cursor *c, __u64 cfa,
+					    __u64 ra, __u64 bp)
+{
 	/* The stack grows down: a caller's frame is always above. */
 	if (cfa <= c->sp)
 		return LP_USTOP_BAD_FRAME;
@@ -1184,6 +1099,152 @@ next:
 	c->bp = bp;
 	c->pc_is_ra = 1;
 	return 0;
+}
+
+/* A frame without CFI: trust rbp for it, [rbp] = caller's rbp, [rbp + 8]
+ * = return address.  A zero rbp ends the chain: the ABI has _start and a
+ * thread's start clear it. */
+static __always_inline int unwind_by_rbp(struct unwind_cursor *c)
+{
+	__u64 bp, ra;
+
+	if (c->bp_known && !c->bp)
+		return LP_USTOP_END;
+	if (!c->bp_known || c->bp < c->sp)
+		return LP_USTOP_BAD_FRAME;
+	if (unwind_read(c, c->bp, &bp) || unwind_read(c, c->bp + 8, &ra))
+		return LP_USTOP_READ;
+	return unwind_to_caller(c, c->bp + 16, ra, bp);
+}
+
+/* The frame's CFA by its row (*cfa); -1 when known, else 0 (a signal
+ * frame, moved over already) or the stop that ends the walk. */
+static __always_inline int unwind_cfa(const struct lp_unwind_proc *proc,
+				      struct unwind_cursor *c,
+				      const struct lp_unwind_row *row, __u64 *cfa)
+{
+	__u64 bp, sp, ra;
+
+	switch (LP_CFA_KIND(row->cfa_type)) {
+	case LP_CFA_RSP:
+		*cfa = c->sp + row->cfa_off;
+		c->leaf_retry = !c->n;
+		return -1;
+	case LP_CFA_RBP:
+		if (!c->bp_known)
+			return LP_USTOP_BAD_FRAME;
+		*cfa = c->bp + row->cfa_off;
+		c->leaf_retry = !c->n;
+		return -1;
+	case LP_CFA_DEREF_RSP:
+	case LP_CFA_DEREF_RBP:
+		/* A realigned frame: the stack pointer it saved (bpf/unwind_maps.h). */
+		if (LP_CFA_KIND(row->cfa_type) == LP_CFA_DEREF_RBP && !c->bp_known)
+			return LP_USTOP_BAD_FRAME;
+		if (unwind_read(c, (LP_CFA_KIND(row->cfa_type) == LP_CFA_DEREF_RSP ?
+				    c->sp : c->bp) + (__s16)row->cfa_off, cfa))
+			return LP_USTOP_READ;
+		*cfa += LP_CFA_AUX(row->cfa_type) * 8;
+		return -1;
+	case LP_CFA_REG:
+		/* Only the interrupted frame's registers are known. */
+		if (c->n)
+			return LP_USTOP_UNSUPPORTED;
+		if (c->regs_ok)
+			*cfa = c->regs[LP_CFA_AUX(row->cfa_type)];
+		else if (unwind_saved_reg(LP_CFA_AUX(row->cfa_type), cfa))
+			return LP_USTOP_UNSUPPORTED;
+		*cfa += row->cfa_off;
+		return -1;
+	case LP_CFA_PLT:
+		/* The expression reads rip itself, not the lookup pc. */
+		*cfa = c->sp + 8 + ((c->pc & 15) >= row->cfa_off ? 8 : 0);
+		return -1;
+	case LP_CFA_SIGNAL:
+		/* rsp -> ucontext_t; uc_mcontext.gregs[] at +40: rbp, rsp
+		 * and rip of the interrupted code at +120, +160, +168.  That
+		 * pc was interrupted, not called from: look it up as is. */
+		if (unwind_read(c, c->sp + 120, &bp) || unwind_read(c, c->sp + 160, &sp) ||
+		    unwind_read(c, c->sp + 168, &ra))
+			return LP_USTOP_READ;
+		if (!ra)
+			return LP_USTOP_END;
+		unwind_move(c, ra, sp, bp, 0);
+		return 0;
+	case LP_CFA_END:
+		return LP_USTOP_END;
+	case LP_CFA_GAP:
+		return unwind_leaf_no_row(proc, c);
+	default:
+		return LP_USTOP_UNSUPPORTED;
+	}
+}
+
+/* A frame with CFI: its CFA and the caller's rbp by its row. */
+static __always_inline int unwind_by_row(const struct lp_unwind_proc *proc,
+					 struct unwind_cursor *c,
+					 const struct lp_unwind_row *row)
+{
+	__u64 cfa = 0, ra, bp = c->bp;
+	int stop = unwind_cfa(proc, c, row, &cfa);
+
+	if (stop >= 0)
+		return stop;
+	if (row->rbp_off == -2) {
+		/* rbp pushed first, right under the return address (the
+		 * usual prologue): one read for both. */
+		__u64 pair[2];
+
+		if (unwind_read_n(c, cfa - 16, pair, sizeof(pair)))
+			return LP_USTOP_READ;
+		c->bp_known = 1;
+		return unwind_to_caller(c, cfa, pair[1], pair[0]);
+	}
+	if (unwind_read(c, cfa - 8, &ra))
+		return LP_USTOP_READ;
+	if (row->rbp_off == LP_RBP_AT_RBP) {
+		/* rbp points into its own (DRAP) frame, below the CFA, until
+		 * the epilogue pops it: the rule outlives the pop there. */
+		if (c->bp_known && c->bp < cfa)
+			c->bp_known = !unwind_read(c, c->bp, &bp);
+	} else if (row->rbp_off == LP_RBP_UNKNOWN) {
+		c->bp_known = 0;
+	} else if (row->rbp_off < 0) {
+		if (unwind_read(c, cfa + (__s64)row->rbp_off * 8, &bp))
+			return LP_USTOP_READ;
+		c->bp_known = 1;
+	}
+	return unwind_to_caller(c, cfa, ra, bp);
+}
+
+/*
+ * One frame: sets c->rec_pc, the pc to record for it, and moves c to the
+ * caller.  Returns 0 to go on, or the enum lp_ustop that ends the walk
+ * (the frame is recorded either way).
+ */
+__noinline int unwind_frame(const struct lp_unwind_proc *proc,
+			    struct unwind_cursor *c)
+{
+	struct lp_unwind_row row = {};
+	__u64 lookup;
+	__u32 kind = 0;
+	int stop;
+
+	if (!proc || !c)
+		return LP_USTOP_BAD_FRAME;
+	c->rec_pc = c->pc;
+	lookup = c->pc - (c->pc_is_ra ? 1 : 0);
+	stop = unwind_in_vm(c, lookup);
+	if (stop >= 0)
+		return stop;
+	stop = unwind_rule(proc, c, &lookup, &kind, &row);
+	if (stop >= 0)
+		return stop;
+	if (kind == LP_UMAP_JIT)
+		return unwind_jit_step(c, !unwind_may_be_trace(proc, c, lookup));
+	if (kind != LP_UMAP_ROWS)
+		return unwind_by_rbp(c);
+	return unwind_by_row(proc, c, &row);
 }
 
 /* bpf_loop callback: records one frame; 0 continues, 1 stops. */
