@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/before_after.sh - issue 16's size, memory and report-speed goals,
+# bench/before_after.sh - the size, memory and report-speed goals,
 # one build of luaprof against another on the same machine state: BASE
 # (another tree's build/luaprof, say main's) beside this tree's, with
 # `perf record -g` beside both where a recorder is measured.

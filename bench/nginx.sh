@@ -54,7 +54,7 @@
 # the same pairs: a change's before and after under the same load.
 # AGAINST=ticks-999 (or any setting) runs it, not nothing, in each pair's
 # other window: the table is then each setting's cost above it, measured
-# pair by pair, as issue 16's loss goal is stated (luaprof-999 at most 1
+# pair by pair, as the loss goal is stated (luaprof-999 at most 1
 # point of CPU per request above the ticks alone).
 # NICE=-10 runs the workers, wrk and the recorders at that niceness, so that
 # others' work on a shared machine preempts them less (it still shares the

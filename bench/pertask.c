@@ -1,5 +1,5 @@
 /*
- * pertask.c - the probe behind issue 16's per-task question: can the
+ * pertask.c - the probe behind the per-task question: can the
  * cpu-clock event luaprof samples on be opened per task (pid = the
  * target, cpu = -1, attr.inherit) instead of once per CPU, so that only
  * the CPUs running a target tick?  Two questions, one mode each:

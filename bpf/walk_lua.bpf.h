@@ -60,7 +60,7 @@
  * Each read of target memory costs 80 to 140 ns on this kind of virtual
  * machine even when warm, 700 to 900 ns when its page is cold in the
  * TLB, and 800 to 1500 ns when it fails (measured in a cpu-clock tick: a
- * BPF microbench, issue 16), most of what the walk costs, so fields that
+ * BPF microbench), most of what the walk costs, so fields that
  * lie close together are read in one go: G's (struct lj_gfields) with,
  * when the main thread ran at the thread's last sample, the main
  * lua_State's below it in GG_State; a lua_State's (struct lj_state), a

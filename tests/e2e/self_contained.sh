@@ -1,5 +1,5 @@
 # self_contained.sh - a trace reports the same without the binaries it
-# names (issue 5): programs copied into a directory are recorded from
+# names: programs copied into a directory are recorded from
 # there, the directory is deleted, and the report, which then reads the
 # symbol tables embedded in the trace, is byte for byte the same, symbols
 # included.  With `record --no-embed` a deleted binary prints as
