@@ -236,40 +236,37 @@ void object_set_note_id(struct object_set *s, uint64_t id)
 }
 
 /* Notes addrs[i] (less one from index `ret` on: return addresses). */
-static void note(struct object_set *s, const struct maps_table *t,
-		 const uint64_t *addrs, uint32_t n, uint32_t ret)
+/* Notes at, an address in mapping m (NULL: none), and its object. */
+static void note_at(struct object_set *s, const struct lp_mapping *m, uint64_t at)
 {
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t at = i >= ret && addrs[i] ? addrs[i] - 1 : addrs[i];
-		const struct lp_mapping *m = maps_table_find(t, at);
-		uint64_t off;
+	uint64_t off;
 
-		if (!m || !m->object)
-			continue;
-		object_set_note_id(s, m->object);
-		off = at - m->start + m->pgoff;
-		if (!s->embed || m->object > s->n)
-			continue;
-		if (m->object >= (1ull << (64 - ADDR_OFF_BITS)) ||
-		    off >= (1ull << ADDR_OFF_BITS) ||
-		    addr_set_add(&s->addrs, m->object << ADDR_OFF_BITS | off) < 0) {
-			/* Its symbols cannot be chosen: all of them. */
-			s->nall += !s->v[m->object - 1].all;
-			s->v[m->object - 1].all = 1;
-		}
+	if (!m || !m->object)
+		return;
+	object_set_note_id(s, m->object);
+	off = at - m->start + m->pgoff;
+	if (!s->embed || m->object > s->n)
+		return;
+	if (m->object >= (1ull << (64 - ADDR_OFF_BITS)) || off >= (1ull << ADDR_OFF_BITS) ||
+	    addr_set_add(&s->addrs, m->object << ADDR_OFF_BITS | off) < 0) {
+		/* Its symbols cannot be chosen: all of them. */
+		s->nall += !s->v[m->object - 1].all;
+		s->v[m->object - 1].all = 1;
 	}
 }
 
 void object_set_note(struct object_set *s, const struct maps_table *t,
 		     const uint64_t *addrs, uint32_t n)
 {
-	note(s, t, addrs, n, n);
+	for (uint32_t i = 0; i < n; i++)
+		note_at(s, maps_table_find(t, addrs[i]), addrs[i]);
 }
 
-void object_set_note_stack(struct object_set *s, const struct maps_table *t,
-			   const uint64_t *addrs, uint32_t n)
+void object_set_note_frames(struct object_set *s, const struct lp_mapping *const *maps,
+			    const uint64_t *addrs, uint32_t n)
 {
-	note(s, t, addrs, n, 1);
+	for (uint32_t i = 0; i < n; i++)
+		note_at(s, maps[i], i && addrs[i] ? addrs[i] - 1 : addrs[i]);
 }
 
 /* Takes what the worker read of o (j: NULL when nothing could be): its

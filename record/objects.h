@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 struct maps_table;
+struct lp_mapping;
 struct trace_writer;
 
 struct object_set;
@@ -25,11 +26,12 @@ void object_set_assign(struct object_set *s, pid_t pid, struct maps_table *t,
  * functions of Lua frames), for their source lines. */
 void object_set_note(struct object_set *s, const struct maps_table *t,
 		     const uint64_t *addrs, uint32_t n);
-/* The same for a user stack, leaf first, whose addresses are also kept
- * for their source lines: the leaf as it is, every other one, a return
- * address, less one (the call, as the report looks it up). */
-void object_set_note_stack(struct object_set *s, const struct maps_table *t,
-			   const uint64_t *addrs, uint32_t n);
+/* The same for a user stack, leaf first, each frame's mapping looked up
+ * already (maps[i], NULL: in none): the leaf's address is kept as it is,
+ * every other one, a return address, less one (the call, as the report
+ * looks it up). */
+void object_set_note_frames(struct object_set *s, const struct lp_mapping *const *maps,
+			    const uint64_t *addrs, uint32_t n);
 void object_set_note_id(struct object_set *s, uint64_t id);
 /* Writes the SYMTAB and SRCLINES records the addresses noted since the
  * last call need (symtab.c, srclines.c); those of an object still being

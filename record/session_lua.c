@@ -267,14 +267,12 @@ static void mark_builtin_code(struct session *s, const struct target *t,
 			      uint64_t *triplets)
 {
 	uint64_t f = e->lua[0].addr, lo = t->lj->vm_start, hi = t->lj->vm_end, a, start;
-	uint32_t nu = e->ustack_bytes > 0 ? (uint32_t)e->ustack_bytes / 8 : 0, j;
+	uint32_t nu = (uint32_t)sample_ustack_frames(e), j;
 
 	if ((frames[0].kind != LP_LFRAME_FF && frames[0].kind != LP_LFRAME_C) || !f ||
 	    (f >= lo && f < hi) || !nu ||
 	    (e->ustack[0] >= lo && e->ustack[0] < hi))
 		return;
-	if (nu > LP_MAX_USTACK)
-		nu = LP_MAX_USTACK;
 	/* The VM's frame: the first return address in its code. */
 	for (j = 1; j < nu && !(e->ustack[j] - 1 >= lo && e->ustack[j] - 1 < hi); j++)
 		;

@@ -15,6 +15,7 @@
 #include "format/trace.h"
 #include "record/clock.h"
 #include "record/launch.h"
+#include "record/sample_event.h"
 #include "record/luajit.h"
 #include "record/mapsize.h"
 #include "record/perf.h"
@@ -118,6 +119,17 @@ struct last_ustack {
 	uint64_t maps_gen; /* the target's mappings it was checked in; 0 none */
 	uint32_t pid, tid, n;
 	uint64_t pc[LP_MAX_USTACK];
+	const struct lp_mapping *map[LP_MAX_USTACK]; /* in those mappings */
+};
+
+/* A sample's user frames, each with its mapping (NULL: in none), looked
+ * up once per sample (at sample_frame_addr()) in its target's mappings
+ * of maps_gen: the trace's checks, its objects and its validation all
+ * read them here. */
+struct uframes {
+	int n;
+	uint64_t maps_gen;
+	const struct lp_mapping *map[LP_MAX_USTACK];
 };
 
 /* What the Lua walk gave, for the summary. */
@@ -199,7 +211,7 @@ struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 				 const char *comm);
 void target_exited(struct session *s, struct target *t, uint64_t time_ns);
 int check_mappings(struct session *s, struct target *t,
-		   const struct lp_event_sample *e, int known);
+		   const struct lp_event_sample *e, const struct uframes *u);
 void refresh_maps(struct session *s, pid_t pid);
 void hold_exec(struct session *s, pid_t pid);
 void release_holds(struct session *s);

@@ -87,31 +87,31 @@ static uint64_t intern_stack(struct session *s, uint32_t kind,
  * tables for code the trace has no mapping for).
  */
 static int validated_ustack_bytes(const struct target *t,
-				  const struct lp_event_sample *e, int all_mapped,
-				  int *unnamed)
+				  const struct lp_event_sample *e, const struct uframes *u,
+				  int all_mapped, int *unnamed)
 {
-	int n = e->ustack_bytes / 8;
+	int n = sample_ustack_frames(e);
 	const struct lp_mapping *m;
 
 	*unnamed = 0;
 	/* The kernel's frame-pointer walk (a process without tables) stores
 	 * a return address of 0 as it found it: the stack's end, where a 0
 	 * from our walker is a gap (LP_USTACK_GAP), and the trace says so. */
-	for (int i = 1; e->ustack_stop == LP_USTOP_FALLBACK && i < n && i < LP_MAX_USTACK; i++)
+	for (int i = 1; e->ustack_stop == LP_USTOP_FALLBACK && i < n; i++)
 		if (e->ustack[i] == LP_USTACK_GAP)
 			return i * 8;
-	if (!t || n < 2 || n > LP_MAX_USTACK)
+	if (!t || n < 2)
 		return e->ustack_bytes;
 	/* (note_user_frames() found every frame in t's mappings already.) */
 	for (int i = 1; i < n - 1 && !all_mapped; i++) {
 		if (e->ustack[i] == LP_USTACK_GAP)
 			continue; /* frames the walk could not see: a mark */
-		if (!maps_table_find(&t->maps, e->ustack[i])) {
+		if (!u->map[i]) {
 			*unnamed = 1;
 			return i * 8;
 		}
 	}
-	m = maps_table_find(&t->maps, e->ustack[n - 1]);
+	m = u->map[n - 1];
 	if (e->ustack_stop == LP_USTOP_UNMAPPED && !m)
 		return (n - 1) * 8;
 	if (!m) {
@@ -122,7 +122,7 @@ static int validated_ustack_bytes(const struct target *t,
 	 * trace, for LuaJIT) with no Lua frames to stand for it: nothing
 	 * says what ran there, nor that it is code at all. */
 	if ((e->ustack_stop == LP_USTOP_UNMAPPED || e->ustack_stop == LP_USTOP_JIT) &&
-	    m && !m->path[0] && !e->lua_depth)
+	    !m->path[0] && !e->lua_depth)
 		return (n - 1) * 8;
 	return e->ustack_bytes;
 }
@@ -131,10 +131,10 @@ static int validated_ustack_bytes(const struct target *t,
  * stack's outermost frame, for the first few, so that a stack that does
  * not reach main explains itself (tests/e2e/native_unwind.sh prints them
  * when a share falls short). */
-static void note_cut_walk(struct session *s, const struct target *t,
-			  const struct lp_event_sample *e)
+static void note_cut_walk(struct session *s, const struct lp_event_sample *e,
+			  const struct uframes *u)
 {
-	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
+	int n = sample_ustack_frames(e);
 	const struct lp_mapping *m;
 	uint64_t pc;
 	char where[96] = "no frame";
@@ -142,11 +142,9 @@ static void note_cut_walk(struct session *s, const struct target *t,
 	if (s->ncut_walks >= CUT_WALKS || e->ustack_stop == LP_USTOP_END ||
 	    e->ustack_stop == LP_USTOP_DEPTH)
 		return;
-	if (n > LP_MAX_USTACK)
-		n = LP_MAX_USTACK;
 	if (n) {
 		pc = e->ustack[n - 1];
-		m = t ? maps_table_find(&t->maps, pc) : NULL;
+		m = u->n == n ? u->map[n - 1] : NULL;
 		if (m)
 			snprintf(where, sizeof(where), "at %s+0x%llx",
 				 strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path,
@@ -179,32 +177,46 @@ static int frames_as_last(const struct session *s, const struct target *t,
 	return k;
 }
 
-/* Checks e's user frames against t's mappings (re-read if some are not
- * there) and notes them for the object set, but for those its thread's
- * last sample had; keeps them for its next, and returns 1, if all were there. */
-static int note_user_frames(struct session *s, struct target *t,
-			    const struct lp_event_sample *e)
+/* Looks up e's user frames in t's mappings, but for the root-side `same`
+ * ones, whose mappings its thread's last sample found (l). */
+static void resolve_frames(const struct target *t, const struct lp_event_sample *e,
+			   const struct last_ustack *l, int same, struct uframes *u)
 {
-	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
-	struct last_ustack *l = &s->last_ustacks[e->h.tid % LAST_USTACKS];
-	uint64_t gen = t->maps_gen;
-	int same, in_maps;
+	u->n = sample_ustack_frames(e);
+	u->maps_gen = t->maps_gen;
+	for (int i = 0; i < u->n - same; i++)
+		u->map[i] = maps_table_find(&t->maps, sample_frame_addr(e->ustack[i], i));
+	for (int k = 0; k < same; k++)
+		u->map[u->n - 1 - k] = l->map[l->n - 1 - k];
+}
 
-	if (n > LP_MAX_USTACK)
-		n = LP_MAX_USTACK;
-	same = frames_as_last(s, t, e, n);
-	in_maps = check_mappings(s, t, e, same);
-	if (t->maps_gen != gen)
+/* Resolves e's user frames (u), checks them against t's mappings (re-read
+ * if some are not there, and resolved again) and notes them for the
+ * object set, but for those its thread's last sample had; keeps them for
+ * its next, and returns 1, if all were there. */
+static int note_user_frames(struct session *s, struct target *t,
+			    const struct lp_event_sample *e, struct uframes *u)
+{
+	struct last_ustack *l = &s->last_ustacks[e->h.tid % LAST_USTACKS];
+	int n = sample_ustack_frames(e);
+	int same = frames_as_last(s, t, e, n), in_maps;
+
+	resolve_frames(t, e, l, same, u);
+	in_maps = check_mappings(s, t, e, u);
+	if (t->maps_gen != u->maps_gen) {
 		same = 0; /* re-read: the frames are noted in the new ones */
+		resolve_frames(t, e, l, 0, u);
+	}
 	if (n > 0)
-		object_set_note_stack(s->objs, &t->maps, (const uint64_t *)e->ustack,
-				      n - same);
+		object_set_note_frames(s->objs, u->map, (const uint64_t *)e->ustack, n - same);
 	l->maps_gen = in_maps ? t->maps_gen : 0;
 	l->pid = e->h.pid;
 	l->tid = e->h.tid;
 	l->n = in_maps ? n : 0;
-	if (in_maps)
+	if (in_maps) {
 		memcpy(l->pc, e->ustack, n * sizeof(l->pc[0]));
+		memcpy(l->map, u->map, n * sizeof(l->map[0]));
+	}
 	return in_maps;
 }
 
@@ -212,9 +224,9 @@ static int note_user_frames(struct session *s, struct target *t,
  * interpreter (the VM called out to C from there)? */
 static int crosses_vm(const struct lj_target *t, const struct lp_event_sample *e)
 {
-	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
+	int n = sample_ustack_frames(e);
 
-	for (int i = 1; i < n && i < LP_MAX_USTACK; i++)
+	for (int i = 1; i < n; i++)
 		if (e->ustack[i] - 1 >= t->vm_start && e->ustack[i] - 1 < t->vm_end)
 			return 1;
 	return 0;
@@ -224,15 +236,17 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 			  size_t size)
 {
 	struct target *t = find_target(s, e->h.pid);
+	static struct uframes u; /* (2 KiB: off the stack) */
 	struct lp_record rec;
 	int unnamed, all_mapped = 0;
 
 	if (!t || !t->alive) /* a sample racing its fork event */
 		t = add_target(s, e->h.pid, 0, e->h.time_ns, LP_PROC_FORKED, NULL);
-	if (s->o->verbose)
-		note_cut_walk(s, t, e);
+	u.n = 0;
 	if (t)
-		all_mapped = note_user_frames(s, t, e);
+		all_mapped = note_user_frames(s, t, e, &u);
+	if (s->o->verbose)
+		note_cut_walk(s, e, &u);
 	if (t && t->lj && t->lj->state == LJ_WAITING_G && e->lua_G && !t->lj_gone)
 		locate_luajit(s, t, e->lua_G);
 	/* Still no valid G, though the native stack crossed the VM's C frame,
@@ -251,7 +265,7 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	rec.u.sample.kstack = intern_stack(s, LP_STACK_KERNEL, (const uint64_t *)e->kstack,
 						 e->kstack_bytes);
 	rec.u.sample.ustack = intern_stack(s, LP_STACK_USER, (const uint64_t *)e->ustack,
-					   validated_ustack_bytes(t, e, all_mapped, &unnamed));
+					   validated_ustack_bytes(t, e, &u, all_mapped, &unnamed));
 	rec.u.sample.ustop = e->ustack_stop;
 	if (unnamed) {
 		/* Cut where the trace could not name a frame: as a walk that

@@ -284,27 +284,22 @@ static int maps_reread_due(const struct target *t, int runs)
 /* A user address outside every known mapping means the process mapped
  * something new (dlopen, a JIT area) since we last looked, or the stack
  * holds a garbage frame.  Re-read, at most every MAPS_REREAD_NS, and write
- * what was added.  The root-side `known` frames were found in these
- * mappings before (struct last_ustack) and are not looked up again.  1
- * when every frame is in them and they were not re-read. */
+ * what was added.  u holds the frames' mappings, looked up once for the
+ * sample (struct uframes).  1 when every frame is in them and they were
+ * not re-read. */
 int check_mappings(struct session *s, struct target *t,
-		   const struct lp_event_sample *e, int known)
+		   const struct lp_event_sample *e, const struct uframes *u)
 {
-	int n = e->ustack_bytes > 0 ? e->ustack_bytes / 8 : 0;
 	int unknown = e->ustack_stop == LP_USTOP_UNMAPPED, missing = 0;
 	uint64_t code[1];
 	uint32_t ncode = 0;
-	int leaf = n > 0 && !maps_table_find(&t->maps, e->ustack[0]);
 
-	if (n > LP_MAX_USTACK)
-		n = LP_MAX_USTACK;
 	/* The native unwinder stops, frameless, at a pc in a mapping it does
 	 * not know yet: that too means new mappings.  The frame it stepped
 	 * over as a trace's was code (bpf/unwind_native.bpf.h), whatever the
 	 * mappings say now, and the re-read keeps it. */
-	for (int i = 0; i < n - known; i++) {
-		if (maps_table_find(&t->maps, e->ustack[i]) ||
-		    (i && e->ustack[i] == LP_USTACK_GAP))
+	for (int i = 0; i < u->n; i++) {
+		if (u->map[i] || (i && e->ustack[i] == LP_USTACK_GAP))
 			continue; /* (a gap: frames the walk could not see) */
 		unknown = missing = 1;
 		if ((uint32_t)i + 1 == e->ustack_jit)
@@ -313,7 +308,7 @@ int check_mappings(struct session *s, struct target *t,
 	/* Code that ran is worth a read at once: the read keeps it (or a
 	 * page of it), so its next samples do not ask again.  The rest waits
 	 * its turn. */
-	if (ncode || (unknown && maps_reread_due(t, leaf))) {
+	if (ncode || (unknown && maps_reread_due(t, u->n > 0 && !u->map[0]))) {
 		emit_maps_code(s, t, e->h.time_ns, 0, code, ncode);
 		return 0;
 	}
