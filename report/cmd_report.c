@@ -33,6 +33,95 @@ static const struct format {
 
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 
+/*
+ * The reports other than stacks, listed once: the option that asks for
+ * one (`--by line` is --by's value), what the load must count for it,
+ * its writer, its default -n, and its --help.  Parsing, the usage line,
+ * --help, the checks and the dispatch all follow from the list.
+ */
+#define REPORT_MODES(_)                                                              \
+	_(vmstate, "--vmstate", write_vmstate, 1, 0, 20,                             \
+	  "  --vmstate           instead of stacks: the share of samples in each\n"      \
+	  "                      LuaJIT VM state (N compiled, I interpreted, C code,\n"  \
+	  "                      G garbage collector, J JIT compiler), overall and\n"    \
+	  "                      per innermost Lua function (-n rows); LuaJIT's\n"       \
+	  "                      own state: C that compiled Lua calls through\n"         \
+	  "                      the FFI counts as N, as in jit.p\n")                    \
+	_(annotate, "--annotate", write_annotate, 0, 1, 10,                          \
+	  "  --annotate          instead of stacks: the hottest Lua functions'\n"        \
+	  "                      source, as the trace holds it, with samples per\n"      \
+	  "                      line, self (the line running in the innermost Lua\n"    \
+	  "                      function) and total (running anywhere on the Lua\n"     \
+	  "                      stack); -n functions (default 10, 0 = all)\n")          \
+	_(by_line, "--by line", write_by_line, 0, 1, 20,                             \
+	  "  --by line           instead of stacks: Lua source lines ranked by\n"        \
+	  "                      self samples, with total, function and source\n"        \
+	  "                      text (-n rows)\n")
+
+struct report_pass;
+typedef int (*mode_write)(FILE *out, const struct profile *prof,
+			  const struct report_pass *ps, unsigned rows);
+
+static int write_vmstate(FILE *out, const struct profile *prof,
+			 const struct report_pass *ps, unsigned rows)
+{
+	return out_vmstate(out, prof, report_pass_vmstate(ps), rows);
+}
+
+static int write_annotate(FILE *out, const struct profile *prof,
+			  const struct report_pass *ps, unsigned rows)
+{
+	return out_annotate(out, prof, report_pass_annotate(ps), rows);
+}
+
+static int write_by_line(FILE *out, const struct profile *prof,
+			 const struct report_pass *ps, unsigned rows)
+{
+	return out_by_line(out, prof, report_pass_annotate(ps), rows);
+}
+
+static const struct mode {
+	const char *option;
+	mode_write write;
+	int vmstate, annotate; /* what the load counts (struct load_opts) */
+	unsigned rows;         /* -n when not given */
+	const char *help;
+} modes[] = {
+#define MODE_ROW(name, option, write, vmstate, annotate, rows, help) \
+	{ option, write, vmstate, annotate, rows, help },
+	REPORT_MODES(MODE_ROW)
+#undef MODE_ROW
+};
+enum mode_id {
+#define MODE_ID(name, ...) MODE_##name,
+	REPORT_MODES(MODE_ID)
+#undef MODE_ID
+	NMODES
+};
+
+/* The modes' options, joined by sep, the last by last. */
+static void modes_list(FILE *f, const char *sep, const char *last)
+{
+	for (int i = 0; i < NMODES; i++)
+		fprintf(f, "%s%s", !i ? "" : i == NMODES - 1 ? last : sep, modes[i].option);
+}
+
+/* The same as a string (good until the fourth call after). */
+static const char *modes_text(const char *sep, const char *last)
+{
+	static char buf[4][128];
+	static unsigned next;
+	char *b = buf[next++ % 4];
+	FILE *f = fmemopen(b, sizeof(buf[0]), "w");
+
+	b[0] = '\0';
+	if (f) {
+		modes_list(f, sep, last);
+		fclose(f);
+	}
+	return b;
+}
+
 struct opts {
 	const struct format *format;
 	const char *output;
@@ -41,9 +130,8 @@ struct opts {
 	int rows_set; /* -n given: --annotate's default is smaller */
 	double limit;
 	int inverted;
-	int vmstate;
-	int annotate; /* --annotate */
-	int by_line;  /* --by line */
+	const struct mode *mode; /* NULL: stacks, in o->format */
+	int nmodes;              /* modes asked for (one at most) */
 	char **traces;
 	size_t ntraces;
 };
@@ -55,8 +143,9 @@ static void usage_line(FILE *f)
 		fprintf(f, "%s%s", i ? "|" : "", formats[i].name);
 	fputs("] [-o FILE] [--pid PID[,PID...]] [--tid TID[,TID...]] "
 	      "[--from S] [--to S] [-n N] [--percent-limit P] [--inverted] [--comm] "
-	      "[--lines] [--no-demangle] [--vmstate | --annotate | --by line] "
-	      "[--symfs DIR] TRACE...\n", f);
+	      "[--lines] [--no-demangle] [", f);
+	modes_list(f, " | ", " | ");
+	fputs("] [--symfs DIR] TRACE...\n", f);
 }
 
 static void help(void)
@@ -78,23 +167,11 @@ static void help(void)
 	      "                      (default 0.5)\n"
 	      "  --inverted          flamegraph: an icicle graph, roots on top\n"
 	      "  --comm              every format but top: put the process name\n"
-	      "                      above each stack as its root frame\n"
-	      "  --vmstate           instead of stacks: the share of samples in each\n"
-	      "                      LuaJIT VM state (N compiled, I interpreted, C code,\n"
-	      "                      G garbage collector, J JIT compiler), overall and\n"
-	      "                      per innermost Lua function (-n rows); LuaJIT's\n"
-	      "                      own state: C that compiled Lua calls through\n"
-	      "                      the FFI counts as N, as in jit.p\n"
-	      "  --annotate          instead of stacks: the hottest Lua functions'\n"
-	      "                      source, as the trace holds it, with samples per\n"
-	      "                      line, self (the line running in the innermost Lua\n"
-	      "                      function) and total (running anywhere on the Lua\n"
-	      "                      stack); -n functions (default 10, 0 = all)\n"
-	      "  --by line           instead of stacks: Lua source lines ranked by\n"
-	      "                      self samples, with total, function and source\n"
-	      "                      text (-n rows)\n"
-	      "                      (--vmstate, --annotate, --by line: one TRACE)\n"
-	      "  --lines             Lua frames show the line being run (in compiled\n"
+	      "                      above each stack as its root frame\n", stdout);
+	for (int i = 0; i < NMODES; i++)
+		fputs(modes[i].help, stdout);
+	printf("                      (%s: one TRACE)\n", modes_text(", ", ", "));
+	fputs("  --lines             Lua frames show the line being run (in compiled\n"
 	      "                      code, that of the bytecode that made the\n"
 	      "                      machine instruction the sample hit), not the\n"
 	      "                      line where the function is defined; native\n"
@@ -165,6 +242,13 @@ static const struct format *find_format(const char *name)
 	return NULL;
 }
 
+static void want_mode(struct opts *o, enum mode_id id)
+{
+	if (o->mode != &modes[id])
+		o->nmodes++;
+	o->mode = &modes[id];
+}
+
 /* 0 to run, 2 on misuse, -1 when --help was printed, -ENOMEM. */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
@@ -230,15 +314,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			lo->comm = 1;
 			break;
 		case OPT_VMSTATE:
-			o->vmstate = 1;
+			want_mode(o, MODE_vmstate);
 			break;
 		case OPT_ANNOTATE:
-			o->annotate = 1;
+			want_mode(o, MODE_annotate);
 			break;
 		case OPT_BY:
 			if (strcmp(optarg, "line"))
 				return misuse("unknown --by '%s' (only 'line')", optarg);
-			o->by_line = 1;
+			want_mode(o, MODE_by_line);
 			break;
 		case 'h':
 			help();
@@ -250,19 +334,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			return misuse("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (o->vmstate + o->annotate + o->by_line > 1)
-		return misuse("--vmstate, --annotate and --by line are different reports: "
-			      "choose one");
-	if ((o->vmstate || o->annotate || o->by_line) && o->format != &formats[0])
-		return misuse("--format does not apply to --vmstate, --annotate or --by line");
-	if (o->annotate && !o->rows_set)
-		o->rows = 10;
+	if (o->nmodes > 1)
+		return misuse("%s are different reports: choose one", modes_text(", ", " and "));
+	if (o->mode && o->format != &formats[0])
+		return misuse("--format does not apply to %s", modes_text(", ", " or "));
+	if (o->mode && !o->rows_set)
+		o->rows = o->mode->rows;
 	if (report_load_check(lo, &why))
 		return misuse("%s", why);
 	if (argc - optind < 1)
 		return misuse("no TRACE given");
-	if (argc - optind > 1 && (o->vmstate || o->annotate || o->by_line))
-		return misuse("--vmstate, --annotate and --by line read one TRACE");
+	if (argc - optind > 1 && o->mode)
+		return misuse("%s read one TRACE", modes_text(", ", " and "));
 	if ((o->format->flags & OUT_BINARY) && !o->output && isatty(STDOUT_FILENO))
 		return misuse("--format %s is binary: give -o FILE", o->format->name);
 	lo->infos = !!(o->format->flags & (OUT_INFOS | OUT_LINES));
@@ -286,12 +369,8 @@ static int write_output(const struct opts *o, const struct profile *prof,
 		if (!out)
 			return 1;
 	}
-	if (o->vmstate)
-		err = out_vmstate(out, prof, report_pass_vmstate(ps), o->rows);
-	else if (o->annotate)
-		err = out_annotate(out, prof, report_pass_annotate(ps), o->rows);
-	else if (o->by_line)
-		err = out_by_line(out, prof, report_pass_annotate(ps), o->rows);
+	if (o->mode)
+		err = o->mode->write(out, prof, ps, o->rows);
 	else
 		err = o->format->write(out, prof, &oo);
 	return report_close_output(out, o->output, PROG, err);
@@ -313,10 +392,10 @@ int cmd_report(int argc, char **argv)
 		goto cleanup;
 	}
 	/* top counts functions: a process-name root would be one more. */
-	if (o.format->write == out_top && !o.vmstate && !o.annotate && !o.by_line)
+	if (o.format->write == out_top && !o.mode)
 		o.load.comm = 0;
-	o.load.vmstate = o.vmstate;
-	o.load.annotate = o.annotate || o.by_line;
+	o.load.vmstate = o.mode && o.mode->vmstate;
+	o.load.annotate = o.mode && o.mode->annotate;
 	ret = report_load(&o.load, o.traces, o.ntraces, &prof, &procs, &keep);
 	if (!ret)
 		ret = write_output(&o, &prof, keep);
