@@ -219,6 +219,7 @@ int launch_seize_stopped(struct launched *l, pid_t pid)
 			continue;
 		if (r < 0 || !WIFSTOPPED(st)) {
 			l->held = l->cont = 0;
+			l->reaped = r == pid; /* (only if it is the recorder's child) */
 			return -ESRCH;
 		}
 		if (st >> 16)

@@ -375,6 +375,11 @@ void release_holds(struct session *s)
 			refresh_maps(s, pid);
 		}
 		launch_release(&l);
+		/* The launched command itself, exec'ing again, and killed
+		 * while held: its exit was waited for here, not by
+		 * launched_exited(). */
+		if (l.reaped && pid == s->launched.pid)
+			s->launched.reaped = 1;
 		s->holds_done++;
 		s->holds_ns += mono_ns() - t0;
 	}
