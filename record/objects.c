@@ -47,6 +47,7 @@
 #include "lib/grow.h"
 #include "record/addrset.h"
 #include "record/objects.h"
+#include "record/sample_event.h"
 #include "record/say.h"
 #include "record/objects_prep.h"
 #include "record/procmaps.h"
@@ -235,7 +236,6 @@ void object_set_note_id(struct object_set *s, uint64_t id)
 	}
 }
 
-/* Notes addrs[i] (less one from index `ret` on: return addresses). */
 /* Notes at, an address in mapping m (NULL: none), and its object. */
 static void note_at(struct object_set *s, const struct lp_mapping *m, uint64_t at)
 {
@@ -266,7 +266,7 @@ void object_set_note_frames(struct object_set *s, const struct lp_mapping *const
 			    const uint64_t *addrs, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
-		note_at(s, maps[i], i && addrs[i] ? addrs[i] - 1 : addrs[i]);
+		note_at(s, maps[i], sample_frame_addr(addrs[i], (int)i));
 }
 
 /* Takes what the worker read of o (j: NULL when nothing could be): its

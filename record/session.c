@@ -653,20 +653,15 @@ static int session_start(struct session *s)
 		/* Held at its exec (launch.c): the EXEC event is in the ring
 		 * buffer, and handling it reads the new image's mappings and
 		 * gives the unwinder their tables before it runs. */
-		if (s->launched.held) {
+		if (s->launched.held)
 			ring_buffer__consume(s->rb);
-			/* ... and again where the program starts, for the
-			 * libraries the dynamic loader mapped meanwhile. */
-			if (!launch_run_to_entry(&s->launched)) {
-				ring_buffer__consume(s->rb);
-				refresh_maps(s, s->launched.pid);
-			}
-		}
 		/* Every later exec in the command's tree is held too
 		 * (release_holds()), from before it can fork. */
 		if (o->follow_children)
 			hold_later_execs(s);
-		launch_release(&s->launched);
+		/* ... and read again where the program starts, for the
+		 * libraries the dynamic loader mapped meanwhile. */
+		read_at_entry(s, &s->launched);
 		release_holds(s);
 	}
 	return 0;

@@ -213,6 +213,7 @@ void target_exited(struct session *s, struct target *t, uint64_t time_ns);
 int check_mappings(struct session *s, struct target *t,
 		   const struct lp_event_sample *e, const struct uframes *u);
 void refresh_maps(struct session *s, pid_t pid);
+void read_at_entry(struct session *s, struct launched *l);
 void hold_exec(struct session *s, pid_t pid);
 void release_holds(struct session *s);
 int check_code_address(struct session *s, struct target *t, uint64_t time_ns,

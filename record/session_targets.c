@@ -343,6 +343,18 @@ void refresh_maps(struct session *s, pid_t pid)
 		emit_maps_code(s, t, mono_ns(), 0, NULL, 0);
 }
 
+/* A process held at its exec (l, launch.h): run on to its program's
+ * entry point, where its mappings are read again, then let go.  One not
+ * held (never traced, or gone) is only let go. */
+void read_at_entry(struct session *s, struct launched *l)
+{
+	if (!launch_run_to_entry(l)) {
+		ring_buffer__consume(s->rb);
+		refresh_maps(s, l->pid);
+	}
+	launch_release(l);
+}
+
 /* A followed process the sampler stopped at its exec (LP_TASK_HELD), its
  * new image read already (add_target()): continued by release_holds(),
  * outside the ring buffer's callback, as the callback must not consume. */
@@ -370,10 +382,8 @@ void release_holds(struct session *s)
 		pid_t pid = s->holds[i];
 		struct launched l;
 
-		if (!launch_seize_stopped(&l, pid) && !launch_run_to_entry(&l)) {
-			ring_buffer__consume(s->rb);
-			refresh_maps(s, pid);
-		}
+		if (!launch_seize_stopped(&l, pid))
+			read_at_entry(s, &l);
 		launch_release(&l);
 		/* The launched command itself, exec'ing again, and killed
 		 * while held: its exit was waited for here, not by
