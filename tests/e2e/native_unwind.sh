@@ -385,7 +385,10 @@ EOF
 	# stacks of the twenty children's 1100 to 1500 samples; after, 0 to 1.
 	# Not counted, as above: samples inside execve (among them the
 	# sampler's own exec program) and the lazy binder, and the kernel's
-	# taking of the stop itself.
+	# taking of the stop itself; nor those in libgcc_s, which luajit
+	# dlopens as it exits (its unwinder): code mapped after the entry
+	# point, a dlopen's window, not the exec's (0 to 4 such samples a run).
+	# The dlopen window is an open defect of its own.
 	printf '%s\n' 'local function burn() local x = 0 for i = 1, 3e6 do x = x + i % 7 end return x end' \
 		'burn()' >$TMP/short.lua
 	record children sh -c "for i in \$(seq 20); do $LUAJIT -joff $TMP/short.lua; done"
@@ -395,7 +398,7 @@ EOF
 	$LUAPROF report --format folded --comm -o $TMP/children.comm $TMP/children.lp 2>/dev/null
 	grep '^luajit;' $TMP/children.comm |
 		grep -vF -e '__x64_sys_execve_[k]' -e ';_dl_runtime_resolve' -e 'do_signal_stop_[k]' \
-		>$TMP/children.lj
+			-e ';libgcc_s.so.1+' >$TMP/children.lj
 	check_num "children: luajit's samples" "$(folded_total $TMP/children.lj)" ">=" 200
 	check_num "children: luajit's samples with Lua frames" \
 		"$(grep -F "($TMP/short.lua:" $TMP/children.lj | awk '{ n += $NF } END { print n + 0 }')" ">=" 100
