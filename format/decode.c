@@ -239,6 +239,14 @@ static int decode_sample(struct trace_reader *r, struct lp_cursor *c,
 	return decode_sample_in(r, c, s, 1);
 }
 
+/* An event (24): its kind and weight, then a sample's fields.  A kind
+ * this reader does not know is returned as it is: the caller counts it. */
+static int decode_event(struct trace_reader *r, struct lp_cursor *c, struct lp_event *ev)
+{
+	return lp_get_uv32(c, &ev->kind) ?: lp_get_uv(c, &ev->weight) ?:
+	       decode_sample_in(r, c, &ev->s, 1);
+}
+
 static int decode_ksyms(struct trace_reader *r, struct lp_cursor *c,
 			struct lp_ksyms *k)
 {
@@ -675,8 +683,14 @@ static int decode_lost(struct trace_reader *r, struct lp_cursor *c, struct lp_lo
 static int decode_footer(struct trace_reader *r, struct lp_cursor *c, struct lp_footer *f)
 {
 	(void)r;
-	return lp_get_uv(c, &f->samples) ?: lp_get_uv(c, &f->lost) ?:
-	       lp_get_uv(c, &f->chunks) ?: lp_get_uv(c, &f->end_mono_ns);
+	int err = lp_get_uv(c, &f->samples) ?: lp_get_uv(c, &f->lost) ?:
+		  lp_get_uv(c, &f->chunks) ?: lp_get_uv(c, &f->end_mono_ns);
+
+	/* Appended: absent in traces that could hold no events. */
+	f->events = 0;
+	if (!err && lp_cursor_left(c))
+		err = lp_get_uv(c, &f->events);
+	return err;
 }
 
 static int decode_trace(struct trace_reader *r, struct lp_cursor *c, struct lp_trace *tr)
@@ -772,6 +786,8 @@ int lp_decode_record(struct trace_reader *r, struct lp_record *rec)
 	}
 	if (type == LP_REC_SAMPLE || type == LP_REC_SAMPLE_US)
 		r->stats.samples++;
+	else if (type == LP_REC_EVENT)
+		r->stats.events++;
 	r->rec_bytes = len;
 	return 1;
 }

@@ -4,7 +4,9 @@
  * `luaprof info` (its codecs line), record type names in diagnostics and
  * the tests, so they live next to the format rather than in either tool;
  * both directions of the codec mapping share one table, and the record
- * names expand the list of types (LP_RECDEF in trace.h).
+ * names expand the list of types (LP_RECDEF in trace.h).  Event kinds'
+ * names and units (LP_KINDDEF in kinds.h) are here for the same reason:
+ * `report --kind`, headers and pprof's sample types all read them.
  */
 #include <errno.h>
 #include <string.h>
@@ -42,6 +44,31 @@ int lp_codec_parse(const char *name, enum lp_codec *codec)
 	for (i = 0; i < ARRAY_SIZE(codec_names); i++) {
 		if (!strcmp(name, codec_names[i])) {
 			*codec = (enum lp_codec)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static const struct lp_kind_info kind_infos[] = {
+#define INFO(NAME, num, name, unit, ppc, ppv, ppu, shown, div, help) \
+	[num] = { name, unit, ppc, ppv, ppu, shown, div, help },
+	LP_KINDDEF(INFO)
+#undef INFO
+};
+
+const struct lp_kind_info *lp_kind_info(uint32_t kind)
+{
+	if (kind < ARRAY_SIZE(kind_infos) && kind_infos[kind].name)
+		return &kind_infos[kind];
+	return NULL;
+}
+
+int lp_kind_parse(const char *name, uint32_t *kind)
+{
+	for (uint32_t k = 0; name && k < ARRAY_SIZE(kind_infos); k++) {
+		if (kind_infos[k].name && !strcmp(name, kind_infos[k].name)) {
+			*kind = k;
 			return 0;
 		}
 	}

@@ -69,10 +69,16 @@
  *                 lstack:uv vmstate:sv lua_state:uv ustop:uv
  *   sample_us  := as sample, but dtime counts microseconds (incompat
  *                 SAMPLE_US; read as a sample)
+ *   event      := kind:uv weight:uv, then the fields of a sample
+ *                 (an event of a kind other than CPU, or a CPU one worth
+ *                  other than one tick: format/kinds.h; dtime counts ns,
+ *                  on the time base samples share)
  *   lost       := time_ns:uv count:uv reason:uv
  *   ksyms      := count:uv ksym[count]  (ascending addresses)
  *   ksym       := (addr - previous addr):uv name:str  (previous = 0 first)
  *   footer     := samples:uv lost:uv chunks:uv end_mono_ns:uv
+ *                 events:uv        (appended: event records written;
+ *                                   absent in older traces: none)
  *   luajit     := pid:uv G:uv vm_start:uv vm_end:uv flags:uv name:str
  *                 source:str nff:uv ffname:str[nff]
  *                 build:str        (appended: the build whose offsets were
@@ -117,8 +123,9 @@
  *   chunk_rec  := type 21, body seq:uv (the chunk's number in the trace,
  *                 from 0; consumed by the reader, never returned)
  *
- * A sample's time is dtime added to the time of the previous sample in the
- * same chunk (0 at a chunk's start), so each chunk decodes on its own.
+ * A sample's time is dtime added to the time of the previous sample or
+ * event in the same chunk (0 at a chunk's start), so each chunk decodes
+ * on its own.
  * Stack ids are unique for the whole trace and 0 means "no stack"; a stack
  * record precedes, in stream order, every sample that names it.  Fields may
  * be appended to a record body in a later version: a reader decodes the
@@ -129,6 +136,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "format/kinds.h"
 
 #define LP_MAGIC "LUAPROF"          /* 8 bytes with its NUL */
 #define LP_MAGIC_SIZE 8
@@ -197,7 +206,8 @@ enum lp_codec { LP_CODEC_NONE = 0, LP_CODEC_LZ4 = 1, LP_CODEC_ZLIB = 2 };
 	_(TRACE_SNAPS, trace_snaps, 20, BODY) \
 	_(CHUNK, chunk, 21, FRAMING) /* a chunk's number, see reader.c */ \
 	_(STACK_BRANCH, stack_branch, 22, WIRE) /* a STACK on an earlier one */ \
-	_(SAMPLE_US, sample_us, 23, WIRE) /* a SAMPLE, its dtime in µs */
+	_(SAMPLE_US, sample_us, 23, WIRE) /* a SAMPLE, its dtime in µs */ \
+	_(EVENT, event, 24, BODY) /* a sample of a kind and a weight */
 
 /* LP_REC_IF_BODY(kind, ...): the tokens after kind for a BODY type,
  * nothing for the others; an expansion of LP_RECDEF that concerns
@@ -326,6 +336,7 @@ enum lp_luasrc_status {
 enum lp_lost_reason {
 	LP_LOST_RINGBUF = 1, /* BPF ring buffer was full */
 	LP_LOST_WRITE = 2,   /* the recorder could not keep the sample */
+	LP_LOST_BUSY = 3,    /* it came while another was taken on its CPU */
 };
 
 /* Decoded records.  Strings and arrays returned by the reader point into
@@ -392,6 +403,15 @@ struct lp_sample {
 	uint32_t ustop;   /* enum lp_ustop_reason */
 };
 
+/* An event: a sample of another kind than CPU (format/kinds.h), or worth
+ * another weight than one tick.  A sample record is kind CPU, weight 1:
+ * a reader that knows no events still counts CPU time right. */
+struct lp_event {
+	uint32_t kind;   /* enum lp_event_kind */
+	uint64_t weight; /* in the kind's unit */
+	struct lp_sample s;
+};
+
 struct lp_lost {
 	uint64_t time_ns;
 	uint64_t count;
@@ -410,6 +430,7 @@ struct lp_ksyms {
 
 struct lp_footer {
 	uint64_t samples, lost, chunks, end_mono_ns;
+	uint64_t events; /* event records */
 };
 
 /* One LuaJIT VM in a process: the report names fast functions with it. */
@@ -585,6 +606,15 @@ struct lp_record {
 const char *lp_codec_name(enum lp_codec codec);
 int lp_codec_parse(const char *name, enum lp_codec *codec); /* 0 / -EINVAL */
 const char *lp_record_name(enum lp_record_type type);
+/* An event kind's names and units (format/kinds.h's columns), NULL for a
+ * kind this reader does not know; the kind named name: 0 or -EINVAL. */
+struct lp_kind_info {
+	const char *name, *unit, *pp_count, *pp_value, *pp_unit, *shown;
+	uint64_t div;
+	const char *help;
+};
+const struct lp_kind_info *lp_kind_info(uint32_t kind);
+int lp_kind_parse(const char *name, uint32_t *kind);
 
 /* ---- objid.c ----------------------------------------------------------
  * The identity of an ELF file, as the recorder writes it in an object
@@ -618,6 +648,7 @@ struct trace_writer_stats {
 	uint64_t chunks;       /* chunks written */
 	uint64_t samples;      /* sample records in them: after a write
 				* error, those the file keeps */
+	uint64_t events;       /* event records, likewise */
 	uint64_t raw_bytes;    /* payload bytes before compression */
 	uint64_t file_bytes;   /* bytes written to the file, header included */
 	uint64_t records;
@@ -629,7 +660,7 @@ int trace_write(struct trace_writer *w, const struct lp_record *rec);
 int trace_writer_flush(struct trace_writer *w);
 /* Writes the footer record, flushes and closes; frees w even on error.
  * The writer fills in footer->chunks itself; a NULL footer takes the
- * samples and lost counts from the records written. */
+ * samples, events and lost counts from the records written. */
 int trace_writer_close(struct trace_writer *w, const struct lp_footer *footer);
 void trace_writer_get_stats(const struct trace_writer *w,
 			    struct trace_writer_stats *stats);
@@ -669,6 +700,7 @@ struct trace_reader_stats {
 	uint64_t missing_chunks;
 	uint64_t disordered_chunks;
 	uint64_t samples;         /* sample records returned */
+	uint64_t events;          /* event records returned */
 	/* Chunks whose CRC checked out, by the codec their header names:
 	 * none, lz4, zlib, then any other (a bad chunk, counted above). */
 	uint64_t codec_chunks[LP_CODEC_ZLIB + 2];

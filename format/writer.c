@@ -41,8 +41,9 @@ struct trace_writer {
 	struct lp_buf chunk;
 	struct lp_buf packed;
 	uint64_t prev_sample_time; /* of the last sample in this chunk */
-	uint64_t samples, lost;    /* for a footer the caller leaves to us */
+	uint64_t samples, events, lost; /* for a footer the caller leaves to us */
 	uint64_t chunk_samples;    /* samples in the pending chunk */
+	uint64_t chunk_events;     /* events likewise */
 	/* Stacks written so far, by their root sides, and how the stack
 	 * being appended branches from one of them (stacktree.h). */
 	struct lp_stacktree *stacks;
@@ -103,7 +104,7 @@ static int write_chunk(struct trace_writer *w)
 	size_t raw = pending_raw(w), stored = raw, bound;
 	enum lp_codec codec = LP_CODEC_NONE;
 	uint8_t *out = w->chunk.data;
-	uint64_t nsamples;
+	uint64_t nsamples, nevents;
 	uint32_t crc;
 	int err;
 
@@ -141,7 +142,8 @@ static int write_chunk(struct trace_writer *w)
 	w->chunk.len = LP_CHUNK_HEADER_SIZE;
 	w->prev_sample_time = 0;
 	nsamples = w->chunk_samples;
-	w->chunk_samples = 0;
+	nevents = w->chunk_events;
+	w->chunk_samples = w->chunk_events = 0;
 
 	err = write_full(w->fd, out, LP_CHUNK_HEADER_SIZE + stored);
 	if (err) {
@@ -150,6 +152,7 @@ static int write_chunk(struct trace_writer *w)
 	}
 	w->stats.chunks++;
 	w->stats.samples += nsamples;
+	w->stats.events += nevents;
 	w->stats.raw_bytes += raw;
 	w->stats.file_bytes += LP_CHUNK_HEADER_SIZE + stored;
 	return 0;
@@ -554,6 +557,12 @@ static int put_sample(struct lp_buf *b, const struct lp_sample *sa)
 	       lp_put_uv(b, sa->lua_state) ?: lp_put_uv(b, sa->ustop);
 }
 
+/* ev->s.time_ns is already the delta put_body() made of it. */
+static int put_event(struct lp_buf *b, const struct lp_event *ev)
+{
+	return lp_put_uv(b, ev->kind) ?: lp_put_uv(b, ev->weight) ?: put_sample(b, &ev->s);
+}
+
 static int put_lost(struct lp_buf *b, const struct lp_lost *lo)
 {
 	return lp_put_uv(b, lo->time_ns) ?: lp_put_uv(b, lo->count) ?:
@@ -563,7 +572,8 @@ static int put_lost(struct lp_buf *b, const struct lp_lost *lo)
 static int put_footer(struct lp_buf *b, const struct lp_footer *fo)
 {
 	return lp_put_uv(b, fo->samples) ?: lp_put_uv(b, fo->lost) ?:
-	       lp_put_uv(b, fo->chunks) ?: lp_put_uv(b, fo->end_mono_ns);
+	       lp_put_uv(b, fo->chunks) ?: lp_put_uv(b, fo->end_mono_ns) ?:
+	       lp_put_uv(b, fo->events);
 }
 
 static int put_puc_lua(struct lp_buf *b, const struct lp_puc_lua *pl)
@@ -621,6 +631,11 @@ static int put_body(struct trace_writer *w, struct lp_buf *b,
 		rebased = *rec;
 		rebased.u.sample.time_ns = (uint64_t)(sample_dtime(w, &rec->u.sample) /
 						      (in_us(w, &rec->u.sample) ? 1000 : 1));
+		rec = &rebased;
+	} else if (rec->type == LP_REC_EVENT) {
+		/* Always in ns: few, and of any time. */
+		rebased = *rec;
+		rebased.u.event.s.time_ns = (uint64_t)sample_dtime(w, &rec->u.event.s);
 		rec = &rebased;
 	} else if (rec->type == LP_REC_STACK && w->branch.base) {
 		return put_stack_branch(b, &rec->u.stack, &w->branch);
@@ -684,6 +699,8 @@ static int append_record(struct trace_writer *w, const struct lp_record *rec)
 	w->chunk.len -= LP_UV_MAX - n;
 	if (rec->type == LP_REC_SAMPLE)
 		w->prev_sample_time = rec->u.sample.time_ns;
+	else if (rec->type == LP_REC_EVENT)
+		w->prev_sample_time = rec->u.event.s.time_ns;
 	return 0;
 }
 
@@ -718,6 +735,9 @@ static int add_record(struct trace_writer *w, const struct lp_record *rec)
 	if (rec->type == LP_REC_SAMPLE) {
 		w->samples++;
 		w->chunk_samples++;
+	} else if (rec->type == LP_REC_EVENT) {
+		w->events++;
+		w->chunk_events++;
 	} else if (rec->type == LP_REC_LOST)
 		w->lost += rec->u.lost.count;
 	if (pending_raw(w) >= LP_CHUNK_TARGET_RAW)
@@ -812,6 +832,7 @@ int trace_writer_close(struct trace_writer *w, const struct lp_footer *footer)
 		rec.u.footer = *footer;
 	} else {
 		rec.u.footer.samples = w->samples;
+		rec.u.footer.events = w->events;
 		rec.u.footer.lost = w->lost;
 	}
 	/*

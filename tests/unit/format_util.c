@@ -184,6 +184,11 @@ static int sample_equal(const struct lp_sample *x, const struct lp_sample *y)
 	       x->ustop == y->ustop;
 }
 
+static int event_equal(const struct lp_event *x, const struct lp_event *y)
+{
+	return x->kind == y->kind && x->weight == y->weight && sample_equal(&x->s, &y->s);
+}
+
 static int lost_equal(const struct lp_lost *a, const struct lp_lost *b)
 {
 	return a->time_ns == b->time_ns && a->count == b->count && a->reason == b->reason;

@@ -356,6 +356,18 @@ static size_t make_records(struct lp_record *r)
 			.lstack = i % 4 ? 0 : 7, .vmstate = i % 2 ? -1 - (int32_t)i : INT32_MAX,
 			.lua_state = (uint32_t)i % 6, .ustop = (uint32_t)i % 12,
 		};
+		/* Events among the samples, on their time base: known kinds,
+		 * a CPU one of another weight, and a kind no reader knows. */
+		if (i % 7 == 3) {
+			struct lp_sample sa = r[n - 1].u.sample;
+
+			r[n - 1].type = LP_REC_EVENT;
+			r[n - 1].u.event = (struct lp_event){
+				.kind = i == 3 ? LP_KIND_OFF_CPU : i == 10 ? LP_KIND_CPU : 99,
+				.weight = i == 3 ? 1234567 : i == 10 ? 2 : UINT64_MAX,
+				.s = sa,
+			};
+		}
 	}
 	r[n].type = LP_REC_LUAJIT;
 	r[n++].u.luajit = (struct lp_luajit){
@@ -447,8 +459,9 @@ TEST(roundtrip_every_record_every_codec)
 		/* The same records, one chunk each, decode the same. */
 		CHECK(fmt_write_trace(path, fmt_codecs[i], recs, n, 1, NULL, NULL, NULL) == 0);
 		CHECK(fmt_read_expect(path, recs, n, &got, &st) == n);
-		CHECK(st.chunks == n + 1 && got.chunks == n + 1 && got.samples == 20 &&
-		      got.lost == 1ull << 40);
+		CHECK(st.chunks == n + 1 && got.chunks == n + 1 && got.samples == 17 &&
+		      got.events == 3 && got.lost == 1ull << 40);
+		CHECK(st.samples == 17 && st.events == 3);
 		CHECK(st.codec_chunks[0] + st.codec_chunks[1] + st.codec_chunks[2] == n + 1 &&
 		      !st.codec_chunks[3]);
 	}

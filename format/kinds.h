@@ -1,0 +1,42 @@
+/*
+ * kinds.h - the kinds of event a trace holds, listed once.  An event is a
+ * mixed stack with a kind and a weight in the kind's unit: a CPU sample
+ * is worth one tick of the sampling clock (1 / rate s), a stretch off
+ * the CPU its nanoseconds.  The BPF programs name the kind in the event
+ * they send (bpf/sampler.h), record/ writes it in the trace (a sample
+ * record is CPU, an event record names its kind: docs/format.md), and
+ * report/ shows one kind at a time, weighted, and names it in its views.
+ *
+ * LP_KINDDEF(_) calls _(NAME, number, name, unit, pp_count, pp_value,
+ * pp_unit, shown, div, help) for each:
+ *   number     in the trace: never reused
+ *   name       for --kind and headers
+ *   unit       of the weight in the trace
+ *   pp_count   pprof's sample type counting the events (unit "count")
+ *   pp_value   pprof's sample type of the weight, in pp_unit (CPU's: the
+ *              samples times the sampling period; others: the weight)
+ *   shown,div  what the text views count (folded's numbers, top's and
+ *              callgraph's): the weight divided by div, in unit `shown`
+ *   help       one line for --help
+ * The names are those Go's pprof and Pyroscope give: a pprof of luaprof's
+ * reads like theirs in `go tool pprof -sample_index=NAME`.
+ *
+ * Only macros here: the BPF programs include it too.
+ */
+#ifndef LUAPROF_FORMAT_KINDS_H
+#define LUAPROF_FORMAT_KINDS_H
+
+#define LP_KINDDEF(_)                                                                  \
+	_(CPU, 1, "cpu", "ticks", "samples", "cpu", "nanoseconds", "samples", 1,       \
+	  "on a CPU: a sample per cpu-clock tick")                                \
+	_(OFF_CPU, 2, "off-cpu", "nanoseconds", "switches", "off_cpu", "nanoseconds", \
+	  "us", 1000, "off the CPU: from a switch out to the switch in")
+
+enum lp_event_kind {
+#define LP_KIND_ENUM(NAME, num, ...) LP_KIND_##NAME = num,
+	LP_KINDDEF(LP_KIND_ENUM)
+#undef LP_KIND_ENUM
+	LP_KIND_MAX
+};
+
+#endif
