@@ -56,7 +56,7 @@ $(BUILD)/vmlinux.h:
 	@mkdir -p $(@D)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h $(BUILD)/vmlinux.h
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h format/kinds.h $(BUILD)/vmlinux.h
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -Wall -target bpf -D__TARGET_ARCH_x86 -I. -I$(BUILD) -c $< -o $@
 	llvm-strip -g $@ 2>/dev/null || true

@@ -2,10 +2,12 @@
 /*
  * sampler.bpf.c - the in-kernel half of `luaprof record`.
  *
- * on_sample runs on every cpu-clock tick of every CPU (one perf_event per
- * CPU, opened by record/perf.c).  It keeps only ticks that land in a target
- * process, which the `targets` map names by thread group id, and sends the
- * kernel and user stacks through the `events` ring buffer.  The stacks are
+ * One program per event kind (enum lp_event_kind), each taking its stacks
+ * with bpf/capture.bpf.h.  on_sample, the CPU kind, runs on every
+ * cpu-clock tick of every CPU (one perf_event per CPU, opened by
+ * record/perf.c).  It keeps only ticks that land in a target process,
+ * which the `targets` map names by thread group id, and sends the kernel,
+ * native and Lua stacks through the `events` ring buffer.  The stacks are
  * copied whole rather than interned in a BPF stack map: a stack map's
  * hash collisions either drop stacks or silently overwrite them, and the
  * recorder interns stacks by content anyway.
@@ -21,9 +23,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
-#include "bpf/regs.bpf.h"
-#include "bpf/sampler.h"
-#include "bpf/phases.bpf.h" /* record -v: where the time goes */
+#include "bpf/capture.bpf.h" /* the stacks of an event, and its sending */
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -33,54 +33,7 @@ const volatile bool follow_children = true;
  * the verifier drops its clock read and its bucket's update as dead code. */
 const volatile bool time_runs = false;
 
-/* Wake the recorder only when this much is waiting, or for a sample it
- * must see at once (on_sample); it takes the rest every 100 ms. */
-#define WAKEUP_BYTES (256 * 1024)
-/* ... but at each sample with Lua frames of a process younger than this:
- * the recorder reads what those frames need (prototypes, traces) from the
- * process's memory, and a short-lived one is gone after a poll or two. */
-#define YOUNG_NS 1000000000ull
-
 #define LP_SIGSTOP 19 /* the same on every Linux architecture we build for */
-
-/* The processes sampled; a change calls procs_changed() after it. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);   /* tgid */
-	__type(value, __u32); /* LP_TARGET_* */
-} targets SEC(".maps");
-
-/*
- * procs_gen counts the changes to the processes a sample looks up: to
- * targets (which processes are sampled) and to lj_procs (each one's Lua
- * VM, bpf/walk_lua.bpf.h).  Two per-CPU memos spare a sample those hash
- * lookups, and it says when they are stale:
- *   - is_target()'s verdict on the CPU's last tgid (user_regs.memo_*);
- *   - the Lua walk's copy of the CPU's last lj_procs entry
- *     (lua_walk.proc), which unwind_lj_proc() takes too.
- * Every writer of either map calls procs_changed() after the change: the
- * recorder (record/session_targets.c, session_lua.c) and fork, exec and
- * exit here.  A memo keeps the count it read BEFORE its lookup, so a
- * change that lands between the two leaves it stale at once, and it is
- * used only while the count is still the same.  One count for both maps:
- * a change to one also sends the other's memo back to its map, one hash
- * lookup more on the next sample of each CPU, after events as rare as a
- * target's fork, exec or exit, or its VM found or refused.
- */
-__u64 procs_gen;
-
-static __always_inline void procs_changed(void)
-{
-	__sync_fetch_and_add(&procs_gen, 1);
-}
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 * 1024 * 1024);
-} events SEC(".maps");
-
-struct lp_bpf_counters counters;
 
 /* This CPU's run times (bpf/sampler.h): the recorder sums the CPUs. */
 struct {
@@ -90,82 +43,13 @@ struct {
 	__type(value, struct lp_runtime_hist);
 } runtime_hists SEC(".maps");
 
-/* The sample under construction, one per CPU: too large for the BPF stack,
- * and sent with only the bytes in use. */
+/* The processes sampled; a change calls procs_changed() after it. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct lp_event_sample);
-} sample_scratch SEC(".maps");
-
-/* The user registers at a sample: the interrupted ones if the tick hit
- * user mode, else the ones saved at kernel entry.  Read once, for both
- * walks. */
-struct user_regs {
-	__u64 ip, sp, bp, bx, dx, r14;
-	__u32 user; /* they are user mode's: not a thread without one */
-	__u32 sent; /* not a register: this CPU's samples (wakeup_flag) */
-	/* Not registers either: this CPU's last targets verdict, for
-	 * memo_tgid as of procs_gen == memo_gen (is_target). */
-	__u64 memo_gen;
-	__u32 memo_tgid;
-	__u32 memo_hit;
-};
-
-/* ... kept per CPU, not on on_sample's stack: 6.1's verifier counts the
- * frames of on_sample, walk_lua and its bpf_loop callback together
- * against the 512-byte stack ("combined stack size of 3 calls"). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct user_regs);
-} regs_scratch SEC(".maps");
-
-/* The user registers the kernel saved on entry, for a tick that hit the
- * kernel: loads through the task's BTF pointer, not a helper call each
- * (six calls were some 150 ns a kernel tick).  A function of its own:
- * inlined, clang merges this pointer with ctx, which the verifier
- * refuses. */
-static __noinline int saved_user_regs(struct user_regs *r)
-{
-	struct pt_regs *regs;
-
-	if (!r)
-		return -1;
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	if (!regs)
-		return -1;
-	r->user = task_regs_user_mode(regs);
-	r->ip = regs->ip;
-	r->sp = regs->sp;
-	r->bp = regs->bp;
-	r->bx = regs->bx;
-	r->dx = regs->dx;
-	r->r14 = regs->r14;
-	return 0;
-}
-
-static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
-					 struct user_regs *r)
-{
-	r->user = 0;
-	if (ctx_regs_user_mode(ctx)) {
-		r->ip = ctx->regs.ip;
-		r->sp = ctx->regs.sp;
-		r->bp = ctx->regs.bp;
-		r->bx = ctx->regs.bx;
-		r->dx = ctx->regs.dx;
-		r->r14 = ctx->regs.r14;
-		r->user = 1;
-		return 0;
-	}
-	return saved_user_regs(r);
-}
-
-#include "bpf/walk_lua.bpf.h"
-#include "bpf/unwind_native.bpf.h" /* native unwinder: unwind_* maps */
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);   /* tgid */
+	__type(value, __u32); /* LP_TARGET_* */
+} targets SEC(".maps");
 
 /* Is tgid a target?  Asked on every tick of every CPU, targets or not.
  * The answer for the CPU's last tgid is kept beside its registers, which
@@ -174,7 +58,7 @@ static __always_inline int get_user_regs(struct bpf_perf_event_data *ctx,
  * else in a sample touches, each cold at a tick (the lookup took 0.4 to
  * 0.9 us on nginx at 999 Hz, under load), and a CPU mostly ticks in the
  * task it ticked in last.  Valid while procs_gen is unchanged (see there). */
-static __always_inline int is_target(struct user_regs *m, __u32 tgid)
+static __always_inline int is_target(struct capture *m, __u32 tgid)
 {
 	__u64 gen = *(volatile __u64 *)&procs_gen;
 
@@ -186,170 +70,42 @@ static __always_inline int is_target(struct user_regs *m, __u32 tgid)
 	return m->memo_hit;
 }
 
-/* Did the current process start less than YOUNG_NS before now? */
-static __always_inline int young_process(__u64 now)
-{
-	/* Plain loads through the BTF pointers: no helper calls. */
-	return now - bpf_get_current_task_btf()->group_leader->start_time < YOUNG_NS;
-}
-
-/* Asked only every WAKEUP_EVERY-th sample of a CPU: the query reads the
- * consumer's position, a line the recorder writes, and WAKEUP_BYTES is
- * a threshold, not a limit (samples are a few hundred bytes). */
-#define WAKEUP_EVERY 8
-
-static __always_inline long wakeup_flag(struct user_regs *r)
-{
-	if (r->sent++ % WAKEUP_EVERY)
-		return BPF_RB_NO_WAKEUP;
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ?
-		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-}
-
-/* Sends e packed (bpf/sampler.h): its head, then only the kernel, user
- * and Lua frames present, each written where the one before ends, so
- * that a shallow sample takes a few hundred bytes of the ring, not 2 KiB
- * or more.  The lengths are clamped where the verifier can see it. */
-static __noinline int send_sample(struct lp_event_sample *e, __u32 nlua, __u64 flags)
-{
-	__u32 kbytes = e->kstack_bytes > 0 ? e->kstack_bytes : 0;
-	__u32 ubytes = e->ustack_bytes > 0 ? e->ustack_bytes : 0;
-	__u32 lbytes, off = lp_event_sample_head_size;
-	struct bpf_dynptr ptr;
-	__u64 head;
-	long err;
-
-	if (kbytes > sizeof(e->kstack))
-		kbytes = sizeof(e->kstack);
-	if (ubytes > sizeof(e->ustack))
-		ubytes = sizeof(e->ustack);
-	if (nlua > LP_MAX_LUA)
-		nlua = LP_MAX_LUA;
-	lbytes = nlua * sizeof(struct lp_lua_frame);
-	/* (The recorder sees the clamped counts.) */
-	if (e->kstack_bytes > 0)
-		e->kstack_bytes = kbytes;
-	if (e->ustack_bytes > 0)
-		e->ustack_bytes = ubytes;
-	e->lua_depth = nlua;
-	err = bpf_ringbuf_reserve_dynptr(&events, off + kbytes + ubytes + lbytes, 0, &ptr);
-	if (err)
-		goto discard;
-	/* The head and the kernel frames lie together in e: one write
-	 * (its length bounded again where the verifier sees it). */
-	head = (__u64)off + kbytes;
-	barrier_var(head);
-	if (head > lp_event_sample_head_size + sizeof(e->kstack))
-		goto discard;
-	err = bpf_dynptr_write(&ptr, 0, e, head, 0);
-	off += kbytes;
-	if (!err && ubytes)
-		err = bpf_dynptr_write(&ptr, off, e->ustack, ubytes, 0);
-	off += ubytes;
-	if (!err && lbytes)
-		err = bpf_dynptr_write(&ptr, off, e->lua, lbytes, 0);
-	if (err)
-		goto discard;
-	bpf_ringbuf_submit_dynptr(&ptr, flags);
-	return 0;
-discard:
-	/* A failed reservation must be discarded too (the verifier insists). */
-	bpf_ringbuf_discard_dynptr(&ptr, 0);
-	return err;
-}
-
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, zero = 0;
+	__u64 id = bpf_get_current_pid_tgid(), t0;
+	__u32 tgid = id >> 32, zero = 0, nlua;
 	struct lp_event_sample *e;
-	struct user_regs *regs;
 	struct lp_runtime_hist *hist;
-	__u64 t0, bucket;
-	__u32 nlua;
-	int wake = 0, have_regs;
-	long err;
+	struct capture *cap;
+	bool kernel;
+	int wake, have_regs;
+	__u64 bucket;
 
-	regs = bpf_map_lookup_elem(&regs_scratch, &zero);
-	if (!regs || !is_target(regs, tgid))
+	cap = bpf_map_lookup_elem(&captures, &zero);
+	if (!cap || !is_target(cap, tgid) || capture_claim(cap))
 		return 0;
-	e = bpf_map_lookup_elem(&sample_scratch, &zero);
+	t0 = bpf_ktime_get_ns();
+	e = capture_begin(tgid, (__u32)id, LP_KIND_CPU, 1, t0);
 	if (!e)
-		return 0;
-	e->h.type = LP_EVENT_SAMPLE;
-	e->h.pid = tgid;
-	e->h.tid = (__u32)id;
-	e->h.cpu = bpf_get_smp_processor_id();
-	e->h.time_ns = t0 = bpf_ktime_get_ns();
+		goto out;
 	phase_start(t0);
-	/* A tick in user mode has no kernel stack: skip the helper. */
-	e->kstack_bytes = ctx_regs_user_mode(ctx) ? 0 :
-		bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
-	phase_end(LP_PHASE_KSTACK);
-	/* The top of the stack first, in one read: the Lua walk reads the
-	 * VM's C frames, which lie in it, from the copy, and the native walk
-	 * starts from it.  (Its extent depends on the thread's last walk,
-	 * not on this one's.) */
-	have_regs = get_user_regs(ctx, regs) == 0;
-	unwind_copy_stack(e->h.tid, regs); /* (none without user registers) */
-	phase_end(LP_PHASE_COPY);
-	/* Lua before the native walk: a running trace's C frame is where
-	 * the native walk resumes past the trace's code.  If the Lua walk
-	 * found no G, the native walk may cross the VM's C frame, which
-	 * holds the running lua_State: then Lua again, from there. */
-	e->lua_depth = 0;
-	e->lua_state = LP_WALK_NONE;
-	e->vmstate = 0;
-	e->lua_G = 0;
-	e->lua_vm_cfa = 0;
-	if (have_regs)
-		wake = walk_lua(e, regs, 0);
-	phase_end(LP_PHASE_LUA);
-	if (unwind_native_user_stack(ctx, e, tgid, regs)) /* no tables: frame pointers */
-		e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
-						BPF_F_USER_STACK);
-	/* (A second Lua walk, from the VM's C frame, counts as native.)  The
-	 * first may have validated a G whose C frame is on another stack (a
-	 * fiber's): it still locates the process's VM for the recorder, and
-	 * what woke it still stands, whatever the second walk finds. */
-	if (have_regs && e->lua_state == LP_WALK_NO_G && e->lua_vm_cfa) {
-		__u64 G = e->lua_G;
-
-		wake |= walk_lua(e, regs, e->lua_vm_cfa);
-		if (!e->lua_G)
-			e->lua_G = G;
-	}
-	if (!wake && e->lua_depth)
-		wake = young_process(t0);
-	phase_end(LP_PHASE_NATIVE);
-	if (e->kstack_bytes < 0)
-		__sync_fetch_and_add(&counters.kstack_failed, 1);
-	if (e->ustack_bytes < 0)
-		__sync_fetch_and_add(&counters.ustack_failed, 1);
-	nlua = e->lua_depth;
-	if (nlua > LP_MAX_LUA)
-		nlua = LP_MAX_LUA;
-	/* A sample that shows a VM the recorder has not located yet wakes
-	 * it at once: until it answers, this process's samples lack Lua, and
-	 * a short-lived process may be gone before the recorder can check
-	 * its VM.  So does a young process's (YOUNG_NS), a new compiled trace or
-	 * Lua stack (walk_lua: lj_traces_seen), and a native walk
-	 * that left every known mapping (native unwinder): new code was
-	 * mapped, and walks stop there until the recorder reads it. */
-	err = send_sample(e, nlua, wake || e->ustack_stop == LP_USTOP_UNMAPPED ?
-				   BPF_RB_FORCE_WAKEUP : wakeup_flag(regs));
-	if (err)
-		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
+	/* A tick in user mode has no kernel stack. */
+	kernel = !ctx_regs_user_mode(ctx);
+	have_regs = regs_from_perf(ctx, &cap->regs) == 0;
+	wake = capture_stacks(ctx, cap, e, kernel, have_regs);
+	nlua = capture_send(cap, e, wake);
 	phase_done(nlua, e->ustack_bytes, e->kstack_bytes);
 	if (!time_runs)
-		return 0;
+		goto out;
 	bucket = (bpf_ktime_get_ns() - t0) / LP_RUNTIME_BUCKET_NS;
 	if (bucket >= LP_RUNTIME_BUCKETS)
 		bucket = LP_RUNTIME_BUCKETS - 1;
 	hist = bpf_map_lookup_elem(&runtime_hists, &zero);
 	if (hist)
 		hist->n[bucket]++;
+out:
+	capture_end(cap);
 	return 0;
 }
 

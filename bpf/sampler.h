@@ -10,7 +10,7 @@
  *   +16 time_ns                              +16 time_ns
  *   +24 kstack_bytes ustack_bytes            +24 ppid  pad
  *   +32 vmstate lua_state lua_depth lua_G    +32 comm[16]
- *   +48 ustack_stop ustack_jit lua_vm_cfa
+ *   +48 ustack_stop ustack_jit kind weight
  *   +64 kernel frames, user frames, Lua frames: only those present
  *
  * The stack byte counts are bytes written, or a negative errno when the
@@ -23,6 +23,7 @@
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
+#include "format/kinds.h" /* enum lp_event_kind: the numbers a trace holds */
 
 /* In ustack[], after another JIT's code (anonymous, no CFI: PCRE's)
  * that Lua reached through C functions, when the walk went on from the
@@ -137,11 +138,9 @@ struct lp_event_sample {
 	__u32 ustack_stop;
 	/* 1 + the index in ustack[] of the frame the walk stepped over as
 	 * compiled code without CFI (a LuaJIT trace), 0 if none. */
-	__u32 ustack_jit;
-	/* While Lua runs: the CFA of the innermost VM entry's C frame, on
-	 * which compiled traces run, where the native unwinder resumes past
-	 * a trace's code (which has no CFI).  0 otherwise. */
-	__u64 lua_vm_cfa;
+	__u16 ustack_jit;
+	__u16 kind;   /* enum lp_event_kind (format/kinds.h) */
+	__u64 weight; /* what the event is worth, in its kind's unit */
 	__u64 kstack[LP_MAX_STACK];  /* leaf first */
 	__u64 ustack[LP_MAX_USTACK]; /* leaf first */
 	struct lp_lua_frame lua[LP_MAX_LUA];
@@ -212,6 +211,9 @@ struct lp_bpf_counters {
 	__u64 lost_task;     /* fork/exec/exit events dropped */
 	__u64 kstack_failed; /* bpf_get_stack() errors, kernel side */
 	__u64 ustack_failed; /* bpf_get_stack() errors, user side */
+	/* events dropped: they came while another was being taken on the
+	 * same CPU (a tick in a uprobe's capture, bpf/capture.bpf.h) */
+	__u64 lost_busy;
 };
 
 _Static_assert(sizeof(struct lp_event_header) == 24, "lp_event_header layout");
@@ -221,9 +223,10 @@ _Static_assert(sizeof(struct lp_event_sample) ==
 		       64 + 8 * (LP_MAX_STACK + LP_MAX_USTACK) + 16 * LP_MAX_LUA,
 	       "lp_event_sample layout");
 _Static_assert(lp_event_sample_head_size == 64, "lp_event_sample head");
+_Static_assert(LP_MAX_USTACK < 0xffff, "ustack_jit fits 16 bits");
 _Static_assert(sizeof(struct lp_event_task) == 48, "lp_event_task layout");
 _Static_assert(sizeof(struct lp_event_proto) == 48 + LP_PROTO_NAME_MAX, "lp_event_proto layout");
-_Static_assert(sizeof(struct lp_bpf_counters) == 32, "lp_bpf_counters layout");
+_Static_assert(sizeof(struct lp_bpf_counters) == 40, "lp_bpf_counters layout");
 _Static_assert(sizeof(struct lp_runtime_hist) == 8 * LP_RUNTIME_BUCKETS, "lp_runtime_hist layout");
 
 #endif

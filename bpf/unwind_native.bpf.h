@@ -1300,32 +1300,16 @@ static __always_inline int unwind_user_regs(const struct user_regs *regs,
 	return 0;
 }
 
-/*
- * All of the interrupted frame's registers, for LP_CFA_REG rows, when the
- * tick hit user mode: ctx's registers are the user's then (their ip is
- * the walk's pc).  Otherwise unwind_saved_reg() reads the one a row needs.
- */
-static __always_inline void unwind_leaf_regs(struct bpf_perf_event_data *ctx,
+/* All of the leaf frame's registers, for LP_CFA_REG rows, when the
+ * capture has them (struct user_regs); else unwind_saved_reg() reads the
+ * one a row needs. */
+static __always_inline void unwind_leaf_regs(const struct user_regs *regs,
 					     struct unwind_cursor *c)
 {
-	if (ctx->regs.ip != c->pc || ctx->regs.sp != c->sp)
+	if (!regs->all)
 		return;
-	c->regs[0] = ctx->regs.ax;
-	c->regs[1] = ctx->regs.dx;
-	c->regs[2] = ctx->regs.cx;
-	c->regs[3] = ctx->regs.bx;
-	c->regs[4] = ctx->regs.si;
-	c->regs[5] = ctx->regs.di;
-	c->regs[6] = ctx->regs.bp;
-	c->regs[7] = ctx->regs.sp;
-	c->regs[8] = ctx->regs.r8;
-	c->regs[9] = ctx->regs.r9;
-	c->regs[10] = ctx->regs.r10;
-	c->regs[11] = ctx->regs.r11;
-	c->regs[12] = ctx->regs.r12;
-	c->regs[13] = ctx->regs.r13;
-	c->regs[14] = ctx->regs.r14;
-	c->regs[15] = ctx->regs.r15;
+	for (int i = 0; i < 16; i++)
+		c->regs[i] = regs->gpr[i];
 	c->regs_ok = 1;
 }
 
@@ -1364,8 +1348,8 @@ static __always_inline const struct lj_proc *unwind_lj_proc(__u32 tgid)
  * e->ustack_stop = LP_USTOP_FALLBACK and nothing else written, for any
  * other process: the caller takes the kernel's frame-pointer walk.
  *
- * e->lua_vm_cfa is the CFA of L's innermost C frame, if the Lua walk
- * found L; if it found no L (LP_WALK_NO_G), the walk sets e->lua_vm_cfa
+ * cap->vm_cfa is the CFA of L's innermost C frame, if the Lua walk
+ * found L; if it found no L (LP_WALK_NO_G), the walk sets cap->vm_cfa
  * to the CFA of the first of the VM's C frames it meets (unwind_vm_find()),
  * for the Lua walk to find L there.
  *
@@ -1373,18 +1357,18 @@ static __always_inline const struct lj_proc *unwind_lj_proc(__u32 tgid)
  * otherwise be a state from which the verifier re-checks all of the
  * caller's code that follows.
  */
-__noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
-					struct lp_event_sample *e, __u32 tgid,
-					const struct user_regs *regs)
+__noinline int unwind_native_user_stack(struct lp_event_sample *e, struct capture *cap)
 {
+	const struct user_regs *regs = cap ? &cap->regs : NULL;
 	const struct lj_proc *lj = NULL;
 	struct unwind_walk w = { .e = e };
 	struct unwind_cursor *c;
 	struct lp_unwind_row_cache *rc;
-	__u32 zero = 0, stop, n;
+	__u32 zero = 0, stop, n, tgid;
 
-	if (!ctx || !e || !regs)
+	if (!e || !cap)
 		return -1;
+	tgid = e->h.pid;
 	e->ustack_stop = LP_USTOP_FALLBACK;
 	e->ustack_jit = 0;
 	w.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
@@ -1402,7 +1386,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 		       e->vmstate == ~LJ_VMST_EXIT || e->vmstate == ~LJ_VMST_GC);
 	/* The VM's C frames: from L->cframe when the Lua walk found L, else
 	 * from the first VM frame the walk meets (unwind_vm_find()). */
-	if (e->lua_vm_cfa || e->lua_state == LP_WALK_NO_G)
+	if (cap->vm_cfa || e->lua_state == LP_WALK_NO_G)
 		lj = unwind_lj_proc(tgid);
 	if (lj) {
 		c->cf_size = lj->layout.cf_size;
@@ -1418,9 +1402,9 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 			if (e->vmstate >= 0)
 				unwind_trace_code(c);
 		}
-		if (e->lua_vm_cfa > c->cf_size)
-			c->cframe = e->lua_vm_cfa - c->cf_size;
-		else if (!e->lua_vm_cfa)
+		if (cap->vm_cfa > c->cf_size)
+			c->cframe = cap->vm_cfa - c->cf_size;
+		else if (!cap->vm_cfa)
 			c->find_vm = 1;
 	}
 	w.c = c;
@@ -1440,7 +1424,7 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	} else {
 		struct unwind_window *win = bpf_map_lookup_elem(&unwind_windows, &zero);
 
-		unwind_leaf_regs(ctx, c);
+		unwind_leaf_regs(regs, c);
 		c->vm_helper = c->cframe && e->lua_depth &&
 			       e->lua[0].kind == LP_LUA_FRAME_ENTRY && e->lua[0].addr == c->sp;
 		c->sp0 = c->sp;
@@ -1477,21 +1461,21 @@ __noinline int unwind_native_user_stack(struct bpf_perf_event_data *ctx,
 	e->ustack_stop = stop;
 	e->ustack_jit = c->jit_frame;
 	e->ustack_bytes = n ? (__s32)(n * sizeof(__u64)) : -EFAULT;
-	if (!e->lua_vm_cfa)
-		e->lua_vm_cfa = c->vm_cfa;
+	if (!cap->vm_cfa)
+		cap->vm_cfa = c->vm_cfa;
 	/* The Lua frames are another stack's (unwind_vm_other()): none,
 	 * and the sampler walks Lua again from this stack's VM frame. */
 	if (c->relua) {
 		e->lua_depth = 0;
 		e->lua_state = LP_WALK_NO_G;
-		e->lua_vm_cfa = c->vm_cfa;
+		cap->vm_cfa = c->vm_cfa;
 	}
 	/* No running VM found, and the stack, walked whole, holds no VM
 	 * entry of a VM located and validated (a G known good, g_hint):
 	 * the thread runs host code (one that never ran Lua), not a VM
 	 * whose state could not be read.  Before validation, VM entries are
 	 * not told apart, and a wrong layout must stay unreadable. */
-	else if (e->lua_state == LP_WALK_NO_G && !e->lua_vm_cfa && stop == LP_USTOP_END &&
+	else if (e->lua_state == LP_WALK_NO_G && !cap->vm_cfa && stop == LP_USTOP_END &&
 		 c->vm_hi && lj && lj->g_hint)
 		e->lua_state = LP_WALK_IDLE;
 	rc = bpf_map_lookup_elem(&unwind_row_caches, &zero);

@@ -216,7 +216,8 @@ struct lj_seen {
 
 /* Kept in a map value (see lua_walk_scratch), which can hold no usable
  * pointer: the process's lj_proc is copied in, and the sample being
- * filled is the CPU's sample_scratch, looked up where needed. */
+ * filled is the CPU's capture_event (bpf/capture.bpf.h), looked up where
+ * needed. */
 struct lua_walk {
 	/* Kept across samples: this CPU's copy of lj_procs[proc_tgid] as of
 	 * procs_gen == proc_gen (proc_tgid 0: none), and its seen sets. */
@@ -477,7 +478,7 @@ static __always_inline struct lp_lua_frame *next_slot(struct lua_walk *w)
 	struct lp_event_sample *e;
 	__u32 n = w->n, zero = 0;
 
-	e = bpf_map_lookup_elem(&sample_scratch, &zero);
+	e = bpf_map_lookup_elem(&capture_event, &zero);
 	if (!e || n >= LP_MAX_LUA)
 		return NULL;
 	/* 6.1's verifier loses the bound of a copy spilled before the check
@@ -1296,7 +1297,7 @@ static __always_inline void send_proto(struct lua_walk *w, __u32 tgid, __u64 pt,
 static long note_proto_step(__u32 i, void *ctx)
 {
 	__u32 zero = 0, *tgid = ctx;
-	struct lp_event_sample *e = bpf_map_lookup_elem(&sample_scratch, &zero);
+	struct lp_event_sample *e = bpf_map_lookup_elem(&capture_event, &zero);
 	struct lua_walk *w = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
 	struct lj_proto_key key = {};
 	const struct lp_lua_frame *f;
@@ -1507,16 +1508,16 @@ __noinline int lua_walk_start(struct lua_walk *wp, struct lp_event_sample *e,
 
 /* walk_lua() less the count of its reads. */
 static __always_inline int walk_lua_sample(struct lp_event_sample *e,
-					   const struct user_regs *regs,
-					   __u64 vm_frame_cfa)
+					   struct capture *cap, __u64 vm_frame_cfa)
 {
+	const struct user_regs *regs = cap ? &cap->regs : NULL;
 	struct lua_walk *wp;
 	struct lj_proc *p;
 	__u32 zero = 0, tgid;
 	__u64 G, cf;
 	int wake;
 
-	if (!e || !regs)
+	if (!e || !cap)
 		return 0;
 	wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
 	if (!wp)
@@ -1530,7 +1531,7 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	e->lua_depth = 0;
 	e->vmstate = 0;
 	e->lua_G = 0;
-	e->lua_vm_cfa = 0;
+	cap->vm_cfa = 0;
 	p = proc_of(wp, tgid);
 	if (!p)
 		return 0;
@@ -1549,7 +1550,7 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	 * instructions before it sets vmstate) runs on the innermost VM
 	 * entry's C frame, lowered by the trace's spadjust: the native
 	 * walk resumes at that frame's CFA when it meets such code. */
-	e->lua_vm_cfa = cf + p->layout.cf_size;
+	cap->vm_cfa = cf + p->layout.cf_size;
 	wake |= lua_walk_start(wp, e, regs, cf);
 	if (e->lua_state == LP_WALK_NO_VM)
 		return 1;
@@ -1582,10 +1583,9 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
  * A global function: the verifier checks it once, on its own, instead of
  * once per path through the native unwinder.
  */
-__noinline int walk_lua(struct lp_event_sample *e, const struct user_regs *regs,
-			__u64 vm_frame_cfa)
+__noinline int walk_lua(struct lp_event_sample *e, struct capture *cap, __u64 vm_frame_cfa)
 {
-	int wake = walk_lua_sample(e, regs, vm_frame_cfa);
+	int wake = walk_lua_sample(e, cap, vm_frame_cfa);
 	struct lua_walk *wp;
 	__u32 zero = 0;
 

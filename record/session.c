@@ -88,14 +88,27 @@ static int is_definition(enum lp_record_type type)
 	}
 }
 
+/* An event as its record: a CPU sample worth one tick is a sample, as
+ * every reader knows it; anything else an event (format/kinds.h). */
+static void event_record(const struct lp_event *ev, struct lp_record *rec)
+{
+	if (ev->kind == LP_KIND_CPU && ev->weight == 1) {
+		rec->type = LP_REC_SAMPLE;
+		rec->u.sample = ev->s;
+	} else {
+		rec->type = LP_REC_EVENT;
+		rec->u.event = *ev;
+	}
+}
+
 /* Writes the samples held since the last flush, in the order they came. */
 static void release_samples(struct session *s)
 {
-	struct lp_record rec = { .type = LP_REC_SAMPLE };
+	struct lp_record rec;
 	int err = 0;
 
 	for (size_t i = 0; i < s->nheld && !s->write_err && !err; i++) {
-		rec.u.sample = s->held[i];
+		event_record(&s->held[i], &rec);
 		err = trace_write(s->w, &rec);
 	}
 	s->nheld = 0;
@@ -119,7 +132,12 @@ void emit(struct session *s, const struct lp_record *rec)
 		return;
 	if (rec->type == LP_REC_SAMPLE &&
 	    !GROW(s->held, s->capheld, s->nheld + 1)) {
-		s->held[s->nheld++] = rec->u.sample;
+		s->held[s->nheld++] = (struct lp_event){ LP_KIND_CPU, 1, rec->u.sample };
+		return;
+	}
+	if (rec->type == LP_REC_EVENT &&
+	    !GROW(s->held, s->capheld, s->nheld + 1)) {
+		s->held[s->nheld++] = rec->u.event;
 		return;
 	}
 	if (!is_definition(rec->type))
@@ -199,20 +217,36 @@ static int write_objects(struct session *s, int last)
 	return object_set_write(s->objs, s->w, last);
 }
 
-static void emit_lost(struct session *s)
+/* The sampler's losses since the last LOST record of reason. */
+static void emit_lost_reason(struct session *s, uint64_t lost, uint64_t *written,
+			     uint32_t reason)
 {
-	uint64_t lost = s->skel->bss->counters.lost_ringbuf;
 	struct lp_record rec;
 
-	if (lost <= s->lost_written)
+	if (lost <= *written)
 		return;
 	memset(&rec, 0, sizeof(rec));
 	rec.type = LP_REC_LOST;
 	rec.u.lost.time_ns = mono_ns();
-	rec.u.lost.count = lost - s->lost_written;
-	rec.u.lost.reason = LP_LOST_RINGBUF;
+	rec.u.lost.count = lost - *written;
+	rec.u.lost.reason = reason;
 	emit(s, &rec);
-	s->lost_written = lost;
+	*written = lost;
+}
+
+static void emit_lost(struct session *s)
+{
+	const struct lp_bpf_counters *c = &s->skel->bss->counters;
+
+	emit_lost_reason(s, c->lost_ringbuf, &s->lost_written, LP_LOST_RINGBUF);
+	emit_lost_reason(s, c->lost_busy, &s->lost_busy_written, LP_LOST_BUSY);
+}
+
+uint64_t session_bpf_lost(const struct session *s)
+{
+	const struct lp_bpf_counters *c = &s->skel->bss->counters;
+
+	return c->lost_ringbuf + c->lost_busy;
 }
 
 /* Events the flush sidekick read but had no memory to keep. */
@@ -353,7 +387,7 @@ static void show_status(struct session *s, uint64_t now)
 	fprintf(stderr, "\rluaprof: recording %.1f s, %llu samples, %llu lost, "
 		"%d process%s, %.1f KiB written ", (now - s->start_ns) / 1e9,
 		(unsigned long long)s->samples,
-		(unsigned long long)s->skel->bss->counters.lost_ringbuf, s->nalive,
+		(unsigned long long)session_bpf_lost(s), s->nalive,
 		s->nalive == 1 ? "" : "es", ws.file_bytes / 1024.0);
 	s->status_shown = 1;
 }
@@ -488,9 +522,10 @@ static int finish(struct session *s)
 	/* Every sample is flushed by now, or lost with a write error: what
 	 * the file holds is final.  (What follows is symbol tables.) */
 	trace_writer_get_stats(s->w, &ws);
-	s->written = ws.samples;
-	footer.samples = s->written;
-	footer.lost = s->skel->bss->counters.lost_ringbuf + s->lost_dropped;
+	s->written = ws.samples + ws.events;
+	footer.samples = ws.samples;
+	footer.events = ws.events;
+	footer.lost = session_bpf_lost(s) + s->lost_dropped;
 	footer.chunks = 0; /* the writer fills in its own count */
 	footer.end_mono_ns = end_ns;
 	err = trace_writer_close(s->w, &footer);

@@ -158,7 +158,7 @@ struct session {
 	struct sidekick *side; /* keeps unw current during flushes */
 	int side_polls;        /* the sidekick's thread polls rb (a flush) */
 	struct map_plan maps_plan; /* the BPF maps' sizes (mapsize.c) */
-	struct lp_sample *held; /* samples not written yet (emit()) */
+	struct lp_event *held; /* samples and events not written yet (emit()) */
 	size_t nheld, capheld;
 	struct proto_table *protos;
 	struct jit_trace_table *jit_traces;
@@ -181,7 +181,8 @@ struct session {
 	pid_t *holds;
 	size_t nholds, capholds;
 	uint64_t holds_done, holds_ns;
-	uint64_t start_ns, lost_written;
+	uint64_t start_ns, lost_written, lost_busy_written;
+	uint64_t events[LP_KIND_MAX]; /* taken, by kind */
 	uint64_t begun_ns, setup_ns; /* when record began; its setup's length */
 	uint64_t lost_dropped; /* events the flush sidekick could not keep */
 	/* record -v: the first native walks cut short, said at the end. */
@@ -201,6 +202,8 @@ struct session {
 
 /* ---- session.c ---- */
 void emit(struct session *s, const struct lp_record *rec);
+/* Events the sampler dropped (ring buffer full, CPU busy), so far. */
+uint64_t session_bpf_lost(const struct session *s);
 
 /* ---- session_targets.c ---- */
 void procs_changed(struct session *s);

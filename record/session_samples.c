@@ -238,6 +238,7 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	struct target *t = find_target(s, e->h.pid);
 	static struct uframes u; /* (2 KiB: off the stack) */
 	struct lp_record rec;
+	struct lp_sample *sample = &rec.u.event.s;
 	int unnamed, all_mapped = 0;
 
 	if (!t || !t->alive) /* a sample racing its fork event */
@@ -255,37 +256,40 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	    e->lua_state == LP_WALK_NO_G && crosses_vm(t->lj, e))
 		t->lj_unvalidated++;
 	memset(&rec, 0, sizeof(rec));
-	rec.type = LP_REC_SAMPLE;
+	rec.type = LP_REC_EVENT;
+	rec.u.event.kind = e->kind;
+	rec.u.event.weight = e->weight;
 	/* To the microsecond, down: the tick comes with tens of them of
 	 * jitter, and the nanoseconds would cost 2 bytes a sample. */
-	rec.u.sample.time_ns = e->h.time_ns / SAMPLE_TIME_NS * SAMPLE_TIME_NS;
-	rec.u.sample.pid = e->h.pid;
-	rec.u.sample.tid = e->h.tid;
-	rec.u.sample.cpu = e->h.cpu;
-	rec.u.sample.kstack = intern_stack(s, LP_STACK_KERNEL, (const uint64_t *)e->kstack,
+	sample->time_ns = e->h.time_ns / SAMPLE_TIME_NS * SAMPLE_TIME_NS;
+	sample->pid = e->h.pid;
+	sample->tid = e->h.tid;
+	sample->cpu = e->h.cpu;
+	sample->kstack = intern_stack(s, LP_STACK_KERNEL, (const uint64_t *)e->kstack,
 						 e->kstack_bytes);
-	rec.u.sample.ustack = intern_stack(s, LP_STACK_USER, (const uint64_t *)e->ustack,
+	sample->ustack = intern_stack(s, LP_STACK_USER, (const uint64_t *)e->ustack,
 					   validated_ustack_bytes(t, e, &u, all_mapped, &unnamed));
-	rec.u.sample.ustop = e->ustack_stop;
+	sample->ustop = e->ustack_stop;
 	if (unnamed) {
 		/* Cut where the trace could not name a frame: as a walk that
 		 * met a return address in no known code. */
-		rec.u.sample.ustop = LP_USTOP_UNMAPPED;
+		sample->ustop = LP_USTOP_UNMAPPED;
 		s->ustacks_unnamed++;
 	}
 	if (e->kstack_bytes < 0)
-		rec.u.sample.flags |= LP_SAMPLE_KSTACK_FAILED;
+		sample->flags |= LP_SAMPLE_KSTACK_FAILED;
 	if (e->ustack_bytes < 0)
-		rec.u.sample.flags |= LP_SAMPLE_USTACK_FAILED;
-	rec.u.sample.lstack = e->lua_state == LP_WALK_WALKED ?
+		sample->flags |= LP_SAMPLE_USTACK_FAILED;
+	sample->lstack = e->lua_state == LP_WALK_WALKED ?
 		intern_lua_stack(s, t, e, size) : 0;
 	if (t && t->lj_gone && e->lua_state == LP_WALK_WALKED)
 		s->lua.gone_dropped++;
-	rec.u.sample.vmstate = e->vmstate;
-	rec.u.sample.lua_state = e->lua_state;
-	count_lua_state(s, e->lua_state, rec.u.sample.lstack);
+	sample->vmstate = e->vmstate;
+	sample->lua_state = e->lua_state;
+	count_lua_state(s, e->lua_state, sample->lstack);
 	emit(s, &rec);
 	s->samples++;
+	s->events[e->kind < LP_KIND_MAX ? e->kind : 0]++;
 }
 
 /* A sample event that did not parse: a sample lost, in the trace as such

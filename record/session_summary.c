@@ -307,8 +307,13 @@ void print_summary(struct session *s, uint64_t end_ns)
 	 * after a write error are lost, and said to be. */
 	fprintf(stderr, "luaprof record: %llu samples, %llu lost, %.2f s, %d process%s\n",
 		(unsigned long long)s->written,
-		(unsigned long long)(c->lost_ringbuf + s->lost_dropped + unwritten),
+		(unsigned long long)(session_bpf_lost(s) + s->lost_dropped + unwritten),
 		secs, s->ntargets, s->ntargets == 1 ? "" : "es");
+	for (uint32_t k = 0; k < LP_KIND_MAX; k++)
+		if (k != LP_KIND_CPU && s->events[k])
+			fprintf(stderr, "luaprof record: of those, %llu %s events\n",
+				(unsigned long long)s->events[k],
+				lp_kind_info(k) ? lp_kind_info(k)->name : "unknown");
 	if (s->write_err)
 		fprintf(stderr, "luaprof record: after the write error, %llu of the %llu "
 			"samples taken were not written: they are lost\n",
