@@ -142,10 +142,19 @@ static void usage_line(FILE *f)
 	for (size_t i = 0; i < NFORMATS; i++)
 		fprintf(f, "%s%s", i ? "|" : "", formats[i].name);
 	fputs("] [-o FILE] [--pid PID[,PID...]] [--tid TID[,TID...]] "
-	      "[--from S] [--to S] [-n N] [--percent-limit P] [--inverted] [--comm] "
+	      "[--from S] [--to S] [--kind KIND] [-n N] [--percent-limit P] [--inverted] [--comm] "
 	      "[--lines] [--no-demangle] [", f);
 	modes_list(f, " | ", " | ");
 	fputs("] [--symfs DIR] TRACE...\n", f);
+}
+
+/* The event kinds, from format/kinds.h's list, as --help lists them. */
+static void kinds_help(FILE *f)
+{
+	for (uint32_t k = 0; k < LP_KIND_MAX; k++)
+		if (lp_kind_info(k))
+			fprintf(f, "                      %s: %s\n", lp_kind_info(k)->name,
+				lp_kind_info(k)->help);
 }
 
 static void help(void)
@@ -162,7 +171,9 @@ static void help(void)
 	      "  --tid TID[,TID...]  only samples of these threads (repeatable)\n"
 	      "  --from S, --to S    only samples from S seconds after each trace's\n"
 	      "                      first sample, and before S seconds after it\n"
-	      "  -n, --rows N        top: rows per table (default 20, 0 = all)\n"
+	      "  --kind KIND         the events to show, weighted (default cpu):\n", stdout);
+	kinds_help(stdout);
+	fputs("  -n, --rows N        top: rows per table (default 20, 0 = all)\n"
 	      "  --percent-limit P   callgraph: hide nodes under P% of the samples\n"
 	      "                      (default 0.5)\n"
 	      "  --inverted          flamegraph: an icicle graph, roots on top\n"
@@ -276,6 +287,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->limit = 0.5;
 	lo->who = PROG;
 	lo->from_ns = lo->to_ns = -1;
+	lo->kind = LP_KIND_CPU;
 	optind = 0; /* glibc: start over, as a command may run twice */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:n:h", longopts, NULL)) != -1) {
@@ -336,6 +348,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (o->nmodes > 1)
 		return misuse("%s are different reports: choose one", modes_text(", ", " and "));
+	if (o->mode && lo->kind != LP_KIND_CPU)
+		return misuse("%s count CPU samples: not with --kind %s", modes_text(", ", " and "),
+			      lp_kind_info(lo->kind)->name);
 	if (o->mode && o->format != &formats[0])
 		return misuse("--format does not apply to %s", modes_text(", ", " or "));
 	if (o->mode && !o->rows_set)

@@ -46,6 +46,7 @@ static void usage_line(FILE *f)
 {
 	fputs("usage: luaprof diff [--format top|folded|flamegraph] [-o FILE] [-n N] "
 	      "[--per-second] [--pid PID[,PID...]] [--tid TID[,TID...]] [--from S] [--to S] "
+	      "[--kind KIND] "
 	      "[--lines] [--no-demangle] [--symfs DIR] BASE NEW\n", f);
 }
 
@@ -69,7 +70,7 @@ static void help(void)
 	      "  --per-second        compare samples per second of each trace's\n"
 	      "                      duration, not shares of its samples (top,\n"
 	      "                      flamegraph)\n"
-	      "  --pid, --tid, --from, --to, --lines, --no-demangle, --symfs\n"
+	      "  --pid, --tid, --from, --to, --kind, --lines, --no-demangle, --symfs\n"
 	      "                      as for `luaprof report`, applied to both traces\n"
 	      "  -h, --help          print this help and exit\n"
 	      "\n"
@@ -100,6 +101,7 @@ static int parse_opts(int argc, char **argv, struct dopts *o)
 	o->rows = 20;
 	lo->who = PROG;
 	lo->from_ns = lo->to_ns = -1;
+	lo->kind = LP_KIND_CPU;
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:n:h", longopts, NULL)) != -1) {
@@ -230,7 +232,7 @@ static double unit_of(const struct profile *p, int per_second)
 
 static void side_line(FILE *out, const char *what, const char *path, const struct profile *p)
 {
-	fprintf(out, "# %s: %s: %" PRIu64 " samples in %.3f s\n", what, path, p->shown,
+	fprintf(out, "# %s: %s: %" PRIu64 " %s in %.3f s\n", what, path, p->shown, profile_unit(p),
 		p->span_ns / 1e9);
 }
 

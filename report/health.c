@@ -27,7 +27,8 @@ static const char *plural(uint64_t n)
 
 static int footer_agrees(const struct trace_reader_stats *st)
 {
-	return st->footer.samples == st->samples && st->footer.chunks == st->chunks;
+	return st->footer.samples == st->samples && st->footer.events == st->events &&
+	       st->footer.chunks == st->chunks;
 }
 
 int health_whole(const struct trace_reader_stats *st)
@@ -72,11 +73,17 @@ void health_warn(const char *who, const char *path, const struct trace_reader_st
 		health_say(who, path, "warning: %" PRIu64 " chunk%s of an unknown type skipped "
 			   "(from a newer luaprof?); what they hold is missing\n",
 			   st->skipped_chunks, plural(st->skipped_chunks));
-	if (st->footer_seen && !footer_agrees(st))
+	if (st->footer_seen && !footer_agrees(st) && !st->footer.events && !st->events)
 		health_say(who, path, "warning: the footer counts %" PRIu64 " samples in %"
 			   PRIu64 " chunks, but %" PRIu64 " samples in %" PRIu64
 			   " chunks were read\n", st->footer.samples, st->footer.chunks,
 			   st->samples, st->chunks);
+	else if (st->footer_seen && !footer_agrees(st))
+		health_say(who, path, "warning: the footer counts %" PRIu64 " samples and %"
+			   PRIu64 " events in %" PRIu64 " chunks, but %" PRIu64 " samples and %"
+			   PRIu64 " events in %" PRIu64 " chunks were read\n",
+			   st->footer.samples, st->footer.events, st->footer.chunks,
+			   st->samples, st->events, st->chunks);
 	if (st->bad_records)
 		health_say(who, path, "warning: %" PRIu64 " records did not decode and were "
 			   "skipped\n", st->bad_records);

@@ -34,8 +34,10 @@ struct info {
 	struct procs procs;
 	uint64_t samples, first_ns, last_ns;
 	uint64_t kstack_failed, ustack_failed;
+	/* EVENT records by kind (0: kinds not known here), and their weights */
+	uint64_t events[LP_KIND_MAX], weights[LP_KIND_MAX];
 	uint64_t ustop[LP_USTOP_R_MAX + 1]; /* by sample.ustop; [MAX]: others */
-	uint64_t lost[3]; /* other reasons, ringbuf, write */
+	uint64_t lost[4]; /* other reasons, then by enum lp_lost_reason */
 	uint64_t stacks[3]; /* other kinds, kernel, user */
 	uint64_t gap_stacks; /* user stacks with frames the walk could not see */
 	/* Lua stacks whose walk was cut ([truncated] last), by id, and the
@@ -296,10 +298,17 @@ static int on_record(struct info *in, const struct lp_record *rec, uint64_t byte
 		if (!err)
 			p->samples++;
 		return err;
+	case LP_REC_EVENT: {
+		uint32_t k = lp_kind_info(rec->u.event.kind) ? rec->u.event.kind : 0;
+
+		in->events[k] = count_add(in->events[k], 1);
+		in->weights[k] = count_add(in->weights[k], rec->u.event.weight);
+		return 0;
+	}
 	case LP_REC_LUA_STACK:
 		return on_lua_stack(in, &rec->u.lua_stack);
 	case LP_REC_LOST: {
-		uint64_t *l = &in->lost[rec->u.lost.reason <= 2 ? rec->u.lost.reason : 0];
+		uint64_t *l = &in->lost[rec->u.lost.reason <= LP_LOST_BUSY ? rec->u.lost.reason : 0];
 
 		*l = count_add(*l, rec->u.lost.count);
 		return 0;
@@ -492,13 +501,36 @@ static void print_vms(const struct info *in)
 	}
 }
 
+/* Events of kinds other than CPU samples, if any: what --kind shows. */
+static void print_events(const struct info *in)
+{
+	const char *sep = "events:";
+
+	for (uint32_t i = 1; i <= LP_KIND_MAX; i++) {
+		uint32_t k = i % LP_KIND_MAX; /* the kinds not known (0) last */
+		const struct lp_kind_info *ki = lp_kind_info(k);
+
+		if (!in->events[k])
+			continue;
+		if (ki)
+			printf("%s %" PRIu64 " %s (%" PRIu64 " %s)", sep, in->events[k], ki->name,
+			       in->weights[k], ki->unit);
+		else
+			printf("%s %" PRIu64 " of kinds this luaprof does not know", sep,
+			       in->events[k]);
+		sep = ",";
+	}
+	if (sep[0] == ',')
+		printf("\n");
+}
+
 static void print_info(const char *path, const struct info *in,
 		       const struct trace_reader_stats *st)
 {
 	const uint64_t *codecs = st->codec_chunks;
 	uint64_t checked = 0, lost, taken;
 
-	lost = count_add(count_add(in->lost[0], in->lost[1]), in->lost[2]);
+	lost = count_add(count_add(in->lost[0], in->lost[1]), count_add(in->lost[2], in->lost[3]));
 	taken = count_add(lost, in->samples);
 	printf("trace: %s\n", path);
 	printf("format: version %" PRIu32 ", incompat features 0x%" PRIx32
@@ -527,6 +559,7 @@ static void print_info(const char *path, const struct info *in,
 	printf("samples: %" PRIu64 " (kernel stack unreadable in %" PRIu64
 	       ", user stack unreadable in %" PRIu64 ")\n",
 	       in->samples, in->kstack_failed, in->ustack_failed);
+	print_events(in);
 	for (size_t i = 0; i < in->procs.len; i++)
 		if (in->procs.v[i].samples)
 			printf("  pid %" PRIu32 ": %" PRIu64 "\n",
@@ -540,6 +573,9 @@ static void print_info(const char *path, const struct info *in,
 		       100.0 * lost / taken, taken,
 		       in->lost[LP_LOST_RINGBUF], in->lost[LP_LOST_WRITE],
 		       in->lost[0]);
+	if (in->lost[LP_LOST_BUSY])
+		printf(" (%" PRIu64 " came while another event was being taken)",
+		       in->lost[LP_LOST_BUSY]);
 	printf("\nstacks defined: %" PRIu64 " (kernel %" PRIu64 ", user %" PRIu64,
 	       in->stacks[0] + in->stacks[1] + in->stacks[2],
 	       in->stacks[LP_STACK_KERNEL], in->stacks[LP_STACK_USER]);

@@ -232,6 +232,8 @@ struct draw {
 	double maxdelta;           /* diff: the largest change in share */
 	int height;
 	uint64_t drawn;
+	const char *unit;          /* what widths count: profile_unit() */
+	size_t unit_len;           /* (short: a kind's `shown`) */
 };
 
 static uint32_t name_hash(const char *s)
@@ -427,7 +429,10 @@ static void frame(struct draw *d, uint32_t i, uint64_t x, uint64_t width,
 	k = 0;
 	APPEND(line, k, " (");
 	k += fmt_int(line + k, (int64_t)width);
-	APPEND(line, k, " samples, ");
+	line[k++] = ' ';
+	memcpy(line + k, d->unit, d->unit_len); /* "samples" */
+	k += d->unit_len;
+	APPEND(line, k, ", ");
 	k += fmt_2f(line + k, 32, share);
 	line[k++] = '%';
 	fwrite(line, 1, k, d->out);
@@ -540,7 +545,7 @@ static void write_title(FILE *out, const struct profile *p, const struct out_opt
 	fprintf(out, " \xc2\xb7 %.1f s", p->span_ns / 1e9);
 	if (rate)
 		fprintf(out, " at %" PRIu64 " Hz", rate);
-	fprintf(out, " \xc2\xb7 %" PRIu64 " samples", p->shown);
+	fprintf(out, " \xc2\xb7 %" PRIu64 " %s", p->shown, profile_unit(p));
 	if (p->lost)
 		fprintf(out, " (%" PRIu64 " lost)", p->lost);
 	fputs("</text>\n", out);
@@ -570,9 +575,10 @@ static void write_legend(FILE *out, const struct out_opts *o)
 int out_flamegraph(FILE *out, const struct profile *p, const struct out_opts *o)
 {
 	struct ftree t = { 0 }, b = { 0 };
-	struct draw d = { .out = out, .p = p, .o = o, .t = &t };
+	struct draw d = { .out = out, .p = p, .o = o, .t = &t, .unit = profile_unit(p) };
 	int err;
 
+	d.unit_len = strlen(d.unit) < 16 ? strlen(d.unit) : 16;
 	err = tree_build(&t, p);
 	if (!err && o->base) {
 		err = tree_build(&b, o->base);

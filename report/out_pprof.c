@@ -20,9 +20,12 @@
  *             samples, as pprof takes the first for the main binary
  *             (its "File:" line): nginx, not the first library named.
  *   Sample    one per (stack, thread, VM state, trace): location ids
- *             leaf first; values samples/count and cpu/nanoseconds (the
- *             count times the sampling period); labels pid, tid (numbers),
- *             process and vmstate (strings).
+ *             leaf first; two values, as the kind shown names them
+ *             (format/kinds.h): for CPU samples/count and cpu/nanoseconds
+ *             (the count times the sampling period), for another kind
+ *             its events counted and their weight (off-CPU:
+ *             switches/count, off_cpu/nanoseconds); labels pid, tid
+ *             (numbers), process and vmstate (strings).
  *
  * The message is built in memory (pbuf.h) and deflated with zlib's gzip
  * wrapper, as `go tool pprof` reads it.
@@ -107,7 +110,8 @@ static uint64_t key_hash(const struct profile_sample *s)
 
 static int add_key(struct pp *x, const struct profile_sample *s, uint64_t hash)
 {
-	uint64_t ns = profile_sample_ns(x->p, s->trace);
+	uint64_t ns = profile_sample_value(x->p, s);
+	uint64_t n = x->p->kind == LP_KIND_CPU ? s->weight : 1; /* ticks, or events */
 	struct htab_probe pr;
 	struct skey *k;
 	int64_t i;
@@ -118,7 +122,7 @@ static int add_key(struct pp *x, const struct profile_sample *s, uint64_t hash)
 		k = &x->keys[i];
 		if (k->stack == s->stack && k->tid == s->tid && k->proc == s->proc &&
 		    k->vmclass == s->vmclass && k->trace == s->trace) {
-			k->count++;
+			k->count += n;
 			k->ns += ns;
 			return 0;
 		}
@@ -130,7 +134,7 @@ static int add_key(struct pp *x, const struct profile_sample *s, uint64_t hash)
 		return err;
 	x->keys[x->nkeys++] = (struct skey){ .stack = s->stack, .tid = s->tid,
 					     .proc = s->proc, .vmclass = s->vmclass,
-					     .trace = s->trace, .count = 1, .ns = ns };
+					     .trace = s->trace, .count = n, .ns = ns };
 	return 0;
 }
 
@@ -390,11 +394,12 @@ static void write_strings(struct pp *x)
 static void write_profile(struct pp *x)
 {
 	const struct profile *p = x->p;
+	const struct lp_kind_info *k = lp_kind_info(p->kind);
 	char comment[512];
 
 	str(x, ""); /* string 0 is always "" */
-	write_value_type(x, 1, "samples", "count");
-	write_value_type(x, 1, "cpu", "nanoseconds");
+	write_value_type(x, 1, k->pp_count, "count");
+	write_value_type(x, 1, k->pp_value, k->pp_unit);
 	for (size_t i = 0; i < x->nkeys; i++)
 		write_sample(x, &x->keys[i]);
 	write_mappings(x);
@@ -403,14 +408,17 @@ static void write_profile(struct pp *x)
 	if (p->ntraces)
 		pb_uint(&x->b, 9, p->traces[0].start_real_ns);
 	pb_uint(&x->b, 10, p->span_ns);
-	write_value_type(x, 11, "cpu", "nanoseconds");
-	pb_uint(&x->b, 12, profile_sample_ns(p, 0));
+	/* The period: CPU's sampling period; events have none. */
+	if (p->kind == LP_KIND_CPU) {
+		write_value_type(x, 11, "cpu", "nanoseconds");
+		pb_uint(&x->b, 12, profile_sample_ns(p, 0));
+	}
 	for (size_t i = 0; i < p->ntraces; i++) {
 		snprintf(comment, sizeof(comment), "luaprof trace %s: %s", p->traces[i].path,
 			 p->traces[i].cmdline ? p->traces[i].cmdline : "");
 		pb_uint(&x->b, 13, str(x, comment));
 	}
-	pb_uint(&x->b, 14, str(x, "cpu"));
+	pb_uint(&x->b, 14, str(x, k->pp_value));
 	write_strings(x);
 }
 

@@ -5,9 +5,11 @@
  * each thread ran when.
  *
  * A thread's samples are in time order, each weighing its trace's
- * sampling period (unit nanoseconds); where the thread was not sampled
- * for longer than half a period beyond that (it slept, or ran no target
- * code), an empty stack fills the gap, so positions on the time axis are
+ * sampling period (unit nanoseconds; an event of another kind, its
+ * weight in the kind's unit: an off-CPU stretch its nanoseconds from the
+ * time it began); where the thread was not sampled for longer than half
+ * a period beyond that (it slept, or ran no target code), an empty stack
+ * fills the gap, so positions on the time axis are
  * real times since the thread's first sample, which is at startValue
  * (nanoseconds after the profile's first sample).  Consecutive samples of
  * one stack are written as one, with their weights added: the same
@@ -267,6 +269,8 @@ static size_t thread_runs(const struct ss *s, size_t from, size_t to, uint64_t p
 
 	for (size_t i = from; i < to; i++) {
 		const struct profile_sample *x = &v[s->order[i]];
+		uint64_t w = s->p->kind == LP_KIND_CPU ? x->weight * period :
+							 profile_sample_value(s->p, x);
 		int gap = x->time_ns > cursor + period / 2;
 
 		if (gap) {
@@ -274,10 +278,10 @@ static size_t thread_runs(const struct ss *s, size_t from, size_t to, uint64_t p
 			cursor = x->time_ns;
 		}
 		if (!gap && n && r[n - 1].stack == x->stack)
-			r[n - 1].weight += period;
+			r[n - 1].weight += w;
 		else
-			r[n++] = (struct run){ x->stack, period };
-		cursor += period;
+			r[n++] = (struct run){ x->stack, w };
+		cursor += w;
 	}
 	return n;
 }
@@ -301,7 +305,8 @@ static void write_thread(struct ss *s, size_t from, size_t to, int first, struct
 	flush_buf(s);
 	fprintf(s->out, "%s\n{\"type\":\"sampled\",\"name\":", first ? "" : ",");
 	json_string(s->out, name);
-	fputs(",\"unit\":\"nanoseconds\",\"samples\":[", s->out);
+	fprintf(s->out, ",\"unit\":\"%s\",\"samples\":[",
+		lp_kind_info(s->p->kind) ? lp_kind_info(s->p->kind)->pp_unit : "none");
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			put_char(s, ',');

@@ -43,7 +43,7 @@ static void table(FILE *out, const struct profile *p, const char *title,
 	}
 	sort_names = &p->names;
 	qsort(rows, n, sizeof(*rows), row_cmp);
-	fprintf(out, "# %s\n%10s  %7s  %s\n", title, "samples", "percent",
+	fprintf(out, "# %s\n%10s  %7s  %s\n", title, profile_unit(p), "percent",
 		"function");
 	for (size_t i = 0; i < n && (!limit || i < limit); i++)
 		fprintf(out, "%10" PRIu64 "  %6.2f%%  %s\n", rows[i].count,

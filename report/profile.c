@@ -26,11 +26,72 @@ void profile_free(struct profile *p)
 	memset(p, 0, sizeof(*p));
 }
 
+uint64_t profile_sample_value(const struct profile *p, const struct profile_sample *s)
+{
+	if (p->kind == LP_KIND_CPU)
+		return s->weight * profile_sample_ns(p, s->trace);
+	return s->weight;
+}
+
+const char *profile_unit(const struct profile *p)
+{
+	const struct lp_kind_info *k = lp_kind_info(p->kind);
+
+	return k ? k->shown : "samples";
+}
+
+static uint64_t to_shown(uint64_t v, uint64_t div)
+{
+	return v == UINT64_MAX ? v : (v + div / 2) / div;
+}
+
+void profile_to_shown(struct profile *p)
+{
+	const struct lp_kind_info *k = lp_kind_info(p->kind);
+	uint64_t div = k && k->div > 1 ? k->div : 1;
+
+	if (div == 1)
+		return;
+	p->shown = 0;
+	for (size_t i = 0; i < p->stacks.len; i++) {
+		p->counts[i] = to_shown(p->counts[i], div);
+		p->shown = count_add(p->shown, p->counts[i]);
+	}
+	p->cut = to_shown(p->cut, div);
+	p->lua_cut = to_shown(p->lua_cut, div);
+	p->gaps = to_shown(p->gaps, div);
+	p->compiled = to_shown(p->compiled, div);
+	p->compiled_placed = to_shown(p->compiled_placed, div);
+	p->compiled_marked = to_shown(p->compiled_marked, div);
+}
+
 uint64_t profile_sample_ns(const struct profile *p, uint32_t t)
 {
 	uint32_t hz = t < p->ntraces ? p->traces[t].rate_hz : 0;
 
 	return hz ? 1000000000ull / hz : 10000000ull; /* 99 Hz, say, if unknown */
+}
+
+/* The events of kinds not shown: another report shows them. */
+static void other_kinds(FILE *out, const struct profile *p)
+{
+	const char *sep = "# also in the trace:";
+
+	for (uint32_t i = 1; i <= LP_KIND_MAX; i++) {
+		uint32_t k = i % LP_KIND_MAX; /* the kinds not known (0) last */
+
+		if (!p->other_kinds[k])
+			continue;
+		if (lp_kind_info(k))
+			fprintf(out, "%s %" PRIu64 " %s events (--kind %s)", sep,
+				p->other_kinds[k], lp_kind_info(k)->name, lp_kind_info(k)->name);
+		else
+			fprintf(out, "%s %" PRIu64 " events of kinds this luaprof does not know",
+				sep, p->other_kinds[k]);
+		sep = ",";
+	}
+	if (sep[0] == ',')
+		fprintf(out, "\n");
 }
 
 void profile_header(FILE *out, const struct profile *p, const char *title)
@@ -49,9 +110,19 @@ void profile_header(FILE *out, const struct profile *p, const char *title)
 		fprintf(out, "# trace: %s%s\n", p->trace,
 			p->complete ? "" : " (cut short: no footer)");
 	}
-	fprintf(out, "# samples: %" PRIu64, p->shown);
-	if (p->shown != p->samples)
-		fprintf(out, " shown of %" PRIu64 " read", p->samples);
+	if (p->kind == LP_KIND_CPU) {
+		fprintf(out, "# samples: %" PRIu64, p->shown);
+		if (p->shown != p->samples)
+			fprintf(out, " shown of %" PRIu64 " read", p->samples);
+	} else {
+		const struct lp_kind_info *k = lp_kind_info(p->kind);
+
+		fprintf(out, "# kind: %s, %s\n", k->name, k->help);
+		fprintf(out, "# %s: %" PRIu64 " %s in %" PRIu64 " events", k->name, p->shown,
+			k->shown, p->events);
+		if (p->events != p->samples)
+			fprintf(out, " shown of %" PRIu64 " read", p->samples);
+	}
 	fprintf(out, ", lost: %" PRIu64, p->lost);
 	if (p->lost)
 		fprintf(out, " (%.2f%%)", 100.0 * p->lost / taken);
@@ -76,6 +147,7 @@ void profile_header(FILE *out, const struct profile *p, const char *title)
 				100.0 * p->compiled_marked / p->compiled);
 		fprintf(out, "\n");
 	}
+	other_kinds(out, p);
 	fprintf(out, "# processes: %zu", t->len);
 	for (size_t i = 0; i < t->len && listed < 8; i++, listed++)
 		fprintf(out, "%s%" PRIu32 " %s", i ? ", " : " (",

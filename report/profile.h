@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "format/trace.h"
 #include "report/frameinfo.h"
 #include "report/intern.h"
 #include "report/procs.h"
@@ -27,6 +28,7 @@ struct profile_sample {
 	uint32_t proc;      /* index in procs (pid, comm) */
 	uint16_t vmclass;   /* enum vm_class */
 	uint16_t trace;     /* index in traces */
+	uint64_t weight;    /* in the kind's unit (format/kinds.h) */
 };
 
 /* A trace the profile was read from, for titles and rates. */
@@ -41,9 +43,16 @@ struct profile_trace {
 struct profile {
 	struct strtab names;  /* frame names */
 	struct seqtab stacks; /* distinct stacks: name ids, root first */
-	uint64_t *counts;     /* samples per stack id */
+	/* Per stack id: the weight of its events, in the unit the views
+	 * show (the kind's `shown`: samples for CPU); every count below
+	 * but events and other_kinds is in that unit too. */
+	uint64_t *counts;
 	size_t counts_cap;
-	uint64_t shown;       /* samples in `stacks`, after filters */
+	uint64_t shown;       /* the counts added up: after filters */
+	uint32_t kind;        /* enum lp_event_kind: the one kind shown */
+	uint64_t events;      /* events counted, after filters */
+	/* Events of the other kinds, by kind (0: kinds not known here). */
+	uint64_t other_kinds[LP_KIND_MAX];
 	struct frame_infos infos; /* by name id, when a format asked */
 
 	struct profile_sample *samples_v; /* in stream order, when asked */
@@ -75,5 +84,13 @@ void profile_free(struct profile *p);
 
 /* Nanoseconds of CPU one sample of trace t stands for (1 s / rate). */
 uint64_t profile_sample_ns(const struct profile *p, uint32_t t);
+/* A kept sample's value in pprof's unit for its kind: a CPU sample's
+ * nanoseconds (its ticks times the period), else its weight. */
+uint64_t profile_sample_value(const struct profile *p, const struct profile_sample *s);
+/* The shown kind's unit, as views word their counts ("samples"). */
+const char *profile_unit(const struct profile *p);
+/* Turns the weights counted into the unit the views show (the kind's
+ * div): once, when every trace is read. */
+void profile_to_shown(struct profile *p);
 
 #endif

@@ -176,6 +176,9 @@ int report_load_opt(struct load_opts *lo, int c, const char *arg, const char **w
 	case LOAD_OPT_SYMFS:
 		lo->symfs = arg;
 		break;
+	case LOAD_OPT_KIND:
+		*why = "unknown event kind";
+		return lp_kind_parse(arg, &lo->kind);
 	default:
 		*why = "unknown option";
 		err = -EINVAL;
@@ -241,9 +244,10 @@ static int in_window(const struct load_opts *o, struct report_pass *ps, uint64_t
 	return 1;
 }
 
-static int keep_sample(struct run *r, struct report_pass *ps, const struct lp_sample *smp,
+static int keep_sample(struct run *r, struct report_pass *ps, const struct lp_event *ev,
 		       const struct proc *p)
 {
+	const struct lp_sample *smp = &ev->s;
 	struct profile *prof = r->prof;
 	struct profile_sample *k;
 	int err;
@@ -258,22 +262,39 @@ static int keep_sample(struct run *r, struct report_pass *ps, const struct lp_sa
 	k->proc = p - r->procs->v;
 	k->vmclass = vmstate_class(smp);
 	k->trace = ps->index;
+	k->weight = ev->weight;
 	return 0;
 }
 
-static int on_sample(struct run *r, struct report_pass *ps, const struct lp_sample *smp)
+/* An event of a kind other than the one shown: counted for the header
+ * (a kind this luaprof does not know among them, as 0). */
+static void other_kind(struct profile *prof, uint32_t kind)
 {
+	kind = lp_kind_info(kind) ? kind : 0;
+	prof->other_kinds[kind]++;
+}
+
+static int on_sample(struct run *r, struct report_pass *ps, const struct lp_event *ev)
+{
+	const struct lp_sample *smp = &ev->s;
 	const struct load_opts *o = r->o;
 	struct profile *prof = r->prof;
 	uint32_t root = STACKS_NO_ROOT, lidx;
 	struct proc *p;
 	int err, missing = 0;
 
+	/* Every kind's events set the window's origin, the same for all. */
+	ps->samples++;
+	if (ev->kind != o->kind) {
+		if (ps->samples == 1)
+			ps->origin = smp->time_ns;
+		other_kind(prof, ev->kind);
+		return 0;
+	}
 	if (!prof->samples++ || smp->time_ns < prof->first_ns)
 		prof->first_ns = smp->time_ns;
 	if (smp->time_ns > prof->last_ns)
 		prof->last_ns = smp->time_ns;
-	ps->samples++;
 	err = procs_get(r->procs, smp->pid, &p);
 	if (err)
 		return err;
@@ -287,14 +308,15 @@ static int on_sample(struct run *r, struct report_pass *ps, const struct lp_samp
 		if (err)
 			return err;
 	}
-	err = stacks_add_sample(ps->st, smp, root, &lidx, &missing);
+	err = stacks_add_sample(ps->st, smp, ev->weight, root, &lidx, &missing);
 	ps->missing += missing;
+	prof->events++;
 	if (smp->ustack && lp_ustop_cut(smp->ustop))
-		prof->cut++;
+		prof->cut = count_add(prof->cut, ev->weight);
 	if (smp->lstack && lua_stack_cut(ps->lua, lua_find_stack(ps->lua, smp->lstack)))
-		prof->lua_cut++;
+		prof->lua_cut = count_add(prof->lua_cut, ev->weight);
 	if (!err && o->keep_samples)
-		err = keep_sample(r, ps, smp, p);
+		err = keep_sample(r, ps, ev, p);
 	/* --vmstate names the function a trace runs in, not those inlined. */
 	if (!err && ps->vms)
 		err = vmstate_add(ps->vms, smp, smp->lstack ?
@@ -311,7 +333,7 @@ static int on_sample(struct run *r, struct report_pass *ps, const struct lp_samp
  * one after another.  Any other record ends a run first. */
 #define SAMPLE_RUN STACKS_PREFETCH_MAX
 
-static int on_samples(struct run *r, struct report_pass *ps, const struct lp_sample *run,
+static int on_samples(struct run *r, struct report_pass *ps, const struct lp_event *run,
 		      unsigned *n)
 {
 	int err = 0;
@@ -376,8 +398,9 @@ static int on_record(struct run *r, struct report_pass *ps, const struct lp_reco
 		return lua_add_trace_snaps(ps->lua, &rec->u.trace_snaps);
 	case LP_REC_LUA_SOURCE:
 		return ps->src ? luasrc_add(ps->src, &rec->u.lua_source) : 0;
-	case LP_REC_SAMPLE:
-		return on_sample(r, ps, &rec->u.sample);
+	case LP_REC_SAMPLE: /* (read in runs: load_one()) */
+	case LP_REC_EVENT:
+		return 0;
 	case LP_REC_LOST:
 		ps->lost = count_add(ps->lost, rec->u.lost.count);
 		return 0;
@@ -505,7 +528,7 @@ static int load_one(struct run *r, const char *path, uint32_t index)
 	struct trace_reader *reader = NULL;
 	struct profile *prof = r->prof;
 	struct lp_record rec;
-	struct lp_sample run[SAMPLE_RUN];
+	struct lp_event run[SAMPLE_RUN];
 	struct report_pass *ps = NULL;
 	char errbuf[256] = "";
 	unsigned nrun = 0;
@@ -522,8 +545,11 @@ static int load_one(struct run *r, const char *path, uint32_t index)
 	if (ps)
 		ps->first_kept = prof->nsamples;
 	while (!err && (err = trace_reader_next(reader, &rec)) == 1) {
-		if (rec.type == LP_REC_SAMPLE) {
-			run[nrun++] = rec.u.sample;
+		/* A sample is CPU time worth one tick; an event says its
+		 * kind and weight. */
+		if (rec.type == LP_REC_SAMPLE || rec.type == LP_REC_EVENT) {
+			run[nrun++] = rec.type == LP_REC_EVENT ? rec.u.event :
+				(struct lp_event){ LP_KIND_CPU, 1, rec.u.sample };
 			err = nrun == SAMPLE_RUN ? on_samples(r, ps, run, &nrun) : 0;
 			continue;
 		}
@@ -587,12 +613,18 @@ static int load_all(struct run *r, char *const *traces, size_t n)
 	prof->trace = traces[0];
 	prof->procs = r->procs;
 	prof->complete = 1;
+	prof->kind = r->o->kind;
 	if (r->o->infos)
 		frameinfo_init(&prof->infos, &prof->names);
 	for (size_t i = 0; i < n; i++)
 		if (load_one(r, traces[i], i))
 			return 1;
-	if (!prof->shown)
+	profile_to_shown(prof);
+	if (!prof->events && prof->kind != LP_KIND_CPU)
+		fprintf(stderr, "%s: warning: no %s events to report%s\n", r->o->who,
+			lp_kind_info(prof->kind)->name,
+			prof->samples ? " (none matched --pid/--tid/--from/--to)" : "");
+	else if (!prof->events)
 		fprintf(stderr, "%s: warning: no samples to report%s\n", r->o->who,
 			prof->samples ? " (none matched --pid/--tid/--from/--to)" : "");
 	return 0;

@@ -36,6 +36,7 @@ struct load_opts {
 	int vmstate, annotate;    /* also count --vmstate, --annotate (one
 				   * trace: see report_pass_*()) */
 	const char *symfs;
+	uint32_t kind;            /* the event kind shown (format/kinds.h) */
 };
 
 struct report_pass;
@@ -67,7 +68,7 @@ int report_misuse(const char *who, void (*usage)(FILE *), const char *fmt, ...);
 /* The options that fill struct load_opts, the same in `report` and
  * `diff`: rows for getopt_long's table, and their handler. */
 enum { LOAD_OPT_PID = 400, LOAD_OPT_TID, LOAD_OPT_FROM, LOAD_OPT_TO, LOAD_OPT_LINES,
-       LOAD_OPT_NO_DEMANGLE, LOAD_OPT_SYMFS };
+       LOAD_OPT_NO_DEMANGLE, LOAD_OPT_KIND, LOAD_OPT_SYMFS };
 #define LOAD_OPTIONS                                                   \
 	{ "pid", required_argument, NULL, LOAD_OPT_PID },              \
 	{ "tid", required_argument, NULL, LOAD_OPT_TID },              \
@@ -75,6 +76,7 @@ enum { LOAD_OPT_PID = 400, LOAD_OPT_TID, LOAD_OPT_FROM, LOAD_OPT_TO, LOAD_OPT_LI
 	{ "to", required_argument, NULL, LOAD_OPT_TO },                \
 	{ "lines", no_argument, NULL, LOAD_OPT_LINES },                \
 	{ "no-demangle", no_argument, NULL, LOAD_OPT_NO_DEMANGLE },    \
+	{ "kind", required_argument, NULL, LOAD_OPT_KIND },            \
 	{ "symfs", required_argument, NULL, LOAD_OPT_SYMFS }
 
 /* Applies option c (a LOAD_OPT_*) with its argument: 0, -ENOMEM, or

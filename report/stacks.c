@@ -8,6 +8,7 @@
 
 #include "lib/htab.h"
 #include "report/stacks.h"
+#include "report/count.h"
 
 /* Stand-ins for a stack index or a user resolution. */
 #define NONE UINT32_MAX          /* the sample has no such stack */
@@ -787,7 +788,7 @@ static void seen_key(const struct stacks *s, const struct lp_sample *smp,
 				.uhow = (uint8_t)user_how(smp) };
 }
 
-void stacks_prefetch(const struct stacks *s, const struct lp_sample *v, unsigned n)
+void stacks_prefetch(const struct stacks *s, const struct lp_event *v, unsigned n)
 {
 	uint64_t hash[STACKS_PREFETCH_MAX];
 	struct seen_ent k;
@@ -795,7 +796,7 @@ void stacks_prefetch(const struct stacks *s, const struct lp_sample *v, unsigned
 	if (n > STACKS_PREFETCH_MAX)
 		n = STACKS_PREFETCH_MAX;
 	for (unsigned i = 0; i < n; i++) {
-		seen_key(s, &v[i], &k);
+		seen_key(s, &v[i].s, &k);
 		hash[i] = seen_hash(&k);
 		htab_prefetch(&s->seen_h, hash[i]);
 	}
@@ -807,7 +808,7 @@ void stacks_prefetch(const struct stacks *s, const struct lp_sample *v, unsigned
 	}
 }
 
-int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
+int stacks_add_sample(struct stacks *s, const struct lp_sample *smp, uint64_t weight,
 		      uint32_t root, uint32_t *lidx, int *missing)
 {
 	struct seen_ent k, *e;
@@ -827,13 +828,13 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 		if (e->ustack == k.ustack && e->lstack == k.lstack &&
 		    e->kstack == k.kstack && e->gen == k.gen && e->pid == k.pid &&
 		    e->root == k.root && e->vm == k.vm && e->uhow == k.uhow) {
-			e->count++;
+			e->count = count_add(e->count, weight);
 			s->last = e->cnt;
 			*missing = 0;
 			*lidx = e->lidx;
 			if (e->how < LUA_PLACE_MAX)
-				s->place[e->how]++;
-			s->gaps += e->gap;
+				s->place[e->how] = count_add(s->place[e->how], weight);
+			s->gaps = count_add(s->gaps, e->gap ? weight : 0);
 			return 0;
 		}
 	}
@@ -843,13 +844,13 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 	if (err)
 		return err;
 	if (how < LUA_PLACE_MAX)
-		s->place[how]++;
+		s->place[how] = count_add(s->place[how], weight);
 	k.gap = uidx < MISSING && s->st[uidx].gap;
-	s->gaps += k.gap;
+	s->gaps = count_add(s->gaps, k.gap ? weight : 0);
 	s->last = entry;
 	if (*missing) {
 		/* Not kept: the stack may be defined later. */
-		s->cnt[entry].count++;
+		s->cnt[entry].count = count_add(s->cnt[entry].count, weight);
 		return 0;
 	}
 	err = seen_reserve(s) ?: htab_insert(&s->seen_h, hash, s->nseen);
@@ -858,7 +859,7 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
 	k.cnt = entry;
 	k.lidx = *lidx;
 	k.how = (uint8_t)how;
-	k.count = 1;
+	k.count = weight;
 	s->seen[s->nseen++] = k;
 	return 0;
 }
@@ -977,8 +978,8 @@ static int finish_window(struct stacks *s, struct profile *p, size_t from, size_
 		if (created)
 			p->counts[id] = 0;
 		s->final[i] = id;
-		p->counts[id] += s->cnt[i].count;
-		p->shown += s->cnt[i].count;
+		p->counts[id] = count_add(p->counts[id], s->cnt[i].count);
+		p->shown = count_add(p->shown, s->cnt[i].count);
 	}
 	return 0;
 }
@@ -988,7 +989,8 @@ int stacks_finish(struct stacks *s, struct profile *p)
 	int err = 0;
 
 	for (size_t i = 0; i < s->nseen; i++)
-		s->cnt[s->seen[i].cnt].count += s->seen[i].count;
+		s->cnt[s->seen[i].cnt].count = count_add(s->cnt[s->seen[i].cnt].count,
+							  s->seen[i].count);
 	s->final = calloc(s->ncnt ? s->ncnt : 1, sizeof(*s->final));
 	s->kfirst = malloc((s->nst ? s->nst : 1) * sizeof(*s->kfirst));
 	if (!s->final || !s->kfirst)

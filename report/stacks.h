@@ -34,21 +34,21 @@ void stacks_free(struct stacks *s);
 /* Keeps a STACK record; a second definition of an id is ignored. */
 int stacks_define(struct stacks *s, const struct lp_stack *rec);
 
-/* Counts one sample.  `root` is a name id put above every frame (the
+/* Counts one sample, worth weight (in its kind's unit).  `root` is a name id put above every frame (the
  * process name for --comm) or STACKS_NO_ROOT.  *lidx is the sample's Lua
  * stack, placed in the functions its trace inlined if it was taken in
  * compiled code (lua_place(), once per distinct user and Lua stack): its
  * index in the lua, UINT32_MAX if the sample has none or names one never
  * defined; the sample is counted by how it was placed.  *missing is set
  * when the sample names a stack id that was never defined before it. */
-int stacks_add_sample(struct stacks *s, const struct lp_sample *smp,
+int stacks_add_sample(struct stacks *s, const struct lp_sample *smp, uint64_t weight,
 		      uint32_t root, uint32_t *lidx, int *missing);
 /* Starts reading the memory stacks_add_sample() will look at first for
  * the samples v[0..n), n at most STACKS_PREFETCH_MAX, to be added next:
  * it hides the latency of a table far larger than the caches when stacks
  * are many.  A hint: nothing changes. */
 #define STACKS_PREFETCH_MAX 32
-void stacks_prefetch(const struct stacks *s, const struct lp_sample *v, unsigned n);
+void stacks_prefetch(const struct stacks *s, const struct lp_event *v, unsigned n);
 /* Samples taken in compiled code so far, by enum lua_place. */
 void stacks_place_counts(const struct stacks *s, uint64_t counts[LUA_PLACE_MAX]);
 /* Samples so far whose user stack has a gap: frames the walk could not

@@ -52,6 +52,10 @@ static const char *const modes[][12] = {
 	{ "diff", "-n", "0", "T", "T", NULL },
 	{ "diff", "--format", "folded", "--lines", "T", "T", NULL },
 	{ "diff", "--format", "flamegraph", "--per-second", "--from", "0.01", "T", "T", NULL },
+	{ "report", "--kind", "off-cpu", "--format", "pprof", "T", NULL },
+	{ "report", "--kind", "off-cpu", "--format", "speedscope", "--comm", "T", NULL },
+	{ "report", "--kind", "off-cpu", "-n", "0", "T", "T", NULL },
+	{ "diff", "--kind", "off-cpu", "--format", "flamegraph", "T", "T", NULL },
 };
 #define NMODES (sizeof(modes) / sizeof(modes[0]))
 

@@ -132,6 +132,17 @@ int main(int argc, char **argv)
 						 .vmstate = i % 2 ? 3 : ~i, .lua_state = i % 2 ? 2 : i % 6 };
 		err |= PUT(w, &r);
 	}
+	/* Off-CPU events on the same stacks, and one of a kind unknown. */
+	for (int i = 0; i < 3; i++) {
+		r.type = LP_REC_EVENT;
+		r.u.event = (struct lp_event){ .kind = i < 2 ? LP_KIND_OFF_CPU : 77,
+					       .weight = 1500000u >> i,
+					       .s = { .time_ns = 2500 + i * 1000, .pid = 7, .tid = 7,
+						      .kstack = 4, .ustack = 3, .lstack = 2,
+						      .vmstate = ~1, .lua_state = 2 } };
+		err |= PUT(w, &r);
+	}
+	r.type = LP_REC_SAMPLE;
 	/* In trace 1's machine code, in its second snapshot. */
 	r.u.sample = (struct lp_sample){ .time_ns = 8000, .pid = 7, .tid = 7, .ustack = 5,
 					 .lstack = 2, .vmstate = 0, .lua_state = 2 };

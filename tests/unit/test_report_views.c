@@ -28,8 +28,10 @@
  * line 10, running line 12), which calls string.rep.  Thread 40 takes
  * n40 samples `gap` ns apart from time 1 s; thread 41 takes 2 samples in
  * the kernel function sys_read from 1 s.  Then `extra` samples of
- * thread 40 in main alone (no work frame) follow. */
-static int write_views_trace(const char *path, int n40, uint64_t gap, int extra)
+ * thread 40 in main alone (no work frame) follow.  With events, off-CPU
+ * events too (write_kinds_trace()). */
+static int write_views_trace_ev(const char *path, int n40, uint64_t gap, int extra,
+				int events)
 {
 	static const uint32_t main_bc[] = { LBC_AD(LBC_FUNCV, 2, 0), LBC_AD(LBC_GGET, 0, 0),
 					    LBC_ABC(LBC_CALL, 0, 1, 1), LBC_AD(LBC_RET0, 0, 1) };
@@ -87,8 +89,27 @@ static int write_views_trace(const char *path, int n40, uint64_t gap, int extra)
 						   .kstack = 3, .lua_state = LP_LUA_NONE };
 		err = trace_write(w, &rec);
 	}
+	/* Off-CPU: 3 events of 1.5 ms in work, 1 of 0.4 ms in sys_read, and
+	 * 2 of a kind no luaprof knows (99), among the samples' times. */
+	for (int i = 0; !err && events && i < 6; i++) {
+		rec.type = LP_REC_EVENT;
+		rec.u.event = (struct lp_event){
+			.kind = i < 4 ? LP_KIND_OFF_CPU : 99,
+			.weight = i < 3 ? 1500000 : 400000,
+			.s = { .time_ns = t + i * gap + 5000, .pid = 40, .tid = i < 3 ? 40 : 41,
+			       .ustack = i < 3 ? 1 : 0, .lstack = i < 3 ? 9 : 0,
+			       .kstack = i < 3 ? 0 : 3, .vmstate = ~0,
+			       .lua_state = i < 3 ? LP_LUA_WALKED : LP_LUA_NONE },
+		};
+		err = trace_write(w, &rec);
+	}
 	err = err ?: rt_kfuncs(w, kfn, 1);
 	return trace_writer_close(w, NULL) ?: err;
+}
+
+static int write_views_trace(const char *path, int n40, uint64_t gap, int extra)
+{
+	return write_views_trace_ev(path, n40, gap, extra, 0);
 }
 
 TEST(views_help_lists_every_format)
@@ -228,6 +249,9 @@ struct pprof_read {
 	uint64_t loc_line[64], loc_fn[64], loc_map[64];
 	uint32_t nloc;
 	uint64_t nmaps;
+	uint64_t type[2], unit[2]; /* sample types (string indices) */
+	uint32_t ntypes;
+	uint64_t default_type, period_type;
 };
 
 static int read_pprof(const uint8_t *v, size_t n, struct pprof_read *pr)
@@ -281,6 +305,18 @@ static int read_pprof(const uint8_t *v, size_t n, struct pprof_read *pr)
 			pr->nloc++;
 		} else if (f == 3) {
 			pr->nmaps++;
+		} else if (f == 1 && pr->ntypes < 2) {
+			while (pbr_next(&sub, &g, &y, &sub2) == 1) {
+				if (g == 1)
+					pr->type[pr->ntypes] = y;
+				if (g == 2)
+					pr->unit[pr->ntypes] = y;
+			}
+			pr->ntypes++;
+		} else if (f == 14) {
+			pr->default_type = x;
+		} else if (f == 11) {
+			pr->period_type = 1;
 		}
 	}
 	return rc;
@@ -553,4 +589,104 @@ TEST(views_diff_flamegraph_colours)
 	CHECK(bl == 255 && r < 100);
 	CHECK(strstr(s, "luaprof diff: "));
 	free(s);
+}
+
+
+/* ---- event kinds ---------------------------------------------------- */
+
+/* CPU samples read as before beside events of other kinds, which the
+ * header counts; --kind off-cpu weighs its events in microseconds. */
+TEST(kinds_one_at_a_time_weighted)
+{
+	const char *path = rt_path("kinds.lp"), *cpu_only = rt_path("kinds-cpu.lp");
+	char *out = NULL, *plain = NULL, *err = NULL;
+
+	CHECK(write_views_trace_ev(path, 6, 10000000, 0, 1) == 0);
+	CHECK(write_views_trace(cpu_only, 6, 10000000, 0) == 0);
+	/* cpu, the default: the same stacks and counts as without events. */
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--format", "folded", path, NULL) == 0);
+	CHECK(rt_run(cmd_report, &plain, NULL, "report", "--format", "folded", cpu_only,
+		     NULL) == 0);
+	CHECK(out && plain && !strcmp(out, plain));
+	CHECK(strstr(out, ";work (") && strstr(out, " 6\n") && strstr(out, "sys_read_[k] 2\n"));
+	free(out);
+	free(plain);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", path, NULL) == 0);
+	CHECK(strstr(out, "# samples: 8, lost: 0"));
+	CHECK(strstr(out, "# also in the trace: 4 off-cpu events (--kind off-cpu), 2 events "
+			  "of kinds this luaprof does not know\n"));
+	free(out);
+	/* off-cpu: 4.5 ms in work, 0.4 ms in sys_read, as microseconds. */
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--kind", "off-cpu", "--format", "folded",
+		     path, NULL) == 0);
+	CHECK(strstr(out, ";work (") && strstr(out, " 4500\n") && strstr(out, "sys_read_[k] 400\n"));
+	CHECK(rt_count(out, "\n") == 2);
+	free(out);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--kind", "off-cpu", path, NULL) == 0);
+	CHECK(strstr(out, "# kind: off-cpu, "));
+	CHECK(strstr(out, "# off-cpu: 4900 us in 4 events, lost: 0"));
+	CHECK(strstr(out, "# also in the trace: 8 cpu events (--kind cpu), 2 events"));
+	CHECK(strstr(out, "        us  percent  function"));
+	CHECK(strstr(out, "91.84%"));
+	free(out);
+	/* Misuse: a kind no one knows; a mode that counts CPU samples. */
+	CHECK(rt_run(cmd_report, NULL, &err, "report", "--kind", "wall", path, NULL) == 2);
+	CHECK(strstr(err, "unknown event kind 'wall'"));
+	free(err);
+	CHECK(rt_run(cmd_report, NULL, &err, "report", "--kind", "off-cpu", "--vmstate", path,
+		     NULL) == 2);
+	CHECK(strstr(err, "count CPU samples: not with --kind off-cpu"));
+	free(err);
+}
+
+/* pprof names a kind's sample types as Go's pprof does, and weighs each
+ * sample by its event's weight, not a sampling period. */
+TEST(kinds_pprof_sample_types)
+{
+	const char *path = rt_path("kinds.lp"), *pb = rt_path("kinds.pb.gz");
+	struct pprof_read pr;
+	uint8_t *v;
+	size_t n = 0;
+
+	CHECK(write_views_trace_ev(path, 6, 10000000, 0, 1) == 0);
+	CHECK(rt_run(cmd_report, NULL, NULL, "report", "--kind", "off-cpu", "--format", "pprof",
+		     "-o", pb, path, NULL) == 0);
+	v = gunzip_file(pb, &n);
+	CHECK(v);
+	CHECK(read_pprof(v, n, &pr) == 0);
+	free(v);
+	CHECK(pr.ntypes == 2);
+	CHECK(!strcmp(pp_str(&pr, pr.type[0]), "switches") &&
+	      !strcmp(pp_str(&pr, pr.unit[0]), "count"));
+	CHECK(!strcmp(pp_str(&pr, pr.type[1]), "off_cpu") &&
+	      !strcmp(pp_str(&pr, pr.unit[1]), "nanoseconds"));
+	CHECK(!strcmp(pp_str(&pr, pr.default_type), "off_cpu") && !pr.period_type);
+	CHECK(pr.values[0] == 4 && pr.values[1] == 4900000);
+	for (uint32_t i = 0; i < pr.nstrs; i++)
+		free((char *)pr.strs[i]);
+	/* CPU's as before: samples/count, cpu/nanoseconds with a period. */
+	CHECK(rt_run(cmd_report, NULL, NULL, "report", "--format", "pprof", "-o", pb, path,
+		     NULL) == 0);
+	v = gunzip_file(pb, &n);
+	CHECK(v && read_pprof(v, n, &pr) == 0);
+	free(v);
+	CHECK(!strcmp(pp_str(&pr, pr.type[0]), "samples") &&
+	      !strcmp(pp_str(&pr, pr.type[1]), "cpu") && pr.period_type);
+	CHECK(pr.values[0] == 8);
+	for (uint32_t i = 0; i < pr.nstrs; i++)
+		free((char *)pr.strs[i]);
+}
+
+/* info counts each kind's events and their weight. */
+TEST(kinds_info_counts)
+{
+	const char *path = rt_path("kinds.lp");
+	char *out = NULL;
+
+	CHECK(write_views_trace_ev(path, 6, 10000000, 0, 1) == 0);
+	CHECK(rt_run(cmd_info, &out, NULL, "info", path, NULL) == 0);
+	CHECK(strstr(out, "\nsamples: 8 "));
+	CHECK(strstr(out, "\nevents: 4 off-cpu (4900000 nanoseconds), 2 of kinds this luaprof "
+			  "does not know\n"));
+	free(out);
 }
