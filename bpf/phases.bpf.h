@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * phases.bpf.h - the clock behind `record -v`'s breakdown of the sampler's
- * time (layout and phases in bpf/phases.h).  Included by sampler.bpf.c
- * before the walkers, which mark the phases that end inside them.
+ * time (layout and phases in bpf/phases.h).  Included by
+ * bpf/capture.bpf.h before the walkers, which mark the phases that end
+ * inside them.
  *
  * Off unless the recorder sets time_phases: then every phase_end() is
  * dead code the verifier never sees.  On, each mark costs a clock read

@@ -3,8 +3,8 @@
  * unwind_native.bpf.h - walks a sampled thread's native user stack with
  * the unwind tables record/unwind.c loads (layout in bpf/unwind_maps.h), for
  * code built without frame pointers: Debian's packages, and LuaJIT, whose
- * interpreter uses rbp as a general register.  Included by sampler.bpf.c,
- * whose on_sample calls unwind_native_user_stack().
+ * interpreter uses rbp as a general register.  Included by
+ * bpf/capture.bpf.h, whose capture_stacks() calls unwind_native_user_stack().
  *
  * Each frame: find the executable mapping that holds pc (binary search of
  * the process's sorted list), then the row of that object that covers the
@@ -48,7 +48,7 @@
  *
  * The stack above the first frame's rsp is copied in one read before any
  * other read of the target's memory in a sample (LP_STACK_WINDOW bytes at
- * most, or to the end of the page near the top of the stack): on_sample
+ * most, or to the end of the page near the top of the stack): the capture
  * calls unwind_copy_stack() before the Lua walk, whose reads of the VM's
  * C frames, which lie in it, it serves too (stack_copy_holding()).  The
  * frames' reads come from the copy while they fall in it, and a read
@@ -594,7 +594,7 @@ static __always_inline int unwind_is_cframe(struct unwind_cursor *c, __u64 cf, _
  * C frame, if the frame is one: it is if the lua_State it saved has it
  * as its innermost C frame (L->cframe).  From there on the walk steps
  * over the VM's frames with the C frame chain, as if the Lua walk had
- * found L, and reports the frame's CFA: sampler.bpf.c walks Lua again
+ * found L, and reports the frame's CFA: the capture walks Lua again
  * from it (bpf/walk_lua.bpf.h validates that L's G).
  */
 static __always_inline void unwind_vm_find(struct unwind_cursor *c)
@@ -1283,10 +1283,10 @@ static long unwind_step(__u32 i, void *arg)
 }
 
 /*
- * The registers of user mode when the tick came, as on_sample read them
- * for both walks (sampler.bpf.c): the tick's own if it interrupted user
- * code, else those saved on entry to the kernel (the thread was in a
- * system call or a fault).  0, or -1 when the thread has no user mode (a
+ * The registers of user mode at the event, as the capture's caller read
+ * them for both walks (bpf/capture.bpf.h): the interrupted ones if the
+ * event came in user mode, else those saved on entry to the kernel (the
+ * thread was in a system call or a fault).  0, or -1 when the thread has no user mode (a
  * kernel thread).
  */
 static __always_inline int unwind_user_regs(const struct user_regs *regs,
@@ -1343,8 +1343,8 @@ static __always_inline const struct lj_proc *unwind_lj_proc(__u32 tgid)
 
 /*
  * Fills e->ustack, e->ustack_bytes and e->ustack_stop for a process whose
- * mappings the recorder loaded, from regs, the user registers at the tick
- * (sampler.bpf.c reads them once for both walks); returns 0 then.  Returns -1, with
+ * mappings the recorder loaded, from cap->regs, the user registers at the
+ * event (read once for both walks); returns 0 then.  Returns -1, with
  * e->ustack_stop = LP_USTOP_FALLBACK and nothing else written, for any
  * other process: the caller takes the kernel's frame-pointer walk.
  *
@@ -1430,7 +1430,7 @@ __noinline int unwind_native_user_stack(struct lp_event_sample *e, struct captur
 		c->sp0 = c->sp;
 		c->bp0 = c->bp;
 		c->tid = e->h.tid;
-		/* The copy on_sample took before the Lua walk, from this
+		/* The copy the capture took before the Lua walk, from this
 		 * sp (unwind_copy_stack()), with the Lua walk's reads in
 		 * it; the window is the walk's from here on. */
 		if (win && win->copy_len && win->copy_lo == (c->sp & ~63ull)) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * walk_lua.bpf.h - finds the running LuaJIT coroutine at a sample and walks
- * its Lua frames, leaf first, into the sample event.  Included by
- * sampler.bpf.c; the layouts it reads are in bpf/luajit_layout.h.
+ * its Lua frames, leaf first, into the event.  Included by
+ * bpf/capture.bpf.h; the layouts it reads are in bpf/luajit_layout.h.
  *
  * Which global_State: the interpreter keeps DISPATCH (= G + g2disp) in r14,
  * so r14 - g2disp is a candidate G, trusted only if it validates: the
@@ -12,7 +12,7 @@
  * DISPATCH (inside C functions, GC, libc).  A thread that is seldom in the
  * interpreter (a long string.gsub, a host's C code called from Lua) may
  * show no such tick for long; but any sample whose native walk crossed the
- * VM's C frame has its lua_State there (SAVE_L), so sampler.bpf.c calls
+ * VM's C frame has its lua_State there (SAVE_L), so the capture calls
  * walk_lua() again with that frame's CFA when r14 and the cache gave
  * nothing: G is L->glref, trusted if L's innermost C frame is that very
  * frame and G validates as above.  A G that has not run yet (vmstate 0: a
@@ -101,7 +101,7 @@
 #define LJ_CALL_WIN 256 /* bytes of bytecode read up to a return PC; ditto */
 
 /* Each target's VM, once found; a change calls procs_changed() after it
- * (sampler.bpf.c, procs_gen). */
+ * (bpf/capture.bpf.h, procs_gen). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -263,7 +263,7 @@ struct lua_walk {
 	__u64 cw_lo; /* call_win holds [cw_lo, cw_lo + cw_len) */
 	__u32 cw_len;
 	/* G's and the running lua_State's fields are here, not on the
-	 * stack: 6.1's verifier counts the frames of on_sample, walk_lua and
+	 * stack: 6.1's verifier counts the frames of the caller, walk_lua and
 	 * its bpf_loop callback together against 512 bytes. */
 	struct lj_gfields gf;
 	struct lj_state st;
@@ -1338,7 +1338,8 @@ static __always_inline __u64 G_from_vm_frame(struct lua_walk *w, __u64 cfa, __u6
 }
 
 /* This CPU's copy of tgid's lj_procs entry, taken again if procs_gen
- * moved since (sampler.bpf.c says why it is read first); NULL: no VM. */
+ * moved since (bpf/capture.bpf.h says why it is read first); NULL: no
+ * VM. */
 static __always_inline struct lj_proc *proc_of(struct lua_walk *wp, __u32 tgid)
 {
 	struct lj_proc *p;
