@@ -56,7 +56,6 @@ struct frames {
 	struct htab chains_h;
 	uint32_t *chain_ids;
 	size_t nchain_ids, capchain_ids;
-	struct maps *maps;
 	struct symbolizer *sym;
 	struct objects *objs; /* NULL: mappings are read from their paths */
 	struct ksym *ksyms;
@@ -68,15 +67,13 @@ struct frames {
 	uint32_t unmapped_id, kernel_id; /* interned on first use */
 };
 
-int frames_new(struct frames **out, struct strtab *names, struct maps *maps,
-	       struct symbolizer *sym)
+int frames_new(struct frames **out, struct strtab *names, struct symbolizer *sym)
 {
 	struct frames *f = calloc(1, sizeof(*f));
 
 	if (!f)
 		return -ENOMEM;
 	f->names = names;
-	f->maps = maps;
 	f->sym = sym;
 	f->sorted = 1;
 	f->unmapped_id = f->kernel_id = UINT32_MAX;
@@ -236,7 +233,7 @@ static int name_special(struct frames *f, const struct map_ent *m, uint64_t at,
 	       describe_native(f, *id, m, off + m->pgoff, *func, NULL);
 }
 
-static int name_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
+static int name_chain(struct frames *f, const struct maps_view *v, uint64_t addr, int ret,
 		      uint32_t *ids, uint32_t *n, uint32_t *func)
 {
 	const struct map_ent *m;
@@ -248,7 +245,7 @@ static int name_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 	int err;
 
 	*n = 1;
-	m = maps_find(f->maps, pid, at);
+	m = maps_view_find(v, at);
 	if (!m) {
 		if (f->unmapped_id == UINT32_MAX) {
 			err = frames_name(f, "[unmapped]", &f->unmapped_id) ?:
@@ -315,11 +312,12 @@ static int name_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 			   &ids[c.n - 1]);
 }
 
-int frames_user_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
+int frames_user_chain(struct frames *f, const struct maps_view *v, uint64_t addr, int ret,
 		      uint32_t *ids, uint32_t *n, uint32_t *func)
 {
 	uint64_t at = ret && addr ? addr - 1 : addr;
-	uint64_t gen = maps_generation(f->maps, pid), hash;
+	uint64_t gen = v->gen, hash;
+	uint32_t pid = v->pid;
 	struct htab_probe p;
 	int64_t i;
 	int err;
@@ -336,7 +334,7 @@ int frames_user_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 			return 0;
 		}
 	}
-	err = name_chain(f, pid, addr, ret, ids, n, func);
+	err = name_chain(f, v, addr, ret, ids, n, func);
 	if (!err && f->nchain_ids + *n > UINT32_MAX)
 		return 0; /* named, not kept */
 	err = err ?: GROW(f->chain_ids, f->capchain_ids, f->nchain_ids + *n) ?:
@@ -351,12 +349,12 @@ int frames_user_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
 	return 0;
 }
 
-int frames_user(struct frames *f, uint32_t pid, uint64_t addr, int ret,
+int frames_user(struct frames *f, const struct maps_view *v, uint64_t addr, int ret,
 		uint32_t *id)
 {
 	uint32_t ids[FRAMES_MAX_CHAIN], n;
 
-	return frames_user_chain(f, pid, addr, ret, ids, &n, id);
+	return frames_user_chain(f, v, addr, ret, ids, &n, id);
 }
 
 int frames_add_ksyms(struct frames *f, const struct lp_ksyms *rec)

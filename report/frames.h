@@ -25,8 +25,7 @@
 
 struct frames;
 
-int frames_new(struct frames **out, struct strtab *names, struct maps *maps,
-	       struct symbolizer *sym);
+int frames_new(struct frames **out, struct strtab *names, struct symbolizer *sym);
 void frames_free(struct frames *f);
 /* Names the frames of mappings that name an object through `o`: the
  * trace's embedded tables, or verified local files (objects.h). */
@@ -51,10 +50,10 @@ void frames_set_demangle(struct frames *f, int demangle);
  * DWARF).  *func is the function's own name, without the FILE:LINE of
  * --lines.  `ret` is set for return addresses (all frames but a stack's
  * leaf): they are looked up at addr - 1, the call instruction. */
-int frames_user_chain(struct frames *f, uint32_t pid, uint64_t addr, int ret,
+int frames_user_chain(struct frames *f, const struct maps_view *v, uint64_t addr, int ret,
 		      uint32_t *ids, uint32_t *n, uint32_t *func);
 /* The function alone: *func of frames_user_chain(). */
-int frames_user(struct frames *f, uint32_t pid, uint64_t addr, int ret,
+int frames_user(struct frames *f, const struct maps_view *v, uint64_t addr, int ret,
 		uint32_t *id);
 int frames_kernel(struct frames *f, uint64_t addr, int ret, uint32_t *id);
 /* Interns any other name (a comm, "[no stack]") the same careful way. */

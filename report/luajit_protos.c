@@ -608,10 +608,10 @@ static const struct frame_info builtin_info = {
 	.mapping = FRAMEINFO_NONE,
 };
 
-int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
+int lua_stack_names(struct lua *l, const struct maps_view *v, uint32_t idx, uint32_t *out,
 		    uint32_t *n)
 {
-	const struct vm_ent *vm = find_vm(l, pid);
+	const struct vm_ent *vm = find_vm(l, v->pid);
 	const struct trace_ent *trace = NULL;
 	const struct lp_lframe *inl[LUA_INLINED_NAMED];
 	const struct lstack_ent *e;
@@ -650,7 +650,7 @@ int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
 			trace = NULL; /* only the innermost Lua frame runs it */
 			break;
 		case LP_LFRAME_C:
-			err = frames_user(l->fr, pid, f->value, 0, id);
+			err = frames_user(l->fr, v, f->value, 0, id);
 			break;
 		case LP_LFRAME_FF:
 			/* Ids 0 and 1 are Lua and C functions, never builtins:

@@ -80,9 +80,10 @@ uint32_t lua_vm_id(const struct lua *l, uint32_t pid);
 /* The interpreter's code range of pid's VM; 0, or -ENOENT if unknown. */
 int lua_vm_range(const struct lua *l, uint32_t pid, uint64_t *start,
 		 uint64_t *end);
-/* Names the frames of Lua stack idx for pid into out[], leaf first,
- * LUA_ENTRY_MARK at VM entries; *n gets the count (at most the depth). */
-int lua_stack_names(struct lua *l, uint32_t pid, uint32_t idx, uint32_t *out,
+/* Names the frames of Lua stack idx for v's process into out[], leaf
+ * first, LUA_ENTRY_MARK at VM entries; *n gets the count (at most the
+ * depth). */
+int lua_stack_names(struct lua *l, const struct maps_view *v, uint32_t idx, uint32_t *out,
 		    uint32_t *n);
 
 /* The name id of the innermost Lua function of Lua stack idx (as

@@ -286,22 +286,25 @@ void maps_exit(struct maps *m, uint32_t pid)
 	m->exited_len++;
 }
 
-uint64_t maps_generation(struct maps *m, uint32_t pid)
+void maps_view(struct maps *m, uint32_t pid, struct maps_view *v)
 {
 	const struct pid_maps *pm;
 
-	if (m->hot && m->pids[m->hot - 1].pid == pid)
-		return m->pids[m->hot - 1].gen;
-	pm = find_pid(m, pid);
-	if (pm)
-		m->hot = (size_t)(pm - m->pids) + 1;
-	return pm ? pm->gen : 0;
+	if (m->hot && m->pids[m->hot - 1].pid == pid) {
+		pm = &m->pids[m->hot - 1];
+	} else {
+		pm = find_pid(m, pid);
+		if (pm)
+			m->hot = (size_t)(pm - m->pids) + 1;
+	}
+	v->pid = pid;
+	v->pm = pm;
+	v->gen = pm ? pm->gen : 0;
 }
 
-const struct map_ent *maps_find(const struct maps *m, uint32_t pid,
-				uint64_t addr)
+const struct map_ent *maps_view_find(const struct maps_view *v, uint64_t addr)
 {
-	const struct pid_maps *pm = find_pid(m, pid);
+	const struct pid_maps *pm = v->pm;
 	size_t lo = 0, hi;
 
 	if (!pm || !pm->n)

@@ -36,11 +36,22 @@ int maps_fork(struct maps *m, uint32_t pid, uint32_t ppid);
  * sample that trails its exit record is still resolved. */
 void maps_exit(struct maps *m, uint32_t pid);
 
-/* The generation of pid's layout, 0 when it has none.  Not const: it
- * remembers the pid it was last asked about. */
-uint64_t maps_generation(struct maps *m, uint32_t pid);
-/* The mapping of pid containing addr, or NULL. */
-const struct map_ent *maps_find(const struct maps *m, uint32_t pid,
-				uint64_t addr);
+/* A process's layout as one sample reads it: looked up once per sample
+ * (maps_view()) and handed to whatever names the sample's frames, which
+ * then look nothing up by pid.  Valid until the next record is applied
+ * (maps_apply(), maps_fork(), maps_exit()): a sample's frames are all
+ * named before that. */
+struct pid_maps;
+struct maps_view {
+	uint32_t pid;
+	uint64_t gen;              /* the layout's generation, 0: none */
+	const struct pid_maps *pm; /* NULL: none */
+};
+
+/* pid's view.  Not const: it remembers the pid it was last asked about
+ * (a trace's samples come in runs of few pids). */
+void maps_view(struct maps *m, uint32_t pid, struct maps_view *v);
+/* The mapping of v's process containing addr, or NULL. */
+const struct map_ent *maps_view_find(const struct maps_view *v, uint64_t addr);
 
 #endif

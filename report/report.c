@@ -502,7 +502,7 @@ static int pass_new(struct run *r, const char *path, uint32_t index, struct repo
 	if (!err)
 		err = objects_preload(ps->objs, path);
 	if (!err)
-		err = frames_new(&ps->fr, &r->prof->names, ps->maps, ps->sym);
+		err = frames_new(&ps->fr, &r->prof->names, ps->sym);
 	if (!err) {
 		frames_set_objects(ps->fr, ps->objs);
 		frames_set_lines(ps->fr, o->lines);

@@ -245,12 +245,12 @@ static int reserve_buf(struct stacks *s, size_t n)
 /* lua_stack_names(), once per Lua stack, process, layout and VM record
  * (the names of its C functions depend on the layout): the names are
  * copied to out, *n of them. */
-static int lua_names(struct stacks *s, uint32_t pid, uint32_t lidx, uint32_t *out,
-		     uint32_t *n)
+static int lua_names(struct stacks *s, const struct maps_view *v, uint32_t lidx,
+		     uint32_t *out, uint32_t *n)
 {
-	uint64_t gen = maps_generation(s->maps, pid), hash;
-	uint32_t vm = lua_vm_id(s->lua, pid), seq, len;
-	const uint32_t *v;
+	uint64_t gen = v->gen, hash;
+	uint32_t pid = v->pid, vm = lua_vm_id(s->lua, pid), seq, len;
+	const uint32_t *names;
 	struct htab_probe p;
 	int64_t i;
 	int err;
@@ -261,13 +261,13 @@ static int lua_names(struct stacks *s, uint32_t pid, uint32_t lidx, uint32_t *ou
 		const struct lnames_ent *e = &s->lnames[i];
 
 		if (e->pid == pid && e->lstack == lidx && e->vm == vm && e->gen == gen) {
-			v = seqtab_get(&s->lseqs, e->seq, &len);
-			memcpy(out, v, len * sizeof(*v));
+			names = seqtab_get(&s->lseqs, e->seq, &len);
+			memcpy(out, names, len * sizeof(*names));
 			*n = len;
 			return 0;
 		}
 	}
-	err = lua_stack_names(s->lua, pid, lidx, out, n) ?:
+	err = lua_stack_names(s->lua, v, lidx, out, n) ?:
 	      seqtab_intern(&s->lseqs, out, *n, &seq, NULL) ?:
 	      GROW(s->lnames, s->caplnames, s->nlnames + 1) ?:
 	      htab_insert(&s->lnames_h, hash, s->nlnames);
@@ -277,11 +277,12 @@ static int lua_names(struct stacks *s, uint32_t pid, uint32_t lidx, uint32_t *ou
 	return 0;
 }
 
-/* The native entry of user stack uidx in pid's layout of generation gen. */
-static int native_get(struct stacks *s, uint32_t pid, uint32_t uidx, uint64_t gen,
+/* The native entry of user stack uidx in v's layout. */
+static int native_get(struct stacks *s, const struct maps_view *v, uint32_t uidx,
 		      const struct native_ent **out)
 {
-	uint64_t hash = hash_fields(pid, uidx, gen, 0);
+	uint32_t pid = v->pid;
+	uint64_t gen = v->gen, hash = hash_fields(pid, uidx, gen, 0);
 	uint32_t depth = s->st[uidx].depth;
 	struct native_ent *ne;
 	struct htab_probe p;
@@ -312,23 +313,24 @@ static int native_get(struct stacks *s, uint32_t pid, uint32_t uidx, uint64_t ge
 
 /* The frames of address i (leaf first) of ne's stack, whose addresses
  * are a[]: frames_user_chain(), the first time. */
-static int native_chain(struct stacks *s, const struct native_ent *ne, const uint64_t *a,
-			uint32_t i, const uint32_t **ids, uint32_t *n, uint32_t *func)
+static int native_chain(struct stacks *s, const struct maps_view *v,
+			const struct native_ent *ne, const uint64_t *a, uint32_t i,
+			const uint32_t **ids, uint32_t *n, uint32_t *func)
 {
 	struct native_frame *f = &s->nfr[ne->first + i];
 
 	if (f->off == UNNAMED) {
-		uint32_t v[FRAMES_MAX_CHAIN], k;
+		uint32_t ch[FRAMES_MAX_CHAIN], k;
 		int err;
 
-		err = frames_user_chain(s->fr, ne->pid, a[i], i != 0, v, &k, &f->func);
+		err = frames_user_chain(s->fr, v, a[i], i != 0, ch, &k, &f->func);
 		if (!err && s->nnids + k >= UNNAMED)
 			err = -ENOMEM;
 		if (!err)
 			err = GROW(s->nids, s->capnids, s->nnids + k);
 		if (err)
 			return err;
-		memcpy(s->nids + s->nnids, v, k * sizeof(*v));
+		memcpy(s->nids + s->nnids, ch, k * sizeof(*ch));
 		f->off = (uint32_t)s->nnids;
 		f->n = (uint8_t)k;
 		s->nnids += k;
@@ -339,27 +341,29 @@ static int native_chain(struct stacks *s, const struct native_ent *ne, const uin
 	return 0;
 }
 
-/* Whether address i of ne's stack, looked up at `at`, is in anonymous
- * memory. */
-static int native_anon(struct stacks *s, const struct native_ent *ne, uint32_t i, uint64_t at)
+/* Whether address i of ne's stack, looked up at `at` in v, is in
+ * anonymous memory. */
+static int native_anon(struct stacks *s, const struct maps_view *v, const struct native_ent *ne,
+		       uint32_t i, uint64_t at)
 {
 	struct native_frame *f = &s->nfr[ne->first + i];
 
 	if (f->anon < 0) {
-		const struct map_ent *m = maps_find(s->maps, ne->pid, at);
+		const struct map_ent *m = maps_view_find(v, at);
 
 		f->anon = m && !m->path[0];
 	}
 	return f->anon;
 }
 
-/* Names a user stack's frames against pid's layout as it is now, with
+/* Names a user stack's frames against v's layout as it is now, with
  * the Lua stack's frames in place of the native frames of each VM entry,
  * and [truncated] at the root of a native stack that was cut (how &
  * UF_CUT).  uidx or lidx may be NONE. */
-static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t uidx,
+static int resolve_user(struct stacks *s, const struct maps_view *v, uint32_t uidx,
 			uint32_t lidx, int how, uint32_t *useq)
 {
+	uint32_t pid = v->pid;
 	const struct stack_ent *e = uidx < MISSING ? &s->st[uidx] : NULL;
 	const struct native_ent *ne = NULL;
 	/* Not s->addrs + 0 while s->addrs is NULL (only empty stacks yet):
@@ -377,13 +381,13 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 	/* A native address may be several frames (inlined functions). */
 	err = reserve_buf(s, room + ld + 2);
 	if (!err && nd)
-		err = native_get(s, pid, uidx, gen, &ne);
+		err = native_get(s, v, uidx, &ne);
 	if (err)
 		return err;
 	/* The Lua names go after the result's room. */
 	lua = s->buf + room;
 	if (lidx < MISSING) {
-		err = lua_names(s, pid, lidx, lua, &nl);
+		err = lua_names(s, v, lidx, lua, &nl);
 		if (err)
 			return err;
 	}
@@ -440,10 +444,10 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 		    !any_vm) {
 			if (trace && ts < te && (how & UF_STOP_JIT) && i + 1 == nd)
 				vm = (at >= ts && at < te) ||
-				     (native_anon(s, ne, i, at) &&
-				      maps_find(s->maps, pid, at) == maps_find(s->maps, pid, ts));
+				     (native_anon(s, v, ne, i, at) &&
+				      maps_view_find(v, at) == maps_view_find(v, ts));
 			else
-				vm = native_anon(s, ne, i, at) || (trace && at >= ts && at < te);
+				vm = native_anon(s, v, ne, i, at) || (trace && at >= ts && at < te);
 		}
 		if (have_vm && li < nl && vm) {
 			/* This VM entry's Lua frames; a C function's Lua-level
@@ -475,7 +479,7 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 		}
 		if (gap)
 			continue;
-		err = native_chain(s, ne, a, i, &ids, &n, &last);
+		err = native_chain(s, v, ne, a, i, &ids, &n, &last);
 		if (err)
 			return err;
 		memcpy(&s->buf[k], ids, n * sizeof(*ids));
@@ -507,10 +511,11 @@ static int resolve_user(struct stacks *s, uint32_t pid, uint64_t gen, uint32_t u
 /* The user frames of a sample: user stack idx (NONE: none, MISSING:
  * undefined), Lua stack id lid (0: none) as placed at lidx (UINT32_MAX:
  * none or undefined), how (UF_*) the rest of the sample says. */
-static int user_frames(struct stacks *s, uint32_t pid, uint32_t idx,
+static int user_frames(struct stacks *s, const struct maps_view *v, uint32_t idx,
 		       uint64_t lid, uint32_t lidx, int how, uint32_t *useq)
 {
-	uint64_t gen, hash;
+	uint32_t pid = v->pid;
+	uint64_t gen = v->gen, hash;
 	struct htab_probe p;
 	int64_t i;
 	int err;
@@ -523,7 +528,6 @@ static int user_frames(struct stacks *s, uint32_t pid, uint32_t idx,
 		*useq = MISSING;
 		return 0;
 	}
-	gen = maps_generation(s->maps, pid);
 	hash = hash_fields((uint64_t)how << 32 | pid, idx, lidx, gen);
 	htab_probe_start(&s->ures_h, hash, &p);
 	while ((i = htab_probe_next(&s->ures_h, &p)) >= 0) {
@@ -535,7 +539,7 @@ static int user_frames(struct stacks *s, uint32_t pid, uint32_t idx,
 			return 0;
 		}
 	}
-	err = resolve_user(s, pid, gen, idx, lidx, how, useq);
+	err = resolve_user(s, v, idx, lidx, how, useq);
 	if (!err)
 		err = GROW(s->ures, s->capures, s->nures + 1);
 	if (!err)
@@ -693,8 +697,9 @@ static int vm_pseudo_frame(struct stacks *s, int k, uint32_t *id)
 
 /* The count entry of a sample not seen before, whose Lua stack
  * lua_stack() placed at lidx: its frames resolved. */
-static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t uidx,
-			uint32_t lidx, uint32_t root, int vmk, uint32_t *entry, int *missing)
+static int place_sample(struct stacks *s, const struct lp_sample *smp,
+			const struct maps_view *v, uint32_t uidx, uint32_t lidx, uint32_t root,
+			int vmk, uint32_t *entry, int *missing)
 {
 	uint32_t useq = NONE, kstack = NONE, vm;
 	struct count_ent *c;
@@ -704,7 +709,7 @@ static int place_sample(struct stacks *s, const struct lp_sample *smp, uint32_t 
 	int err;
 
 	if (smp->ustack || smp->lstack) {
-		err = user_frames(s, smp->pid, uidx, smp->lstack, lidx, user_how(smp), &useq);
+		err = user_frames(s, v, uidx, smp->lstack, lidx, user_how(smp), &useq);
 		if (err)
 			return err;
 	}
@@ -776,13 +781,16 @@ static int seen_reserve(struct stacks *s)
 	return 0;
 }
 
-/* The seen table's key of a sample (root aside). */
-static void seen_key(const struct stacks *s, const struct lp_sample *smp,
+/* The seen table's key of a sample (root aside), and the view of its
+ * process's layout the rest of its counting reads: the one lookup of its
+ * process in the layouts. */
+static void seen_key(const struct stacks *s, const struct lp_sample *smp, struct maps_view *v,
 		     struct seen_ent *k)
 {
+	maps_view(s->maps, smp->pid, v);
 	*k = (struct seen_ent){ .ustack = smp->ustack, .lstack = smp->lstack,
 				.kstack = smp->kstack,
-				.gen = maps_generation(s->maps, smp->pid),
+				.gen = v->gen,
 				.pid = smp->pid,
 				.vm = (uint8_t)(vm_class(smp) + 1),
 				.uhow = (uint8_t)user_how(smp) };
@@ -791,12 +799,13 @@ static void seen_key(const struct stacks *s, const struct lp_sample *smp,
 void stacks_prefetch(const struct stacks *s, const struct lp_event *v, unsigned n)
 {
 	uint64_t hash[STACKS_PREFETCH_MAX];
+	struct maps_view mv;
 	struct seen_ent k;
 
 	if (n > STACKS_PREFETCH_MAX)
 		n = STACKS_PREFETCH_MAX;
 	for (unsigned i = 0; i < n; i++) {
-		seen_key(s, &v[i].s, &k);
+		seen_key(s, &v[i].s, &mv, &k);
 		hash[i] = seen_hash(&k);
 		htab_prefetch(&s->seen_h, hash[i]);
 	}
@@ -811,6 +820,7 @@ void stacks_prefetch(const struct stacks *s, const struct lp_event *v, unsigned 
 int stacks_add_sample(struct stacks *s, const struct lp_sample *smp, uint64_t weight,
 		      uint32_t root, uint32_t *lidx, int *missing)
 {
+	struct maps_view mv;
 	struct seen_ent k, *e;
 	struct htab_probe p;
 	enum lua_place how;
@@ -819,7 +829,7 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp, uint64_t we
 	int64_t i;
 	int err;
 
-	seen_key(s, smp, &k);
+	seen_key(s, smp, &mv, &k);
 	k.root = root;
 	hash = seen_hash(&k);
 	htab_probe_start(&s->seen_h, hash, &p);
@@ -840,7 +850,7 @@ int stacks_add_sample(struct stacks *s, const struct lp_sample *smp, uint64_t we
 	}
 	uidx = smp->ustack ? find_stack(s, smp->ustack) : NONE;
 	err = lua_stack(s, smp, uidx, lidx, &how) ?:
-	      place_sample(s, smp, uidx, *lidx, root, (int)k.vm - 1, &entry, missing);
+	      place_sample(s, smp, &mv, uidx, *lidx, root, (int)k.vm - 1, &entry, missing);
 	if (err)
 		return err;
 	if (how < LUA_PLACE_MAX)
