@@ -28,9 +28,9 @@
 
 #define LP_KINDDEF(_)                                                                  \
 	_(CPU, 1, "cpu", "ticks", "samples", "cpu", "nanoseconds", "samples", 1,       \
-	  "on a CPU: a sample per cpu-clock tick")                                \
-	_(OFF_CPU, 2, "off-cpu", "nanoseconds", "switches", "off_cpu", "nanoseconds", \
-	  "us", 1000, "off the CPU: from a switch out to the switch in")
+	  "time on a CPU, a sample per cpu-clock tick")                                \
+	_(OFF_CPU, 2, "off-cpu", "nanoseconds", "waits", "off_cpu", "nanoseconds", \
+	  "us", 1000, "time off the CPU, waiting in system calls")
 
 enum lp_event_kind {
 #define LP_KIND_ENUM(NAME, num, ...) LP_KIND_##NAME = num,

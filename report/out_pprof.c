@@ -24,7 +24,7 @@
  *             (format/kinds.h): for CPU samples/count and cpu/nanoseconds
  *             (the count times the sampling period), for another kind
  *             its events counted and their weight (off-CPU:
- *             switches/count, off_cpu/nanoseconds); labels pid, tid
+ *             waits/count, off_cpu/nanoseconds); labels pid, tid
  *             (numbers), process and vmstate (strings).
  *
  * The message is built in memory (pbuf.h) and deflated with zlib's gzip

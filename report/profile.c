@@ -138,8 +138,8 @@ void profile_header(FILE *out, const struct profile *p, const char *title)
 	fprintf(out, "\n# duration: %.3f s (first to last sample%s)\n", p->span_ns / 1e9,
 		p->ntraces > 1 ? ", each trace's added up" : "");
 	if (p->compiled) {
-		fprintf(out, "# compiled code: %" PRIu64 " samples, %" PRIu64 " (%.1f%%) placed "
-			"in the functions their traces inlined", p->compiled,
+		fprintf(out, "# compiled code: %" PRIu64 " %s, %" PRIu64 " (%.1f%%) placed "
+			"in the functions their traces inlined", p->compiled, profile_unit(p),
 			p->compiled_placed, 100.0 * p->compiled_placed / p->compiled);
 		if (p->compiled_marked)
 			fprintf(out, ", %" PRIu64 " (%.1f%%) in inlined code the trace does "

@@ -656,7 +656,7 @@ TEST(kinds_pprof_sample_types)
 	CHECK(read_pprof(v, n, &pr) == 0);
 	free(v);
 	CHECK(pr.ntypes == 2);
-	CHECK(!strcmp(pp_str(&pr, pr.type[0]), "switches") &&
+	CHECK(!strcmp(pp_str(&pr, pr.type[0]), "waits") &&
 	      !strcmp(pp_str(&pr, pr.unit[0]), "count"));
 	CHECK(!strcmp(pp_str(&pr, pr.type[1]), "off_cpu") &&
 	      !strcmp(pp_str(&pr, pr.unit[1]), "nanoseconds"));
