@@ -109,6 +109,227 @@ out:
 	return 0;
 }
 
+/*
+ * Off-CPU time (LP_KIND_OFF_CPU): the waits of target threads in system
+ * calls (sleeps, reads, locks, epoll), each with its stacks and length.
+ *
+ * The scheduler's switch runs in the context of the thread leaving the
+ * CPU: one that waits (prev_state is not TASK_RUNNING; a thread preempted
+ * while runnable is not waiting) notes when, in offcpu_waits.  The same
+ * switch, for a thread coming back in, ends a stretch of its wait (a
+ * system call may leave the CPU several times) and decides whether it is
+ * taken; the first stretch taken takes the thread's kernel stack too
+ * (why it waits), from the thread itself, which is not running yet: as
+ * /proc/PID/stack shows it, the scheduler's own functions (__sched:
+ * schedule(), do_nanosleep()) left out by the kernel's unwinder.  Where the system call returns (sys_exit), in
+ * the thread's own context, its user registers and memory are those of
+ * the wait: a wait with stretches taken is captured there, native and Lua
+ * stacks as a CPU sample's, with the kernel stack kept at the switch.
+ *
+ * A wait is told apart by the user registers it entered the kernel with:
+ * one whose system call never returns with them (a page fault's wait, a
+ * thread that exits) is counted as not measured (lost_offcpu) when the
+ * next wait or system call shows it stale, or the thread exits.  A wait
+ * in execve() is not counted at all: the image that waited is gone, and
+ * with it any stack of the wait (the recorder's own hold of a command at
+ * its exec is such a wait).
+ *
+ * A stretch of d ns is taken with probability min(1, d / interval) and
+ * weighs max(d, interval), d over that probability: the weights add up to
+ * the time waited, unbiased, at about one event per interval of waiting
+ * (the recorder sets it to the sampling period), however short the waits.
+ * A thread that waits 10 000 times a second for 50 us is captured some
+ * 500 times a second, not 10 000; a wait not taken costs a few hash map
+ * operations, no stack.
+ */
+const volatile bool offcpu_on = false;
+const volatile __u64 offcpu_interval_ns = 10000000;
+
+struct offcpu_wait {
+	__u64 start;  /* when the wait began: its first switch out */
+	__u64 since;  /* when it last left the CPU; 0 while it runs */
+	__u64 weight; /* of the stretches taken so far, ns */
+	__u64 ip, sp; /* its user registers: which system call waits */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tid */
+	__type(value, struct offcpu_wait);
+} offcpu_waits SEC(".maps");
+
+/* The kernel stack of a wait with a stretch taken. */
+struct offcpu_kstack {
+	__s32 bytes; /* or -errno */
+	__u32 pad;
+	__u64 ip[LP_MAX_STACK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32); /* tid */
+	__type(value, struct offcpu_kstack);
+} offcpu_kstacks SEC(".maps");
+
+/* ... built here, not on the stack (1 KiB). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_kstack);
+} offcpu_kscratch SEC(".maps");
+
+/* prev leaves the CPU to wait: a new wait, or the same one again. */
+static __always_inline void offcpu_out(struct task_struct *prev, __u64 now)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	struct offcpu_wait *w, n = {};
+	__u32 tid = prev->pid;
+
+	if (!regs)
+		return;
+	n.ip = BPF_CORE_READ(regs, ip);
+	n.sp = BPF_CORE_READ(regs, sp);
+	w = bpf_map_lookup_elem(&offcpu_waits, &tid);
+	if (w && w->ip == n.ip && w->sp == n.sp) {
+		w->since = now;
+		return;
+	}
+	if (w && w->weight) /* a wait that ended without its system call's return */
+		__sync_fetch_and_add(&counters.lost_offcpu, 1);
+	if (w)
+		bpf_map_delete_elem(&offcpu_kstacks, &tid);
+	n.start = n.since = now;
+	if (bpf_map_update_elem(&offcpu_waits, &tid, &n, BPF_ANY))
+		__sync_fetch_and_add(&counters.lost_offcpu, 1);
+}
+
+/* next's kernel stack, for its wait's event. */
+static __always_inline void offcpu_take_kstack(struct task_struct *next, __u32 tid)
+{
+	struct offcpu_kstack *k;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(&offcpu_kstacks, &tid))
+		return; /* the wait's first stretch taken took it */
+	k = bpf_map_lookup_elem(&offcpu_kscratch, &zero);
+	if (!k)
+		return;
+	k->bytes = bpf_get_task_stack(next, k->ip, sizeof(k->ip), 0);
+	bpf_map_update_elem(&offcpu_kstacks, &tid, k, BPF_ANY);
+}
+
+/* next runs again: a stretch of its wait ends, taken or not. */
+static __always_inline void offcpu_in(struct task_struct *next, __u64 now)
+{
+	__u32 tid = next->pid;
+	struct offcpu_wait *w = bpf_map_lookup_elem(&offcpu_waits, &tid);
+	__u64 d;
+
+	if (!w || !w->since)
+		return;
+	d = now - w->since;
+	w->since = 0;
+	/* Taken with probability min(1, d / interval), worth max(d, interval). */
+	if (d < offcpu_interval_ns && bpf_get_prandom_u32() % offcpu_interval_ns >= d)
+		return;
+	w->weight += d >= offcpu_interval_ns ? d : offcpu_interval_ns;
+	offcpu_take_kstack(next, tid);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	struct capture *cap;
+	__u32 zero = 0;
+	__u64 now;
+
+	if (!offcpu_on)
+		return 0;
+	now = bpf_ktime_get_ns();
+	cap = bpf_map_lookup_elem(&captures, &zero);
+	if (cap && !preempt && prev_state != 0 /* TASK_RUNNING */ && is_target(cap, prev->tgid))
+		offcpu_out(prev, now);
+	offcpu_in(next, now);
+	return 0;
+}
+
+/* The kernel stack kept for the wait, into e: a copy of constant size,
+ * which needs no bound the verifier could lose. */
+static __always_inline void offcpu_kstack(struct lp_event_sample *e, __u32 tid)
+{
+	struct offcpu_kstack *k = bpf_map_lookup_elem(&offcpu_kstacks, &tid);
+
+	if (!k) {
+		e->kstack_bytes = -2; /* -ENOENT: its table was full */
+		return;
+	}
+	e->kstack_bytes = k->bytes;
+	if (k->bytes > 0)
+		__builtin_memcpy(e->kstack, k->ip, sizeof(e->kstack));
+}
+
+/* x86_64's system call numbers of execve() and execveat(). */
+#define LP_NR_EXECVE 59
+#define LP_NR_EXECVEAT 322
+
+static __always_inline long id_of_syscall(struct pt_regs *regs)
+{
+	return BPF_CORE_READ(regs, orig_ax);
+}
+
+/* The wait's event: its stacks now, its kernel stack kept, its weight. */
+static __always_inline void offcpu_send(void *ctx, const struct offcpu_wait *w, __u64 id)
+{
+	struct lp_event_sample *e;
+	struct capture *cap;
+	__u32 zero = 0;
+	int wake, have_regs;
+
+	cap = bpf_map_lookup_elem(&captures, &zero);
+	if (!cap || capture_claim(cap))
+		return;
+	e = capture_begin(id >> 32, (__u32)id, LP_KIND_OFF_CPU, w->weight, w->start);
+	if (e) {
+		phase_start(bpf_ktime_get_ns());
+		have_regs = regs_from_task(&cap->regs) == 0;
+		wake = capture_stacks(ctx, cap, e, false, have_regs);
+		offcpu_kstack(e, (__u32)id);
+		phase_done(capture_send(cap, e, wake), e->ustack_bytes, e->kstack_bytes);
+	}
+	capture_end(cap);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct offcpu_wait *w;
+
+	if (!offcpu_on)
+		return 0;
+	w = bpf_map_lookup_elem(&offcpu_waits, &tid);
+	if (!w)
+		return 0;
+	if (w->ip != BPF_CORE_READ(regs, ip) || w->sp != BPF_CORE_READ(regs, sp)) {
+		/* Another wait's, which ended without this return; or an
+		 * execve()'s, which replaced the registers. */
+		if (w->weight && id_of_syscall(regs) != LP_NR_EXECVE &&
+		    id_of_syscall(regs) != LP_NR_EXECVEAT)
+			__sync_fetch_and_add(&counters.lost_offcpu, 1);
+	} else if (w->weight) {
+		offcpu_send(ctx, w, id);
+	}
+	bpf_map_delete_elem(&offcpu_kstacks, &tid);
+	bpf_map_delete_elem(&offcpu_waits, &tid);
+	return 0;
+}
+
 static __always_inline void send_task_event(__u32 type, __u32 pid, __u32 ppid,
 					    struct task_struct *task, bool hold)
 {
@@ -204,10 +425,20 @@ int BPF_PROG(on_exec, struct task_struct *task)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
 {
-	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u32 tgid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
 
 	if (!bpf_map_lookup_elem(&targets, &tgid))
 		return 0;
+	/* The thread's wait, if one is open, ends with it: a wait in a
+	 * system call that never returned (exit_group() from another). */
+	if (offcpu_on) {
+		struct offcpu_wait *w = bpf_map_lookup_elem(&offcpu_waits, &tid);
+
+		if (w && w->weight)
+			__sync_fetch_and_add(&counters.lost_offcpu, 1);
+		bpf_map_delete_elem(&offcpu_kstacks, &tid);
+		bpf_map_delete_elem(&offcpu_waits, &tid);
+	}
 	/* do_exit() has already counted this thread out of signal->live;
 	 * zero means it was the last one and the process is gone. */
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)

@@ -214,6 +214,8 @@ struct lp_bpf_counters {
 	/* events dropped: they came while another was being taken on the
 	 * same CPU (a tick in a uprobe's capture, bpf/capture.bpf.h) */
 	__u64 lost_busy;
+	/* off-CPU stretches not measured: their start could not be kept */
+	__u64 lost_offcpu;
 };
 
 _Static_assert(sizeof(struct lp_event_header) == 24, "lp_event_header layout");
@@ -226,7 +228,7 @@ _Static_assert(lp_event_sample_head_size == 64, "lp_event_sample head");
 _Static_assert(LP_MAX_USTACK < 0xffff, "ustack_jit fits 16 bits");
 _Static_assert(sizeof(struct lp_event_task) == 48, "lp_event_task layout");
 _Static_assert(sizeof(struct lp_event_proto) == 48 + LP_PROTO_NAME_MAX, "lp_event_proto layout");
-_Static_assert(sizeof(struct lp_bpf_counters) == 40, "lp_bpf_counters layout");
+_Static_assert(sizeof(struct lp_bpf_counters) == 48, "lp_bpf_counters layout");
 _Static_assert(sizeof(struct lp_runtime_hist) == 8 * LP_RUNTIME_BUCKETS, "lp_runtime_hist layout");
 
 #endif

@@ -337,6 +337,7 @@ enum lp_lost_reason {
 	LP_LOST_RINGBUF = 1, /* BPF ring buffer was full */
 	LP_LOST_WRITE = 2,   /* the recorder could not keep the sample */
 	LP_LOST_BUSY = 3,    /* it came while another was taken on its CPU */
+	LP_LOST_UNTRACKED = 4, /* an off-CPU stretch whose start was not kept */
 };
 
 /* Decoded records.  Strings and arrays returned by the reader point into

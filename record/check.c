@@ -23,6 +23,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/sampler.h"
+#include "record/events.h"
 #include "record/kernel.h"
 #include "record/record.h"
 #include "sampler.skel.h"
@@ -192,6 +193,15 @@ static void print_settings(void)
 }
 
 /* The trial load: each program's size as the verifier left it. */
+/* Every kind's programs, configured as record would: what each costs the
+ * verifier is what record -e with it costs. */
+static int prepare_all(struct sampler *skel, void *arg)
+{
+	(void)arg;
+	events_prepare(skel, EVENTS_ALL, 99);
+	return 0;
+}
+
 static int trial_load(int verbose)
 {
 	struct bpf_program *prog;
@@ -200,7 +210,7 @@ static int trial_load(int verbose)
 
 	printf("BPF sampler:\n");
 	fflush(stdout);
-	err = sampler_load(&skel, 1, NULL, NULL, verbose, "luaprof check");
+	err = sampler_load(&skel, 1, prepare_all, NULL, verbose, "luaprof check");
 	if (err)
 		return err;
 	bpf_object__for_each_program(prog, skel->obj) {

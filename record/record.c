@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record/events.h"
 #include "record/luajit.h"
 #include "record/record.h"
 #include "record/session.h"
@@ -38,6 +39,15 @@ static void print_help(void)
 	       "                          see README)\n"
 	       "\n"
 	       "Sampling and output:\n"
+	       "  -e, --event KIND[,KIND] what to take (default cpu):\n"
+	       "                          cpu      a sample of the running stacks per\n"
+	       "                                   tick of each CPU (-F)\n"
+	       "                          off-cpu  the stacks of a thread that waits\n"
+	       "                                   (sleeps, blocks on I/O or a lock),\n"
+	       "                                   with the time until it runs again;\n"
+	       "                                   about one per sampling period of\n"
+	       "                                   waiting, shorter waits sampled\n"
+	       "                          (`report --kind` shows one kind at a time)\n"
 	       "  -F, --freq HZ           samples per second per CPU (default 99)\n"
 	       "  -d, --duration SECONDS  stop after sampling this long (default: until\n"
 	       "                          Ctrl-C or until every target has exited)\n"
@@ -145,6 +155,7 @@ int cmd_record(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "freq", required_argument, NULL, 'F' },
+		{ "event", required_argument, NULL, 'e' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", required_argument, NULL, 'c' },
@@ -162,6 +173,7 @@ int cmd_record(int argc, char **argv)
 		.output = "trace.lp",
 		.codec = LP_CODEC_ZLIB,
 		.follow_children = 1,
+		.kinds = EVENTS_DEFAULT,
 	};
 	char *self = join_args(argc, argv), *end;
 	int c, ret = 2;
@@ -170,7 +182,7 @@ int cmd_record(int argc, char **argv)
 	optind = 1;
 	/* "+": stop at the first non-option, so COMMAND's own options are
 	 * never taken for ours. */
-	while ((c = getopt_long(argc, argv, "+p:F:d:o:qvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:F:e:d:o:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_pids(optarg, &o)) {
@@ -178,6 +190,20 @@ int cmd_record(int argc, char **argv)
 				goto out;
 			}
 			break;
+		case 'e': {
+			const char *bad;
+			size_t badlen;
+
+			if (events_parse(optarg, &o.kinds, &bad, &badlen)) {
+				char name[64];
+
+				snprintf(name, sizeof(name), "%.*s", (int)(badlen < 40 ? badlen : 40),
+					 bad);
+				ret = misuse("unknown event kind '%s' (cpu, off-cpu)", name);
+				goto out;
+			}
+			break;
+		}
 		case 'F': {
 			unsigned long hz;
 

@@ -44,6 +44,7 @@
 #include "bpf/sampler.h"
 #include "lib/grow.h"
 #include "record/clock.h"
+#include "record/events.h"
 #include "record/kallsyms.h"
 #include "record/kernel.h"
 #include "record/objects.h"
@@ -240,13 +241,14 @@ static void emit_lost(struct session *s)
 
 	emit_lost_reason(s, c->lost_ringbuf, &s->lost_written, LP_LOST_RINGBUF);
 	emit_lost_reason(s, c->lost_busy, &s->lost_busy_written, LP_LOST_BUSY);
+	emit_lost_reason(s, c->lost_offcpu, &s->lost_offcpu_written, LP_LOST_UNTRACKED);
 }
 
 uint64_t session_bpf_lost(const struct session *s)
 {
 	const struct lp_bpf_counters *c = &s->skel->bss->counters;
 
-	return c->lost_ringbuf + c->lost_busy;
+	return c->lost_ringbuf + c->lost_busy + c->lost_offcpu;
 }
 
 /* Events the flush sidekick read but had no memory to keep. */
@@ -322,6 +324,8 @@ static int size_maps(struct sampler *skel, void *arg)
 	pid_t *desc = NULL, *pids = NULL;
 	int ndesc = 0, err;
 
+	/* (Not a size, but what loads: only the kinds of event taken.) */
+	events_prepare(skel, s->o->kinds, s->o->freq_hz);
 	if (!s->o->command && s->o->follow_children)
 		proc_descendants(s->o->pids, s->o->npids, &desc, &ndesc);
 	pids = calloc(s->o->npids + ndesc + 1, sizeof(*pids));
@@ -665,7 +669,9 @@ static int session_start(struct session *s)
 	if (err && !o->quiet)
 		fprintf(stderr, "luaprof record: no flush sidekick (%s): walks of processes "
 			"started during a flush may be cut short\n", strerror(-err));
-	if (o->task_events) /* the held child: it has not run yet */
+	if (!(o->kinds & EVENTS_BIT(LP_KIND_CPU)))
+		err = 0; /* no CPU samples: no ticks */
+	else if (o->task_events) /* the held child: it has not run yet */
 		err = perf_sampling_attach_task(&s->perf, s->skel->progs.on_sample,
 						o->freq_hz, s->launched.pid,
 						!o->follow_children);

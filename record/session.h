@@ -24,6 +24,7 @@ struct record_opts {
 	const char *self_cmdline; /* luaprof's own command line, for meta */
 	const char *luajit_offsets; /* --luajit-offsets FILE, or NULL */
 	int no_embed; /* --no-embed: no symbol tables in the trace */
+	unsigned kinds; /* -e: the kinds of event taken, EVENTS_BIT()s */
 };
 
 /* Runs a whole recording; returns the process exit code (0 or 1). */

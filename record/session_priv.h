@@ -181,7 +181,7 @@ struct session {
 	pid_t *holds;
 	size_t nholds, capholds;
 	uint64_t holds_done, holds_ns;
-	uint64_t start_ns, lost_written, lost_busy_written;
+	uint64_t start_ns, lost_written, lost_busy_written, lost_offcpu_written;
 	uint64_t events[LP_KIND_MAX]; /* taken, by kind */
 	uint64_t begun_ns, setup_ns; /* when record began; its setup's length */
 	uint64_t lost_dropped; /* events the flush sidekick could not keep */

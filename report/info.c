@@ -37,7 +37,7 @@ struct info {
 	/* EVENT records by kind (0: kinds not known here), and their weights */
 	uint64_t events[LP_KIND_MAX], weights[LP_KIND_MAX];
 	uint64_t ustop[LP_USTOP_R_MAX + 1]; /* by sample.ustop; [MAX]: others */
-	uint64_t lost[4]; /* other reasons, then by enum lp_lost_reason */
+	uint64_t lost[5]; /* other reasons, then by enum lp_lost_reason */
 	uint64_t stacks[3]; /* other kinds, kernel, user */
 	uint64_t gap_stacks; /* user stacks with frames the walk could not see */
 	/* Lua stacks whose walk was cut ([truncated] last), by id, and the
@@ -308,7 +308,7 @@ static int on_record(struct info *in, const struct lp_record *rec, uint64_t byte
 	case LP_REC_LUA_STACK:
 		return on_lua_stack(in, &rec->u.lua_stack);
 	case LP_REC_LOST: {
-		uint64_t *l = &in->lost[rec->u.lost.reason <= LP_LOST_BUSY ? rec->u.lost.reason : 0];
+		uint64_t *l = &in->lost[rec->u.lost.reason <= LP_LOST_UNTRACKED ? rec->u.lost.reason : 0];
 
 		*l = count_add(*l, rec->u.lost.count);
 		return 0;
@@ -530,7 +530,8 @@ static void print_info(const char *path, const struct info *in,
 	const uint64_t *codecs = st->codec_chunks;
 	uint64_t checked = 0, lost, taken;
 
-	lost = count_add(count_add(in->lost[0], in->lost[1]), count_add(in->lost[2], in->lost[3]));
+	lost = count_add(count_add(count_add(in->lost[0], in->lost[1]),
+				   count_add(in->lost[2], in->lost[3])), in->lost[4]);
 	taken = count_add(lost, in->samples);
 	printf("trace: %s\n", path);
 	printf("format: version %" PRIu32 ", incompat features 0x%" PRIx32
@@ -576,6 +577,8 @@ static void print_info(const char *path, const struct info *in,
 	if (in->lost[LP_LOST_BUSY])
 		printf(" (%" PRIu64 " came while another event was being taken)",
 		       in->lost[LP_LOST_BUSY]);
+	if (in->lost[LP_LOST_UNTRACKED])
+		printf(" (%" PRIu64 " off-CPU stretches not measured)", in->lost[LP_LOST_UNTRACKED]);
 	printf("\nstacks defined: %" PRIu64 " (kernel %" PRIu64 ", user %" PRIu64,
 	       in->stacks[0] + in->stacks[1] + in->stacks[2],
 	       in->stacks[LP_STACK_KERNEL], in->stacks[LP_STACK_USER]);

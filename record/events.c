@@ -1,0 +1,53 @@
+/*
+ * events.c - which kinds of event a recording takes (see events.h).  The
+ * kinds are format/kinds.h's; what each needs of the sampler is here: a
+ * kind this file does not know cannot be recorded, whatever the list says.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+
+#include "bpf/sampler.h"
+#include "format/trace.h"
+#include "record/events.h"
+#include "sampler.skel.h"
+
+int events_parse(const char *arg, unsigned *kinds, const char **bad, size_t *badlen)
+{
+	char name[32];
+
+	*kinds = 0;
+	while (*arg) {
+		size_t n = strcspn(arg, ",");
+		uint32_t k;
+
+		if (n >= sizeof(name) || (memcpy(name, arg, n), name[n] = 0,
+					  lp_kind_parse(name, &k))) {
+			*bad = arg;
+			*badlen = n;
+			return -EINVAL;
+		}
+		*kinds |= EVENTS_BIT(k);
+		arg += n + (arg[n] == ',');
+	}
+	if (!*kinds) {
+		*bad = arg;
+		*badlen = 0;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void events_prepare(struct sampler *skel, unsigned kinds, unsigned freq_hz)
+{
+	int offcpu = !!(kinds & EVENTS_BIT(LP_KIND_OFF_CPU));
+
+
+	/* One off-CPU event per sampling period of waiting, on average. */
+	skel->rodata->offcpu_on = offcpu;
+	skel->rodata->offcpu_interval_ns = 1000000000ull / (freq_hz ? freq_hz : 99);
+	bpf_program__set_autoload(skel->progs.on_switch, offcpu);
+	bpf_program__set_autoload(skel->progs.on_sys_exit, offcpu);
+	bpf_program__set_autoload(skel->progs.on_sample, !!(kinds & EVENTS_BIT(LP_KIND_CPU)));
+}

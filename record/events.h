@@ -1,0 +1,30 @@
+/*
+ * events.h - the kinds of event a recording takes (format/kinds.h): which
+ * of the sampler's programs load.  CPU samples are perf events, which
+ * perf.c opens; off-CPU time is two tracepoints (the scheduler's switch
+ * and the return of system calls), which the skeleton attaches.  Each
+ * program left out costs neither the verifier's time at setup nor a run
+ * at its event.
+ */
+#ifndef LUAPROF_RECORD_EVENTS_H
+#define LUAPROF_RECORD_EVENTS_H
+
+#include <stddef.h>
+
+#include "format/kinds.h"
+
+struct sampler;
+
+#define EVENTS_BIT(kind) (1u << (kind))
+#define EVENTS_DEFAULT EVENTS_BIT(LP_KIND_CPU)
+#define EVENTS_ALL (EVENTS_BIT(LP_KIND_CPU) | EVENTS_BIT(LP_KIND_OFF_CPU))
+
+/* Parses "-e KIND[,KIND...]" into a set of EVENTS_BITs: 0, or -EINVAL
+ * with [*bad, *bad + *badlen) the name not known. */
+int events_parse(const char *arg, unsigned *kinds, const char **bad, size_t *badlen);
+
+/* Before the sampler loads: only the programs of the kinds taken load,
+ * configured for freq_hz. */
+void events_prepare(struct sampler *skel, unsigned kinds, unsigned freq_hz);
+
+#endif

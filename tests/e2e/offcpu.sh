@@ -1,0 +1,70 @@
+# offcpu.sh - off-CPU time (record -e off-cpu) against a ground truth:
+# samples/lua/waits.lua's a, b and c wait off the CPU in three ways (an
+# FFI nanosleep, a read on a pipe a child writes to late, os.execute's
+# wait for a command) for about 1:2:3 of the time, and print what each
+# took by the wall clock.  Their shares of luajit's off-CPU time, each
+# under its Lua function and above the system call it waits in, must be
+# those shares within 0.05; CPU samples taken beside them must be as
+# without; report, pprof (`go tool pprof -sample_index=off_cpu`) and info
+# must agree on the total.
+. tests/lib.sh
+
+export HOME=$TMP GOCACHE=$TMP/go-cache PPROF_TMPDIR=$TMP
+$LUAPROF record -e cpu,off-cpu -F 999 -o $TMP/w.lp -- luajit samples/lua/waits.lua 15 \
+	>$TMP/w.out 2>$TMP/w.err
+check "record -e cpu,off-cpu exits 0" test $? -eq 0
+read -r ta tb tc <$TMP/w.out
+check "waits.lua printed its times" test -n "$tc"
+$LUAPROF report --kind off-cpu --comm --format folded -o $TMP/w.folded $TMP/w.lp 2>$TMP/rep.err
+check "report --kind off-cpu exits 0" test $? -eq 0
+# WHO SYSCALL: luajit's off-CPU us under Lua function WHO and libc's SYSCALL.
+waited() { grep "^luajit;" $TMP/w.folded | grep -F ";$1 (samples/lua/waits.lua:" |
+	grep -F ";$2;" | folded_total /dev/stdin; }
+a=$(waited a __nanosleep) b=$(waited b read) c=$(waited c wait4)
+echo "# off-CPU us: a $a b $b c $c; by the wall clock ms: a $ta b $tb c $tc"
+sum=$((a + b + c))
+truth=$(awk -v a="$ta" -v b="$tb" -v c="$tc" 'BEGIN { print a + b + c }')
+for f in a b c; do
+	eval "got=\$$f want=\$t$f"
+	check_num "$f's share of the off-CPU time, against the wall clock's" \
+		"$(awk -v g="$got" -v s="$sum" -v w="$want" -v t="$truth" \
+			'BEGIN { d = g / s - w / t; print d < 0 ? -d : d }')" "<=" 0.05
+done
+# What is not off-CPU time: the CPU time spawning the commands (0.95 of
+# the wall time is waits, idle) and, on a busy machine, the time the
+# thread was preempted while it could run, which no one waits for.
+check_num "off-CPU time of a, b and c, of the wall clock's (ms)" \
+	"$(awk -v s="$sum" -v t="$truth" 'BEGIN { printf "%.3f", s / 1000 / t }')" ">=" 0.75
+# Each wait above its kernel wait, as /proc/PID/stack shows one (the
+# scheduler's own functions left out): nanosleep's, a pipe read's (6.1's
+# pipe_read, 6.18's anon_pipe_read), wait4's.
+check "a's waits end in the kernel's nanosleep" \
+	grep -qE ";a \(samples/lua/waits.lua:[0-9]+\);.*;hrtimer_nanosleep_\[k\] [0-9]+$" $TMP/w.folded
+check "b's waits end in a pipe read" \
+	grep -qE ";b \(samples/lua/waits.lua:[0-9]+\);.*pipe_read_\[k\] [0-9]+$" $TMP/w.folded
+check "c's waits end in wait4" \
+	grep -qE ";c \(samples/lua/waits.lua:[0-9]+\);.*;do_wait_\[k\] [0-9]+$" $TMP/w.folded
+check "no BPF or scheduler frame at a wait's leaf" \
+	sh -c "! grep -qE '(bpf_|schedule)[a-z0-9_.]*_\[k\] [0-9]+$' $TMP/w.folded"
+
+# The CPU samples beside them: kind cpu, the default, and the header
+# counts the off-CPU events.
+$LUAPROF report $TMP/w.lp >$TMP/cpu.top 2>/dev/null
+events=$($LUAPROF info $TMP/w.lp | awk '/^events:/ { print $2 }')
+check "info counts off-CPU events" test "${events:-0}" -gt 0
+check "the CPU report names the off-CPU events" \
+	grep -qF "# also in the trace: $events off-cpu events (--kind off-cpu)" $TMP/cpu.top
+check "the CPU report has samples" grep -qE "^# samples: [1-9]" $TMP/cpu.top
+total=$($LUAPROF report --kind off-cpu $TMP/w.lp 2>/dev/null | awk '/^# off-cpu:/ { print $3 }')
+check "report's header and the folded lines agree" \
+	test "$total" = "$($LUAPROF report --kind off-cpu --format folded $TMP/w.lp 2>/dev/null |
+		folded_total /dev/stdin)"
+# pprof: its own sample types, read by go tool pprof.
+$LUAPROF report --kind off-cpu --format pprof -o $TMP/w.pb.gz $TMP/w.lp 2>/dev/null
+go tool pprof -top -sample_index=off_cpu -nodecount=100000 $TMP/w.pb.gz >$TMP/pp.top 2>$TMP/pp.err
+check "go tool pprof -sample_index=off_cpu reads it" test $? -eq 0
+check "go tool pprof: c's wait among the functions" grep -qF "c (samples/lua/waits.lua:" $TMP/pp.top
+# record's misuse.
+$LUAPROF record -e cpu,wall -o $TMP/x.lp -- true >/dev/null 2>$TMP/mis.err
+check "record -e with an unknown kind is misuse" test $? -eq 2
+check "... saying which" grep -qF "unknown event kind 'wall'" $TMP/mis.err
