@@ -7,8 +7,9 @@
 # every BPF program loads, a C program without frame pointers, both
 # LuaJITs with and without the JIT, and nginx with the Lua module come out
 # with their frames named and rooted at _start, abc.lua's 1:2:3 within
-# 15% (or its sampling noise, see within()), and report and info read the
-# traces.  Each check prints its figure.
+# 15% (or its sampling noise, see within()), waits.lua's waits off the
+# CPU under their Lua functions and kernel waits, and report and info read
+# the traces.  Each check prints its figure.
 #
 # Emulated (qemu TCG, on a host others load too), code runs 10 to 20 times
 # slower and the guest's CPUs stall whenever the host runs something else.
@@ -244,6 +245,18 @@ if record launched -F 999 -- $LJ1 -joff $S/abc.lua 3 $(unit $LJ1 -joff); then
 		grep -qF "main ($S/abc.lua:0);$C;$W" $TMP/launched.folded
 	echo "  launched: $(folded_total $TMP/launched.folded) samples;" \
 		"native walks $(walks launched), stopped unmapped $(walks launched unmapped)"
+fi
+
+at "off-CPU time"
+# --- record -e off-cpu: the scheduler's switch and the system calls' return,
+# each wait under its Lua function and its kernel wait ----------------------
+if record offcpu -e off-cpu -F 999 -- $LJ1 $S/waits.lua 3; then
+	$LUAPROF report --kind off-cpu --format folded -o $TMP/offcpu.folded $TMP/offcpu.lp 2>/dev/null
+	check "off-cpu: a's nanosleep under a" \
+		grep -qE ";a \($S/waits.lua:[0-9]+\);.*hrtimer_nanosleep_\[k\] [0-9]+$" $TMP/offcpu.folded
+	check "off-cpu: c's wait4 under c" \
+		grep -qE ";c \($S/waits.lua:[0-9]+\);.*do_wait_\[k\] [0-9]+$" $TMP/offcpu.folded
+	echo "  off-cpu: $(folded_total $TMP/offcpu.folded) us in $(wc -l <$TMP/offcpu.folded) stacks"
 fi
 
 # --- nginx with the Lua module, JIT on, under wrk ---------------------------
