@@ -10,6 +10,7 @@
  *   capture_claim(cap)                     this CPU's state (captures map)
  *   ev = capture_begin(tgid, tid, kind, weight, now)     its event
  *   regs_from_perf(ctx, &cap->regs)        or regs_from_task(): the user's
+ *                                          registers
  *   wake = capture_stacks(ctx, cap, ev)    kernel, native and Lua frames
  *   capture_send(cap, ev, wake)            packed, at its real size
  *   capture_end(cap)
@@ -76,8 +77,9 @@ struct lp_bpf_counters counters;
 struct user_regs {
 	__u64 ip, sp, bp, bx, dx, r14;
 	/* Every general register by DWARF number (rax rdx rcx rbx rsi rdi
-	 * rbp rsp r8..r15), when all is set; else the native walk reads the
-	 * one a rule needs from the task's saved registers. */
+	 * rbp rsp r8..r15), when all is set, for the native walk's rare rule
+	 * on another register than rsp or rbp (unwind_leaf_reg()); else it
+	 * reads the one a rule needs from the task's saved registers. */
 	__u64 gpr[16];
 	__u32 user; /* they are user mode's: not a thread without one */
 	__u32 all;  /* gpr[] is filled */
@@ -95,7 +97,7 @@ struct capture {
 	 * Lua walk tries again from there.  0 otherwise. */
 	__u64 vm_cfa;
 	__u32 busy; /* a capture is under way on this CPU */
-	__u32 sent; /* this CPU's events sent (capture_wake) */
+	__u32 sent; /* this CPU's events sent (capture_send) */
 	/* The caller's: its verdict on this CPU's last tgid, as of
 	 * procs_gen == memo_gen (sampler.bpf.c's is_target).  Here because
 	 * every event touches this line anyway. */
@@ -144,13 +146,12 @@ static __noinline int regs_from_task(struct user_regs *r)
 	return 0;
 }
 
-/* A perf_event's registers: the interrupted user's, all of them, when
- * the tick hit user mode; else the ones saved at kernel entry. */
+/* A perf_event's registers when the tick hit user mode (the caller
+ * asked ctx_regs_user_mode()): the interrupted user's, all of them.  A
+ * tick in the kernel takes regs_from_task(). */
 static __always_inline int regs_from_perf(struct bpf_perf_event_data *ctx,
 					  struct user_regs *r)
 {
-	if (!ctx_regs_user_mode(ctx))
-		return regs_from_task(r);
 	r->ip = ctx->regs.ip;
 	r->sp = ctx->regs.sp;
 	r->bp = ctx->regs.bp;
@@ -353,11 +354,10 @@ static __always_inline __u32 capture_send(struct capture *cap, struct lp_event_s
 
 	if (nlua > LP_MAX_LUA)
 		nlua = LP_MAX_LUA;
-	if (!wake && e->ustack_stop != LP_USTOP_UNMAPPED && cap->sent++ % WAKEUP_EVERY)
-		flags = BPF_RB_NO_WAKEUP;
-	else if (!wake && e->ustack_stop != LP_USTOP_UNMAPPED)
-		flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ?
-				BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	if (!wake && e->ustack_stop != LP_USTOP_UNMAPPED)
+		flags = cap->sent++ % WAKEUP_EVERY ||
+				bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < WAKEUP_BYTES ?
+			BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP;
 	if (send_event(e, nlua, flags))
 		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
 	return nlua;

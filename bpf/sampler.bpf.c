@@ -90,9 +90,10 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!e)
 		goto out;
 	phase_start(t0);
-	/* A tick in user mode has no kernel stack. */
+	/* A tick in user mode has no kernel stack, and its registers are
+	 * the user's; one in the kernel, those saved at entry. */
 	kernel = !ctx_regs_user_mode(ctx);
-	have_regs = regs_from_perf(ctx, &cap->regs) == 0;
+	have_regs = (kernel ? regs_from_task(&cap->regs) : regs_from_perf(ctx, &cap->regs)) == 0;
 	wake = capture_stacks(ctx, cap, e, kernel, have_regs);
 	nlua = capture_send(cap, e, wake);
 	phase_done(nlua, e->ustack_bytes, e->kstack_bytes);
@@ -181,6 +182,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct offcpu_kstack);
 } offcpu_kscratch SEC(".maps");
+
+/* tid's wait is over, or stale: its entries go. */
+static __always_inline void offcpu_forget(__u32 tid)
+{
+	bpf_map_delete_elem(&offcpu_kstacks, &tid);
+	bpf_map_delete_elem(&offcpu_waits, &tid);
+}
 
 /* prev leaves the CPU to wait: a new wait, or the same one again. */
 static __always_inline void offcpu_out(struct task_struct *prev, __u64 now)
@@ -319,14 +327,14 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	if (w->ip != BPF_CORE_READ(regs, ip) || w->sp != BPF_CORE_READ(regs, sp)) {
 		/* Another wait's, which ended without this return; or an
 		 * execve()'s, which replaced the registers. */
-		if (w->weight && id_of_syscall(regs) != LP_NR_EXECVE &&
-		    id_of_syscall(regs) != LP_NR_EXECVEAT)
+		long nr = id_of_syscall(regs);
+
+		if (w->weight && nr != LP_NR_EXECVE && nr != LP_NR_EXECVEAT)
 			__sync_fetch_and_add(&counters.lost_offcpu, 1);
 	} else if (w->weight) {
 		offcpu_send(ctx, w, id);
 	}
-	bpf_map_delete_elem(&offcpu_kstacks, &tid);
-	bpf_map_delete_elem(&offcpu_waits, &tid);
+	offcpu_forget(tid);
 	return 0;
 }
 
@@ -436,8 +444,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 
 		if (w && w->weight)
 			__sync_fetch_and_add(&counters.lost_offcpu, 1);
-		bpf_map_delete_elem(&offcpu_kstacks, &tid);
-		bpf_map_delete_elem(&offcpu_waits, &tid);
+		offcpu_forget(tid);
 	}
 	/* do_exit() has already counted this thread out of signal->live;
 	 * zero means it was the last one and the process is gone. */

@@ -221,7 +221,6 @@ struct unwind_cursor {
 	__u64 trace_lo, trace_hi; /* the running trace's code, if vmstate
 			     names it (0: unknown): anonymous code
 			     elsewhere is not a trace's */
-	__u32 regs_ok;    /* regs holds the interrupted frame's registers */
 	__u32 jit_frame;  /* out: 1 + the frame stepped over as a trace's */
 	__u32 gap;        /* the frame just recorded was stepped over to the
 			     VM's C frame past unseen ones: record a gap */
@@ -234,8 +233,6 @@ struct unwind_cursor {
 	__u64 walked_G;   /* the G of the L the Lua walk took, 0 none */
 	__u32 relua;      /* out: that L does not run here; vm_cfa's does */
 	__u32 pad_relua;
-	__u64 regs[16];   /* by DWARF number: rax rdx rcx rbx rsi rdi rbp
-			     rsp r8..r15, for LP_CFA_REG at frame 0 */
 };
 
 /*
@@ -900,6 +897,25 @@ static __noinline int unwind_saved_reg(__u32 dwarf, __u64 *v)
 	return -1;
 }
 
+/* A register of the leaf frame by DWARF number, for an LP_CFA_REG row:
+ * the capture's, when it read them all (the event came in user mode),
+ * else the one the kernel saved.  Read where a row needs it, which few
+ * do, rather than copied at every walk. */
+static __always_inline int unwind_leaf_reg(__u32 dwarf, __u64 *v)
+{
+	struct capture *cap;
+	__u32 zero = 0;
+
+	cap = bpf_map_lookup_elem(&captures, &zero);
+	if (cap && cap->regs.all) {
+		if (dwarf >= 16)
+			return -1;
+		*v = cap->regs.gpr[dwarf & 15];
+		return 0;
+	}
+	return unwind_saved_reg(dwarf, v);
+}
+
 #define LP_MEMO_AT(n) ((n) & (LP_UNWIND_MEMO - 1))
 
 /* The last walk's entry for frame n (c->n) if it was at lookup, looked
@@ -1150,9 +1166,7 @@ static __always_inline int unwind_cfa(const struct lp_unwind_proc *proc,
 		/* Only the interrupted frame's registers are known. */
 		if (c->n)
 			return LP_USTOP_UNSUPPORTED;
-		if (c->regs_ok)
-			*cfa = c->regs[LP_CFA_AUX(row->cfa_type)];
-		else if (unwind_saved_reg(LP_CFA_AUX(row->cfa_type), cfa))
+		if (unwind_leaf_reg(LP_CFA_AUX(row->cfa_type), cfa))
 			return LP_USTOP_UNSUPPORTED;
 		*cfa += row->cfa_off;
 		return -1;
@@ -1300,19 +1314,6 @@ static __always_inline int unwind_user_regs(const struct user_regs *regs,
 	return 0;
 }
 
-/* All of the leaf frame's registers, for LP_CFA_REG rows, when the
- * capture has them (struct user_regs); else unwind_saved_reg() reads the
- * one a row needs. */
-static __always_inline void unwind_leaf_regs(const struct user_regs *regs,
-					     struct unwind_cursor *c)
-{
-	if (!regs->all)
-		return;
-	for (int i = 0; i < 16; i++)
-		c->regs[i] = regs->gpr[i];
-	c->regs_ok = 1;
-}
-
 /* The running trace's code, as the Lua walk read it (trace_frame()). */
 static __always_inline void unwind_trace_code(struct unwind_cursor *c)
 {
@@ -1424,7 +1425,6 @@ __noinline int unwind_native_user_stack(struct lp_event_sample *e, struct captur
 	} else {
 		struct unwind_window *win = bpf_map_lookup_elem(&unwind_windows, &zero);
 
-		unwind_leaf_regs(regs, c);
 		c->vm_helper = c->cframe && e->lua_depth &&
 			       e->lua[0].kind == LP_LUA_FRAME_ENTRY && e->lua[0].addr == c->sp;
 		c->sp0 = c->sp;
