@@ -604,6 +604,15 @@ struct lp_record {
 	} u;
 };
 
+/* A sample or event record as an event: a sample is CPU time worth one
+ * tick (the caller has checked rec's type is one of the two). */
+static inline struct lp_event lp_record_event(const struct lp_record *rec)
+{
+	if (rec->type == LP_REC_EVENT)
+		return rec->u.event;
+	return (struct lp_event){ LP_KIND_CPU, 1, rec->u.sample };
+}
+
 const char *lp_codec_name(enum lp_codec codec);
 int lp_codec_parse(const char *name, enum lp_codec *codec); /* 0 / -EINVAL */
 const char *lp_record_name(enum lp_record_type type);

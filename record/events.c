@@ -4,6 +4,7 @@
  * kind this file does not know cannot be recorded, whatever the list says.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <bpf/libbpf.h>
@@ -37,6 +38,17 @@ int events_parse(const char *arg, unsigned *kinds, const char **bad, size_t *bad
 		return -EINVAL;
 	}
 	return 0;
+}
+
+void events_names(char *buf, size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (uint32_t k = 0; k < LP_KIND_MAX && at < len; k++)
+		if (lp_kind_info(k))
+			at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "",
+					       lp_kind_info(k)->name);
 }
 
 void events_prepare(struct sampler *skel, unsigned kinds, unsigned freq_hz)

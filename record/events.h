@@ -23,6 +23,9 @@ struct sampler;
  * with [*bad, *bad + *badlen) the name not known. */
 int events_parse(const char *arg, unsigned *kinds, const char **bad, size_t *badlen);
 
+/* The kinds' names, "cpu, off-cpu", into buf, for a message. */
+void events_names(char *buf, size_t len);
+
 /* Before the sampler loads: only the programs of the kinds taken load,
  * configured for freq_hz. */
 void events_prepare(struct sampler *skel, unsigned kinds, unsigned freq_hz);

@@ -195,11 +195,12 @@ int cmd_record(int argc, char **argv)
 			size_t badlen;
 
 			if (events_parse(optarg, &o.kinds, &bad, &badlen)) {
-				char name[64];
+				char names[128], why[256];
 
-				snprintf(name, sizeof(name), "%.*s", (int)(badlen < 40 ? badlen : 40),
-					 bad);
-				ret = misuse("unknown event kind '%s' (cpu, off-cpu)", name);
+				events_names(names, sizeof(names));
+				snprintf(why, sizeof(why), "unknown event kind '%.*s' (%s)",
+					 (int)(badlen < 40 ? badlen : 40), bad, names);
+				ret = misuse("%s", why);
 				goto out;
 			}
 			break;

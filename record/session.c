@@ -131,14 +131,9 @@ void emit(struct session *s, const struct lp_record *rec)
 
 	if (s->write_err)
 		return;
-	if (rec->type == LP_REC_SAMPLE &&
+	if ((rec->type == LP_REC_SAMPLE || rec->type == LP_REC_EVENT) &&
 	    !GROW(s->held, s->capheld, s->nheld + 1)) {
-		s->held[s->nheld++] = (struct lp_event){ LP_KIND_CPU, 1, rec->u.sample };
-		return;
-	}
-	if (rec->type == LP_REC_EVENT &&
-	    !GROW(s->held, s->capheld, s->nheld + 1)) {
-		s->held[s->nheld++] = rec->u.event;
+		s->held[s->nheld++] = lp_record_event(rec);
 		return;
 	}
 	if (!is_definition(rec->type))

@@ -530,8 +530,9 @@ static void print_info(const char *path, const struct info *in,
 	const uint64_t *codecs = st->codec_chunks;
 	uint64_t checked = 0, lost, taken;
 
-	lost = count_add(count_add(count_add(in->lost[0], in->lost[1]),
-				   count_add(in->lost[2], in->lost[3])), in->lost[4]);
+	lost = 0;
+	for (size_t i = 0; i < sizeof(in->lost) / sizeof(in->lost[0]); i++)
+		lost = count_add(lost, in->lost[i]);
 	taken = count_add(lost, in->samples);
 	printf("trace: %s\n", path);
 	printf("format: version %" PRIu32 ", incompat features 0x%" PRIx32

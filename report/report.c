@@ -225,14 +225,13 @@ static int comm_root(struct run *r, struct report_pass *ps, const struct proc *p
 }
 
 /* Whether a sample is in the --from/--to window, which starts at the
- * trace's first sample in stream order (one read later but timed earlier,
- * as per-CPU buffers may interleave, counts as at 0). */
+ * trace's first sample or event of any kind in stream order (ps->origin;
+ * one read later but timed earlier, as per-CPU buffers may interleave,
+ * counts as at 0). */
 static int in_window(const struct load_opts *o, struct report_pass *ps, uint64_t t)
 {
 	uint64_t rel;
 
-	if (ps->samples == 1)
-		ps->origin = t;
 	rel = t > ps->origin ? t - ps->origin : 0;
 	if ((o->from_ns >= 0 && rel < (uint64_t)o->from_ns) ||
 	    (o->to_ns >= 0 && rel >= (uint64_t)o->to_ns))
@@ -284,10 +283,9 @@ static int on_sample(struct run *r, struct report_pass *ps, const struct lp_even
 	int err, missing = 0;
 
 	/* Every kind's events set the window's origin, the same for all. */
-	ps->samples++;
+	if (!ps->samples++)
+		ps->origin = smp->time_ns;
 	if (ev->kind != o->kind) {
-		if (ps->samples == 1)
-			ps->origin = smp->time_ns;
 		other_kind(prof, ev->kind);
 		return 0;
 	}
@@ -548,8 +546,7 @@ static int load_one(struct run *r, const char *path, uint32_t index)
 		/* A sample is CPU time worth one tick; an event says its
 		 * kind and weight. */
 		if (rec.type == LP_REC_SAMPLE || rec.type == LP_REC_EVENT) {
-			run[nrun++] = rec.type == LP_REC_EVENT ? rec.u.event :
-				(struct lp_event){ LP_KIND_CPU, 1, rec.u.sample };
+			run[nrun++] = lp_record_event(&rec);
 			err = nrun == SAMPLE_RUN ? on_samples(r, ps, run, &nrun) : 0;
 			continue;
 		}
