@@ -30,7 +30,11 @@
 	_(CPU, 1, "cpu", "ticks", "samples", "cpu", "nanoseconds", "samples", 1,       \
 	  "time on a CPU, a sample per cpu-clock tick")                                \
 	_(OFF_CPU, 2, "off-cpu", "nanoseconds", "waits", "off_cpu", "nanoseconds", \
-	  "us", 1000, "time off the CPU, waiting in system calls")
+	  "us", 1000, "time off the CPU, waiting in system calls")                     \
+	_(LUA_WAIT, 3, "lua-wait", "nanoseconds", "yields", "wait", "nanoseconds",   \
+	  "us", 1000, "a coroutine's time yielded to its host (nginx)") \
+	_(STALL, 4, "stall", "nanoseconds", "stalls", "stall", "nanoseconds", "us",  \
+	  1000, "event-loop iterations over a threshold (epoll)")
 
 enum lp_event_kind {
 #define LP_KIND_ENUM(NAME, num, ...) LP_KIND_##NAME = num,

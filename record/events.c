@@ -24,7 +24,8 @@ int events_parse(const char *arg, unsigned *kinds, const char **bad, size_t *bad
 		uint32_t k;
 
 		if (n >= sizeof(name) || (memcpy(name, arg, n), name[n] = 0,
-					  lp_kind_parse(name, &k))) {
+					  lp_kind_parse(name, &k)) ||
+		    !(EVENTS_ALL & EVENTS_BIT(k))) {
 			*bad = arg;
 			*badlen = n;
 			return -EINVAL;
@@ -46,7 +47,7 @@ void events_names(char *buf, size_t len)
 
 	buf[0] = '\0';
 	for (uint32_t k = 0; k < LP_KIND_MAX && at < len; k++)
-		if (lp_kind_info(k))
+		if (lp_kind_info(k) && (EVENTS_ALL & EVENTS_BIT(k)))
 			at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "",
 					       lp_kind_info(k)->name);
 }

@@ -17,6 +17,7 @@ struct sampler;
 
 #define EVENTS_BIT(kind) (1u << (kind))
 #define EVENTS_DEFAULT EVENTS_BIT(LP_KIND_CPU)
+/* The kinds this recorder can take. */
 #define EVENTS_ALL (EVENTS_BIT(LP_KIND_CPU) | EVENTS_BIT(LP_KIND_OFF_CPU))
 
 /* Parses "-e KIND[,KIND...]" into a set of EVENTS_BITs: 0, or -EINVAL
