@@ -11,7 +11,7 @@
  *   ev = capture_begin(tgid, tid, kind, weight, now)     its event
  *   regs_from_perf(ctx, &cap->regs)        or regs_from_task(): the user's
  *                                          registers
- *   wake = capture_stacks(ctx, cap, ev)    kernel, native and Lua frames
+ *   wake = capture_stacks(ctx, cap, ev, ...) kernel, native and Lua frames
  *   capture_send(cap, ev, wake)            packed, at its real size
  *   capture_end(cap)
  *
@@ -232,11 +232,16 @@ static __always_inline int young_process(__u64 now)
  * Fills e's kernel, user and Lua frames from cap->regs (the caller's
  * regs_from_*()); ctx is the caller's program context, which the kernel's
  * stack helper takes (whatever its type).  kernel: the event happened in
- * the kernel (a kernel stack to take).  Returns 1 when the recorder
- * should hear of this event at once (see capture_send()).
+ * the kernel (a kernel stack to take).  suspended_L: 0 for the Lua frames
+ * of the running coroutine (walk_lua()), else those of that coroutine,
+ * suspended at a yield (walk_lua_suspended()); a constant in each caller,
+ * so that a program links only the walk it makes (each is verified in
+ * every program that calls it).  Returns 1 when the recorder should hear
+ * of this event at once (see capture_send()).
  */
 static __always_inline int capture_stacks(void *ctx, struct capture *cap,
-					  struct lp_event_sample *e, bool kernel, int have_regs)
+					  struct lp_event_sample *e, bool kernel, int have_regs,
+					  __u64 suspended_L)
 {
 	int wake = 0;
 
@@ -258,7 +263,7 @@ static __always_inline int capture_stacks(void *ctx, struct capture *cap,
 	e->lua_G = 0;
 	cap->vm_cfa = 0;
 	if (have_regs)
-		wake = walk_lua(e, cap, 0);
+		wake = suspended_L ? walk_lua_suspended(e, suspended_L) : walk_lua(e, cap, 0);
 	phase_end(LP_PHASE_LUA);
 	if (unwind_native_user_stack(e, cap)) /* no tables: frame pointers */
 		e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
@@ -267,7 +272,7 @@ static __always_inline int capture_stacks(void *ctx, struct capture *cap,
 	 * first may have validated a G whose C frame is on another stack (a
 	 * fiber's): it still locates the process's VM for the recorder, and
 	 * what woke it still stands, whatever the second walk finds. */
-	if (have_regs && e->lua_state == LP_WALK_NO_G && cap->vm_cfa) {
+	if (!suspended_L && have_regs && e->lua_state == LP_WALK_NO_G && cap->vm_cfa) {
 		__u64 G = e->lua_G;
 
 		wake |= walk_lua(e, cap, cap->vm_cfa);

@@ -94,7 +94,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	 * the user's; one in the kernel, those saved at entry. */
 	kernel = !ctx_regs_user_mode(ctx);
 	have_regs = (kernel ? regs_from_task(&cap->regs) : regs_from_perf(ctx, &cap->regs)) == 0;
-	wake = capture_stacks(ctx, cap, e, kernel, have_regs);
+	wake = capture_stacks(ctx, cap, e, kernel, have_regs, 0);
 	nlua = capture_send(cap, e, wake);
 	phase_done(nlua, e->ustack_bytes, e->kstack_bytes);
 	if (!time_runs)
@@ -144,7 +144,19 @@ out:
  * operations, no stack.
  */
 const volatile bool offcpu_on = false;
-const volatile __u64 offcpu_interval_ns = 10000000;
+/* The sampling interval of waits, off-CPU and Lua-land (the recorder
+ * sets it to the sampling period). */
+const volatile __u64 wait_interval_ns = 10000000;
+
+/* A wait (or a stretch of one) of d ns is taken with probability
+ * min(1, d / interval): 1 with *weight max(d, interval), else 0. */
+static __always_inline int wait_taken(__u64 d, __u64 *weight)
+{
+	if (d < wait_interval_ns && bpf_get_prandom_u32() % wait_interval_ns >= d)
+		return 0;
+	*weight = d >= wait_interval_ns ? d : wait_interval_ns;
+	return 1;
+}
 
 struct offcpu_wait {
 	__u64 start;  /* when the wait began: its first switch out */
@@ -235,16 +247,15 @@ static __always_inline void offcpu_in(struct task_struct *next, __u64 now)
 {
 	__u32 tid = next->pid;
 	struct offcpu_wait *w = bpf_map_lookup_elem(&offcpu_waits, &tid);
-	__u64 d;
+	__u64 d, taken;
 
 	if (!w || !w->since)
 		return;
 	d = now - w->since;
 	w->since = 0;
-	/* Taken with probability min(1, d / interval), worth max(d, interval). */
-	if (d < offcpu_interval_ns && bpf_get_prandom_u32() % offcpu_interval_ns >= d)
+	if (!wait_taken(d, &taken))
 		return;
-	w->weight += d >= offcpu_interval_ns ? d : offcpu_interval_ns;
+	w->weight += taken;
 	offcpu_take_kstack(next, tid);
 }
 
@@ -305,7 +316,7 @@ static __always_inline void offcpu_send(void *ctx, const struct offcpu_wait *w, 
 	if (e) {
 		phase_start(bpf_ktime_get_ns());
 		have_regs = regs_from_task(&cap->regs) == 0;
-		wake = capture_stacks(ctx, cap, e, false, have_regs);
+		wake = capture_stacks(ctx, cap, e, false, have_regs, 0);
 		offcpu_kstack(e, (__u32)id);
 		phase_done(capture_send(cap, e, wake), e->ustack_bytes, e->kstack_bytes);
 	}
@@ -337,6 +348,8 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	offcpu_forget(tid);
 	return 0;
 }
+
+#include "bpf/luawait.bpf.h" /* Lua-land waits: on lua_resume */
 
 static __always_inline void send_task_event(__u32 type, __u32 pid, __u32 ppid,
 					    struct task_struct *task, bool hold)

@@ -109,6 +109,10 @@ enum lp_walk_state {
 	LP_WALK_NO_G = 3,   /* LuaJIT process, but no valid G at this tick */
 	LP_WALK_BAD_L = 4,  /* not written: walk_lua reads cur_L with G (NO_G) */
 	LP_WALK_NO_VM = 5,  /* interpreting, but the VM code is not located */
+	/* frames below, of a coroutine suspended at a yield (a Lua-land
+	 * wait): they go above the whole native stack, which is the
+	 * resumer's, not at one of its VM entries */
+	LP_WALK_SUSPENDED = 6,
 };
 
 /*
@@ -216,6 +220,8 @@ struct lp_bpf_counters {
 	__u64 lost_busy;
 	/* off-CPU stretches not measured: their start could not be kept */
 	__u64 lost_offcpu;
+	/* Lua-land waits not measured: their yield could not be kept */
+	__u64 lost_luawait;
 };
 
 _Static_assert(sizeof(struct lp_event_header) == 24, "lp_event_header layout");
@@ -228,7 +234,7 @@ _Static_assert(lp_event_sample_head_size == 64, "lp_event_sample head");
 _Static_assert(LP_MAX_USTACK < 0xffff, "ustack_jit fits 16 bits");
 _Static_assert(sizeof(struct lp_event_task) == 48, "lp_event_task layout");
 _Static_assert(sizeof(struct lp_event_proto) == 48 + LP_PROTO_NAME_MAX, "lp_event_proto layout");
-_Static_assert(sizeof(struct lp_bpf_counters) == 48, "lp_bpf_counters layout");
+_Static_assert(sizeof(struct lp_bpf_counters) == 56, "lp_bpf_counters layout");
 _Static_assert(sizeof(struct lp_runtime_hist) == 8 * LP_RUNTIME_BUCKETS, "lp_runtime_hist layout");
 
 #endif

@@ -1507,6 +1507,49 @@ __noinline int lua_walk_start(struct lua_walk *wp, struct lp_event_sample *e,
 	return wake;
 }
 
+/* This CPU's walk state, cleared for a new walk into e (which says no
+ * Lua frame yet). */
+static __always_inline struct lua_walk *walk_begin(struct lp_event_sample *e)
+{
+	__u32 zero = 0;
+	struct lua_walk *wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
+
+	if (!wp)
+		return NULL;
+	/* Not the block: 1 KB (16 cache lines, cold at 99 Hz) for nothing;
+	 * nor what is kept across samples. */
+	__builtin_memset(&wp->G, 0, __builtin_offsetof(struct lua_walk, block) -
+				      __builtin_offsetof(struct lua_walk, G));
+	e->lua_state = LP_WALK_NONE;
+	e->lua_depth = 0;
+	e->vmstate = 0;
+	e->lua_G = 0;
+	return wp;
+}
+
+/* The walk set up (start_thread()), its frames into e: 1 if the recorder
+ * should hear of them at once (a new stack). */
+static __always_inline int walk_lua_frames(struct lua_walk *wp, struct lp_event_sample *e)
+{
+	__u32 zero = 0, tgid = e->h.pid;
+
+	phase_end(LP_PHASE_LUA_STATE);
+	phase_count_lua_reads(LP_PHASE_LUA_STATE, &wp->reads, &wp->read_fails);
+	/* bpf_loop wants a stack context; the step finds the state itself. */
+	bpf_loop(LUA_WALK_STEPS, lua_walk_step, &zero, 0);
+	if (!wp->done)
+		truncate_walk(wp, LP_LUA_TRUNC_DEPTH);
+	e->lua_depth = wp->n;
+	/* A new stack (struct lj_stack_key, as two words): the identity of
+	 * the prototypes it shows first, in case they are gone when the
+	 * recorder reads them. */
+	if (wp->n && !seen_before(wp, &lj_stacks_seen, wp->hash, tgid)) {
+		bpf_loop(LP_MAX_LUA, note_proto_step, &tgid, 0);
+		return 1;
+	}
+	return 0;
+}
+
 /* walk_lua() less the count of its reads. */
 static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 					   struct capture *cap, __u64 vm_frame_cfa)
@@ -1514,24 +1557,16 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	const struct user_regs *regs = cap ? &cap->regs : NULL;
 	struct lua_walk *wp;
 	struct lj_proc *p;
-	__u32 zero = 0, tgid;
+	__u32 tgid;
 	__u64 G, cf;
 	int wake;
 
 	if (!e || !cap)
 		return 0;
-	wp = bpf_map_lookup_elem(&lua_walk_scratch, &zero);
+	wp = walk_begin(e);
 	if (!wp)
 		return 0;
-	/* Not the block: 1 KB (16 cache lines, cold at 99 Hz) for nothing;
-	 * nor what is kept across samples. */
-	__builtin_memset(&wp->G, 0, __builtin_offsetof(struct lua_walk, block) -
-				      __builtin_offsetof(struct lua_walk, G));
 	tgid = e->h.pid;
-	e->lua_state = LP_WALK_NONE;
-	e->lua_depth = 0;
-	e->vmstate = 0;
-	e->lua_G = 0;
 	cap->vm_cfa = 0;
 	p = proc_of(wp, tgid);
 	if (!p)
@@ -1555,22 +1590,9 @@ static __always_inline int walk_lua_sample(struct lp_event_sample *e,
 	wake |= lua_walk_start(wp, e, regs, cf);
 	if (e->lua_state == LP_WALK_NO_VM)
 		return 1;
-	phase_end(LP_PHASE_LUA_STATE);
-	phase_count_lua_reads(LP_PHASE_LUA_STATE, &wp->reads, &wp->read_fails);
-	/* bpf_loop wants a stack context; the step finds the state itself. */
-	bpf_loop(LUA_WALK_STEPS, lua_walk_step, &zero, 0);
-	if (!wp->done)
-		truncate_walk(wp, LP_LUA_TRUNC_DEPTH);
-	e->lua_depth = wp->n;
-	/* A new stack (struct lj_stack_key, as two words): the identity of
-	 * the prototypes it shows first, in case they are gone when the
-	 * recorder reads them. */
-	if (wp->n && !seen_before(wp, &lj_stacks_seen, wp->hash, tgid)) {
-		bpf_loop(LP_MAX_LUA, note_proto_step, &tgid, 0);
-		wake = 1;
-	}
-	return wake;
+	return wake | walk_lua_frames(wp, e);
 }
+
 
 /*
  * Fills e->lua[] for a sample of a LuaJIT process; regs are the user
@@ -1597,6 +1619,53 @@ __noinline int walk_lua(struct lp_event_sample *e, struct capture *cap, __u64 vm
 		phase_count_copy_reads(&wp->copy_reads);
 	}
 	return wake;
+}
+
+/*
+ * Fills e->lua[] with the frames of coroutine L of the current process,
+ * suspended at a yield, for a Lua-land wait (bpf/luawait.bpf.h).  A yield
+ * (lua_yield() from a C function, the coroutine.yield builtin) leaves
+ * L->base at the yielding function's frame, L->cframe NULL (no C frame:
+ * it runs nowhere) and its frames as they were, until the next resume
+ * starts from them: so they are walked as a stack is, from L->base, the
+ * leaf a C function or builtin, whose pc is not needed.  L must belong to
+ * a G that validates with L as its coroutine; one with a C frame is
+ * running, not suspended, and is not walked (e->lua_state NO_G).
+ * e->lua_state is SUSPENDED when walked: the frames go above the native
+ * stack, which is the resumer's (report/stacks.c).
+ */
+__noinline int walk_lua_suspended(struct lp_event_sample *e, __u64 L)
+{
+	struct lua_walk *wp;
+	struct lj_proc *p;
+	__u64 G, curL = L;
+	int wake;
+
+	if (!e)
+		return 0;
+	wp = walk_begin(e);
+	if (!wp)
+		return 0;
+	p = proc_of(wp, e->h.pid);
+	if (!p)
+		return 0;
+	e->lua_state = LP_WALK_NO_G;
+	if (read_state(wp, L, &wp->st))
+		return 0;
+	G = wp->st.glref;
+	if (valid_G(wp, G, &wp->gf, &curL, &wp->st, thread_of(wp)) != 1 || wp->st.cframe)
+		return 0;
+	wp->G = G;
+	wp->mainL = G - p->layout.gg_g;
+	wp->first_L = L;
+	e->lua_G = G;
+	e->vmstate = ~LJ_VMST_C; /* the yield's: a C function's, or a builtin's */
+	wake = !p->g_hint;
+	start_thread(wp, L, &wp->st, wp->st.base, 0);
+	wp->leaf = 1;
+	wp->pc_reg = 0;
+	e->lua_state = LP_WALK_SUSPENDED;
+	return wake | walk_lua_frames(wp, e);
 }
 
 #endif

@@ -278,6 +278,9 @@ enum lp_lua_state {
 	LP_LUA_NO_G = 3,   /* no valid global_State found at this tick */
 	LP_LUA_BAD_L = 4,  /* the running lua_State did not validate */
 	LP_LUA_NO_VM = 5,  /* the interpreter's code was not located yet */
+	/* lstack holds the frames of a coroutine suspended at a yield (a
+	 * Lua-land wait): above the native stack, which is its resumer's */
+	LP_LUA_SUSPENDED = 6,
 };
 /* lframe.kind */
 enum lp_lframe_kind {

@@ -55,12 +55,15 @@ void events_names(char *buf, size_t len)
 void events_prepare(struct sampler *skel, unsigned kinds, unsigned freq_hz)
 {
 	int offcpu = !!(kinds & EVENTS_BIT(LP_KIND_OFF_CPU));
+	int luawait = !!(kinds & EVENTS_BIT(LP_KIND_LUA_WAIT));
 
-
-	/* One off-CPU event per sampling period of waiting, on average. */
+	/* One wait event per sampling period of waiting, on average. */
 	skel->rodata->offcpu_on = offcpu;
-	skel->rodata->offcpu_interval_ns = 1000000000ull / (freq_hz ? freq_hz : 99);
+	skel->rodata->wait_interval_ns = 1000000000ull / (freq_hz ? freq_hz : 99);
 	bpf_program__set_autoload(skel->progs.on_switch, offcpu);
 	bpf_program__set_autoload(skel->progs.on_sys_exit, offcpu);
 	bpf_program__set_autoload(skel->progs.on_sample, !!(kinds & EVENTS_BIT(LP_KIND_CPU)));
+	/* Attached per VM, by luawait_attach(). */
+	bpf_program__set_autoload(skel->progs.on_resume, luawait);
+	bpf_program__set_autoload(skel->progs.on_resume_return, luawait);
 }

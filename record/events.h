@@ -18,7 +18,8 @@ struct sampler;
 #define EVENTS_BIT(kind) (1u << (kind))
 #define EVENTS_DEFAULT EVENTS_BIT(LP_KIND_CPU)
 /* The kinds this recorder can take. */
-#define EVENTS_ALL (EVENTS_BIT(LP_KIND_CPU) | EVENTS_BIT(LP_KIND_OFF_CPU))
+#define EVENTS_ALL (EVENTS_BIT(LP_KIND_CPU) | EVENTS_BIT(LP_KIND_OFF_CPU) | \
+		    EVENTS_BIT(LP_KIND_LUA_WAIT))
 
 /* Parses "-e KIND[,KIND...]" into a set of EVENTS_BITs: 0, or -EINVAL
  * with [*bad, *bad + *badlen) the name not known. */

@@ -237,13 +237,14 @@ static void emit_lost(struct session *s)
 	emit_lost_reason(s, c->lost_ringbuf, &s->lost_written, LP_LOST_RINGBUF);
 	emit_lost_reason(s, c->lost_busy, &s->lost_busy_written, LP_LOST_BUSY);
 	emit_lost_reason(s, c->lost_offcpu, &s->lost_offcpu_written, LP_LOST_UNTRACKED);
+	emit_lost_reason(s, c->lost_luawait, &s->lost_luawait_written, LP_LOST_UNTRACKED);
 }
 
 uint64_t session_bpf_lost(const struct session *s)
 {
 	const struct lp_bpf_counters *c = &s->skel->bss->counters;
 
-	return c->lost_ringbuf + c->lost_busy + c->lost_offcpu;
+	return c->lost_ringbuf + c->lost_busy + c->lost_offcpu + c->lost_luawait;
 }
 
 /* Events the flush sidekick read but had no memory to keep. */
@@ -722,6 +723,7 @@ static void session_close(struct session *s, int recording, const char *old)
 	sidekick_free(s->side);
 	ring_buffer__free(s->rb);
 	unwind_free(s->unw); /* native unwinder */
+	unprobe_lua_resume(s);
 	sampler__destroy(s->skel);
 	if (s->w) {
 		trace_writer_close(s->w, NULL);

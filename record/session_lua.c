@@ -12,8 +12,10 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sys/stat.h>
 
 #include "bpf/sampler.h"
+#include "record/events.h"
 #include "record/objects.h"
 #include "record/say.h"
 #include "record/stacks.h"
@@ -123,6 +125,8 @@ static void note_puc_lua(struct session *s, struct target *t, const struct lua_p
 	emit(s, &rec);
 }
 
+static void probe_lua_resume(struct session *s, struct target *t);
+
 void attach_luajit(struct session *s, struct target *t, struct target *parent)
 {
 	char msg[1024], what[PATH_MAX + 1024];
@@ -154,8 +158,63 @@ void attach_luajit(struct session *s, struct target *t, struct target *parent)
 		if (announce_vm(s, t->pid, what))
 			say(stderr, 0, "pid %d: LuaJIT in %s", (int)t->pid, what);
 	}
-	if (t->lj)
+	if (t->lj) {
 		publish_luajit(s, t);
+		probe_lua_resume(s, t);
+	}
+}
+
+/*
+ * Lua-land waits (bpf/luawait.bpf.h): probes on the exported lua_resume
+ * of t's LuaJIT object, entry and return, once per object file: a probe
+ * on a file fires in every process that maps it, and the programs keep
+ * the targets' hits only.  The file is opened through t's root, as the
+ * process sees it (a container's).  Said once per object when it fails:
+ * that VM's waits are not recorded; nothing else is lost.
+ */
+static void probe_lua_resume(struct session *s, struct target *t)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = "lua_resume");
+	char path[PATH_MAX + 32];
+	struct lua_probe *p;
+	struct stat st;
+	int err;
+
+	if (!(s->o->kinds & EVENTS_BIT(LP_KIND_LUA_WAIT)))
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)t->pid, t->lj->object);
+	if (stat(path, &st))
+		return; /* gone: its samples say so */
+	for (int i = 0; i < s->nlua_probes; i++)
+		if (s->lua_probes[i].dev == st.st_dev && s->lua_probes[i].ino == st.st_ino)
+			return;
+	if (s->nlua_probes == LUA_PROBES) {
+		say(stderr, s->status_shown, "pid %d: %d LuaJIT objects probed already; "
+		    "no Lua-land waits from %s", (int)t->pid, LUA_PROBES, t->lj->object);
+		return;
+	}
+	p = &s->lua_probes[s->nlua_probes++];
+	*p = (struct lua_probe){ .dev = st.st_dev, .ino = st.st_ino };
+	p->entry = bpf_program__attach_uprobe_opts(s->skel->progs.on_resume, -1, path, 0, &opts);
+	opts.retprobe = true;
+	p->ret = p->entry ? bpf_program__attach_uprobe_opts(s->skel->progs.on_resume_return,
+							     -1, path, 0, &opts) : NULL;
+	if (p->entry && p->ret)
+		return;
+	err = -errno;
+	say(stderr, s->status_shown, "pid %d: cannot probe lua_resume in %s: %s; no "
+	    "Lua-land waits from it", (int)t->pid, t->lj->object, strerror(-err));
+	bpf_link__destroy(p->entry);
+	p->entry = NULL;
+}
+
+void unprobe_lua_resume(struct session *s)
+{
+	for (int i = 0; i < s->nlua_probes; i++) {
+		bpf_link__destroy(s->lua_probes[i].entry);
+		bpf_link__destroy(s->lua_probes[i].ret);
+	}
+	s->nlua_probes = 0;
 }
 
 /* The first sample showing a valid G locates the VM; a failed check stops

@@ -144,6 +144,8 @@ struct lua_stats {
 	uint64_t procs_gone, gone_dropped;
 };
 
+#define LUA_PROBES 32 /* LuaJIT objects probed for Lua-land waits */
+
 struct session {
 	const struct record_opts *o;
 	struct trace_writer *w;
@@ -182,6 +184,15 @@ struct session {
 	size_t nholds, capholds;
 	uint64_t holds_done, holds_ns;
 	uint64_t start_ns, lost_written, lost_busy_written, lost_offcpu_written;
+	uint64_t lost_luawait_written;
+	/* Lua-land waits: the LuaJIT objects whose lua_resume is probed
+	 * (by device and inode: one probe serves every process mapping it),
+	 * and the probes' links. */
+	struct lua_probe {
+		uint64_t dev, ino;
+		struct bpf_link *entry, *ret;
+	} lua_probes[LUA_PROBES];
+	int nlua_probes;
 	uint64_t events[LP_KIND_MAX]; /* taken, by kind */
 	uint64_t begun_ns, setup_ns; /* when record began; its setup's length */
 	uint64_t lost_dropped; /* events the flush sidekick could not keep */
@@ -226,6 +237,8 @@ int add_initial_targets(struct session *s);
 /* ---- session_lua.c ---- */
 void attach_luajit(struct session *s, struct target *t, struct target *parent);
 void locate_luajit(struct session *s, struct target *t, uint64_t G);
+/* Takes the Lua-land waits probes off (session_close()). */
+void unprobe_lua_resume(struct session *s);
 uint64_t intern_lua_stack(struct session *s, struct target *t,
 				 const struct lp_event_sample *e, size_t size);
 void count_lua_state(struct session *s, uint32_t state, uint64_t lstack);

@@ -21,7 +21,8 @@ _Static_assert((int)LP_WALK_WALKED == (int)LP_LUA_WALKED &&
 		       (int)LP_WALK_NO_VM == (int)LP_LUA_NO_VM &&
 		       (int)LP_WALK_IDLE == (int)LP_LUA_IDLE &&
 		       (int)LP_WALK_NO_G == (int)LP_LUA_NO_G &&
-		       (int)LP_WALK_BAD_L == (int)LP_LUA_BAD_L,
+		       (int)LP_WALK_BAD_L == (int)LP_LUA_BAD_L &&
+		       (int)LP_WALK_SUSPENDED == (int)LP_LUA_SUSPENDED,
 	       "BPF walk states and trace lua states agree");
 _Static_assert((int)LP_USTOP_FALLBACK == (int)LP_USTOP_R_UNKNOWN &&
 		       (int)LP_USTOP_END == (int)LP_USTOP_R_COMPLETE &&
@@ -239,7 +240,7 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	static struct uframes u; /* (2 KiB: off the stack) */
 	struct lp_record rec;
 	struct lp_sample *sample = &rec.u.event.s;
-	int unnamed, all_mapped = 0;
+	int unnamed, all_mapped = 0, walked;
 
 	if (!t || !t->alive) /* a sample racing its fork event */
 		t = add_target(s, e->h.pid, 0, e->h.time_ns, LP_PROC_FORKED, NULL);
@@ -280,9 +281,9 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 		sample->flags |= LP_SAMPLE_KSTACK_FAILED;
 	if (e->ustack_bytes < 0)
 		sample->flags |= LP_SAMPLE_USTACK_FAILED;
-	sample->lstack = e->lua_state == LP_WALK_WALKED ?
-		intern_lua_stack(s, t, e, size) : 0;
-	if (t && t->lj_gone && e->lua_state == LP_WALK_WALKED)
+	walked = e->lua_state == LP_WALK_WALKED || e->lua_state == LP_WALK_SUSPENDED;
+	sample->lstack = walked ? intern_lua_stack(s, t, e, size) : 0;
+	if (t && t->lj_gone && walked)
 		s->lua.gone_dropped++;
 	sample->vmstate = e->vmstate;
 	sample->lua_state = e->lua_state;

@@ -34,6 +34,7 @@ struct ures_ent {
 #define UF_CUT 1           /* the native walk did not reach the root */
 #define UF_TRACE_MAY_RUN 2 /* its vmstate lets anonymous code be a trace's */
 #define UF_STOP_JIT 4      /* the walk stopped at anonymous code, its last frame */
+#define UF_SUSPENDED 8     /* the Lua frames are a suspended coroutine's: on top */
 
 /* A user stack's native frames as named against one layout: (pid, stack,
  * layout generation) -> for each address, leaf first, its frames
@@ -395,6 +396,16 @@ static int resolve_user(struct stacks *s, const struct maps_view *v, uint32_t ui
 	trace = lidx < MISSING && lua_stack_in_trace(s->lua, lidx);
 	if (trace)
 		lua_trace_code(s->lua, lidx, &ts, &te);
+	if (how & UF_SUSPENDED) {
+		/* A coroutine suspended at a yield runs on no native stack:
+		 * its frames go above the whole stack of the thread that
+		 * resumes it, whatever VM entries that one crossed. */
+		for (; li < nl; li++)
+			if (lua[li] != LUA_ENTRY_MARK)
+				s->buf[k++] = lua[li];
+		have_vm = 0;
+		any_vm = 1;
+	}
 	for (uint32_t i = 0, n; i < nd; i++) {
 		uint64_t at = i ? a[i] - 1 : a[i];
 		const uint32_t *ids;
@@ -669,6 +680,8 @@ static int user_how(const struct lp_sample *smp)
 
 	if (smp->ustack && smp->ustop == LP_USTOP_R_JIT)
 		how |= UF_STOP_JIT;
+	if (smp->lua_state == LP_LUA_SUSPENDED)
+		return how | UF_SUSPENDED;
 
 	if (smp->lua_state == LP_LUA_WALKED &&
 	    (smp->vmstate >= 0 || ~smp->vmstate == 0 /* LJ_VMST_INTERP */ ||
