@@ -350,6 +350,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 }
 
 #include "bpf/luawait.bpf.h" /* Lua-land waits: on lua_resume */
+#include "bpf/stall.bpf.h" /* event-loop stalls: epoll's iterations */
 
 static __always_inline void send_task_event(__u32 type, __u32 pid, __u32 ppid,
 					    struct task_struct *task, bool hold)
@@ -436,6 +437,8 @@ int BPF_PROG(on_exec, struct task_struct *task)
 	 * the image is one the recorder knows. */
 	bpf_map_delete_elem(&lj_procs, &tgid);
 	exec_known_luajit(task, tgid);
+	if (stall_on) /* the loop that ran is gone with its image */
+		stall_forget(BPF_CORE_READ(task, pid));
 	procs_changed();
 	unwind_forget_process(tgid); /* native unwinder: old mappings */
 	send_task_event(LP_EVENT_EXEC, tgid, BPF_CORE_READ(task, real_parent, tgid),
@@ -459,6 +462,8 @@ int BPF_PROG(on_exit, struct task_struct *task)
 			__sync_fetch_and_add(&counters.lost_offcpu, 1);
 		offcpu_forget(tid);
 	}
+	if (stall_on)
+		stall_forget(tid);
 	/* do_exit() has already counted this thread out of signal->live;
 	 * zero means it was the last one and the process is gone. */
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)

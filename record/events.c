@@ -52,18 +52,24 @@ void events_names(char *buf, size_t len)
 					       lp_kind_info(k)->name);
 }
 
-void events_prepare(struct sampler *skel, unsigned kinds, unsigned freq_hz)
+void events_prepare(struct sampler *skel, unsigned kinds, unsigned freq_hz,
+		    unsigned long long stall_ns)
 {
 	int offcpu = !!(kinds & EVENTS_BIT(LP_KIND_OFF_CPU));
 	int luawait = !!(kinds & EVENTS_BIT(LP_KIND_LUA_WAIT));
+	int stall = !!(kinds & EVENTS_BIT(LP_KIND_STALL));
 
 	/* One wait event per sampling period of waiting, on average. */
 	skel->rodata->offcpu_on = offcpu;
 	skel->rodata->wait_interval_ns = 1000000000ull / (freq_hz ? freq_hz : 99);
 	bpf_program__set_autoload(skel->progs.on_switch, offcpu);
 	bpf_program__set_autoload(skel->progs.on_sys_exit, offcpu);
+	skel->rodata->stall_on = stall;
+	skel->rodata->stall_threshold_ns = stall_ns;
+	bpf_program__set_autoload(skel->progs.on_stall_exit, stall);
+	bpf_program__set_autoload(skel->progs.on_stall_enter, stall);
 	bpf_program__set_autoload(skel->progs.on_sample, !!(kinds & EVENTS_BIT(LP_KIND_CPU)));
-	/* Attached per VM, by luawait_attach(). */
+	/* Attached per VM object (session_lua.c, probe_lua_resume()). */
 	bpf_program__set_autoload(skel->progs.on_resume, luawait);
 	bpf_program__set_autoload(skel->progs.on_resume_return, luawait);
 }

@@ -53,7 +53,14 @@ static void print_help(void)
 	       "                                   the time until it is resumed; from\n"
 	       "                                   probes on lua_resume, sampled so\n"
 	       "                                   too\n"
-	       "                          (`report --kind` shows one kind at a time)\n"
+	       "                          stall    an event loop's iteration (from the\n"
+	       "                                   return of epoll_wait to the next\n"
+	       "                                   call) of --stall-threshold or more,\n"
+	       "                                   with the stacks of that call\n"
+	       "                          (`report --kind` shows one kind at a time,\n"
+	       "                          `report --stalls` what ran in each stall)\n"
+	       "      --stall-threshold MS  the shortest iteration -e stall takes\n"
+	       "                          (default %d ms)\n"
 	       "  -F, --freq HZ           samples per second per CPU (default 99)\n"
 	       "  -d, --duration SECONDS  stop after sampling this long (default: until\n"
 	       "                          Ctrl-C or until every target has exited)\n"
@@ -99,7 +106,7 @@ static void print_help(void)
 	       "\n"
 	       "SIGINT or SIGTERM stop the recording and finish the file.  A launched\n"
 	       "COMMAND still running when recording stops is sent SIGTERM.\n",
-	       usage_line);
+	       usage_line, EVENTS_STALL_DEFAULT_MS);
 }
 
 static int misuse(const char *fmt, const char *arg)
@@ -169,6 +176,7 @@ int cmd_record(int argc, char **argv)
 		{ "task-events", no_argument, NULL, 'T' },
 		{ "luajit-offsets", required_argument, NULL, 'L' },
 		{ "no-embed", no_argument, NULL, 'E' },
+		{ "stall-threshold", required_argument, NULL, 'S' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -180,9 +188,10 @@ int cmd_record(int argc, char **argv)
 		.codec = LP_CODEC_ZLIB,
 		.follow_children = 1,
 		.kinds = EVENTS_DEFAULT,
+		.stall_ns = EVENTS_STALL_DEFAULT_MS * 1000000ull,
 	};
 	char *self = join_args(argc, argv), *end;
-	int c, ret = 2;
+	int c, ret = 2, stall_set = 0;
 
 	o.self_cmdline = self ? self : "luaprof record";
 	optind = 1;
@@ -221,6 +230,19 @@ int cmd_record(int argc, char **argv)
 				goto out;
 			}
 			o.freq_hz = hz;
+			break;
+		}
+		case 'S': {
+			double ms;
+
+			errno = 0;
+			ms = strtod(optarg, &end);
+			if (errno || *end || end == optarg || !(ms > 0) || ms > 1e7) {
+				ret = misuse("bad stall threshold '%s' (milliseconds > 0)", optarg);
+				goto out;
+			}
+			o.stall_ns = (unsigned long long)(ms * 1e6 + 0.5);
+			stall_set = 1;
 			break;
 		}
 		case 'd':
@@ -275,6 +297,10 @@ int cmd_record(int argc, char **argv)
 	}
 	if (o.npids && o.command) {
 		ret = misuse("%s", "give either -p PID or -- COMMAND, not both");
+		goto out;
+	}
+	if (stall_set && !(o.kinds & EVENTS_BIT(LP_KIND_STALL))) {
+		ret = misuse("%s", "--stall-threshold needs -e stall");
 		goto out;
 	}
 	if (o.task_events && !o.command) {

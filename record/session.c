@@ -321,7 +321,7 @@ static int size_maps(struct sampler *skel, void *arg)
 	int ndesc = 0, err;
 
 	/* (Not a size, but what loads: only the kinds of event taken.) */
-	events_prepare(skel, s->o->kinds, s->o->freq_hz);
+	events_prepare(skel, s->o->kinds, s->o->freq_hz, s->o->stall_ns);
 	if (!s->o->command && s->o->follow_children)
 		proc_descendants(s->o->pids, s->o->npids, &desc, &ndesc);
 	pids = calloc(s->o->npids + ndesc + 1, sizeof(*pids));

@@ -25,6 +25,7 @@ struct record_opts {
 	const char *luajit_offsets; /* --luajit-offsets FILE, or NULL */
 	int no_embed; /* --no-embed: no symbol tables in the trace */
 	unsigned kinds; /* -e: the kinds of event taken, EVENTS_BIT()s */
+	unsigned long long stall_ns; /* --stall-threshold, in ns */
 };
 
 /* Runs a whole recording; returns the process exit code (0 or 1). */
