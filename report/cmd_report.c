@@ -15,6 +15,7 @@
 #include "report/annotate.h"
 #include "report/formats.h"
 #include "report/report.h"
+#include "report/stalls.h"
 #include "report/vmstate.h"
 
 #define PROG "luaprof report"
@@ -36,27 +37,35 @@ static const struct format {
 /*
  * The reports other than stacks, listed once: the option that asks for
  * one (`--by line` is --by's value), what the load must count for it,
- * its writer, its default -n, and its --help.  Parsing, the usage line,
+ * the kind of event it shows, its writer, its default -n, and its
+ * --help.  Parsing, the usage line,
  * --help, the checks and the dispatch all follow from the list.
  */
 #define REPORT_MODES(_)                                                              \
-	_(vmstate, "--vmstate", write_vmstate, 1, 0, 20,                             \
+	_(vmstate, "--vmstate", write_vmstate, 1, 0, CPU, 20,                             \
 	  "  --vmstate           instead of stacks: the share of samples in each\n"      \
 	  "                      LuaJIT VM state (N compiled, I interpreted, C code,\n"  \
 	  "                      G garbage collector, J JIT compiler), overall and\n"    \
 	  "                      per innermost Lua function (-n rows); LuaJIT's\n"       \
 	  "                      own state: C that compiled Lua calls through\n"         \
 	  "                      the FFI counts as N, as in jit.p\n")                    \
-	_(annotate, "--annotate", write_annotate, 0, 1, 10,                          \
+	_(annotate, "--annotate", write_annotate, 0, 1, CPU, 10,                          \
 	  "  --annotate          instead of stacks: the hottest Lua functions'\n"        \
 	  "                      source, as the trace holds it, with samples per\n"      \
 	  "                      line, self (the line running in the innermost Lua\n"    \
 	  "                      function) and total (running anywhere on the Lua\n"     \
 	  "                      stack); -n functions (default 10, 0 = all)\n")          \
-	_(by_line, "--by line", write_by_line, 0, 1, 20,                             \
+	_(by_line, "--by line", write_by_line, 0, 1, CPU, 20,                        \
 	  "  --by line           instead of stacks: Lua source lines ranked by\n"        \
 	  "                      self samples, with total, function and source\n"        \
-	  "                      text (-n rows)\n")
+	  "                      text (-n rows)\n")                                      \
+	_(stalls, "--stalls", write_stalls, 0, 0, STALL, 20,                         \
+	  "  --stalls            instead of stacks: the event loops' stalls\n"           \
+	  "                      (record -e stall), longest first (-n rows), each\n"     \
+	  "                      with its thread, start, the loop's stack, and\n"        \
+	  "                      the stacks its thread ran inside it: CPU samples\n"     \
+	  "                      and off-CPU waits (record -e cpu,off-cpu,stall),\n"     \
+	  "                      as shares of its length\n")
 
 struct report_pass;
 typedef int (*mode_write)(FILE *out, const struct profile *prof,
@@ -80,15 +89,22 @@ static int write_by_line(FILE *out, const struct profile *prof,
 	return out_by_line(out, prof, report_pass_annotate(ps), rows);
 }
 
+static int write_stalls(FILE *out, const struct profile *prof,
+			const struct report_pass *ps, unsigned rows)
+{
+	return out_stalls(out, prof, report_pass_stalls(ps), rows);
+}
+
 static const struct mode {
 	const char *option;
 	mode_write write;
 	int vmstate, annotate; /* what the load counts (struct load_opts) */
+	uint32_t kind;         /* the kind it shows */
 	unsigned rows;         /* -n when not given */
 	const char *help;
 } modes[] = {
-#define MODE_ROW(name, option, write, vmstate, annotate, rows, help) \
-	{ option, write, vmstate, annotate, rows, help },
+#define MODE_ROW(name, option, write, vmstate, annotate, kind, rows, help) \
+	{ option, write, vmstate, annotate, LP_KIND_##kind, rows, help },
 	REPORT_MODES(MODE_ROW)
 #undef MODE_ROW
 };
@@ -132,6 +148,7 @@ struct opts {
 	int inverted;
 	const struct mode *mode; /* NULL: stacks, in o->format */
 	int nmodes;              /* modes asked for (one at most) */
+	int kind_set;            /* --kind given */
 	char **traces;
 	size_t ntraces;
 };
@@ -243,7 +260,7 @@ static void help(void)
 #define misuse(...) report_misuse(PROG, usage_line, __VA_ARGS__)
 
 enum { OPT_FORMAT = 256, OPT_LIMIT, OPT_COMM, OPT_VMSTATE, OPT_ANNOTATE, OPT_BY,
-       OPT_INVERTED };
+       OPT_INVERTED, OPT_STALLS };
 
 static const struct format *find_format(const char *name)
 {
@@ -274,6 +291,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "vmstate", no_argument, NULL, OPT_VMSTATE },
 		{ "annotate", no_argument, NULL, OPT_ANNOTATE },
 		{ "by", required_argument, NULL, OPT_BY },
+		{ "stalls", no_argument, NULL, OPT_STALLS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -306,6 +324,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return misuse("%s '%s'", why, optarg);
 			if (err)
 				return err;
+			o->kind_set |= c == LOAD_OPT_KIND;
 			break;
 		case 'n':
 			if (report_parse_rows(optarg, &o->rows))
@@ -336,6 +355,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return misuse("unknown --by '%s' (only 'line')", optarg);
 			want_mode(o, MODE_by_line);
 			break;
+		case OPT_STALLS:
+			want_mode(o, MODE_stalls);
+			break;
 		case 'h':
 			help();
 			return -1;
@@ -348,9 +370,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (o->nmodes > 1)
 		return misuse("%s are different reports: choose one", modes_text(", ", " and "));
-	if (o->mode && lo->kind != LP_KIND_CPU)
-		return misuse("%s count CPU samples: not with --kind %s", modes_text(", ", " and "),
-			      lp_kind_info(lo->kind)->name);
+	if (o->mode && o->kind_set && lo->kind != o->mode->kind)
+		return misuse("%s counts %s events: not with --kind %s", o->mode->option,
+			      lp_kind_info(o->mode->kind)->name, lp_kind_info(lo->kind)->name);
+	if (o->mode)
+		lo->kind = o->mode->kind;
 	if (o->mode && o->format != &formats[0])
 		return misuse("--format does not apply to %s", modes_text(", ", " or "));
 	if (o->mode && !o->rows_set)
@@ -411,6 +435,9 @@ int cmd_report(int argc, char **argv)
 		o.load.comm = 0;
 	o.load.vmstate = o.mode && o.mode->vmstate;
 	o.load.annotate = o.mode && o.mode->annotate;
+	o.load.stalls = o.mode == &modes[MODE_stalls];
+	if (o.load.stalls)
+		o.load.comm = 0; /* each stall's line names its process */
 	ret = report_load(&o.load, o.traces, o.ntraces, &prof, &procs, &keep);
 	if (!ret)
 		ret = write_output(&o, &prof, keep);

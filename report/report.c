@@ -37,6 +37,7 @@
 #include "report/luajit_protos.h"
 #include "report/luajit_sources.h"
 #include "report/stacks.h"
+#include "report/stalls.h"
 #include "report/symbolize.h"
 #include "report/vmstate.h"
 
@@ -47,8 +48,8 @@ struct run {
 	struct procs *procs;
 	uint32_t *roots; /* --comm root name per procs entry */
 	size_t nroots, caproots;
-	/* --vmstate, --annotate, --by line: counted over the (single)
-	 * trace's pass, which is kept for them. */
+	/* --vmstate, --annotate, --by line, --stalls: counted over the
+	 * (single) trace's pass, which is kept for them. */
 	struct report_pass *keep;
 };
 
@@ -65,6 +66,7 @@ struct report_pass {
 	struct vmstate *vms;
 	struct luasrc *src;   /* --annotate, --by line: the Lua sources */
 	struct annotate *ann;
+	struct stalls *stl;   /* --stalls: stalls, and what ran in them */
 	uint64_t samples, lost, missing;
 	uint64_t place[LUA_PLACE_MAX]; /* compiled samples, by how placed */
 	uint64_t origin;      /* the first sample's time: --from, --to */
@@ -273,6 +275,21 @@ static void other_kind(struct profile *prof, uint32_t kind)
 	prof->other_kinds[kind]++;
 }
 
+/* --stalls: a CPU sample or off-CPU wait, which may lie inside a stall
+ * of its thread: its stack composed (counted as nothing) and kept. */
+static int stall_context(struct run *r, struct report_pass *ps, const struct lp_event *ev)
+{
+	uint32_t lidx;
+	struct proc *p;
+	int missing, err;
+
+	if (!stalls_wants(ev->kind))
+		return 0;
+	err = procs_get(r->procs, ev->s.pid, &p) ?:
+	      stacks_add_sample(ps->st, &ev->s, 0, STACKS_NO_ROOT, &lidx, &missing);
+	return err ?: stalls_add(ps->stl, ev, stacks_last_entry(ps->st), p - r->procs->v);
+}
+
 static int on_sample(struct run *r, struct report_pass *ps, const struct lp_event *ev)
 {
 	const struct lp_sample *smp = &ev->s;
@@ -287,7 +304,7 @@ static int on_sample(struct run *r, struct report_pass *ps, const struct lp_even
 		ps->origin = smp->time_ns;
 	if (ev->kind != o->kind) {
 		other_kind(prof, ev->kind);
-		return 0;
+		return ps->stl ? stall_context(r, ps, ev) : 0;
 	}
 	if (!prof->samples++ || smp->time_ns < prof->first_ns)
 		prof->first_ns = smp->time_ns;
@@ -321,6 +338,8 @@ static int on_sample(struct run *r, struct report_pass *ps, const struct lp_even
 				  lua_find_stack(ps->lua, smp->lstack) : UINT32_MAX);
 	if (!err && ps->ann)
 		err = annotate_add(ps->ann, smp, lidx);
+	if (!err && ps->stl)
+		err = stalls_add(ps->stl, ev, stacks_last_entry(ps->st), p - r->procs->v);
 	return err;
 }
 
@@ -470,6 +489,7 @@ void report_pass_free(struct report_pass *ps)
 	stacks_free(ps->st);
 	vmstate_free(ps->vms);
 	annotate_free(ps->ann);
+	stalls_free(ps->stl);
 	luasrc_free(ps->src);
 	lua_free(ps->lua);
 	frames_free(ps->fr);
@@ -514,6 +534,8 @@ static int pass_new(struct run *r, const char *path, uint32_t index, struct repo
 		err = vmstate_new(&ps->vms, ps->lua);
 	if (!err && o->annotate)
 		err = luasrc_new(&ps->src) ?: annotate_new(&ps->ann, ps->lua, ps->src);
+	if (!err && o->stalls)
+		err = stalls_new(&ps->stl);
 	if (!err)
 		err = stacks_new(&ps->st, ps->fr, ps->maps, ps->lua);
 	return err;
@@ -576,6 +598,8 @@ static int load_one(struct run *r, const char *path, uint32_t index)
 	}
 	for (size_t i = ps->first_kept; i < prof->nsamples; i++)
 		prof->samples_v[i].stack = stacks_entry_stack(ps->st, prof->samples_v[i].stack);
+	if (ps->stl)
+		stalls_finish(ps->stl, ps->st, ps->origin);
 	if (ps->in_window) {
 		prof->traces[index].span_ns = ps->win_last - ps->win_first;
 		prof->span_ns += ps->win_last - ps->win_first;
@@ -585,7 +609,7 @@ static int load_one(struct run *r, const char *path, uint32_t index)
 		report_pass_free(r->keep);
 		r->keep = NULL;
 	}
-	if (r->o->vmstate || r->o->annotate)
+	if (r->o->vmstate || r->o->annotate || r->o->stalls)
 		r->keep = ps;
 	else
 		report_pass_free(ps);
@@ -649,6 +673,11 @@ struct vmstate *report_pass_vmstate(const struct report_pass *ps)
 struct annotate *report_pass_annotate(const struct report_pass *ps)
 {
 	return ps ? ps->ann : NULL;
+}
+
+struct stalls *report_pass_stalls(const struct report_pass *ps)
+{
+	return ps ? ps->stl : NULL;
 }
 
 FILE *report_open_output(const char *path, const char *who)

@@ -35,6 +35,7 @@ struct load_opts {
 	int keep_samples;         /* fill p->samples_v */
 	int vmstate, annotate;    /* also count --vmstate, --annotate (one
 				   * trace: see report_pass_*()) */
+	int stalls;               /* keep --stalls' events, of every kind */
 	const char *symfs;
 	uint32_t kind;            /* the event kind shown (format/kinds.h) */
 };
@@ -44,12 +45,13 @@ struct report_pass;
 /* Reads traces[0..n) into p, merged, and their processes into procs,
  * warning on standard error about their health.  0, or 1 after a
  * message (an unreadable trace, no memory).  keep (or NULL): the last
- * trace's pass, for what lo->vmstate and lo->annotate counted, to be
- * freed with report_pass_free(). */
+ * trace's pass, for what lo->vmstate, lo->annotate and lo->stalls
+ * counted, to be freed with report_pass_free(). */
 int report_load(const struct load_opts *lo, char *const *traces, size_t n,
 		struct profile *p, struct procs *procs, struct report_pass **keep);
 struct vmstate *report_pass_vmstate(const struct report_pass *ps);
 struct annotate *report_pass_annotate(const struct report_pass *ps);
+struct stalls *report_pass_stalls(const struct report_pass *ps);
 void report_pass_free(struct report_pass *ps);
 
 /* -o FILE, opened for writing: private (0600, as a profile says as much

@@ -635,7 +635,7 @@ TEST(kinds_one_at_a_time_weighted)
 	free(err);
 	CHECK(rt_run(cmd_report, NULL, &err, "report", "--kind", "off-cpu", "--vmstate", path,
 		     NULL) == 2);
-	CHECK(strstr(err, "count CPU samples: not with --kind off-cpu"));
+	CHECK(strstr(err, "--vmstate counts cpu events: not with --kind off-cpu"));
 	free(err);
 }
 
