@@ -68,7 +68,7 @@ static __always_inline void stall_send(void *ctx, __u64 id, __u64 start, __u64 l
 	if (e) {
 		phase_start(bpf_ktime_get_ns());
 		have_regs = regs_from_task(&cap->regs) == 0;
-		wake = capture_stacks(ctx, cap, e, false, have_regs);
+		wake = capture_stacks(ctx, cap, e, false, have_regs, 0);
 		phase_done(capture_send(cap, e, wake), e->ustack_bytes, e->kstack_bytes);
 	}
 	capture_end(cap);
