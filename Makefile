@@ -35,7 +35,7 @@ UNIT_SRC   := $(wildcard tests/unit/*.c)
 UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 SAMPLES    := $(patsubst samples/%.c,$(BUILD)/samples/%,$(wildcard samples/*.c))
 
-.PHONY: all deps test unit demo clean bench sanitize sanitize-build fuzz fuzz-build
+.PHONY: all deps test unit demo clean bench docs-img sanitize sanitize-build fuzz fuzz-build
 .SECONDARY:
 all: $(BUILD)/luaprof $(SAMPLES)
 
@@ -200,6 +200,12 @@ bench: deps
 	@bench/nginx_size.sh
 	@bench/ticks.sh
 	@bench/views.sh
+
+# The README's off-CPU flame graph (docs/img/offcpu-nginx.svg), redrawn
+# from a new recording of nginx + lua: root, a few seconds.
+docs-img: deps
+	@$(MAKE) --no-print-directory all
+	@docs/img/offcpu-nginx.sh
 
 clean:
 	rm -rf $(BUILD) demo.lp demo.lp.old demo.folded
