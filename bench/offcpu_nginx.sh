@@ -75,7 +75,7 @@ if command -v offcputime-bpfcc >/dev/null; then
 			offcputime-bpfcc -f 1 >/dev/null 2>$TMP/bcc.err && OC=offcputime-bpfcc OCKIND=bcc
 	fi
 	[ $OCKIND = bcc ] || echo "offcpu_nginx.sh: offcputime-bpfcc cannot run here" \
-		"($(grep -m1 -iE 'unable|error|cannot|failed' $TMP/bcc.err | cut -c1-120));" \
+		"($( (grep -m1 -i 'kernel headers' $TMP/bcc.err || tail -1 $TMP/bcc.err) | cut -c1-100));" \
 		"libbpf-tools' $OC instead"
 fi
 
@@ -285,9 +285,10 @@ awk -v a=$ocs -v b=$lps -v n=$n 'BEGIN { printf "  %12.1f %12.1f %+7.1f%%  total
 # times (fdatasync: the data's writeback, the inode's buffer, the disk's
 # cache flush) puts all its stretches on that first stack, so its split
 # between those stacks is not offcputime's, while its total is.
-echo "  per system call (user leaf;handler), ms:"
+# (By the handler alone: offcputime's user stack is sometimes unreadable.)
+echo "  per system call (its handler), ms:"
 for f in oc lp; do
-	awk '{ v = $NF; sub(/ [0-9]+$/, ""); n = split($0, p, ";"); k = n > 1 ? p[1] ";" p[2] : $0; s[k] += v }
+	awk '{ v = $NF; sub(/ [0-9]+$/, ""); n = split($0, p, ";"); k = n > 1 ? p[2] : $0; s[k] += v }
 		END { for (k in s) print k, s[k] }' $TMP/$f.keys >$TMP/$f.calls
 done
 awk 'NR == FNR { v = $NF; sub(/ [0-9]+$/, ""); oc[$0] = v; all[$0] = 1; next }
