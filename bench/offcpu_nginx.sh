@@ -66,13 +66,13 @@ trap 'for p in $OCS $REC $WRK; do kill $p 2>/dev/null; done; nginx_stop >/dev/nu
 # that is what it says it lacks).
 OC=/usr/sbin/offcputime OCKIND=libbpf
 if command -v offcputime-bpfcc >/dev/null; then
-	if offcputime-bpfcc -f 1 >/dev/null 2>$TMP/bcc.err; then
+	if offcputime-bpfcc -f 1 >$TMP/bcc.err 2>&1; then
 		OC=offcputime-bpfcc OCKIND=bcc
 	elif grep -qi 'tracefs\|debugfs\|kprobe_events' $TMP/bcc.err &&
 		! mountpoint -q /sys/kernel/tracing; then
 		echo "offcpu_nginx.sh: bcc wants tracefs: mount -t tracefs nodev /sys/kernel/tracing"
 		mount -t tracefs nodev /sys/kernel/tracing &&
-			offcputime-bpfcc -f 1 >/dev/null 2>$TMP/bcc.err && OC=offcputime-bpfcc OCKIND=bcc
+			offcputime-bpfcc -f 1 >$TMP/bcc.err 2>&1 && OC=offcputime-bpfcc OCKIND=bcc
 	fi
 	[ $OCKIND = bcc ] || echo "offcpu_nginx.sh: offcputime-bpfcc cannot run here" \
 		"($( (grep -m1 -i 'kernel headers' $TMP/bcc.err || tail -1 $TMP/bcc.err) | cut -c1-100));" \
