@@ -21,6 +21,10 @@
  * The names are those Go's pprof and Pyroscope give: a pprof of luaprof's
  * reads like theirs in `go tool pprof -sample_index=NAME`.
  *
+ * WALL is never in a trace: it is report's view of a thread's time on
+ * one axis, its CPU samples (each worth the sampling period) and its
+ * waits off the CPU, rooted at the thread (async-profiler's wall clock).
+ *
  * Only macros here: the BPF programs include it too.
  */
 #ifndef LUAPROF_FORMAT_KINDS_H
@@ -34,7 +38,9 @@
 	_(LUA_WAIT, 3, "lua-wait", "nanoseconds", "yields", "wait", "nanoseconds",   \
 	  "us", 1000, "a coroutine's time yielded to its host (nginx)") \
 	_(STALL, 4, "stall", "nanoseconds", "stalls", "stall", "nanoseconds", "us",  \
-	  1000, "event-loop iterations over a threshold (epoll)")
+	  1000, "event-loop iterations over a threshold (epoll)")                      \
+	_(WALL, 5, "wall", "nanoseconds", "events", "wall", "nanoseconds", "us", 1000, \
+	  "cpu and off-cpu together, each stack under its thread")
 
 enum lp_event_kind {
 #define LP_KIND_ENUM(NAME, num, ...) LP_KIND_##NAME = num,

@@ -246,7 +246,7 @@ static int in_window(const struct load_opts *o, struct report_pass *ps, uint64_t
 }
 
 static int keep_sample(struct run *r, struct report_pass *ps, const struct lp_event *ev,
-		       const struct proc *p)
+		       uint64_t weight, const struct proc *p)
 {
 	const struct lp_sample *smp = &ev->s;
 	struct profile *prof = r->prof;
@@ -263,7 +263,7 @@ static int keep_sample(struct run *r, struct report_pass *ps, const struct lp_ev
 	k->proc = p - r->procs->v;
 	k->vmclass = vmstate_class(smp);
 	k->trace = ps->index;
-	k->weight = ev->weight;
+	k->weight = weight;
 	return 0;
 }
 
@@ -290,19 +290,47 @@ static int stall_context(struct run *r, struct report_pass *ps, const struct lp_
 	return err ?: stalls_add(ps->stl, ev, stacks_last_entry(ps->st), p - r->procs->v);
 }
 
+/* The wall view's root frame of a sample: its thread, "comm tid N". */
+static int thread_root(struct report_pass *ps, const struct proc *p, uint32_t tid,
+		       uint32_t *id)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%s tid %" PRIu32, p->comm && p->comm[0] ? p->comm : "[?]",
+		 tid);
+	return frames_name(ps->fr, buf, id);
+}
+
+/* Whether ev is of the kind shown, and *w what it weighs there: the
+ * wall view's events are the CPU samples, each worth the sampling period
+ * in nanoseconds, and the waits off the CPU. */
+static int shown_weight(const struct run *r, const struct report_pass *ps,
+			const struct lp_event *ev, uint64_t *w)
+{
+	*w = ev->weight;
+	if (ev->kind == r->o->kind)
+		return 1;
+	if (r->o->kind != LP_KIND_WALL)
+		return 0;
+	if (ev->kind == LP_KIND_CPU)
+		*w = count_mul(ev->weight, profile_sample_ns(r->prof, ps->index));
+	return ev->kind == LP_KIND_CPU || ev->kind == LP_KIND_OFF_CPU;
+}
+
 static int on_sample(struct run *r, struct report_pass *ps, const struct lp_event *ev)
 {
 	const struct lp_sample *smp = &ev->s;
 	const struct load_opts *o = r->o;
 	struct profile *prof = r->prof;
 	uint32_t root = STACKS_NO_ROOT, lidx;
+	uint64_t weight;
 	struct proc *p;
 	int err, missing = 0;
 
 	/* Every kind's events set the window's origin, the same for all. */
 	if (!ps->samples++)
 		ps->origin = smp->time_ns;
-	if (ev->kind != o->kind) {
+	if (!shown_weight(r, ps, ev, &weight)) {
 		other_kind(prof, ev->kind);
 		return ps->stl ? stall_context(r, ps, ev) : 0;
 	}
@@ -318,20 +346,21 @@ static int on_sample(struct run *r, struct report_pass *ps, const struct lp_even
 	    (o->npids && !has_id(o->pids, o->npids, smp->pid)) ||
 	    (o->ntids && !has_id(o->tids, o->ntids, smp->tid)))
 		return 0;
-	if (o->comm) {
+	if (o->kind == LP_KIND_WALL)
+		err = thread_root(ps, p, smp->tid, &root);
+	else if (o->comm)
 		err = comm_root(r, ps, p, &root);
-		if (err)
-			return err;
-	}
-	err = stacks_add_sample(ps->st, smp, ev->weight, root, &lidx, &missing);
+	if (err)
+		return err;
+	err = stacks_add_sample(ps->st, smp, weight, root, &lidx, &missing);
 	ps->missing += missing;
 	prof->events++;
 	if (smp->ustack && lp_ustop_cut(smp->ustop))
-		prof->cut = count_add(prof->cut, ev->weight);
+		prof->cut = count_add(prof->cut, weight);
 	if (smp->lstack && lua_stack_cut(ps->lua, lua_find_stack(ps->lua, smp->lstack)))
-		prof->lua_cut = count_add(prof->lua_cut, ev->weight);
+		prof->lua_cut = count_add(prof->lua_cut, weight);
 	if (!err && o->keep_samples)
-		err = keep_sample(r, ps, ev, p);
+		err = keep_sample(r, ps, ev, weight, p);
 	/* --vmstate names the function a trace runs in, not those inlined. */
 	if (!err && ps->vms)
 		err = vmstate_add(ps->vms, smp, smp->lstack ?

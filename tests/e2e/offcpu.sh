@@ -68,3 +68,35 @@ check "go tool pprof: c's wait among the functions" grep -qF "c (samples/lua/wai
 $LUAPROF record -e cpu,wall -o $TMP/x.lp -- true >/dev/null 2>$TMP/mis.err
 check "record -e with an unknown kind is misuse" test $? -eq 2
 check "... saying which" grep -qF "unknown event kind 'wall'" $TMP/mis.err
+
+# The wall view: each thread's CPU samples and waits on one axis, under
+# the thread.  luajit's main thread spent its run on the CPU or waiting
+# in a, b, c (by the clock above): its wall time is about that, not less
+# than the waits alone, nor much more than the run.
+$LUAPROF report --kind wall --format folded -o $TMP/wall.folded $TMP/w.lp 2>/dev/null
+check "report --kind wall exits 0" test $? -eq 0
+pid=$(awk '/^luajit tid [0-9]+;/ { sub(/^luajit tid /, ""); sub(/;.*/, ""); print; exit }' \
+	$TMP/wall.folded)
+check "the wall view roots luajit's stacks at its thread" test -n "$pid"
+wall=$(grep "^luajit tid $pid;" $TMP/wall.folded | folded_total /dev/stdin)
+check_num "luajit's wall time, of its waits' by the clock" \
+	"$(awk -v w="$wall" -v t="$truth" 'BEGIN { printf "%.3f", w / 1000 / t }')" ">=" 0.95
+check_num "... and not much more" \
+	"$(awk -v w="$wall" -v t="$truth" 'BEGIN { printf "%.3f", w / 1000 / t }')" "<=" 1.3
+# speedscope: the thread's timeline holds its samples and waits, in time
+# order, weighed in nanoseconds, adding up to the folded view's time
+# (besides the gaps between them, empty stacks).
+$LUAPROF report --kind wall --format speedscope -o $TMP/wall.json $TMP/w.lp 2>/dev/null
+check "report --kind wall --format speedscope exits 0" test $? -eq 0
+ss=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = [x for x in d["profiles"] if x["name"] == "luajit %s/%s" % (sys.argv[2], sys.argv[2])][0]
+busy = [w for s, w in zip(p["samples"], p["weights"]) if s]  # not the gaps: idle
+print(p["unit"], round(sum(busy) / 1000), len(busy))' $TMP/wall.json "$pid")
+read -r unit sswall ssn <<<"$ss"
+check "speedscope's wall timeline is in nanoseconds" test "$unit" = nanoseconds
+check_num "... holds luajit's samples and waits" "${ssn:-0}" ">" 10
+check_num "... adding up to the folded wall time (us, off by rounding)" \
+	"$(awk -v a="${sswall:-0}" -v b="$wall" 'BEGIN { d = a - b; print d < 0 ? -d : d }')" \
+	"<=" "$(grep -c "^luajit tid $pid;" $TMP/wall.folded)"

@@ -630,13 +630,37 @@ TEST(kinds_one_at_a_time_weighted)
 	CHECK(strstr(out, "91.84%"));
 	free(out);
 	/* Misuse: a kind no one knows; a mode that counts CPU samples. */
-	CHECK(rt_run(cmd_report, NULL, &err, "report", "--kind", "wall", path, NULL) == 2);
-	CHECK(strstr(err, "unknown event kind 'wall'"));
+	CHECK(rt_run(cmd_report, NULL, &err, "report", "--kind", "walls", path, NULL) == 2);
+	CHECK(strstr(err, "unknown event kind 'walls'"));
 	free(err);
 	CHECK(rt_run(cmd_report, NULL, &err, "report", "--kind", "off-cpu", "--vmstate", path,
 		     NULL) == 2);
 	CHECK(strstr(err, "--vmstate counts cpu events: not with --kind off-cpu"));
 	free(err);
+}
+
+/* The wall view: each thread's CPU samples (the sampling period each, 99
+ * Hz here: 10,101,010 ns) and its waits off the CPU on one axis, in
+ * microseconds, under the thread; the events of other kinds left out. */
+TEST(kinds_wall_view)
+{
+	const char *path = rt_path("kinds.lp");
+	char *out = NULL;
+
+	CHECK(write_views_trace_ev(path, 6, 10000000, 0, 1) == 0);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--kind", "wall", "--format", "folded",
+		     path, NULL) == 0);
+	/* tid 40: 6 samples and 3 waits of 1.5 ms in work; tid 41: 2 samples
+	 * and a wait of 0.4 ms in sys_read. */
+	CHECK(out && rt_count(out, "\n") == 2);
+	CHECK(strstr(out, "app tid 40;") && strstr(out, ";work (") && strstr(out, " 65106\n"));
+	CHECK(strstr(out, "app tid 41;") && strstr(out, "sys_read_[k] 20602\n"));
+	free(out);
+	CHECK(rt_run(cmd_report, &out, NULL, "report", "--kind", "wall", path, NULL) == 0);
+	CHECK(out && strstr(out, "# kind: wall, "));
+	CHECK(strstr(out, "# wall: 85708 us in 12 events, lost: 0"));
+	CHECK(strstr(out, "# also in the trace: 2 events of kinds this luaprof does not know\n"));
+	free(out);
 }
 
 /* pprof names a kind's sample types as Go's pprof does, and weighs each
