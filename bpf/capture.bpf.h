@@ -217,6 +217,7 @@ capture_begin(__u32 tgid, __u32 tid, __u16 kind, __u64 weight, __u64 now)
 	e->h.cpu = bpf_get_smp_processor_id();
 	e->h.time_ns = now;
 	e->kind = kind;
+	e->wait_state = 0;
 	e->weight = weight;
 	return e;
 }

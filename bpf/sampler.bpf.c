@@ -163,6 +163,8 @@ struct offcpu_wait {
 	__u64 since;  /* when it last left the CPU; 0 while it runs */
 	__u64 weight; /* of the stretches taken so far, ns */
 	__u64 ip, sp; /* its user registers: which system call waits */
+	__u32 state;  /* LP_WAIT_* of its last stretch out */
+	__u32 pad;
 };
 
 struct {
@@ -172,10 +174,10 @@ struct {
 	__type(value, struct offcpu_wait);
 } offcpu_waits SEC(".maps");
 
-/* The kernel stack of a wait with a stretch taken. */
+/* The kernel stack of a wait with a stretch taken, and how it slept. */
 struct offcpu_kstack {
 	__s32 bytes; /* or -errno */
-	__u32 pad;
+	__u32 state; /* LP_WAIT_* */
 	__u64 ip[LP_MAX_STACK];
 };
 
@@ -203,7 +205,16 @@ static __always_inline void offcpu_forget(__u32 tid)
 }
 
 /* prev leaves the CPU to wait: a new wait, or the same one again. */
-static __always_inline void offcpu_out(struct task_struct *prev, __u64 now)
+/* The task state a switch's prev_state says, as LP_WAIT_*: D if the
+ * kernel's TASK_UNINTERRUPTIBLE bit (2) is set (TASK_KILLABLE and
+ * TASK_IDLE have it too), else S. */
+static __always_inline __u32 wait_state(unsigned int prev_state)
+{
+	return prev_state & 2 ? LP_WAIT_UNINTERRUPTIBLE : LP_WAIT_SLEEPING;
+}
+
+static __always_inline void offcpu_out(struct task_struct *prev, __u64 now,
+				       unsigned int prev_state)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	struct offcpu_wait *w, n = {};
@@ -216,6 +227,7 @@ static __always_inline void offcpu_out(struct task_struct *prev, __u64 now)
 	w = bpf_map_lookup_elem(&offcpu_waits, &tid);
 	if (w && w->ip == n.ip && w->sp == n.sp) {
 		w->since = now;
+		w->state = wait_state(prev_state);
 		return;
 	}
 	if (w && w->weight) /* a wait that ended without its system call's return */
@@ -223,12 +235,14 @@ static __always_inline void offcpu_out(struct task_struct *prev, __u64 now)
 	if (w)
 		bpf_map_delete_elem(&offcpu_kstacks, &tid);
 	n.start = n.since = now;
+	n.state = wait_state(prev_state);
 	if (bpf_map_update_elem(&offcpu_waits, &tid, &n, BPF_ANY))
 		__sync_fetch_and_add(&counters.lost_offcpu, 1);
 }
 
-/* next's kernel stack, for its wait's event. */
-static __always_inline void offcpu_take_kstack(struct task_struct *next, __u32 tid)
+/* next's kernel stack, for its wait's event, and how it slept then. */
+static __always_inline void offcpu_take_kstack(struct task_struct *next, __u32 tid,
+					       __u32 state)
 {
 	struct offcpu_kstack *k;
 	__u32 zero = 0;
@@ -239,6 +253,7 @@ static __always_inline void offcpu_take_kstack(struct task_struct *next, __u32 t
 	if (!k)
 		return;
 	k->bytes = bpf_get_task_stack(next, k->ip, sizeof(k->ip), 0);
+	k->state = state;
 	bpf_map_update_elem(&offcpu_kstacks, &tid, k, BPF_ANY);
 }
 
@@ -256,7 +271,7 @@ static __always_inline void offcpu_in(struct task_struct *next, __u64 now)
 	if (!wait_taken(d, &taken))
 		return;
 	w->weight += taken;
-	offcpu_take_kstack(next, tid);
+	offcpu_take_kstack(next, tid, w->state);
 }
 
 SEC("tp_btf/sched_switch")
@@ -272,7 +287,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	now = bpf_ktime_get_ns();
 	cap = bpf_map_lookup_elem(&captures, &zero);
 	if (cap && !preempt && prev_state != 0 /* TASK_RUNNING */ && is_target(cap, prev->tgid))
-		offcpu_out(prev, now);
+		offcpu_out(prev, now, prev_state);
 	offcpu_in(next, now);
 	return 0;
 }
@@ -287,6 +302,7 @@ static __always_inline void offcpu_kstack(struct lp_event_sample *e, __u32 tid)
 		e->kstack_bytes = -2; /* -ENOENT: its table was full */
 		return;
 	}
+	e->wait_state = k->state;
 	e->kstack_bytes = k->bytes;
 	if (k->bytes > 0)
 		__builtin_memcpy(e->kstack, k->ip, sizeof(e->kstack));

@@ -10,7 +10,7 @@
  *   +16 time_ns                              +16 time_ns
  *   +24 kstack_bytes ustack_bytes            +24 ppid  pad
  *   +32 vmstate lua_state lua_depth lua_G    +32 comm[16]
- *   +48 ustack_stop ustack_jit kind weight
+ *   +48 ustack_stop wait_state ustack_jit kind weight
  *   +64 kernel frames, user frames, Lua frames: only those present
  *
  * The stack byte counts are bytes written, or a negative errno when the
@@ -100,6 +100,12 @@ struct lp_lua_frame {
 	__u16 fingerprint;
 };
 
+/* lp_event_sample.wait_state: how an off-CPU wait slept. */
+enum lp_wait_state {
+	LP_WAIT_SLEEPING = 1,        /* TASK_INTERRUPTIBLE: S in ps */
+	LP_WAIT_UNINTERRUPTIBLE = 2, /* TASK_UNINTERRUPTIBLE: D (disk I/O, some locks) */
+};
+
 /* sample.lua_state: what the walk found, besides frames.  The values are
  * those of format/trace.h's enum lp_lua_state (record/ asserts it). */
 enum lp_walk_state {
@@ -139,7 +145,11 @@ struct lp_event_sample {
 	__u64 lua_G;      /* the global_State the frames belong to */
 	/* Native unwinder (bpf/unwind_native.bpf.h): why the ustack walk
 	 * stopped, enum lp_ustop in bpf/unwind_maps.h. */
-	__u32 ustack_stop;
+	__u16 ustack_stop;
+	/* An off-CPU wait's: LP_WAIT_* (the task's state as it left the
+	 * CPU, of the stretch whose kernel stack the event holds); 0 for
+	 * other events. */
+	__u16 wait_state;
 	/* 1 + the index in ustack[] of the frame the walk stepped over as
 	 * compiled code without CFI (a LuaJIT trace), 0 if none. */
 	__u16 ustack_jit;

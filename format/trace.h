@@ -247,6 +247,9 @@ enum lp_stack_kind { LP_STACK_KERNEL = 1, LP_STACK_USER = 2 };
 /* sample.flags */
 #define LP_SAMPLE_KSTACK_FAILED 0x1u /* kernel stack could not be read */
 #define LP_SAMPLE_USTACK_FAILED 0x2u /* user stack could not be read */
+/* An off-CPU wait's state as it slept (none said: an older trace's). */
+#define LP_SAMPLE_WAIT_SLEEPING 0x4u        /* interruptible: S */
+#define LP_SAMPLE_WAIT_UNINTERRUPTIBLE 0x8u /* uninterruptible: D */
 /* sample.ustop: how the native walk of the user stack ended (as
  * bpf/unwind_maps.h's enum lp_ustop).  Only COMPLETE is a whole stack; UNKNOWN
  * is a frame-pointer walk or an older trace, which did not say. */

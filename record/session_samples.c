@@ -281,6 +281,10 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 		sample->flags |= LP_SAMPLE_KSTACK_FAILED;
 	if (e->ustack_bytes < 0)
 		sample->flags |= LP_SAMPLE_USTACK_FAILED;
+	if (e->wait_state == LP_WAIT_SLEEPING)
+		sample->flags |= LP_SAMPLE_WAIT_SLEEPING;
+	else if (e->wait_state == LP_WAIT_UNINTERRUPTIBLE)
+		sample->flags |= LP_SAMPLE_WAIT_UNINTERRUPTIBLE;
 	walked = e->lua_state == LP_WALK_WALKED || e->lua_state == LP_WALK_SUSPENDED;
 	sample->lstack = walked ? intern_lua_stack(s, t, e, size) : 0;
 	if (t && t->lj_gone && walked)

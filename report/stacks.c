@@ -135,7 +135,7 @@ struct stacks {
 	struct seen_ent *seen; /* 64-byte aligned (seen_reserve()) */
 	size_t nseen, capseen;
 	struct htab seen_h;
-	uint32_t vm_ids[3]; /* the VM pseudo-frames' names, + 1; 0 unknown */
+	uint32_t vm_ids[4]; /* the pseudo-frames' names (vm_names), + 1; 0 unknown */
 
 	uint32_t *buf; /* scratch for one stack's name ids */
 	size_t capbuf;
@@ -647,13 +647,19 @@ uint64_t stacks_gap_count(const struct stacks *s)
 	return s->gaps;
 }
 
-/* Which leaf pseudo-frame a sample gets for time the LuaJIT VM spent
- * outside Lua code (docs: [GC], [trace exit], [JIT compiler]): its index
- * in vm_names, or -1 for none. */
-static const char *const vm_names[3] = { "[GC]", "[trace exit]", "[JIT compiler]" };
+/* Which pseudo-frame a sample gets for time the LuaJIT VM spent outside
+ * Lua code (docs: [GC], [trace exit], [JIT compiler]), above its kernel
+ * frames, or for a wait off the CPU in uninterruptible sleep (D: disk
+ * I/O, some locks), at the leaf, below them: its index in vm_names, or -1
+ * for none.  An interruptible sleep, most waits, has none. */
+#define VM_UNINTERRUPTIBLE 3
+static const char *const vm_names[4] = { "[GC]", "[trace exit]", "[JIT compiler]",
+					 "[uninterruptible]" };
 
 static int vm_class(const struct lp_sample *smp)
 {
+	if (smp->flags & LP_SAMPLE_WAIT_UNINTERRUPTIBLE)
+		return VM_UNINTERRUPTIBLE;
 	if (smp->lua_state == LP_LUA_NONE || smp->vmstate >= 0)
 		return -1;
 	switch (~smp->vmstate) {
@@ -939,7 +945,7 @@ static int flatten(struct stacks *s, const struct count_ent *c, uint32_t *n)
 	}
 	for (uint32_t i = 0; i < un; i++)
 		s->buf[k++] = u[i];
-	if (c->vm != NONE)
+	if (c->vm != NONE && c->vm + 1 != s->vm_ids[VM_UNINTERRUPTIBLE])
 		s->buf[k++] = c->vm;
 	if (c->kstack == MISSING) {
 		err = frames_name(s->fr, "[missing stack]", &s->buf[k++]);
@@ -955,6 +961,8 @@ static int flatten(struct stacks *s, const struct count_ent *c, uint32_t *n)
 			       ke->depth * sizeof(*s->kids));
 		k += ke->depth;
 	}
+	if (c->vm != NONE && c->vm + 1 == s->vm_ids[VM_UNINTERRUPTIBLE])
+		s->buf[k++] = c->vm;
 	if (k == (c->root != STACKS_NO_ROOT)) {
 		err = frames_name(s->fr, "[no stack]", &id);
 		if (err)

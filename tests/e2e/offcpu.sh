@@ -97,6 +97,26 @@ print(p["unit"], round(sum(busy) / 1000), len(busy))' $TMP/wall.json "$pid")
 read -r unit sswall ssn <<<"$ss"
 check "speedscope's wall timeline is in nanoseconds" test "$unit" = nanoseconds
 check_num "... holds luajit's samples and waits" "${ssn:-0}" ">" 10
-check_num "... adding up to the folded wall time (us, off by rounding)" \
-	"$(awk -v a="${sswall:-0}" -v b="$wall" 'BEGIN { d = a - b; print d < 0 ? -d : d }')" \
-	"<=" "$(grep -c "^luajit tid $pid;" $TMP/wall.folded)"
+# (A sample without frames is an empty stack too: within 1%.)
+check_num "... adding up to the folded wall time" \
+	"$(awk -v a="${sswall:-0}" -v b="$wall" 'BEGIN { d = a / b - 1; print d < 0 ? -d : d }')" \
+	"<=" 0.01
+
+# How a wait slept: waits.lua's nanosleeps and pipe reads interruptibly
+# (S: no pseudo-frame; a vfork's wait for its child is killable, D);
+# durable.lua's fdatasync on the disk uninterruptibly (D), which ends
+# its stacks with [uninterruptible] below the kernel's frames.
+check "a's nanosleeps and b's pipe reads are not uninterruptible" \
+	sh -c "! grep -qE '(hrtimer_nanosleep|pipe_read)_\[k\];\[uninterruptible\]' $TMP/w.folded"
+$LUAPROF record -q -e off-cpu -o $TMP/d.lp -- luajit samples/lua/durable.lua $TMP/durable.out \
+	2>$TMP/d.err
+check "record -e off-cpu of durable.lua exits 0" test $? -eq 0
+$LUAPROF report --kind off-cpu --format folded -o $TMP/d.folded $TMP/d.lp 2>/dev/null
+sync_all=$(grep -E ";durable (\[[^]]*\] )?\(samples/lua/durable.lua:" $TMP/d.folded | grep -F ";fdatasync;" |
+	folded_total /dev/stdin)
+sync_d=$(grep -E ";durable (\[[^]]*\] )?\(samples/lua/durable.lua:" $TMP/d.folded | grep -F ";fdatasync;" |
+	grep -E ";\[uninterruptible\] [0-9]+$" | folded_total /dev/stdin)
+echo "# fdatasync off the CPU: $sync_all us, $sync_d us of it uninterruptible"
+check_num "durable.lua waits in fdatasync (us)" "${sync_all:-0}" ">" 0
+check_num "... mostly uninterruptibly, [uninterruptible] at the leaf" \
+	"$(awk -v d="$sync_d" -v a="$sync_all" 'BEGIN { printf "%.3f", a ? d / a : 0 }')" ">=" 0.5
