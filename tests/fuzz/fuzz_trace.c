@@ -56,6 +56,11 @@ static const char *const modes[][12] = {
 	{ "report", "--kind", "off-cpu", "--format", "speedscope", "--comm", "T", NULL },
 	{ "report", "--kind", "off-cpu", "-n", "0", "T", "T", NULL },
 	{ "diff", "--kind", "off-cpu", "--format", "flamegraph", "T", "T", NULL },
+	{ "report", "--kind", "wall", "--format", "speedscope", "T", NULL },
+	{ "report", "--kind", "wall", "--format", "folded", "--from", "0", "T", NULL },
+	{ "report", "--kind", "lua-wait", "--format", "callgraph", "T", NULL },
+	{ "report", "--stalls", "-n", "0", "T", "T", NULL },
+	{ "report", "--kind", "stall", "--format", "pprof", "T", NULL },
 };
 #define NMODES (sizeof(modes) / sizeof(modes[0]))
 

@@ -132,14 +132,19 @@ int main(int argc, char **argv)
 						 .vmstate = i % 2 ? 3 : ~i, .lua_state = i % 2 ? 2 : i % 6 };
 		err |= PUT(w, &r);
 	}
-	/* Off-CPU events on the same stacks, and one of a kind unknown. */
-	for (int i = 0; i < 3; i++) {
+	/* Off-CPU events on the same stacks (one uninterruptible), a
+	 * Lua-land wait (a suspended coroutine's frames), a stall, and one
+	 * of a kind unknown. */
+	for (int i = 0; i < 5; i++) {
+		static const uint32_t kinds[] = { LP_KIND_OFF_CPU, LP_KIND_OFF_CPU,
+						  LP_KIND_LUA_WAIT, LP_KIND_STALL, 77 };
+
 		r.type = LP_REC_EVENT;
-		r.u.event = (struct lp_event){ .kind = i < 2 ? LP_KIND_OFF_CPU : 77,
-					       .weight = 1500000u >> i,
+		r.u.event = (struct lp_event){ .kind = kinds[i], .weight = 1500000u >> i,
 					       .s = { .time_ns = 2500 + i * 1000, .pid = 7, .tid = 7,
 						      .kstack = 4, .ustack = 3, .lstack = 2,
-						      .vmstate = ~1, .lua_state = 2 } };
+						      .flags = i ? 0x4 : 0x8, .vmstate = ~1,
+						      .lua_state = i == 2 ? 6 : 2 } };
 		err |= PUT(w, &r);
 	}
 	r.type = LP_REC_SAMPLE;
