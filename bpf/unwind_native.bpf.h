@@ -1004,6 +1004,43 @@ static __always_inline int unwind_leaf_retry(const struct lp_unwind_proc *proc,
 	return ridx;
 }
 
+/*
+ * A return address in no mapping may be the kernel's uretprobe
+ * trampoline: a uretprobe pending in that frame (luaprof's own on
+ * lua_resume for -e lua-wait, or another tool's) replaced it, in the
+ * stack, with the address of the [uprobes] page, and keeps the original
+ * in the task's return instances, the innermost first, each with the
+ * address of the slot it replaced (`stack`).  The kernel's own stack
+ * traces put the original back the same way.  1 if c->pc was the
+ * trampoline and is now the original; read only when an address is
+ * unmapped, so that a walk pays nothing where no uretprobe is pending.
+ */
+#define UNWIND_URETPROBES 8 /* pending uretprobes looked through */
+static __always_inline int unwind_uretprobe_ra(struct unwind_cursor *c)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct return_instance *ri;
+	struct xol_area *xol;
+	struct uprobe_task *ut;
+	__u64 slot = c->sp - 8; /* where a call pushed c->pc */
+
+	if (!c->pc_is_ra || !task->mm)
+		return 0;
+	xol = BPF_CORE_READ(task, mm, uprobes_state.xol_area);
+	if (!xol || BPF_CORE_READ(xol, vaddr) != c->pc)
+		return 0;
+	ut = BPF_CORE_READ(task, utask);
+	ri = ut ? BPF_CORE_READ(ut, return_instances) : NULL;
+	for (int i = 0; i < UNWIND_URETPROBES && ri; i++) {
+		if (BPF_CORE_READ(ri, stack) == slot) {
+			c->pc = BPF_CORE_READ(ri, orig_ret_vaddr);
+			return 1;
+		}
+		ri = BPF_CORE_READ(ri, next);
+	}
+	return 0;
+}
+
 /* The rule that unwinds the frame at *lookup (which a leaf retry may
  * move): *kind (enum lp_umap_kind) and, for LP_UMAP_ROWS, *row; from this
  * CPU's row cache, else from the mapping's object, and cached.  -1 when
@@ -1037,6 +1074,11 @@ static __always_inline int unwind_rule(const struct lp_unwind_proc *proc,
 		rc->misses++;
 	}
 	idx = unwind_map_index(proc, *lookup);
+	if (idx < 0 && unwind_uretprobe_ra(c)) {
+		c->rec_pc = c->pc;
+		*lookup = c->pc - 1;
+		idx = unwind_map_index(proc, *lookup);
+	}
 	if (idx < 0 && c->n == 1 && c->leaf_retry)
 		idx = unwind_leaf_retry(proc, c, lookup, idx);
 	/* clang knows the range unwind_map_index() returns and would drop

@@ -6,8 +6,11 @@
 # coroutines' waits interleave in each worker.  Their shares of the
 # Lua-land wait time, each under its Lua function and above the resumer's
 # lua_resume, must be those shares within 0.05; the CPU samples beside
-# them stay CPU samples; report, pprof (`go tool pprof
-# -sample_index=wait`) and info agree.
+# them stay CPU samples, whole: while a coroutine runs, its lua_resume's
+# return address is the kernel's uretprobe trampoline, which the native
+# walk must see through (wrk loads / meanwhile, Lua CPU work under
+# lua_resume); report, pprof (`go tool pprof -sample_index=wait`) and
+# info agree.
 . tests/lib.sh
 . tests/nginx.sh
 
@@ -18,7 +21,8 @@ $LUAPROF record -p $NGINX_MASTER -e cpu,lua-wait -o $TMP/w.lp -d 8 \
 rec=$!
 # Until the recorder samples (its status line says so), then the clients.
 wait_for grep -q "recording" $TMP/rec.err
-clients=()
+wrk -t1 -c2 -d5s "http://127.0.0.1:$NGINX_PORT/" >/dev/null 2>&1 &
+clients=($!)
 for i in 1 2 3 4; do
 	( end=$((SECONDS + 5))
 	  while [ $SECONDS -lt $end ]; do
@@ -63,6 +67,20 @@ check_num "the slow server's own wait, under slow()" "${slow:-0}" ">" 0
 # Every wait sits on the handler's chunk, on the resumer's lua_resume.
 check "every wait is a Lua stack above lua_resume" \
 	sh -c "! grep -vE ';lua_resume;main \(=content_by_lua\(nginx.conf:[0-9]+\):0\);' $TMP/w.folded"
+
+# The CPU samples beside them: whole stacks, from _start through main and
+# lua_resume to app.lua's handler (a walk stopped at the trampoline
+# would start elsewhere); and the waits' own, the resumers'.
+rooted() {
+	awk '{ n += $NF } /^_start;(__libc_start_main|__libc_start_call_main)[^ ]*;.*main[; ]/ { r += $NF }
+		END { printf "%.4f", n ? r / n : 0 }' $1
+}
+$LUAPROF report --format folded --comm -o $TMP/cpu.folded $TMP/w.lp 2>/dev/null
+sed -n 's/^nginx;//p' $TMP/cpu.folded | grep -F ";handle ($PWD/samples/nginx/app.lua:" \
+	>$TMP/cpu.resume
+check_num "CPU samples in app.lua's handler" "$(folded_total $TMP/cpu.resume)" ">=" 20
+check_num "... rooted at _start, through main" "$(rooted $TMP/cpu.resume)" ">=" 0.99
+check_num "the waits' stacks rooted at _start, through main" "$(rooted $TMP/w.folded)" ">=" 0.99
 
 # The CPU samples beside them: kind cpu, the default; the header counts
 # the waits, and no wait's weight is counted as CPU time.

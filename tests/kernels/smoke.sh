@@ -286,6 +286,25 @@ if [ -n "$NGINX_MASTER" ]; then
 		grep -qE "ngx_http_lua_run_thread;main \(=content_by_lua\(nginx\.conf:[0-9]+\):0\);handle \([^;]*app\.lua:[0-9]+\);compute_checksum \([^;]*app\.lua:[0-9]+\)" $TMP/ng.folded
 	echo "  nginx: $(folded_total $TMP/ng.folded) samples, rooted $(rooted $TMP/ng.folded);" \
 		"native walks $(walks ng), stopped unmapped $(walks ng unmapped)"
+	# Lua-land waits: uprobes on lua_resume (through the perf PMU);
+	# /waits yields in a, b, c (samples/nginx/waits.lua).  Requests by
+	# bash alone: the guest need not have curl.
+	at "recording nginx's Lua-land waits"
+	$LUAPROF record -e lua-wait -d 4 -p $NGINX_MASTER -o $TMP/lw.lp 2>$TMP/lw.err &
+	rec=$!
+	wait_for grep -q "recording" $TMP/lw.err || sleep 2
+	for i in $(seq 20); do
+		(exec 3<>/dev/tcp/127.0.0.1/$NGINX_PORT &&
+			printf 'GET /waits HTTP/1.0\r\n\r\n' >&3 && cat <&3 >/dev/null) 2>/dev/null
+	done
+	wait $rec
+	check "lua-wait: record exits 0" test $? -eq 0
+	$LUAPROF report --kind lua-wait --format folded -o $TMP/lw.folded $TMP/lw.lp 2>/dev/null
+	for f in a b c; do
+		check "lua-wait: $f's waits under $f, above lua_resume" \
+			grep -qE ";lua_resume;main \(=content_by_lua\(nginx\.conf:[0-9]+\):0\);handle \([^;]*waits\.lua:[0-9]+\);$f \(" $TMP/lw.folded
+	done
+	echo "  lua-wait: $(folded_total $TMP/lw.folded) us in $(wc -l <$TMP/lw.folded) stacks"
 	nginx_stop
 fi
 
