@@ -16,6 +16,11 @@
  *     from arithmetic, a comparison guard from a comparison, loads from a
  *     table access, nothing from a MOV or a function header).
  *
+ * A C call (CALLXS) is an FFI call's, a call into a function the path
+ * does not know, and one call makes one: two in one element cost what
+ * the second would gain, so that two FFI calls between two snapshots
+ * (a loop of calls whose results go unused) are the two calls'.
+ *
  * The match is the monotone assignment (element order follows IR order)
  * that scores best, by dynamic programming over IR x elements; an IR
  * instruction with no tie goes with the element before it (the rest of
@@ -259,9 +264,10 @@ static int score(const struct lj_trace_view *tv, struct lj_irins x, const struct
 	if (x.o >= LJ_IR__MAX || lj_ir_class[x.o] > LJ_IRC_CALL)
 		return 0;
 	/* A call into a function the path does not know: what no element
-	 * accounts for is its. */
+	 * accounts for is its, and so is a call of a C function (CALLXS:
+	 * only an FFI call makes one, and the path never knows its callee). */
 	if (e->opaque)
-		return stray ? 3 : 0;
+		return stray || x.o == LJ_IR_CALLXS ? 3 : 0;
 	if (x.o == LJ_IR_SLOAD) {
 		int32_t slot = x.op1;
 
@@ -286,7 +292,7 @@ int lj_irmatch(struct lj_pstate *ps, uint32_t first, uint32_t n,
 {
 	const struct lj_trace_view *tv = ps->tv;
 	struct elinfo *ei = NULL;
-	int32_t *best = NULL, *sc = NULL, *anchor = NULL;
+	int32_t *best = NULL, *anchor = NULL, *from = NULL;
 	uint32_t *xs = NULL, nx = 0;
 	uint8_t *stray = NULL;
 	int err = -1;
@@ -306,8 +312,8 @@ int lj_irmatch(struct lj_pstate *ps, uint32_t first, uint32_t n,
 	}
 	if ((uint64_t)nx * npath > MATCH_CELLS ||
 	    !(ei = calloc(npath, sizeof(*ei))) ||
-	    !(best = calloc((size_t)nx * npath, sizeof(*best))) ||
-	    !(sc = calloc((size_t)nx * npath, sizeof(*sc))) ||
+	    !(best = calloc((size_t)nx * npath * 2, sizeof(*best))) ||
+	    !(from = calloc((size_t)nx * npath * 2, sizeof(*from))) ||
 	    !(anchor = calloc(nx, sizeof(*anchor))) || !(stray = calloc(nx, 1)))
 		goto out;
 	for (uint32_t i = 0; i < npath; i++)
@@ -341,46 +347,63 @@ int lj_irmatch(struct lj_pstate *ps, uint32_t first, uint32_t n,
 			}
 		}
 	}
-	/* best[j][i]: the best score of IR 0..j with IR j made by element i. */
+	/* best[j][i][h]: the best score of IR 0..j with IR j made by element
+	 * i, h telling whether i made a C call (CALLXS) among them: one call
+	 * instruction makes one call, so a second in the same element costs
+	 * what the first gained (two FFI calls between two snapshots, as in a
+	 * loop of calls whose results go unused, are two elements' calls, not
+	 * the first's twice).  from[j][i][h]: where IR j-1 was, as i * 2 + h.
+	 * Ties go to the earliest element. */
 	for (uint32_t j = 0; j < nx; j++) {
 		struct lj_irins x = lj_ir_at(tv, first + xs[j]);
-		int32_t run = INT32_MIN / 2;
+		int call = x.o == LJ_IR_CALLXS;
+		int32_t run = INT32_MIN / 2, runfrom = -1; /* over elements before i */
 
 		for (uint32_t i = 0; i < npath; i++) {
+			size_t c = ((size_t)j * npath + i) * 2, pc = c - (size_t)npath * 2;
 			int32_t s = score(tv, x, &ei[i], stray[j]);
 
 			if (anchor[j] == (int32_t)i && !ei[i].opaque)
 				s += 2;
-			sc[(size_t)j * npath + i] = s;
+			best[c] = best[c + 1] = INT32_MIN / 2;
+			from[c] = from[c + 1] = -1;
 			if (j == 0) {
-				best[i] = s;
+				best[c + call] = s;
 				continue;
 			}
-			if (best[(size_t)(j - 1) * npath + i] > run)
-				run = best[(size_t)(j - 1) * npath + i];
-			best[(size_t)j * npath + i] = run + s;
+			/* From an earlier element (preferred on a tie: the
+			 * earliest), or staying in this one. */
+			best[c + call] = run + s;
+			from[c + call] = runfrom;
+			for (int h = 0; h < 2; h++) {
+				int32_t v = best[pc + h] + (call && h && s > 0 ? 0 : s);
+				int nh = h | call;
+
+				if (v > best[c + nh]) {
+					best[c + nh] = v;
+					from[c + nh] = (int32_t)(i * 2 + h);
+				}
+			}
+			for (int h = 0; h < 2; h++)
+				if (best[pc + h] > run) {
+					run = best[pc + h];
+					runfrom = (int32_t)(i * 2 + h);
+				}
 		}
 	}
-	/* Back from the last IR, each to the earliest element that keeps the
-	 * best score. */
+	/* Back from the last IR, from the earliest element that scores best. */
 	{
-		size_t row = (size_t)(nx - 1) * npath;
-		uint32_t at = 0;
-		int32_t want;
+		size_t row = (size_t)(nx - 1) * npath * 2;
+		int32_t at = 0;
 
-		for (uint32_t i = 1; i < npath; i++)
-			if (best[row + i] > best[row + at])
-				at = i;
-		want = best[row + at];
+		for (int32_t k = 1; k < (int32_t)npath * 2; k++)
+			if (best[row + k] > best[row + at])
+				at = k;
 		for (uint32_t j = nx; j-- > 0;) {
-			row = (size_t)j * npath;
-			for (uint32_t i = 0; i <= at; i++)
-				if (best[row + i] == want) {
-					at = i;
-					break;
-				}
-			el_of[xs[j]] = (int32_t)at;
-			want -= sc[row + at];
+			el_of[xs[j]] = at / 2;
+			at = from[((size_t)j * npath) * 2 + at];
+			if (at < 0)
+				break;
 		}
 	}
 	err = 0;
@@ -388,7 +411,7 @@ out:
 	free(xs);
 	free(ei);
 	free(best);
-	free(sc);
+	free(from);
 	free(anchor);
 	free(stray);
 	return err;
