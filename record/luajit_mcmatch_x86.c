@@ -271,7 +271,8 @@ int lj_mcmatch(struct lj_pstate *ps, uint32_t ofs, uint32_t end, uint32_t first,
 	const struct lj_trace_view *tv = ps->tv;
 	struct mcx *x = mcx_get(ps);
 	struct mc *mcs = NULL;
-	int32_t *best = NULL, *sc = NULL, *coded = NULL;
+	int32_t *from = NULL, *prev = NULL, *cur = NULL, *coded = NULL;
+	uint8_t *hc = NULL;
 	uint32_t nm = 0, tied = 0, ncoded = 0;
 	int err = -1;
 
@@ -300,60 +301,80 @@ int lj_mcmatch(struct lj_pstate *ps, uint32_t ofs, uint32_t end, uint32_t first,
 		free(mcs);
 		return 0;
 	}
-	if ((uint64_t)nm * n > MC_CELLS || !(best = calloc((size_t)nm * n, sizeof(*best))) ||
-	    !(sc = calloc((size_t)nm * n, sizeof(*sc))) || !(coded = calloc(n + 1, sizeof(*coded))))
+	if ((uint64_t)nm * n > MC_CELLS || !(from = calloc((size_t)nm * n * 2, sizeof(*from))) ||
+	    !(prev = calloc((size_t)n * 2, sizeof(*prev))) ||
+	    !(cur = calloc((size_t)n * 2, sizeof(*cur))) ||
+	    !(coded = calloc(n + 1, sizeof(*coded))) || !(hc = calloc(n, 1)))
 		goto fail;
-	/* coded[j]: the IR with code of its own before j, whose code a
-	 * match may not skip for free (SKIP each): two mulsd into xmm7 are
-	 * two MULs' code, not one's. */
-	for (uint32_t j = 0; j < n; j++)
-		coded[j + 1] = coded[j] + has_code(lj_ir_at(tv, first + j));
+	/* coded[j]: the IR with code of its own before j.  Each such IR that
+	 * no machine instruction is tied to (scores above 0 with) costs
+	 * SKIP: two mulsd into xmm7 are two MULs' code, not one's, and two
+	 * calls are two calls' code, not the second's twice with the first's
+	 * argument moves (which tie to nothing) standing in for its call.
+	 * best[k][j][t] (rows prev and cur): the best score of machine
+	 * instructions 0..k with k matched to IR j, the IR before j paid for,
+	 * t telling whether an instruction tied to j; from: where k-1 went,
+	 * as j * 2 + t. */
+	for (uint32_t j = 0; j < n; j++) {
+		hc[j] = (uint8_t)has_code(lj_ir_at(tv, first + j));
+		coded[j + 1] = coded[j] + hc[j];
+	}
 	for (uint32_t k = 0; k < nm; k++) {
-		int32_t run = INT32_MIN / 2; /* best before j, skips paid to j */
+		int32_t run = INT32_MIN / 2, runfrom = -1; /* best before j, skips paid to j */
+		int32_t *t = prev;
 
+		prev = cur;
+		cur = t;
 		for (uint32_t j = 0; j < n; j++) {
-			int32_t s = score(tv, &mcs[k], lj_ir_at(tv, first + j)), b;
+			int32_t s = score(tv, &mcs[k], lj_ir_at(tv, first + j));
+			int tj = s > 0;
+			int32_t *f = from + ((size_t)k * n + j) * 2;
 
-			sc[(size_t)k * n + j] = s;
+			cur[j * 2] = cur[j * 2 + 1] = INT32_MIN / 2;
+			f[0] = f[1] = -1;
 			if (k == 0) {
-				best[j] = s - SKIP * coded[j];
+				cur[j * 2 + tj] = s - SKIP * coded[j];
 				continue;
 			}
-			b = best[(size_t)(k - 1) * n + j];
-			if (run - SKIP * coded[j] > b)
-				b = run - SKIP * coded[j];
-			best[(size_t)k * n + j] = b + s;
-			if (best[(size_t)(k - 1) * n + j] + SKIP * coded[j + 1] > run)
-				run = best[(size_t)(k - 1) * n + j] + SKIP * coded[j + 1];
+			/* Staying at j (preferred on a tie), or from the latest
+			 * IR before it that scores best. */
+			for (int h = 0; h < 2; h++)
+				if (prev[j * 2 + h] + s > cur[j * 2 + (h | tj)]) {
+					cur[j * 2 + (h | tj)] = prev[j * 2 + h] + s;
+					f[h | tj] = (int32_t)(j * 2 + h);
+				}
+			if (run - SKIP * coded[j] + s > cur[j * 2 + tj]) {
+				cur[j * 2 + tj] = run - SKIP * coded[j] + s;
+				f[tj] = runfrom;
+			}
+			for (int h = 0; h < 2; h++) {
+				int32_t v = prev[j * 2 + h] - (h ? 0 : SKIP * hc[j]) + SKIP * coded[j + 1];
+
+				if (v >= run) {
+					run = v;
+					runfrom = (int32_t)(j * 2 + h);
+				}
+			}
 		}
 	}
-	/* Back from the last machine instruction, each to the latest IR
-	 * that keeps the best score. */
+	/* Back from the last machine instruction, from the latest IR that
+	 * scores best with what is left after it paid for. */
 	{
-		size_t row = (size_t)(nm - 1) * n;
-		uint32_t at = n - 1;
-		int32_t want;
+		int32_t at = -1, top = INT32_MIN;
 
-		for (uint32_t j = n - 1; j-- > 0;)
-			if (best[row + j] - SKIP * (coded[n] - coded[j + 1]) >
-			    best[row + at] - SKIP * (coded[n] - coded[at + 1]))
-				at = j;
-		want = best[row + at];
-		for (uint32_t k = nm; k-- > 0;) {
-			row = (size_t)k * n;
-			(*out)[k].irx = (int32_t)at;
-			want -= sc[row + at];
-			if (!k)
-				break;
-			row -= n;
-			if (best[row + at] != want) {
-				for (uint32_t j = at; j-- > 0;)
-					if (best[row + j] + SKIP * coded[j + 1] - SKIP * coded[at] == want) {
-						want = best[row + j];
-						at = j;
-						break;
-					}
+		for (uint32_t j = 0; j < n; j++)
+			for (int h = 0; h < 2; h++) {
+				int32_t v = cur[j * 2 + h] - SKIP * (coded[n] - coded[j + 1]) -
+					    (h ? 0 : SKIP * hc[j]);
+
+				if (v >= top) {
+					top = v;
+					at = (int32_t)(j * 2 + h);
+				}
 			}
+		for (uint32_t k = nm; k-- > 0 && at >= 0;) {
+			(*out)[k].irx = at / 2;
+			at = from[((size_t)k * n + (uint32_t)(at / 2)) * 2 + at % 2];
 		}
 	}
 	/* How much of the IR with code found its code. */
@@ -364,14 +385,17 @@ int lj_mcmatch(struct lj_pstate *ps, uint32_t ofs, uint32_t end, uint32_t first,
 			continue;
 		ncoded++;
 		for (uint32_t k = 0; k < nm && !t; k++)
-			t = (*out)[k].irx == (int32_t)j && sc[(size_t)k * n + j] >= 2;
+			t = (*out)[k].irx == (int32_t)j &&
+			    score(tv, &mcs[k], lj_ir_at(tv, first + j)) >= 2;
 		tied += t;
 	}
 	err = ncoded && tied < MC_MIN_TIED * ncoded ? -1 : 0;
 fail:
 	free(mcs);
-	free(best);
-	free(sc);
+	free(from);
+	free(prev);
+	free(cur);
 	free(coded);
+	free(hc);
 	return err;
 }
