@@ -269,3 +269,132 @@ TEST(lj_place_marks_what_it_cannot_tell_apart)
 	lj_placer_free(p);
 	fake_regions_free();
 }
+
+/*
+ * Two FFI calls between two snapshots: the loop of samples/lua/durable.lua,
+ *
+ *   for _ = 1, n do ffi.C.write(fd, line, #line) ffi.C.fdatasync(fd) end
+ *
+ * whose results go unused, so that no snapshot parts the calls: LuaJIT's
+ * loop copy is LOOP, CALLXS write, CALLXS fdatasync, ADD, LE, and its code
+ * the argument moves and call r13, a move and call r12, then the loop's
+ * increment.  Each call's code is its own line's (marked as a call into
+ * a function the path does not know, named by its CALL), never the
+ * other's: a sample in fdatasync returns after call r12, and a report
+ * places it by the return address - 1, in the call itself.
+ */
+#define P_D 0x402000u
+#define K_D 0x412000u
+
+static const uint8_t mc_ffi[] = {
+	0xba, 0x65, 0x00, 0x00, 0x00,             /* 0  mov edx, 0x65 */
+	0x49, 0x8d, 0xb6, 0x60, 0xe2, 0xfe, 0xff, /* 5  lea rsi, [r14-0x11da0] */
+	0xbf, 0x03, 0x00, 0x00, 0x00,             /* 12 mov edi, 3 */
+	0x41, 0xff, 0xd5,                         /* 17 call r13 (write) */
+	0xbf, 0x03, 0x00, 0x00, 0x00,             /* 20 mov edi, 3 */
+	0x41, 0xff, 0xd4,                         /* 25 call r12 (fdatasync) */
+	0x83, 0xc5, 0x01,                         /* 28 add ebp, 1 */
+	0x39, 0xdd,                               /* 31 cmp ebp, ebx */
+	0x0f, 0x8e, 0xd9, 0xff, 0xff, 0xff,       /* 33 jle 0 */
+	0xe9, 0x00, 0x10, 0x00, 0x00,             /* 39 jmp exit */
+};
+
+static void kint(uint32_t ref, int32_t v)
+{
+	ins(ref, LJ_IR_KINT, LJ_IRT_INT, (uint16_t)v, (uint16_t)((uint32_t)v >> 16), LJ_RID_NONE);
+}
+
+static void kptr(uint32_t ref, uint64_t v)
+{
+	ins(ref, LJ_IR_KPTR, 0, 0, 0, LJ_RID_NONE);
+	memcpy(ir + (size_t)(ref + 1 - NK) * LJ_IRINS_SIZE, &v, 8);
+}
+
+static uint64_t proto_id_d(void *ctx, uint64_t proto)
+{
+	(void)ctx;
+	return proto == P_D ? 13 : 0;
+}
+
+/* The base frame at instruction pc (from pc 5), then a call into a
+ * function not known, named by the CALL at pc. */
+static int in_call(const struct lp_tsnap *s, uint32_t pc)
+{
+	return s && s->nframe == 2 && s->frames[0].kind == LP_LFRAME_BASE &&
+	       s->frames[0].value == zz((int64_t)pc + 1 - 5) &&
+	       s->frames[1].kind == LP_LFRAME_INLINED && s->frames[1].value == 0 &&
+	       s->frames[1].pc == pc + 1;
+}
+
+TEST(lj_place_gives_each_ffi_call_its_own_code)
+{
+	static const uint32_t d[] = {
+		LBC_AD(LBC_FUNCF, 10, 0), LBC_AD(LBC_KSHORT, 1, 1), LBC_AD(LBC_MOV, 2, 0),
+		LBC_AD(LBC_KSHORT, 3, 1), LBC_AD(LBC_FORI, 1, LBC_BIAS_J + 14),
+		LBC_AD(LBC_UGET, 5, 0), LBC_ABC(LBC_TGETS, 5, 5, 0), LBC_ABC(LBC_TGETS, 5, 5, 1),
+		LBC_AD(LBC_UGET, 7, 1), LBC_AD(LBC_UGET, 8, 2), LBC_AD(LBC_UGET, 9, 2),
+		LBC_AD(LBC_LEN, 9, 9), LBC_ABC(LBC_CALL, 5, 1, 4),
+		LBC_AD(LBC_UGET, 5, 0), LBC_ABC(LBC_TGETS, 5, 5, 0), LBC_ABC(LBC_TGETS, 5, 5, 2),
+		LBC_AD(LBC_UGET, 7, 1), LBC_ABC(LBC_CALL, 5, 1, 2),
+		LBC_AD(LBC_FORL, 1, LBC_BIAS_J - 14), LBC_AD(LBC_RET0, 0, 1),
+	};
+	const struct lj_layout *lo = &lj_known_build(LJ_LAYOUT_GC64)->layout;
+	const uint32_t B = LJ_REF_BIAS;
+	struct lj_placer *p = lj_placer_new();
+	struct lj_tframe fr[2];
+	struct lj_tsnap sn[2];
+	struct lj_trace_view tv;
+	const struct lp_tsnap *r;
+	struct lj_place_stats st;
+	uint32_t n;
+
+	CHECK(p != NULL);
+	fake_regions_free();
+	proto(lo, P_D, K_D, d, 20, 0, 10);
+	memset(ir, 0, sizeof(ir));
+	kint(NK, 3);
+	kint(NK + 1, 101);
+	kint(NK + 2, 1);
+	kptr(NK + 3, 0x7f0000764340u); /* write */
+	kptr(NK + 5, 0x7f000076acd0u); /* fdatasync */
+	ins(B + 1, LJ_IR_SLOAD, LJ_IRT_INT, 3, 0, 5);
+	ins(B + 2, LJ_IR_SLOAD, LJ_IRT_INT | LJ_IRT_GUARD, 4, 0, 3);
+	ins(B + 3, LJ_IR_CARG, LJ_IRT_NIL, NK, NK + 1, LJ_RID_NONE);
+	ins(B + 4, LJ_IR_CARG, LJ_IRT_NIL, B + 3, NK + 1, LJ_RID_NONE);
+	ins(B + 5, LJ_IR_LOOP, 0, 0, 0, LJ_RID_NONE);
+	ins(B + 6, LJ_IR_CALLXS, LJ_IRT_INT, B + 4, NK + 3, LJ_RID_NONE);
+	ins(B + 7, LJ_IR_CALLXS, LJ_IRT_INT, NK, NK + 5, LJ_RID_NONE);
+	ins(B + 8, LJ_IR_ADD, LJ_IRT_INT, B + 1, NK + 2, 5);
+	ins(B + 9, LJ_IR_LE, LJ_IRT_INT | LJ_IRT_GUARD, B + 8, B + 2, LJ_RID_NONE);
+
+	/* The loop's start, resuming at its body (5), and its guard,
+	 * resuming past the loop (19). */
+	fr[0] = (struct lj_tframe){ .proto = P_D, .pc = 5, .base = 2,
+				    .lf = { .kind = LP_LFRAME_BASE, .value = zz(1) } };
+	fr[1] = (struct lj_tframe){ .proto = P_D, .pc = 19, .base = 2,
+				    .lf = { .kind = LP_LFRAME_BASE, .value = zz(15) } };
+	sn[0] = (struct lj_tsnap){ .ref = B + 5, .mcofs = 0, .nframe = 1, .pathable = 1,
+				   .frames = &fr[0] };
+	sn[1] = (struct lj_tsnap){ .ref = B + 9, .mcofs = 31, .nframe = 1, .pathable = 1,
+				   .frames = &fr[1] };
+	tv = (struct lj_trace_view){
+		.lo = lo, .fr2 = 1, .nk = NK, .nins = B + 10, .ir = ir, .mcode = MCODE,
+		.szmcode = sizeof(mc_ffi), .mc = mc_ffi, .startpt = P_D,
+		.startpc = P_D + lo->pt_size + 4 * 5, .nsnap = 2, .snaps = sn,
+		.proto_id = proto_id_d,
+	};
+	CHECK(lj_place_trace(p, &tv, &r, &n) == 0);
+	lj_placer_stats(p, &st);
+	CHECK(st.exact == 2 && st.marked == 0);
+	/* write's arguments and call: line 20's CALL (12). */
+	CHECK(in_call(at(r, n, 0), 12));
+	CHECK(in_call(at(r, n, 17), 12));
+	CHECK(in_call(at(r, n, 19), 12));
+	/* fdatasync's: line 21's (17), to the call's last byte, where a
+	 * sample inside it lands (its return address - 1). */
+	CHECK(in_call(at(r, n, 20), 17));
+	CHECK(in_call(at(r, n, 25), 17));
+	CHECK(in_call(at(r, n, 27), 17));
+	lj_placer_free(p);
+	fake_regions_free();
+}
