@@ -390,6 +390,37 @@ static uint64_t callee_by_guard(const struct walk *w, int node)
 	return f ? f : callee_checked(w, node, LJ_REF_BIAS + 1, w->ps->tv->nins);
 }
 
+/* The trace inlines no function the path does not know: its IR checks
+ * no closure but those running at node (lj_record.c rec_call_specialize
+ * checks every function it inlines: the closure, EQ with a function
+ * constant, or, for a prototype of many closures, its bytecode, EQ with
+ * an FLOAD of func.pc, field 2 in every 2.1 build). */
+static int inlines_none_unknown(const struct walk *w, int node)
+{
+	const struct lj_trace_view *tv = w->ps->tv;
+
+	for (uint32_t ref = LJ_REF_BIAS + 1; ref < tv->nins; ref++) {
+		struct lj_irins x = lj_ir_at(tv, ref), k;
+
+		if (x.o != LJ_IR_EQ)
+			continue;
+		if (x.op1 > LJ_REF_BIAS && x.op1 < ref) {
+			struct lj_irins y = lj_ir_at(tv, x.op1);
+
+			if (y.o == LJ_IR_FLOAD && y.op2 == 2)
+				return 0;
+		}
+		if (x.op2 < tv->nk || x.op2 >= LJ_REF_BIAS)
+			continue;
+		k = lj_ir_at(tv, x.op2);
+		if (k.o == LJ_IR_KGC && (k.t & LJ_IRT_TYPE) == LJ_IRT_FUNC &&
+		    !in_chain(w->ps, node, tv->fr2 ? lj_ir_k64(tv, x.op2) :
+				  ((uint32_t)k.op1 | (uint32_t)k.op2 << 16)))
+			return 0;
+	}
+	return 1;
+}
+
 /* Enters the Lua function fn from a call at state si, node called with
  * link at base; nargs as the call passed them. */
 static int enter(struct walk *w, uint32_t si, int parent, int fn, int32_t base,
@@ -481,7 +512,8 @@ static int step_call(struct walk *w, uint32_t si, uint32_t ins, int tail)
 	if (fn < 0) {
 		if (tail)
 			return 0; /* nowhere to go on */
-		return push(w, s.node, s.pc + 1, (int)si, LJ_PEL_OPAQUE);
+		return push(w, s.node, s.pc + 1, (int)si, LJ_PEL_OPAQUE |
+			    (inlines_none_unknown(w, s.node) ? LJ_PEL_NOLUA : 0));
 	}
 	if (tail)
 		return enter(w, si, n->parent, fn, n->base, n->retpc, n->link, nargs);

@@ -252,12 +252,16 @@ static int coarse(struct lj_placer *p, const struct lj_tsnap *s, const struct lj
 }
 
 /* The frames of path element el (which made IR matched to it): its own,
- * or for a call into an unknown function, the caller's marked. */
+ * or for a call into an unknown function, the caller's marked; own (the
+ * call's line) too for the C call of such a call that can only be an FFI
+ * call (ccall). */
 static uint32_t el_frames(struct lj_placer *p, const struct lj_tsnap *s,
-			  const struct lj_pel *el)
+			  const struct lj_pel *el, int ccall)
 {
 	uint32_t n = node_frames(p, el->node, el->pc, s->frames[0].lf.kind);
 
+	if (ccall && (el->flags & LJ_PEL_NOLUA))
+		return n;
 	if (n && (el->flags & LJ_PEL_OPAQUE) && n < LP_TSNAP_MAX_FRAMES)
 		p->fr[n++] = (struct lp_lframe){ .kind = LP_LFRAME_INLINED, .pc = el->pc + 1 };
 	return n;
@@ -290,6 +294,7 @@ static int place_stretch(struct lj_placer *p, const struct lj_tsnap *s,
 	for (uint32_t k = 0; k < nm; k++) {
 		int32_t irx = p->mins[k].irx, el = irx >= 0 ? p->el_of[irx] : -1;
 		uint32_t n;
+		int ccall = irx >= 0 && lj_ir_at(tv, first + (uint32_t)irx).o == LJ_IR_CALLXS;
 
 		/* Code of IR no instruction made (a loop's PHI moves) goes
 		 * with what comes before it, or with the first that follows. */
@@ -300,10 +305,11 @@ static int place_stretch(struct lj_placer *p, const struct lj_tsnap *s,
 				el = p->el_of[p->mins[j].irx];
 		if (el < 0)
 			el = 0;
-		if (el == cur)
+		/* A range per element, and the C call of a call apart. */
+		if (el * 2 + ccall == cur)
 			continue;
-		cur = el;
-		n = el_frames(p, s, &p->path[el]);
+		cur = el * 2 + ccall;
+		n = el_frames(p, s, &p->path[el], ccall);
 		if (!n) {
 			p->nout = nout0;
 			p->nframes = nframes0;

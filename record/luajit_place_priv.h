@@ -62,6 +62,10 @@ struct lj_pel {
 };
 #define LJ_PEL_OPAQUE 0x1 /* a call into a function not known */
 #define LJ_PEL_CALLEE 0x2 /* a call whose callee the path enters */
+#define LJ_PEL_NOLUA  0x4 /* with OPAQUE: no Lua function the path does not
+			   * know was inlined anywhere in the trace (its IR
+			   * checks none), so a C call (CALLXS) matched to
+			   * the call is the call's own: an FFI call */
 
 /* The state placement keeps for a trace. */
 struct lj_pstate {
