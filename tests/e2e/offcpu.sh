@@ -120,3 +120,15 @@ echo "# fdatasync off the CPU: $sync_all us, $sync_d us of it uninterruptible"
 check_num "durable.lua waits in fdatasync (us)" "${sync_all:-0}" ">" 0
 check_num "... mostly uninterruptibly, [uninterruptible] at the leaf" \
 	"$(awk -v d="$sync_d" -v a="$sync_all" 'BEGIN { printf "%.3f", a ? d / a : 0 }')" ">=" 0.5
+# The loop calls write (line 20) then fdatasync (21) through the FFI,
+# results unused, so no snapshot parts the two calls in its trace: each
+# call's waits are its own line's (or marked by its own name), never the
+# other's.
+$LUAPROF report --kind off-cpu --format folded --lines -o $TMP/d.lines $TMP/d.lp 2>/dev/null
+sync_l=$(grep -F ";fdatasync (" $TMP/d.lines | grep -E ";durable (\[[^]]*\] )?\(samples/lua/durable.lua:" |
+	folded_total /dev/stdin)
+sync_21=$(grep -E ";durable (\[inlined: fdatasync\] )?\(samples/lua/durable.lua:21\);fdatasync \(" $TMP/d.lines |
+	folded_total /dev/stdin)
+echo "# fdatasync's waits under durable: $sync_l us, $sync_21 us at line 21"
+check_num "durable.lua's fdatasync waits, by line (us)" "${sync_l:-0}" ">" 0
+check "... all at fdatasync's line 21, none at write's 20" test "${sync_21:-0}" = "${sync_l:-0}"
