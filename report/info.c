@@ -576,10 +576,12 @@ static void print_info(const char *path, const struct info *in,
 		       in->lost[LP_LOST_RINGBUF], in->lost[LP_LOST_WRITE],
 		       in->lost[0]);
 	if (in->lost[LP_LOST_BUSY])
-		printf(" (%" PRIu64 " came while another event was being taken)",
+		printf(" (%" PRIu64 " came while another event was being taken: ticks in "
+		       "luaprof's own probe, its cost)",
 		       in->lost[LP_LOST_BUSY]);
 	if (in->lost[LP_LOST_UNTRACKED])
-		printf(" (%" PRIu64 " off-CPU stretches not measured)", in->lost[LP_LOST_UNTRACKED]);
+		printf(" (%" PRIu64 " waits not measured: off-CPU or Lua-land, their start "
+		       "not kept)", in->lost[LP_LOST_UNTRACKED]);
 	printf("\nstacks defined: %" PRIu64 " (kernel %" PRIu64 ", user %" PRIu64,
 	       in->stacks[0] + in->stacks[1] + in->stacks[2],
 	       in->stacks[LP_STACK_KERNEL], in->stacks[LP_STACK_USER]);
