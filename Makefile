@@ -21,7 +21,7 @@ LDLIBS   := -lbpf -ldw -lelf -lz -llz4 -lcapstone -liberty
 # Debian packages the build and the tests need.
 DEPS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev liblz4-dev \
         libcapstone-dev libiberty-dev pkg-config make gcc python3 util-linux \
-        libclang-rt-14-dev
+        libclang-rt-14-dev help2man
 
 FORMAT_SRC := $(wildcard format/*.c)
 LIB_SRC    := $(wildcard lib/*.c)
@@ -35,9 +35,27 @@ UNIT_SRC   := $(wildcard tests/unit/*.c)
 UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 SAMPLES    := $(patsubst samples/%.c,$(BUILD)/samples/%,$(wildcard samples/*.c))
 
-.PHONY: all deps test unit demo clean bench docs-img sanitize sanitize-build fuzz fuzz-build
+.PHONY: all deps test unit demo clean bench docs-img sanitize sanitize-build fuzz fuzz-build \
+	man install
 .SECONDARY:
 all: $(BUILD)/luaprof $(SAMPLES)
+
+# Man pages from --help (man/man.sh), and `make install` as GNU and
+# Debian expect: PREFIX (default /usr/local) and DESTDIR.
+PREFIX ?= /usr/local
+MANPAGES := luaprof luaprof-record luaprof-report luaprof-diff luaprof-info luaprof-check
+
+man: $(BUILD)/man/luaprof.1
+$(BUILD)/man/luaprof.1: $(BUILD)/luaprof man/man.sh
+	man/man.sh $(BUILD)/luaprof $(BUILD)/man $(VERSION)
+
+install: $(BUILD)/luaprof $(BUILD)/man/luaprof.1
+	install -D -m 0755 $(BUILD)/luaprof $(DESTDIR)$(PREFIX)/bin/luaprof
+	for p in $(MANPAGES); do \
+		install -D -m 0644 $(BUILD)/man/$$p.1 $(DESTDIR)$(PREFIX)/share/man/man1/$$p.1 || exit 1; \
+	done
+	install -D -m 0644 man/luaprof.bash \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/luaprof
 
 deps:
 	@missing=$$(dpkg-query -W -f='$${Package} $${Status}\n' $(DEPS) 2>/dev/null | \
