@@ -21,7 +21,7 @@ LDLIBS   := -lbpf -ldw -lelf -lz -llz4 -lcapstone -liberty
 # Debian packages the build and the tests need.
 DEPS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev liblz4-dev \
         libcapstone-dev libiberty-dev pkg-config make gcc python3 util-linux \
-        libclang-rt-14-dev help2man
+        libclang-rt-14-dev help2man liblzma-dev libbz2-dev
 
 FORMAT_SRC := $(wildcard format/*.c)
 LIB_SRC    := $(wildcard lib/*.c)
@@ -36,7 +36,7 @@ UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 SAMPLES    := $(patsubst samples/%.c,$(BUILD)/samples/%,$(wildcard samples/*.c))
 
 .PHONY: all deps test unit demo clean bench docs-img sanitize sanitize-build fuzz fuzz-build \
-	man install
+	man install static
 .SECONDARY:
 all: $(BUILD)/luaprof $(SAMPLES)
 
@@ -115,6 +115,15 @@ $(BUILD)/%.o: %.c
 
 $(BUILD)/luaprof: $(BUILD)/luaprof.o $(RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# One binary for the production host, which often lacks libbpf, libdw and
+# a compiler: the same objects, linked with Debian's static libraries
+# (libdw's own compression libraries too).  Records, reports and checks in
+# a root holding nothing else (tests/e2e/static.sh).
+STATIC_LDLIBS := $(LDLIBS) -llzma -lbz2
+static: $(BUILD)/luaprof-static
+$(BUILD)/luaprof-static: $(BUILD)/luaprof.o $(RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ) $(LIB_OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -static -o $@ $^ $(STATIC_LDLIBS)
 
 $(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
