@@ -36,7 +36,7 @@ UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 SAMPLES    := $(patsubst samples/%.c,$(BUILD)/samples/%,$(wildcard samples/*.c))
 
 .PHONY: all deps test unit demo clean bench docs-img sanitize sanitize-build fuzz fuzz-build \
-	man install static
+	man install static deb
 .SECONDARY:
 all: $(BUILD)/luaprof $(SAMPLES)
 
@@ -115,6 +115,10 @@ $(BUILD)/%.o: %.c
 
 $(BUILD)/luaprof: $(BUILD)/luaprof.o $(RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# A Debian package of what make install installs (man/deb.sh).
+deb: $(BUILD)/luaprof $(BUILD)/man/luaprof.1
+	man/deb.sh $(BUILD) $(VERSION)
 
 # One binary for the production host, which often lacks libbpf, libdw and
 # a compiler: the same objects, linked with Debian's static libraries
@@ -241,5 +245,6 @@ clean:
 # (Files only, and not under the trees the tests unpack: a root's
 # /etc/rc2.d is no make dependency file.)
 -include $(shell find $(BUILD) \( -path $(SAN_BUILD) -o -path $(FUZZ_BUILD) \
-	-o -path $(BUILD)/trixie-root -o -path $(BUILD)/luajit-builds \) -prune \
+	-o -path $(BUILD)/trixie-root -o -path $(BUILD)/bookworm-root \
+	-o -path $(BUILD)/luajit-builds -o -path $(BUILD)/deb \) -prune \
 	-o -type f -name '*.d' -print 2>/dev/null)
