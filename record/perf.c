@@ -14,7 +14,7 @@
  *             parent_event path, 6.1 as 6.18; bench/pertask.c checks it).
  *             Only the CPUs running a target tick; but every switch to
  *             or from a target starts or stops its event's timer, which
- *             costs a few microseconds on a virtual machine (README).
+ *             costs a few microseconds on a virtual machine (docs/recording.md).
  *             Only tasks created after the event was opened inherit it:
  *             a running process's existing threads would need one each.
  */

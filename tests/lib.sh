@@ -270,7 +270,7 @@ show_stacks() {
 }
 
 # check_app_stacks LABEL FOLDED [EXTRA_ROOTS [EXTRA_ENTRIES [MIN_SAMPLES]]] :
-# the bars every real application's test holds (README): at least MIN_SAMPLES
+# the bars every real application's test holds (docs/support.md): at least MIN_SAMPLES
 # (default 200) samples, >= 99% rooted, no garbage frame, <= 0.5%
 # truncated, >= 97% of the samples in Lua with Lua frames.  Each failure
 # shows the stacks that failed it.
