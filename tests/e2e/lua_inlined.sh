@@ -155,8 +155,12 @@ check_num "jitmix.lua: share of compiled samples placed" "$(placed $out-jit.lp)"
 # this share of placed samples fell to 0.49): a figure of the machine,
 # not of the code.  What is the code's: every compiled sample is placed
 # or counted, and those of traces read with their snapshots are placed.
+# How many traces a run compiles varies as much: 833 to 1,611 in four
+# runs on an idle machine, 445 at load 6, 54 (and 35 compiled samples)
+# in one full `make test` beside a kernel guest; the floors only keep the
+# checks from passing on nothing.
 traces=$($LUAPROF info $out-flush.lp | awk '/^compiled traces:/ { sub(",", "", $3); print $3 }')
-check_num "jitmix.lua, flush: trace records (numbers reused)" "${traces:-0}" ">=" 100
+check_num "jitmix.lua, flush: trace records (numbers reused)" "${traces:-0}" ">=" 30
 $LUAPROF report -n 1 $out-flush.lp >$out-flush.top 2>&1
 # "compiled code: N samples, P (x%) placed ..., I (y%) in inlined code",
 # "note: G of N ... without their snapshots", "note: U of N ... not placed".
@@ -167,7 +171,7 @@ read -r ncomp nplaced ngone nunplaced < <(awk '
 	END { print n + 0, p + 0, g + 0, u + 0 }' $out-flush.top)
 check "jitmix.lua, flush: every compiled sample placed or counted ($nplaced + $ngone + $nunplaced of $ncomp)" \
 	test $((nplaced + ngone + nunplaced)) -eq "$ncomp" -a "$ncomp" -gt 0
-check_num "jitmix.lua, flush: samples placed (traces read in time)" "$nplaced" ">=" 100
+check_num "jitmix.lua, flush: samples placed (traces read in time)" "$nplaced" ">=" 20
 check_num "jitmix.lua, flush: share placed of those in traces read with their snapshots" \
 	"$(share $nplaced $((ncomp - ngone)))" ">=" 0.9
 check "jitmix.lua, flush: report says how many were not placed" \
