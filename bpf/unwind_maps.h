@@ -155,6 +155,9 @@ enum lp_unwind_map_kind {
 	LP_UMAP_ROWS = 1, /* obj names a loaded table */
 	LP_UMAP_FP = 2,   /* a file without usable CFI: follow rbp instead */
 	LP_UMAP_JIT = 3,  /* anonymous executable memory (JIT code): stop */
+	/* [uprobes]: the kernel's uretprobe trampoline, which stands for a
+	 * return address the task's return instances keep */
+	LP_UMAP_URETPROBE = 4,
 };
 
 /* One executable mapping: for start <= pc < end, vaddr = pc - bias. */
@@ -271,6 +274,8 @@ _Static_assert(sizeof(struct lp_unwind_obj) == 24, "lp_unwind_obj layout");
 _Static_assert(sizeof(struct lp_unwind_bucket) == 8, "lp_unwind_bucket layout");
 _Static_assert(sizeof(struct lp_unwind_map) == 32, "lp_unwind_map layout");
 _Static_assert(sizeof(struct lp_unwind_file) == 40, "lp_unwind_file layout");
+_Static_assert((LP_UNWIND_MAX_MAPS & (LP_UNWIND_MAX_MAPS - 1)) == 0,
+	       "LP_UNWIND_MAX_MAPS a power of two (unwind_map_kind()'s mask)");
 _Static_assert(sizeof(struct lp_unwind_proc) == 8 + 32 * LP_UNWIND_MAX_MAPS,
 	       "lp_unwind_proc layout");
 _Static_assert(sizeof(struct lp_unwind_cached) == 24, "lp_unwind_cached layout");

@@ -1005,15 +1005,21 @@ static __always_inline int unwind_leaf_retry(const struct lp_unwind_proc *proc,
 }
 
 /*
- * A return address in no mapping may be the kernel's uretprobe
- * trampoline: a uretprobe pending in that frame (luaprof's own on
- * lua_resume for -e lua-wait, or another tool's) replaced it, in the
- * stack, with the address of the [uprobes] page, and keeps the original
- * in the task's return instances, the innermost first, each with the
- * address of the slot it replaced (`stack`).  The kernel's own stack
- * traces put the original back the same way.  1 if c->pc was the
- * trampoline and is now the original; read only when an address is
- * unmapped, so that a walk pays nothing where no uretprobe is pending.
+ * The kernel's uretprobe trampoline: a uretprobe pending in a frame
+ * (luaprof's own on lua_resume for -e lua-wait, or any tool's, on any
+ * function the process runs) replaced its return address, in the stack,
+ * with the address of the [uprobes] page (xol_area), and keeps the
+ * original in the task's return instances, the innermost first, each
+ * with the address of the slot it replaced (`stack`).  The kernel's own
+ * stack traces put the original back the same way.  1 if c->pc was
+ * such a return address (a caller's frame), now the original; -1 if
+ * c->pc is in the trampoline but no return instance stands for it: at
+ * the leaf, a function returned into the trampoline, which pushes
+ * registers of its own, and whose instance the kernel drops before its
+ * last instructions pop the original from the stack; the walk ends
+ * there, cut, rather than guess which.  Asked only of an address in no mapping or
+ * in the [uprobes] one (LP_UMAP_URETPROBE): a walk pays nothing where no
+ * uretprobe is pending.
  */
 #define UNWIND_URETPROBES 8 /* pending uretprobes looked through */
 static __always_inline int unwind_uretprobe_ra(struct unwind_cursor *c)
@@ -1022,23 +1028,31 @@ static __always_inline int unwind_uretprobe_ra(struct unwind_cursor *c)
 	struct return_instance *ri;
 	struct xol_area *xol;
 	struct uprobe_task *ut;
-	__u64 slot = c->sp - 8; /* where a call pushed c->pc */
+	__u64 slot = c->sp - 8; /* where a call pushed the return address */
 
-	if (!c->pc_is_ra || !task->mm)
+	if (!task->mm)
 		return 0;
 	xol = BPF_CORE_READ(task, mm, uprobes_state.xol_area);
-	if (!xol || BPF_CORE_READ(xol, vaddr) != c->pc)
-		return 0;
+	if (!xol || c->pc - BPF_CORE_READ(xol, vaddr) >= 4096)
+		return 0; /* not the trampoline */
 	ut = BPF_CORE_READ(task, utask);
 	ri = ut ? BPF_CORE_READ(ut, return_instances) : NULL;
-	for (int i = 0; i < UNWIND_URETPROBES && ri; i++) {
+	for (int i = 0; c->pc_is_ra && i < UNWIND_URETPROBES && ri; i++) {
 		if (BPF_CORE_READ(ri, stack) == slot) {
 			c->pc = BPF_CORE_READ(ri, orig_ret_vaddr);
 			return 1;
 		}
 		ri = BPF_CORE_READ(ri, next);
 	}
-	return 0;
+	return -1;
+}
+
+/* The kind of mapping idx of proc (unwind_map_index()'s), 0 for none. */
+static __always_inline __u32 unwind_map_kind(const struct lp_unwind_proc *proc, int idx)
+{
+	/* (The mask is for the verifier: the bound is a power of two.) */
+	return idx >= 0 && idx < LP_UNWIND_MAX_MAPS ?
+		proc->maps[idx & (LP_UNWIND_MAX_MAPS - 1)].kind : 0;
 }
 
 /* The rule that unwinds the frame at *lookup (which a leaf retry may
@@ -1074,10 +1088,16 @@ static __always_inline int unwind_rule(const struct lp_unwind_proc *proc,
 		rc->misses++;
 	}
 	idx = unwind_map_index(proc, *lookup);
-	if (idx < 0 && unwind_uretprobe_ra(c)) {
-		c->rec_pc = c->pc;
-		*lookup = c->pc - 1;
-		idx = unwind_map_index(proc, *lookup);
+	if (idx < 0 || unwind_map_kind(proc, idx) == LP_UMAP_URETPROBE) {
+		int tramp = unwind_uretprobe_ra(c);
+
+		if (tramp < 0)
+			return LP_USTOP_BAD_FRAME;
+		if (tramp) {
+			c->rec_pc = c->pc;
+			*lookup = c->pc - 1;
+			idx = unwind_map_index(proc, *lookup);
+		}
 	}
 	if (idx < 0 && c->n == 1 && c->leaf_retry)
 		idx = unwind_leaf_retry(proc, c, lookup, idx);
@@ -1117,6 +1137,8 @@ static __always_inline int unwind_rule(const struct lp_unwind_proc *proc,
 		*kind = m->kind;
 		obj = m->obj;
 		bias = m->bias;
+		if (*kind == LP_UMAP_URETPROBE)
+			rc = NULL; /* (its return instance not found: never cached) */
 	}
 	if (*kind == LP_UMAP_ROWS && unwind_find_row(obj, *lookup - bias, row))
 		return unwind_leaf_no_row(proc, c);
@@ -1296,6 +1318,8 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 	stop = unwind_rule(proc, c, &lookup, &kind, &row);
 	if (stop >= 0)
 		return stop;
+	if (kind == LP_UMAP_URETPROBE) /* no return instance for it */
+		return LP_USTOP_BAD_FRAME;
 	if (kind == LP_UMAP_JIT)
 		return unwind_jit_step(c, !unwind_may_be_trace(proc, c, lookup));
 	if (kind != LP_UMAP_ROWS)

@@ -372,7 +372,7 @@ static int resolve_mapping(struct unwinder *u, pid_t pid,
 		 * walk stops there.  [vsyscall] lies above user space. */
 		if (!strcmp(m->path, "[vsyscall]"))
 			return 1;
-		out->kind = LP_UMAP_JIT;
+		out->kind = strcmp(m->path, "[uprobes]") ? LP_UMAP_JIT : LP_UMAP_URETPROBE;
 		return 0;
 	} else {
 		fd = procmaps_open(pid, m);

@@ -16,7 +16,7 @@
 
 export HOME=$TMP GOCACHE=$TMP/go-cache PPROF_TMPDIR=$TMP
 nginx_start || { check "nginx starts" false; exit 0; }
-$LUAPROF record -p $NGINX_MASTER -e cpu,lua-wait -o $TMP/w.lp -d 8 \
+$LUAPROF record -p $NGINX_MASTER -e cpu,lua-wait -F 999 -o $TMP/w.lp -d 8 \
 	>$TMP/rec.out 2>$TMP/rec.err &
 rec=$!
 # Until the recorder samples (its status line says so), then the clients.
@@ -81,6 +81,15 @@ sed -n 's/^nginx;//p' $TMP/cpu.folded | grep -F ";handle ($PWD/samples/nginx/app
 check_num "CPU samples in app.lua's handler" "$(folded_total $TMP/cpu.resume)" ">=" 20
 check_num "... rooted at _start, through main" "$(rooted $TMP/cpu.resume)" ">=" 0.99
 check_num "the waits' stacks rooted at _start, through main" "$(rooted $TMP/w.folded)" ">=" 0.99
+# Nor at the trampoline itself, where a sample lands as lua_resume
+# returns into it (the kernel's uretprobe system call): whole, but for
+# the last instructions after the kernel has dropped its return
+# instance (the original address then on the stack the trampoline pops),
+# which end the stack, cut: never a frame above [uprobes].
+check "no frame above the trampoline's ([uprobes])" \
+	sh -c "! grep -E '\[uprobes\]' $TMP/cpu.folded | grep -vqE '^nginx;\[truncated\];\[uprobes\](;[^;]*_\[k\])* [0-9]+$'"
+sed -n 's/^nginx;//p' $TMP/cpu.folded >$TMP/cpu.nginx
+check_num "nginx's CPU samples rooted at _start, through main" "$(rooted $TMP/cpu.nginx)" ">=" 0.99
 
 # The CPU samples beside them: kind cpu, the default; the header counts
 # the waits, and no wait's weight is counted as CPU time.
@@ -97,3 +106,18 @@ go tool pprof -top -sample_index=wait -nodecount=100000 $TMP/w.pb.gz >$TMP/pp.to
 check "go tool pprof -sample_index=wait reads it" test $? -eq 0
 check "go tool pprof: c's wait among the functions" \
 	grep -qF "c ($PWD/samples/nginx/waits.lua:" $TMP/pp.top
+
+# A plain luajit driving another state's coroutine through the FFI's
+# lua_resume (samples/lua/resumes.lua), thousands of times a second: many
+# ticks land in the trampoline as lua_resume returns into it.  Such a
+# stack ends there, cut, under the Lua function that called lua_resume:
+# never a gap or a trace's code taken for the trampoline's.
+$LUAPROF record -q -e cpu,lua-wait -F 999 -o $TMP/rs.lp -- luajit samples/lua/resumes.lua 2 \
+	2>$TMP/rs.err
+check "record -e cpu,lua-wait -- luajit resumes.lua exits 0" test $? -eq 0
+$LUAPROF report --format folded -o $TMP/rs.folded $TMP/rs.lp 2>/dev/null
+check_num "resumes.lua: samples in the trampoline" "$(grep -F '[uprobes]' $TMP/rs.folded |
+	folded_total /dev/stdin)" ">" 0
+check "resumes.lua: each ends the stack, cut, under drive" \
+	sh -c "! grep -F '[uprobes]' $TMP/rs.folded |
+		grep -vqE '^\[truncated\];.*;drive \(samples/lua/resumes.lua:[0-9]+\);\[uprobes\](;[^;]*_\[k\])* [0-9]+$'"
