@@ -6,7 +6,7 @@
 # threshold, while curl makes a few requests.  Every stall listed must
 # be at least the threshold; the longest must name read_big (with the
 # read under it) among the stacks its thread ran inside it, for most of
-# its length; the loop's own stack is where the worker waits again, in
+# what they show of it; the loop's own stack is where the worker waits again, in
 # epoll_wait.  Shares and lower bounds only: the machine may be busy.
 . tests/lib.sh
 . tests/nginx.sh
@@ -63,12 +63,23 @@ check_num "the shortest stall listed (ms), at a 5 ms threshold" \
 	"$(sort -g $TMP/lens | head -1)" ">=" 5
 check "the summary counts them" grep -qE "^# $n stalls, [0-9.]+ s in all$" $TMP/s.txt
 check "a stall is an nginx worker's" grep -qE "^ +[0-9.]+ ms  pid [0-9]+/[0-9]+ nginx  at " $TMP/s.txt
-# The longest stall's block: up to the blank line after it.
-awk '/^ +[0-9.]+ ms  pid / { n++ } n == 1 && /^$/ { exit } n == 1' $TMP/s.txt >$TMP/top
+# The longest stall's block (up to the blank line after it) in which its
+# thread was seen at all: on a busy machine an idle iteration preempted
+# for long may be a stall with nothing inside.
+awk '/^ +[0-9.]+ ms  pid / { if (seen) exit; b = "" } /^$/ { if (seen) exit }
+	/^ +[0-9.]+%  (cpu|off-cpu) / { seen = 1 } { b = b $0 "\n" }
+	END { printf "%s", b }' $TMP/s.txt >$TMP/top
 check "the longest stall's loop waits again in epoll_wait" \
 	grep -qE "^      loop  .*epoll_wait" $TMP/top
-readbig=$(awk '/;read_big \(/ { sub("%", "", $1); n += $1 } END { print n / 100 }' $TMP/top)
-check_num "the longest stall's share in read_big" "$readbig" ">=" 0.3
+# Of what the view puts inside it (CPU samples and waits of its thread):
+# the rest of a stall's length is time its thread could run but did not
+# get a CPU, which no event sees, and which a busy machine makes long
+# (the share of its whole length fell to 0.178 in a full make test).
+read -r readbig seen < <(awk '/^ +[0-9.]+%  (cpu|off-cpu) / { sub("%", "", $1); s += $1
+	if (/;read_big \(/) n += $1 } END { print n / 100, s / 100 }' $TMP/top)
+check_num "the longest stall: a part of it seen (CPU samples or waits)" "${seen:-0}" ">" 0
+check_num "... of which in read_big" \
+	"$(awk -v n="${readbig:-0}" -v s="${seen:-0}" 'BEGIN { printf "%.3f", s ? n / s : 0 }')" ">=" 0.8
 check "some stall names read_big above a read" \
 	grep -qE "  (cpu|off-cpu) +.*;read_big \([^;]*\.lua:[0-9]+\);.*(;read;|;__libc_read;|;(ksys|vfs)_read_\[k\])" \
 	$TMP/s.txt
