@@ -146,36 +146,45 @@ static __noinline int regs_from_task(struct user_regs *r)
 	return 0;
 }
 
-/* A perf_event's registers when the tick hit user mode (the caller
- * asked ctx_regs_user_mode()): the interrupted user's, all of them.  A
- * tick in the kernel takes regs_from_task(). */
+/* User registers a program's context holds whole, all sixteen: a
+ * perf_event's when its tick hit user mode (the caller asked
+ * ctx_regs_user_mode(); a tick in the kernel takes regs_from_task()),
+ * a uprobe's always.  p is the context itself (bpf_perf_event_data's
+ * regs lie at its start), read at constant offsets. */
+static __always_inline void regs_from_pt(const struct pt_regs *p, struct user_regs *r)
+{
+	r->ip = p->ip;
+	r->sp = p->sp;
+	r->bp = p->bp;
+	r->bx = p->bx;
+	r->dx = p->dx;
+	r->r14 = p->r14;
+	r->gpr[0] = p->ax;
+	r->gpr[1] = p->dx;
+	r->gpr[2] = p->cx;
+	r->gpr[3] = p->bx;
+	r->gpr[4] = p->si;
+	r->gpr[5] = p->di;
+	r->gpr[6] = p->bp;
+	r->gpr[7] = p->sp;
+	r->gpr[8] = p->r8;
+	r->gpr[9] = p->r9;
+	r->gpr[10] = p->r10;
+	r->gpr[11] = p->r11;
+	r->gpr[12] = p->r12;
+	r->gpr[13] = p->r13;
+	r->gpr[14] = p->r14;
+	r->gpr[15] = p->r15;
+	r->user = 1;
+	r->all = 1;
+}
+
 static __always_inline int regs_from_perf(struct bpf_perf_event_data *ctx,
 					  struct user_regs *r)
 {
-	r->ip = ctx->regs.ip;
-	r->sp = ctx->regs.sp;
-	r->bp = ctx->regs.bp;
-	r->bx = ctx->regs.bx;
-	r->dx = ctx->regs.dx;
-	r->r14 = ctx->regs.r14;
-	r->gpr[0] = ctx->regs.ax;
-	r->gpr[1] = ctx->regs.dx;
-	r->gpr[2] = ctx->regs.cx;
-	r->gpr[3] = ctx->regs.bx;
-	r->gpr[4] = ctx->regs.si;
-	r->gpr[5] = ctx->regs.di;
-	r->gpr[6] = ctx->regs.bp;
-	r->gpr[7] = ctx->regs.sp;
-	r->gpr[8] = ctx->regs.r8;
-	r->gpr[9] = ctx->regs.r9;
-	r->gpr[10] = ctx->regs.r10;
-	r->gpr[11] = ctx->regs.r11;
-	r->gpr[12] = ctx->regs.r12;
-	r->gpr[13] = ctx->regs.r13;
-	r->gpr[14] = ctx->regs.r14;
-	r->gpr[15] = ctx->regs.r15;
-	r->user = 1;
-	r->all = 1;
+	_Static_assert(__builtin_offsetof(struct bpf_perf_event_data, regs) == 0,
+		       "a perf_event's registers at its context's start");
+	regs_from_pt((const struct pt_regs *)&ctx->regs, r);
 	return 0;
 }
 

@@ -55,56 +55,6 @@ struct {
 	__type(value, __u64); /* when it yielded */
 } luawait_yields SEC(".maps");
 
-/* A uprobe's registers are the user's, all of them, as a perf_event's
- * in user mode. */
-static __always_inline void regs_from_uprobe(struct pt_regs *ctx, struct user_regs *r)
-{
-	r->ip = ctx->ip;
-	r->sp = ctx->sp;
-	r->bp = ctx->bp;
-	r->bx = ctx->bx;
-	r->dx = ctx->dx;
-	r->r14 = ctx->r14;
-	r->gpr[0] = ctx->ax;
-	r->gpr[1] = ctx->dx;
-	r->gpr[2] = ctx->cx;
-	r->gpr[3] = ctx->bx;
-	r->gpr[4] = ctx->si;
-	r->gpr[5] = ctx->di;
-	r->gpr[6] = ctx->bp;
-	r->gpr[7] = ctx->sp;
-	r->gpr[8] = ctx->r8;
-	r->gpr[9] = ctx->r9;
-	r->gpr[10] = ctx->r10;
-	r->gpr[11] = ctx->r11;
-	r->gpr[12] = ctx->r12;
-	r->gpr[13] = ctx->r13;
-	r->gpr[14] = ctx->r14;
-	r->gpr[15] = ctx->r15;
-	r->user = 1;
-	r->all = 1;
-}
-
-/* The wait of coroutine L, which began at start and weighs weight ns:
- * the resumer's stacks and L's Lua frames. */
-static __always_inline void luawait_send(struct pt_regs *ctx, struct capture *cap, __u64 id,
-					 __u64 L, __u64 start, __u64 weight)
-{
-	struct lp_event_sample *e;
-	int wake;
-
-	if (capture_claim(cap))
-		return;
-	e = capture_begin(id >> 32, (__u32)id, LP_KIND_LUA_WAIT, weight, start);
-	if (e) {
-		phase_start(bpf_ktime_get_ns());
-		regs_from_uprobe(ctx, &cap->regs);
-		wake = capture_stacks(ctx, cap, e, false, 1, L);
-		phase_done(capture_send(cap, e, wake), e->ustack_bytes, e->kstack_bytes);
-	}
-	capture_end(cap);
-}
-
 SEC("uprobe")
 int BPF_KPROBE(on_resume, __u64 L)
 {
@@ -125,7 +75,9 @@ int BPF_KPROBE(on_resume, __u64 L)
 	start = *at;
 	bpf_map_delete_elem(&luawait_yields, &key);
 	if (now > start && wait_taken(now - start, &weight))
-		luawait_send(ctx, cap, id, L, start, weight);
+		/* The resumer's stacks, from the uprobe's registers, and
+		 * L's Lua frames. */
+		capture_in_task(ctx, id, LP_KIND_LUA_WAIT, weight, start, ctx, L, false);
 	return 0;
 }
 

@@ -317,23 +317,38 @@ static __always_inline long id_of_syscall(struct pt_regs *regs)
 	return BPF_CORE_READ(regs, orig_ax);
 }
 
-/* The wait's event: its stacks now, its kernel stack kept, its weight. */
-static __always_inline void offcpu_send(void *ctx, const struct offcpu_wait *w, __u64 id)
+/*
+ * An event of the current thread taken in its own context (at a system
+ * call's return or entry, at a uprobe), not a tick's: of kind, worth
+ * weight, at start.  The user registers are uregs (a uprobe's context)
+ * or else those saved at kernel entry; the Lua frames those of coroutine
+ * suspended_L, or else of the running one (capture_stacks()); the kernel
+ * stack the off-CPU wait kept (offcpu_kstack()) if kept_kstack, else
+ * none.  The callers pass constants, so each program links only what it
+ * takes.
+ */
+static __always_inline void capture_in_task(void *ctx, __u64 id, __u16 kind, __u64 weight,
+					    __u64 start, struct pt_regs *uregs,
+					    __u64 suspended_L, bool kept_kstack)
 {
 	struct lp_event_sample *e;
 	struct capture *cap;
 	__u32 zero = 0;
-	int wake, have_regs;
+	int wake, have_regs = 1;
 
 	cap = bpf_map_lookup_elem(&captures, &zero);
 	if (!cap || capture_claim(cap))
 		return;
-	e = capture_begin(id >> 32, (__u32)id, LP_KIND_OFF_CPU, w->weight, w->start);
+	e = capture_begin(id >> 32, (__u32)id, kind, weight, start);
 	if (e) {
 		phase_start(bpf_ktime_get_ns());
-		have_regs = regs_from_task(&cap->regs) == 0;
-		wake = capture_stacks(ctx, cap, e, false, have_regs, 0);
-		offcpu_kstack(e, (__u32)id);
+		if (uregs)
+			regs_from_pt(uregs, &cap->regs);
+		else
+			have_regs = regs_from_task(&cap->regs) == 0;
+		wake = capture_stacks(ctx, cap, e, false, have_regs, suspended_L);
+		if (kept_kstack)
+			offcpu_kstack(e, (__u32)id);
 		phase_done(capture_send(cap, e, wake), e->ustack_bytes, e->kstack_bytes);
 	}
 	capture_end(cap);
@@ -359,7 +374,8 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		if (w->weight && nr != LP_NR_EXECVE && nr != LP_NR_EXECVEAT)
 			__sync_fetch_and_add(&counters.lost_offcpu, 1);
 	} else if (w->weight) {
-		offcpu_send(ctx, w, id);
+		/* Its stacks now, its kernel stack kept, its weight. */
+		capture_in_task(ctx, id, LP_KIND_OFF_CPU, w->weight, w->start, NULL, 0, true);
 	}
 	offcpu_forget(tid);
 	return 0;

@@ -3,7 +3,7 @@
  * stall.bpf.h - event-loop stalls (LP_KIND_STALL): an iteration of a
  * target thread's event loop longer than stall_threshold_ns, with the
  * thread's stacks where the loop waits again.  Included by sampler.bpf.c,
- * beside the off-CPU programs, whose is_target() and capture it uses.
+ * beside the off-CPU programs, whose is_target() and capture_in_task() it uses.
  *
  * An iteration is the time from the return of an epoll wait
  * (epoll_wait, epoll_pwait, epoll_pwait2) to the thread's next entry into
@@ -52,27 +52,6 @@ static __always_inline void stall_forget(__u32 tid)
 	bpf_map_delete_elem(&stall_iters, &tid);
 }
 
-/* The stall's event: the stacks at the wait's entry, the iteration's
- * start and length. */
-static __always_inline void stall_send(void *ctx, __u64 id, __u64 start, __u64 len)
-{
-	struct lp_event_sample *e;
-	struct capture *cap;
-	__u32 zero = 0;
-	int wake, have_regs;
-
-	cap = bpf_map_lookup_elem(&captures, &zero);
-	if (!cap || capture_claim(cap))
-		return;
-	e = capture_begin(id >> 32, (__u32)id, LP_KIND_STALL, len, start);
-	if (e) {
-		phase_start(bpf_ktime_get_ns());
-		have_regs = regs_from_task(&cap->regs) == 0;
-		wake = capture_stacks(ctx, cap, e, false, have_regs, 0);
-		phase_done(capture_send(cap, e, wake), e->ustack_bytes, e->kstack_bytes);
-	}
-	capture_end(cap);
-}
 
 /* An epoll wait returns: a target thread's iteration starts. */
 SEC("tp_btf/sys_exit")
@@ -117,7 +96,9 @@ int BPF_PROG(on_stall_enter, struct pt_regs *regs, long nr)
 	*t = 0;
 	now = bpf_ktime_get_ns();
 	if (now - start >= stall_threshold_ns)
-		stall_send(ctx, id, start, now - start);
+		/* The stacks at the wait's entry, the iteration's start
+		 * and length. */
+		capture_in_task(ctx, id, LP_KIND_STALL, now - start, start, NULL, 0, false);
 	return 0;
 }
 
