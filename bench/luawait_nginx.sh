@@ -113,13 +113,6 @@ BASE=http://127.0.0.1:$NGINX_PORT
 wrk -t2 -c8 -d3s $BASE/mixed >/dev/null 2>&1
 wrk -t2 -c16 -d2s $BASE/waits >/dev/null 2>&1
 
-ticks() {
-	local p t=0
-	for p in "$@"; do proc_stat $p && t=$((t + PROC_STAT[11] + PROC_STAT[12])); done
-	echo $t
-}
-vcsw() { for p in "$@"; do cat /proc/$p/status; done 2>/dev/null |
-	awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s + 0 }'; }
 # prog_names REC: "fdinfo-file name" of REC's BPF programs, into $TMP/progs.
 prog_names() {
 	local f id
@@ -136,14 +129,11 @@ bpf_stats() {
 		awk -v n=$n '$1 == "run_cnt:" { c = $2 } $1 == "run_time_ns:" { t = $2 } END { print n, c + 0, t + 0 }' $f
 	done <$TMP/progs
 }
+# recorder KINDS OUT: starts luaprof (tests/nginx.sh), sets REC, notes its programs.
 recorder() {
-	$LUAPROF record -e $1 ${HZ:+-F $HZ} -p $NGINX_MASTER -o $2.lp 2>$2.err &
-	REC=$!
-	wait_for eval "grep -qs recording $2.err || ! kill -0 $REC 2>/dev/null"
-	grep -qs recording $2.err || { echo "luawait_nginx.sh: $1 did not start: $(tail -c 300 $2.err)" >&2; exit 1; }
+	nginx_recorder $2 -e $1 ${HZ:+-F $HZ} || exit 1
 	prog_names $REC
 }
-stop_recorder() { kill -INT $REC; wait $REC; REC=; }
 # shares TRACE: "a b c slow other" ms of lua-wait under each of those frames
 # (folded lua-wait is in microseconds).
 shares() {
@@ -171,14 +161,14 @@ window() {
 	esac
 	[ -n "$REC" ] && { sleep $SETTLE; bpf_stats >$out.bpf0; }
 	t0=${EPOCHREALTIME/./}
-	w0=$(ticks $WORKERS); c0=$(vcsw $WORKERS); [ -n "$REC" ] && r0=$(ticks $REC)
+	w0=$(ticks_of $WORKERS); c0=$(vcsw_of $WORKERS); [ -n "$REC" ] && r0=$(ticks_of $REC)
 	wrk -t2 -c$conns -d${WINDOW}s $script $url >$out.wrk 2>&1
-	w1=$(ticks $WORKERS); c1=$(vcsw $WORKERS); [ -n "$REC" ] && r1=$(ticks $REC)
+	w1=$(ticks_of $WORKERS); c1=$(vcsw_of $WORKERS); [ -n "$REC" ] && r1=$(ticks_of $REC)
 	t1=${EPOCHREALTIME/./}
 	local secs=$(awk -v a=$t0 -v b=$t1 'BEGIN { print (b - a) / 1e6 }') resumes=-
 	if [ -n "$REC" ]; then
 		bpf_stats >$out.bpf1
-		stop_recorder
+		nginx_recorder_stop
 		awk -v wl=$wl -v c=$conf -v r=$3 -v s=$secs 'NR == FNR { n[$1] = $2; t[$1] = $3; next }
 			{ d = $2 - n[$1]; printf "%s %s %s %s %.1f %.0f\n", wl, c, r, $1, d / s, d ? ($3 - t[$1]) / d : 0 }' \
 			$out.bpf0 $out.bpf1 >>$TMP/bpf

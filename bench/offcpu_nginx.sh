@@ -87,23 +87,8 @@ TCK=$(getconf CLK_TCK)
 URL=http://127.0.0.1:$NGINX_PORT/
 wrk -t2 -c8 -d3s $URL >/dev/null 2>&1 # the JIT compiles the handler's traces
 
-# ticks PID...: their utime + stime, in clock ticks.
-ticks() {
-	local p t=0
-	for p in "$@"; do proc_stat $p && t=$((t + PROC_STAT[11] + PROC_STAT[12])); done
-	echo $t
-}
-# vcsw PID...: their voluntary context switches.
-vcsw() { for p in "$@"; do cat /proc/$p/status; done 2>/dev/null |
-	awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s + 0 }'; }
-# recorder KINDS HZ OUT: starts luaprof, sets REC; waits until it records.
-recorder() {
-	$LUAPROF record -e $1 ${2:+-F $2} -p $NGINX_MASTER -o $3.lp 2>$3.err &
-	REC=$!
-	wait_for eval "grep -qs recording $3.err || ! kill -0 $REC 2>/dev/null"
-	grep -qs recording $3.err || { echo "offcpu_nginx.sh: $1 did not start: $(tail -c 300 $3.err)" >&2; exit 1; }
-}
-stop_recorder() { kill -INT $REC; wait $REC; REC=; }
+# recorder KINDS HZ OUT: starts luaprof (tests/nginx.sh), sets REC.
+recorder() { nginx_recorder $3 -e $1 ${2:+-F $2} || exit 1; }
 
 # window CONF ROUND: one window of CONF (a, b or c); appends "CONF ROUND
 # rps workers_us_per_req recorder_%cpu vcsw_per_s lost" to $TMP/windows.
@@ -114,11 +99,11 @@ window() {
 	c) recorder cpu,off-cpu "$HZ" $out ;;
 	esac
 	[ -n "$REC" ] && sleep $SETTLE
-	w0=$(ticks $WORKERS); c0=$(vcsw $WORKERS); [ -n "$REC" ] && r0=$(ticks $REC)
+	w0=$(ticks_of $WORKERS); c0=$(vcsw_of $WORKERS); [ -n "$REC" ] && r0=$(ticks_of $REC)
 	wrk -t2 -c8 -d${WINDOW}s $URL >$out.wrk 2>&1
-	w1=$(ticks $WORKERS); c1=$(vcsw $WORKERS); [ -n "$REC" ] && r1=$(ticks $REC)
+	w1=$(ticks_of $WORKERS); c1=$(vcsw_of $WORKERS); [ -n "$REC" ] && r1=$(ticks_of $REC)
 	if [ -n "$REC" ]; then
-		stop_recorder
+		nginx_recorder_stop
 		lost=$($LUAPROF info $out.lp 2>/dev/null | awk '/^lost:/ { print $2; exit }')
 		rm -f $out.lp
 	fi
@@ -203,7 +188,7 @@ for w in $WORKERS; do
 done
 wait $OCS
 OCS=
-stop_recorder
+nginx_recorder_stop
 kill $WRK 2>/dev/null; wait $WRK 2>/dev/null; WRK=
 echo "agreement: luaprof -e cpu,off-cpu -F $COMPARE_HZ beside $OC ($OCKIND), ${COMPARE} s per worker"
 echo "  (luaprof cut to each offcputime's window: from +${FROM[*]} s after it recorded)"

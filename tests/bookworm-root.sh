@@ -10,6 +10,7 @@
 # Quiet on success; on failure, the end of the log, and a non-zero exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. tests/debian-mirror.sh
 
 OUT=$PWD/build/bookworm-root
 ROOT=$OUT/root
@@ -26,12 +27,10 @@ flock 9
 [ -f "$OUT/.done" ] && exit 0
 command -v debootstrap >/dev/null || die "debootstrap is missing: apt-get install debootstrap"
 [ "$(id -u)" -eq 0 ] || die "debootstrap needs root"
-mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $2 ~ /^http/ { print $2; exit }' \
-	/etc/apt/sources.list 2>/dev/null || true)
+mirror=$(debian_mirror)
 rm -rf "$ROOT"
 if ! debootstrap --variant=minbase --include=luajit,man-db \
-	bookworm "$ROOT" "${mirror:-http://deb.debian.org/debian}" >"$LOG" 2>&1; then
+	bookworm "$ROOT" "$mirror" >"$LOG" 2>&1; then
 	tail -n 20 "$LOG" >&2
 	die "debootstrap failed (log: $LOG)"
 fi

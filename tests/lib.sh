@@ -73,12 +73,33 @@ check_num() {
 
 # wait_for COMMAND... : polls until COMMAND succeeds, up to 20 s.  For a
 # condition that will become true, never to pace a test.
-# The CPU time a process has used so far, in clock ticks (utime + stime;
-# the fields after the command name, which may hold spaces); 0 once gone.
-cpu_ticks() {
-	local st
-	st=$(cat /proc/$1/stat 2>/dev/null) || { echo 0; return; }
-	echo "${st##*) }" | awk '{ print $12 + $13 }'
+# The CPU time a process has used so far, in clock ticks (utime + stime);
+# 0 once gone.
+cpu_ticks() { ticks_of "$1"; }
+
+# ticks_of PID... : the CPU time of the PIDs, summed, in clock ticks; in
+# bash alone, as it is polled (a process started in a guest costs tens of
+# milliseconds, and CPU the targets would have had).
+ticks_of() {
+	local p n=0
+	for p in "$@"; do
+		proc_stat $p && n=$((n + PROC_STAT[11] + PROC_STAT[12]))
+	done
+	echo $n
+}
+
+# vcsw_of PID... : their voluntary context switches, summed.
+vcsw_of() {
+	local p
+	for p in "$@"; do cat /proc/$p/status; done 2>/dev/null |
+		awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s + 0 }'
+}
+
+# rooted FOLDED: the share of samples whose stack starts at _start and
+# holds main (a walk that stopped early starts elsewhere).
+rooted() {
+	awk '{ n += $NF } /^_start;(__libc_start_main|__libc_start_call_main)[^ ]*;.*main[; ]/ { r += $NF }
+		END { printf "%.4f", n ? r / n : 0 }' $1
 }
 
 wait_for() {

@@ -29,6 +29,7 @@
 # and exits non-zero.  `tests/luajit-builds.sh --list` prints builds.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. tests/debian-mirror.sh
 
 OUT=$PWD/build/luajit-builds
 APT=$OUT/apt
@@ -66,14 +67,7 @@ exec 9>"$OUT/.lock"
 flock 9
 
 # apt with its own state: the suites above, deb and deb-src, from the
-# mirror this machine's sources name.
-mirror() {
-	local m
-	m=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-	[ -n "$m" ] || m=$(awk '$1 == "deb" && $2 ~ /^http/ { print $2; exit }' \
-		/etc/apt/sources.list 2>/dev/null || true)
-	echo "${m:-http://deb.debian.org/debian}"
-}
+# mirror this machine's sources name (debian_mirror).
 APTO=(-o "Dir::Etc::sourcelist=$APT/sources.list" -o Dir::Etc::sourceparts=-
       -o "Dir::State::Lists=$APT/lists" -o "Dir::Cache=$APT/cache"
       -o Dir::State::status=/var/lib/dpkg/status -o APT::Sandbox::User=root
@@ -81,7 +75,7 @@ APTO=(-o "Dir::Etc::sourcelist=$APT/sources.list" -o Dir::Etc::sourceparts=-
 apt_update() {
 	local m s
 	[ -f "$APT/updated" ] && [ -n "$(find "$APT/updated" -mmin -720)" ] && return 0
-	m=$(mirror)
+	m=$(debian_mirror)
 	: >"$APT/sources.list"
 	for s in bullseye bookworm trixie sid experimental; do
 		echo "deb $m $s main" >>"$APT/sources.list"

@@ -16,6 +16,12 @@
 #                     waits until the master and its workers have exited
 #                     (SIGKILL if that takes over 20 s).
 #
+#   nginx_recorder OUT ARGS...
+#                     starts luaprof record -p MASTER with ARGS into OUT.lp
+#                     (stderr in OUT.err) in the background, sets REC to
+#                     its pid, and returns once it records; 1 (its stderr's
+#                     end on stderr) if it exits first.  nginx_recorder_stop
+#                     ends it with SIGINT and waits.
 #   nginx_record_under_load OUT SECS ARGS...
 #                     records the master (luaprof record -p, with ARGS)
 #                     for SECS seconds into OUT.lp while wrk loads nginx
@@ -120,6 +126,23 @@ nginx_start() {
 
 nginx_workers() {
 	[ -n "$NGINX_MASTER" ] && _nginx_children "$NGINX_MASTER"
+}
+
+nginx_recorder() {
+	local out=$1
+	shift
+	$LUAPROF record -p $NGINX_MASTER -o $out.lp "$@" 2>$out.err &
+	REC=$!
+	wait_for eval "grep -qs recording $out.err || ! kill -0 $REC 2>/dev/null"
+	grep -qs recording $out.err && return 0
+	echo "nginx_recorder: luaprof record $* did not start: $(tail -c 300 $out.err)" >&2
+	return 1
+}
+
+nginx_recorder_stop() {
+	kill -INT $REC
+	wait $REC
+	REC=
 }
 
 nginx_load() {

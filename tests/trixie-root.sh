@@ -14,6 +14,7 @@
 # log, and a non-zero exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. tests/debian-mirror.sh
 
 OUT=$PWD/build/trixie-root
 ROOT=$OUT/root
@@ -32,12 +33,10 @@ flock 9
 if [ ! -f "$OUT/.done" ]; then
 	command -v debootstrap >/dev/null || die "debootstrap is missing: apt-get install debootstrap"
 	[ "$(id -u)" -eq 0 ] || die "debootstrap needs root"
-	mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-	[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $2 ~ /^http/ { print $2; exit }' \
-		/etc/apt/sources.list 2>/dev/null || true)
+	mirror=$(debian_mirror)
 	rm -rf "$ROOT"
 	if ! debootstrap --variant=minbase --include=luajit,nginx-light,libnginx-mod-http-lua \
-		trixie "$ROOT" "${mirror:-http://deb.debian.org/debian}" >"$LOG" 2>&1; then
+		trixie "$ROOT" "$mirror" >"$LOG" 2>&1; then
 		tail -n 15 "$LOG" >&2
 		die "debootstrap failed, see $LOG"
 	fi

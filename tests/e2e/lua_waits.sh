@@ -71,10 +71,6 @@ check "every wait is a Lua stack above lua_resume" \
 # The CPU samples beside them: whole stacks, from _start through main and
 # lua_resume to app.lua's handler (a walk stopped at the trampoline
 # would start elsewhere); and the waits' own, the resumers'.
-rooted() {
-	awk '{ n += $NF } /^_start;(__libc_start_main|__libc_start_call_main)[^ ]*;.*main[; ]/ { r += $NF }
-		END { printf "%.4f", n ? r / n : 0 }' $1
-}
 $LUAPROF report --format folded --comm -o $TMP/cpu.folded $TMP/w.lp 2>/dev/null
 sed -n 's/^nginx;//p' $TMP/cpu.folded | grep -F ";handle ($PWD/samples/nginx/app.lua:" \
 	>$TMP/cpu.resume

@@ -55,16 +55,6 @@ record() {
 	return $rc
 }
 
-# ticks_of PID... : the CPU time of the PIDs, summed, in clock ticks; in
-# bash alone, as it is polled (a process started in a guest costs tens of
-# milliseconds, and CPU the targets would have had).
-ticks_of() {
-	local p n=0
-	for p in "$@"; do
-		proc_stat $p && n=$((n + PROC_STAT[11] + PROC_STAT[12]))
-	done
-	echo $n
-}
 HZ=$(getconf CLK_TCK)
 
 # record_until NAME CPUSECS PIDS ARGS... : records like record, PIDS being
@@ -144,13 +134,6 @@ walks() {
 			if (r == "" && $(i + 1) ~ /^walks,?$/) n += $i
 			if (r != "" && $i == r) n += $(i + 1) } }
 		END { print n + 0 }' $TMP/$1.err
-}
-
-# rooted FOLDED: the share of samples whose stack starts at _start and
-# holds main (a walk that stopped early starts elsewhere).
-rooted() {
-	awk '{ n += $NF } /^_start;(__libc_start_main|__libc_start_call_main)[^ ]*;.*main[; ]/ { r += $NF }
-		END { printf "%.4f", n ? r / n : 0 }' $1
 }
 
 # within NAME LABEL N SHARE EXPECTED: a share of N samples within 15% of
