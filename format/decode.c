@@ -243,8 +243,13 @@ static int decode_sample(struct trace_reader *r, struct lp_cursor *c,
  * this reader does not know is returned as it is: the caller counts it. */
 static int decode_event(struct trace_reader *r, struct lp_cursor *c, struct lp_event *ev)
 {
-	return lp_get_uv32(c, &ev->kind) ?: lp_get_uv(c, &ev->weight) ?:
-	       decode_sample_in(r, c, &ev->s, 1);
+	int err = lp_get_uv32(c, &ev->kind) ?: lp_get_uv(c, &ev->weight) ?:
+		  decode_sample_in(r, c, &ev->s, 1);
+
+	ev->count = 1; /* appended: absent in older traces */
+	if (!err && lp_cursor_left(c))
+		err = lp_get_uv(c, &ev->count);
+	return err;
 }
 
 static int decode_ksyms(struct trace_reader *r, struct lp_cursor *c,

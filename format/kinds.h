@@ -21,6 +21,10 @@
  * The names are those Go's pprof and Pyroscope give: a pprof of luaprof's
  * reads like theirs in `go tool pprof -sample_index=NAME`.
  *
+ * pp_count counts events, except where an event says how many it
+ * stands for (its count: alloc's objects, estimated from the bytes it
+ * weighs and the size of the allocation sampled; a heap path's objects).
+ *
  * WALL is never in a trace: it is report's view of a thread's time on
  * one axis, its CPU samples (each worth the sampling period) and its
  * waits off the CPU, rooted at the thread (async-profiler's wall clock).
@@ -40,7 +44,13 @@
 	_(STALL, 4, "stall", "nanoseconds", "stalls", "stall", "nanoseconds", "us",  \
 	  1000, "event-loop iterations over a threshold (epoll)")                      \
 	_(WALL, 5, "wall", "nanoseconds", "events", "wall", "nanoseconds", "us", 1000, \
-	  "cpu and off-cpu together, each stack under its thread")
+	  "cpu and off-cpu together, each stack under its thread")                    \
+	_(ALLOC, 6, "alloc", "bytes", "alloc_objects", "alloc_space", "bytes",         \
+	  "bytes", 1, "bytes a VM allocated, a sample per N bytes (--alloc-every)")     \
+	_(INUSE, 7, "inuse", "bytes", "inuse_objects", "inuse_space", "bytes",         \
+	  "bytes", 1, "sampled allocations still alive when recording ended")           \
+	_(HEAP, 8, "heap", "bytes", "objects", "heap_space", "bytes", "bytes", 1,      \
+	  "a heap snapshot's live objects by where they are reachable from")
 
 enum lp_event_kind {
 #define LP_KIND_ENUM(NAME, num, ...) LP_KIND_##NAME = num,

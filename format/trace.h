@@ -73,6 +73,8 @@
  *                 (an event of a kind other than CPU, or a CPU one worth
  *                  other than one tick: format/kinds.h; dtime counts ns,
  *                  on the time base samples share)
+ *                 count:uv        (appended: how many things it stands
+ *                                  for, alloc's objects; absent: 1)
  *   lost       := time_ns:uv count:uv reason:uv
  *   ksyms      := count:uv ksym[count]  (ascending addresses)
  *   ksym       := (addr - previous addr):uv name:str  (previous = 0 first)
@@ -417,6 +419,7 @@ struct lp_event {
 	uint32_t kind;   /* enum lp_event_kind */
 	uint64_t weight; /* in the kind's unit */
 	struct lp_sample s;
+	uint64_t count;  /* how many it stands for: alloc's objects; 1 if not said */
 };
 
 struct lp_lost {
@@ -616,7 +619,7 @@ static inline struct lp_event lp_record_event(const struct lp_record *rec)
 {
 	if (rec->type == LP_REC_EVENT)
 		return rec->u.event;
-	return (struct lp_event){ LP_KIND_CPU, 1, rec->u.sample };
+	return (struct lp_event){ LP_KIND_CPU, 1, rec->u.sample, 1 };
 }
 
 const char *lp_codec_name(enum lp_codec codec);

@@ -560,7 +560,8 @@ static int put_sample(struct lp_buf *b, const struct lp_sample *sa)
 /* ev->s.time_ns is already the delta put_body() made of it. */
 static int put_event(struct lp_buf *b, const struct lp_event *ev)
 {
-	return lp_put_uv(b, ev->kind) ?: lp_put_uv(b, ev->weight) ?: put_sample(b, &ev->s);
+	return lp_put_uv(b, ev->kind) ?: lp_put_uv(b, ev->weight) ?: put_sample(b, &ev->s) ?:
+	       lp_put_uv(b, ev->count ? ev->count : 1); /* appended (§3.6.2) */
 }
 
 static int put_lost(struct lp_buf *b, const struct lp_lost *lo)

@@ -111,7 +111,8 @@ static uint64_t key_hash(const struct profile_sample *s)
 static int add_key(struct pp *x, const struct profile_sample *s, uint64_t hash)
 {
 	uint64_t ns = profile_sample_value(x->p, s);
-	uint64_t n = x->p->kind == LP_KIND_CPU ? s->weight : 1; /* ticks, or events */
+	/* ticks, or what an event stands for (alloc's objects; else 1) */
+	uint64_t n = x->p->kind == LP_KIND_CPU ? s->weight : s->count;
 	struct htab_probe pr;
 	struct skey *k;
 	int64_t i;

@@ -29,6 +29,7 @@ struct profile_sample {
 	uint16_t vmclass;   /* enum vm_class */
 	uint16_t trace;     /* index in traces */
 	uint64_t weight;    /* in the kind's unit (format/kinds.h) */
+	uint64_t count;     /* what it stands for: 1, or alloc's objects */
 };
 
 /* A trace the profile was read from, for titles and rates. */

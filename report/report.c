@@ -264,6 +264,7 @@ static int keep_sample(struct run *r, struct report_pass *ps, const struct lp_ev
 	k->vmclass = vmstate_class(smp);
 	k->trace = ps->index;
 	k->weight = weight;
+	k->count = ev->count;
 	return 0;
 }
 
