@@ -98,6 +98,8 @@ struct capture {
 	__u64 vm_cfa;
 	__u32 busy; /* a capture is under way on this CPU */
 	__u32 sent; /* this CPU's events sent (capture_send) */
+	__u32 last_lost; /* capture_send() could not send its event */
+	__u32 pad;
 	/* The caller's: its verdict on this CPU's last tgid, as of
 	 * procs_gen == memo_gen (sampler.bpf.c's is_target).  Here because
 	 * every event touches this line anyway. */
@@ -228,6 +230,7 @@ capture_begin(__u32 tgid, __u32 tid, __u16 kind, __u64 weight, __u64 now)
 	e->kind = kind;
 	e->wait_state = 0;
 	e->weight = weight;
+	e->count = 1;
 	return e;
 }
 
@@ -373,7 +376,8 @@ static __always_inline __u32 capture_send(struct capture *cap, struct lp_event_s
 		flags = cap->sent++ % WAKEUP_EVERY ||
 				bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < WAKEUP_BYTES ?
 			BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP;
-	if (send_event(e, nlua, flags))
+	cap->last_lost = send_event(e, nlua, flags) != 0;
+	if (cap->last_lost)
 		__sync_fetch_and_add(&counters.lost_ringbuf, 1);
 	return nlua;
 }

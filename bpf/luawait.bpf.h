@@ -77,7 +77,7 @@ int BPF_KPROBE(on_resume, __u64 L)
 	if (now > start && wait_taken(now - start, &weight))
 		/* The resumer's stacks, from the uprobe's registers, and
 		 * L's Lua frames. */
-		capture_in_task(ctx, id, LP_KIND_LUA_WAIT, weight, start, ctx, L, false);
+		capture_in_task(ctx, id, LP_KIND_LUA_WAIT, weight, 1, start, ctx, L, false);
 	return 0;
 }
 

@@ -320,27 +320,28 @@ static __always_inline long id_of_syscall(struct pt_regs *regs)
 /*
  * An event of the current thread taken in its own context (at a system
  * call's return or entry, at a uprobe), not a tick's: of kind, worth
- * weight, at start.  The user registers are uregs (a uprobe's context)
- * or else those saved at kernel entry; the Lua frames those of coroutine
- * suspended_L, or else of the running one (capture_stacks()); the kernel
- * stack the off-CPU wait kept (offcpu_kstack()) if kept_kstack, else
- * none.  The callers pass constants, so each program links only what it
- * takes.
+ * weight and count, at start.  The user registers are uregs (a uprobe's
+ * context) or else those saved at kernel entry; the Lua frames those of
+ * coroutine suspended_L, or else of the running one (capture_stacks());
+ * the kernel stack the off-CPU wait kept (offcpu_kstack()) if
+ * kept_kstack, else none.  The callers pass constants, so each program
+ * links only what it takes.  1 if the event was sent.
  */
-static __always_inline void capture_in_task(void *ctx, __u64 id, __u16 kind, __u64 weight,
-					    __u64 start, struct pt_regs *uregs,
-					    __u64 suspended_L, bool kept_kstack)
+static __always_inline int capture_in_task(void *ctx, __u64 id, __u16 kind, __u64 weight,
+					   __u64 count, __u64 start, struct pt_regs *uregs,
+					   __u64 suspended_L, bool kept_kstack)
 {
 	struct lp_event_sample *e;
 	struct capture *cap;
-	__u32 zero = 0;
+	__u32 zero = 0, sent = 0;
 	int wake, have_regs = 1;
 
 	cap = bpf_map_lookup_elem(&captures, &zero);
 	if (!cap || capture_claim(cap))
-		return;
+		return 0;
 	e = capture_begin(id >> 32, (__u32)id, kind, weight, start);
 	if (e) {
+		e->count = count;
 		phase_start(bpf_ktime_get_ns());
 		if (uregs)
 			regs_from_pt(uregs, &cap->regs);
@@ -350,8 +351,10 @@ static __always_inline void capture_in_task(void *ctx, __u64 id, __u16 kind, __u
 		if (kept_kstack)
 			offcpu_kstack(e, (__u32)id);
 		phase_done(capture_send(cap, e, wake), e->ustack_bytes, e->kstack_bytes);
+		sent = !cap->last_lost;
 	}
 	capture_end(cap);
+	return sent;
 }
 
 SEC("tp_btf/sys_exit")
@@ -375,7 +378,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 			__sync_fetch_and_add(&counters.lost_offcpu, 1);
 	} else if (w->weight) {
 		/* Its stacks now, its kernel stack kept, its weight. */
-		capture_in_task(ctx, id, LP_KIND_OFF_CPU, w->weight, w->start, NULL, 0, true);
+		capture_in_task(ctx, id, LP_KIND_OFF_CPU, w->weight, 1, w->start, NULL, 0, true);
 	}
 	offcpu_forget(tid);
 	return 0;
@@ -383,6 +386,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 
 #include "bpf/luawait.bpf.h" /* Lua-land waits: on lua_resume */
 #include "bpf/stall.bpf.h" /* event-loop stalls: epoll's iterations */
+#include "bpf/alloc.bpf.h" /* allocations: on the VM's allocator */
 
 static __always_inline void send_task_event(__u32 type, __u32 pid, __u32 ppid,
 					    struct task_struct *task, bool hold)

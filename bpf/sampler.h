@@ -11,7 +11,8 @@
  *   +24 kstack_bytes ustack_bytes            +24 ppid  pad
  *   +32 vmstate lua_state lua_depth lua_G    +32 comm[16]
  *   +48 ustack_stop wait_state ustack_jit kind weight
- *   +64 kernel frames, user frames, Lua frames: only those present
+ *   +64 count
+ *   +72 kernel frames, user frames, Lua frames: only those present
  *
  * The stack byte counts are bytes written, or a negative errno when the
  * stack could not be read.  The sampler builds the event in a per-CPU
@@ -155,6 +156,7 @@ struct lp_event_sample {
 	__u16 ustack_jit;
 	__u16 kind;   /* enum lp_event_kind (format/kinds.h) */
 	__u64 weight; /* what the event is worth, in its kind's unit */
+	__u64 count;  /* how many it stands for: an alloc's allocations, else 1 */
 	__u64 kstack[LP_MAX_STACK];  /* leaf first */
 	__u64 ustack[LP_MAX_USTACK]; /* leaf first */
 	struct lp_lua_frame lua[LP_MAX_LUA];
@@ -232,19 +234,21 @@ struct lp_bpf_counters {
 	__u64 lost_offcpu;
 	/* Lua-land waits not measured: their yield could not be kept */
 	__u64 lost_luawait;
+	/* sampled allocations inuse cannot follow: alloc_live was full */
+	__u64 lost_inuse;
 };
 
 _Static_assert(sizeof(struct lp_event_header) == 24, "lp_event_header layout");
 _Static_assert(sizeof(struct lp_lua_frame) == 16, "lp_lua_frame layout");
 _Static_assert((LP_MAX_LUA & (LP_MAX_LUA - 1)) == 0, "LP_MAX_LUA a power of 2");
 _Static_assert(sizeof(struct lp_event_sample) ==
-		       64 + 8 * (LP_MAX_STACK + LP_MAX_USTACK) + 16 * LP_MAX_LUA,
+		       72 + 8 * (LP_MAX_STACK + LP_MAX_USTACK) + 16 * LP_MAX_LUA,
 	       "lp_event_sample layout");
-_Static_assert(lp_event_sample_head_size == 64, "lp_event_sample head");
+_Static_assert(lp_event_sample_head_size == 72, "lp_event_sample head");
 _Static_assert(LP_MAX_USTACK < 0xffff, "ustack_jit fits 16 bits");
 _Static_assert(sizeof(struct lp_event_task) == 48, "lp_event_task layout");
 _Static_assert(sizeof(struct lp_event_proto) == 48 + LP_PROTO_NAME_MAX, "lp_event_proto layout");
-_Static_assert(sizeof(struct lp_bpf_counters) == 56, "lp_bpf_counters layout");
+_Static_assert(sizeof(struct lp_bpf_counters) == 64, "lp_bpf_counters layout");
 _Static_assert(sizeof(struct lp_runtime_hist) == 8 * LP_RUNTIME_BUCKETS, "lp_runtime_hist layout");
 
 #endif

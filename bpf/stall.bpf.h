@@ -98,7 +98,7 @@ int BPF_PROG(on_stall_enter, struct pt_regs *regs, long nr)
 	if (now - start >= stall_threshold_ns)
 		/* The stacks at the wait's entry, the iteration's start
 		 * and length. */
-		capture_in_task(ctx, id, LP_KIND_STALL, now - start, start, NULL, 0, false);
+		capture_in_task(ctx, id, LP_KIND_STALL, now - start, 1, start, NULL, 0, false);
 	return 0;
 }
 

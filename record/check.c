@@ -198,7 +198,8 @@ static void print_settings(void)
 static int prepare_all(struct sampler *skel, void *arg)
 {
 	(void)arg;
-	events_prepare(skel, EVENTS_ALL, 99, EVENTS_STALL_DEFAULT_MS * 1000000ull);
+	events_prepare(skel, EVENTS_ALL, 99, EVENTS_STALL_DEFAULT_MS * 1000000ull,
+		       EVENTS_ALLOC_DEFAULT_EVERY);
 	return 0;
 }
 

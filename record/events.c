@@ -53,8 +53,11 @@ void events_names(char *buf, size_t len)
 }
 
 void events_prepare(struct sampler *skel, unsigned kinds, unsigned freq_hz,
-		    unsigned long long stall_ns)
+		    unsigned long long stall_ns, unsigned long long alloc_every)
 {
+	int alloc = !!(kinds & EVENTS_BIT(LP_KIND_ALLOC));
+	int inuse = !!(kinds & EVENTS_BIT(LP_KIND_INUSE));
+
 	int offcpu = !!(kinds & EVENTS_BIT(LP_KIND_OFF_CPU));
 	int luawait = !!(kinds & EVENTS_BIT(LP_KIND_LUA_WAIT));
 	int stall = !!(kinds & EVENTS_BIT(LP_KIND_STALL));
@@ -72,4 +75,10 @@ void events_prepare(struct sampler *skel, unsigned kinds, unsigned freq_hz,
 	/* Attached per VM object (session_lua.c, probe_lua_resume()). */
 	bpf_program__set_autoload(skel->progs.on_resume, luawait);
 	bpf_program__set_autoload(skel->progs.on_resume_return, luawait);
+	/* Attached per VM allocator (session_alloc.c, probe_alloc()). */
+	skel->rodata->alloc_every = alloc_every;
+	skel->rodata->alloc_inuse = inuse;
+	bpf_program__set_autoload(skel->progs.on_alloc, alloc);
+	bpf_program__set_autoload(skel->progs.on_alloc_return, inuse);
+	bpf_program__set_autoload(skel->progs.on_lua_close, inuse);
 }

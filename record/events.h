@@ -21,7 +21,10 @@ struct sampler;
 /* The kinds this recorder can take. */
 #define EVENTS_ALL                                                        \
 	(EVENTS_BIT(LP_KIND_CPU) | EVENTS_BIT(LP_KIND_OFF_CPU) |          \
-	 EVENTS_BIT(LP_KIND_LUA_WAIT) | EVENTS_BIT(LP_KIND_STALL))
+	 EVENTS_BIT(LP_KIND_LUA_WAIT) | EVENTS_BIT(LP_KIND_STALL) |       \
+	 EVENTS_BIT(LP_KIND_ALLOC) | EVENTS_BIT(LP_KIND_INUSE))
+/* record --alloc-every: the mean bytes between allocation samples. */
+#define EVENTS_ALLOC_DEFAULT_EVERY (512u * 1024)
 /* record --stall-threshold: an event loop's iteration this long or
  * longer is a stall. */
 #define EVENTS_STALL_DEFAULT_MS 10
@@ -36,6 +39,6 @@ void events_names(char *buf, size_t len);
 /* Before the sampler loads: only the programs of the kinds taken load,
  * configured for freq_hz and a stall threshold of stall_ns. */
 void events_prepare(struct sampler *skel, unsigned kinds, unsigned freq_hz,
-		    unsigned long long stall_ns);
+		    unsigned long long stall_ns, unsigned long long alloc_every);
 
 #endif

@@ -245,5 +245,8 @@ static inline uint64_t lj_get_ref(const struct lj_layout *lo, const uint8_t *p)
 /* Reads len bytes of pid's memory at addr: 0 or -errno (-EFAULT when
  * only part could be read). */
 int target_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+/* The extent [start, end) of the function at vaddr of the ELF file at
+ * path, from its CFI (its FDE): 0, or -errno (-ENOENT: no CFI there). */
+int lj_cfi_row(const char *path, uint64_t vaddr, uint64_t *start, uint64_t *end);
 
 #endif

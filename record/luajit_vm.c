@@ -44,8 +44,9 @@ int target_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
-/* The CFI row of the object containing vaddr: [start, end). */
-static int cfi_row(const char *path, uint64_t vaddr, uint64_t *start, uint64_t *end)
+/* The CFI row of the object at path containing vaddr: [start, end),
+ * the function's extent by its FDE.  0 or -errno. */
+int lj_cfi_row(const char *path, uint64_t vaddr, uint64_t *start, uint64_t *end)
 {
 	Dwarf_Addr s = 0, e = 0;
 	Dwarf_Frame *frame = NULL;
@@ -98,7 +99,7 @@ int lj_locate_vm(struct lj_target *t, uint64_t G, char *msg, size_t msglen)
 	if (t->vm_end) {
 		start = t->vm_start; /* found from CFI at detection */
 		end = t->vm_end;
-	} else if (cfi_row(t->object, disp[0] - t->bias, &start, &end) == 0) {
+	} else if (lj_cfi_row(t->object, disp[0] - t->bias, &start, &end) == 0) {
 		start += t->bias;
 		end += t->bias;
 	} else {

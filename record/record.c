@@ -57,10 +57,21 @@ static void print_help(void)
 	       "                                   return of epoll_wait to the next\n"
 	       "                                   call) of --stall-threshold or more,\n"
 	       "                                   with the stacks of that call\n"
+	       "                          alloc    a LuaJIT VM's allocations, one sample\n"
+	       "                                   per --alloc-every bytes on average,\n"
+	       "                                   with the allocating stacks; from a\n"
+	       "                                   probe on the VM's allocator: about\n"
+	       "                                   1 us per allocation (docs/memory.md);\n"
+	       "                                   takes cpu too (it finds the VM)\n"
+	       "                          inuse    alloc, and at the end the sampled\n"
+	       "                                   blocks not freed; a return probe\n"
+	       "                                   too: about twice alloc's cost\n"
 	       "                          (`report --kind` shows one kind at a time,\n"
 	       "                          `report --stalls` what ran in each stall)\n"
 	       "      --stall-threshold MS  the shortest iteration -e stall takes\n"
 	       "                          (default %d ms)\n"
+	       "      --alloc-every BYTES the mean bytes between allocation samples\n"
+	       "                          (default 512k; k, m, g suffixes)\n"
 	       "  -F, --freq HZ           samples per second per CPU (default 99)\n"
 	       "  -d, --duration SECONDS  stop after sampling this long (default: until\n"
 	       "                          Ctrl-C or until every target has exited)\n"
@@ -115,6 +126,30 @@ static int misuse(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, "\n%s", usage_line);
 	return 2;
+}
+
+/* "512k", "1m", "4096": bytes, 64 to 1 GiB.  0 or -EINVAL. */
+static int parse_bytes(const char *arg, unsigned long long *out)
+{
+	unsigned long long v, mul = 1;
+	char *end;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || end == arg || *arg == '-')
+		return -EINVAL;
+	if (*end == 'k' || *end == 'K')
+		mul = 1ull << 10;
+	else if (*end == 'm' || *end == 'M')
+		mul = 1ull << 20;
+	else if (*end == 'g' || *end == 'G')
+		mul = 1ull << 30;
+	if (mul > 1)
+		end++;
+	if (*end || v > (1ull << 30) / mul || v * mul < 64)
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
 }
 
 static int parse_pids(const char *s, struct record_opts *o)
@@ -177,6 +212,7 @@ int cmd_record(int argc, char **argv)
 		{ "luajit-offsets", required_argument, NULL, 'L' },
 		{ "no-embed", no_argument, NULL, 'E' },
 		{ "stall-threshold", required_argument, NULL, 'S' },
+		{ "alloc-every", required_argument, NULL, 'A' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -189,9 +225,10 @@ int cmd_record(int argc, char **argv)
 		.follow_children = 1,
 		.kinds = EVENTS_DEFAULT,
 		.stall_ns = EVENTS_STALL_DEFAULT_MS * 1000000ull,
+		.alloc_every = EVENTS_ALLOC_DEFAULT_EVERY,
 	};
 	char *self = join_args(argc, argv), *end;
-	int c, ret = 2, stall_set = 0;
+	int c, ret = 2, stall_set = 0, every_set = 0;
 
 	o.self_cmdline = self ? self : "luaprof record";
 	optind = 1;
@@ -245,6 +282,14 @@ int cmd_record(int argc, char **argv)
 			stall_set = 1;
 			break;
 		}
+		case 'A':
+			if (parse_bytes(optarg, &o.alloc_every)) {
+				ret = misuse("bad --alloc-every '%s' (bytes, 64 to 1G; "
+					     "k, m, g suffixes)", optarg);
+				goto out;
+			}
+			every_set = 1;
+			break;
 		case 'd':
 			errno = 0;
 			o.duration_s = strtod(optarg, &end);
@@ -299,6 +344,14 @@ int cmd_record(int argc, char **argv)
 		ret = misuse("%s", "give either -p PID or -- COMMAND, not both");
 		goto out;
 	}
+	if (every_set && !(o.kinds & (EVENTS_BIT(LP_KIND_ALLOC) | EVENTS_BIT(LP_KIND_INUSE)))) {
+		ret = misuse("%s", "--alloc-every needs -e alloc or -e inuse");
+		goto out;
+	}
+	/* inuse is alloc's events again: they are taken; and a VM's
+	 * allocator is found once a CPU sample has shown the VM. */
+	if (o.kinds & (EVENTS_BIT(LP_KIND_ALLOC) | EVENTS_BIT(LP_KIND_INUSE)))
+		o.kinds |= EVENTS_BIT(LP_KIND_ALLOC) | EVENTS_BIT(LP_KIND_CPU);
 	if (stall_set && !(o.kinds & EVENTS_BIT(LP_KIND_STALL))) {
 		ret = misuse("%s", "--stall-threshold needs -e stall");
 		goto out;

@@ -238,13 +238,15 @@ static void emit_lost(struct session *s)
 	emit_lost_reason(s, c->lost_busy, &s->lost_busy_written, LP_LOST_BUSY);
 	emit_lost_reason(s, c->lost_offcpu, &s->lost_offcpu_written, LP_LOST_UNTRACKED);
 	emit_lost_reason(s, c->lost_luawait, &s->lost_luawait_written, LP_LOST_UNTRACKED);
+	emit_lost_reason(s, c->lost_inuse, &s->lost_inuse_written, LP_LOST_UNTRACKED);
 }
 
 uint64_t session_bpf_lost(const struct session *s)
 {
 	const struct lp_bpf_counters *c = &s->skel->bss->counters;
 
-	return c->lost_ringbuf + c->lost_busy + c->lost_offcpu + c->lost_luawait;
+	return c->lost_ringbuf + c->lost_busy + c->lost_offcpu + c->lost_luawait +
+	       c->lost_inuse;
 }
 
 /* Events the flush sidekick read but had no memory to keep. */
@@ -321,7 +323,7 @@ static int size_maps(struct sampler *skel, void *arg)
 	int ndesc = 0, err;
 
 	/* (Not a size, but what loads: only the kinds of event taken.) */
-	events_prepare(skel, s->o->kinds, s->o->freq_hz, s->o->stall_ns);
+	events_prepare(skel, s->o->kinds, s->o->freq_hz, s->o->stall_ns, s->o->alloc_every);
 	if (!s->o->command && s->o->follow_children)
 		proc_descendants(s->o->pids, s->o->npids, &desc, &ndesc);
 	pids = calloc(s->o->npids + ndesc + 1, sizeof(*pids));
@@ -508,8 +510,10 @@ static int finish(struct session *s)
 	s->stop_ns = end_ns;
 	mark_self_cpu(s, SELF_CPU_SAMPLING);
 	perf_sampling_detach(&s->perf);
+	unprobe_alloc(s); /* the blocks alive now are those alive at the end */
 	/* What is still in the ring buffer was sampled: keep it. */
 	ring_buffer__consume(s->rb);
+	alloc_emit_inuse(s);
 	release_holds(s);
 	emit_lost(s);
 	release_samples(s);
@@ -724,6 +728,7 @@ static void session_close(struct session *s, int recording, const char *old)
 	ring_buffer__free(s->rb);
 	unwind_free(s->unw); /* native unwinder */
 	unprobe_lua_resume(s);
+	unprobe_alloc(s);
 	sampler__destroy(s->skel);
 	if (s->w) {
 		trace_writer_close(s->w, NULL);

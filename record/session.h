@@ -26,6 +26,7 @@ struct record_opts {
 	int no_embed; /* --no-embed: no symbol tables in the trace */
 	unsigned kinds; /* -e: the kinds of event taken, EVENTS_BIT()s */
 	unsigned long long stall_ns; /* --stall-threshold, in ns */
+	unsigned long long alloc_every; /* --alloc-every, in bytes */
 };
 
 /* Runs a whole recording; returns the process exit code (0 or 1). */

@@ -252,6 +252,7 @@ void locate_luajit(struct session *s, struct target *t, uint64_t G)
 			(unsigned long long)G, (unsigned long long)t->lj->vm_start,
 			(unsigned long long)t->lj->vm_end);
 	publish_luajit(s, t);
+	probe_alloc(s, t);
 	/* A LuaJIT executable: the next process to exec it has its layout
 	 * from its first tick (the map holds 64; past that, from attach). */
 	if (!lj_target_image(t->lj, &key, &proc))

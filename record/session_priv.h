@@ -71,6 +71,7 @@ struct target {
 	uint8_t ff_named[FF_NAMED_MAX / 8];
 	int puc_noted;        /* a PUC Lua VM was said (until an exec) */
 	int lj_refused_said;  /* why its LuaJIT is not walked (until an exec) */
+	int alloc_refused_said; /* why its allocator is not probed */
 	/* Samples whose native stack crossed its VM's C frame (whose
 	 * lua_State the BPF walker then tried) while its layout had not
 	 * validated, for print_summary(). */
@@ -193,6 +194,22 @@ struct session {
 		struct bpf_link *entry, *ret;
 	} lua_probes[LUA_PROBES];
 	int nlua_probes;
+	/* Allocations: the probes on VMs' allocators (session_alloc.c), by
+	 * file and offset (a return probe's with bit 63), and for inuse,
+	 * the allocation events written, until the end. */
+	struct alloc_probe {
+		uint64_t dev, ino, off;
+		struct bpf_link *link;
+	} alloc_probes[LUA_PROBES];
+	int nalloc_probes;
+	struct alloc_kept {
+		uint64_t time; /* the BPF event's, which names it */
+		uint32_t tid;
+		struct lp_event ev;
+	} *alloc_kept;
+	size_t nalloc_kept, capalloc_kept;
+	uint64_t inuse_unmatched; /* blocks alive whose event was lost */
+	uint64_t lost_inuse_written;
 	uint64_t events[LP_KIND_MAX]; /* taken, by kind */
 	uint64_t begun_ns, setup_ns; /* when record began; its setup's length */
 	uint64_t lost_dropped; /* events the flush sidekick could not keep */
@@ -239,6 +256,12 @@ void attach_luajit(struct session *s, struct target *t, struct target *parent);
 void locate_luajit(struct session *s, struct target *t, uint64_t G);
 /* Takes the Lua-land waits probes off (session_close()). */
 void unprobe_lua_resume(struct session *s);
+/* session_alloc.c */
+void probe_alloc(struct session *s, struct target *t);
+void unprobe_alloc(struct session *s);
+void alloc_note_event(struct session *s, const struct lp_event_sample *e,
+		      const struct lp_event *ev);
+void alloc_emit_inuse(struct session *s);
 uint64_t intern_lua_stack(struct session *s, struct target *t,
 				 const struct lp_event_sample *e, size_t size);
 void count_lua_state(struct session *s, uint32_t state, uint64_t lstack);

@@ -260,6 +260,7 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	rec.type = LP_REC_EVENT;
 	rec.u.event.kind = e->kind;
 	rec.u.event.weight = e->weight;
+	rec.u.event.count = e->count;
 	/* To the microsecond, down: the tick comes with tens of them of
 	 * jitter, and the nanoseconds would cost 2 bytes a sample. */
 	sample->time_ns = e->h.time_ns / SAMPLE_TIME_NS * SAMPLE_TIME_NS;
@@ -293,6 +294,7 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	sample->lua_state = e->lua_state;
 	count_lua_state(s, e->lua_state, sample->lstack);
 	emit(s, &rec);
+	alloc_note_event(s, e, &rec.u.event);
 	s->samples++;
 	s->events[e->kind < LP_KIND_MAX ? e->kind : 0]++;
 }

@@ -52,7 +52,7 @@ TEST(sample_event_round_trip)
 	unsigned char *p = pack(3 * 8, 5 * 8, 2, &size);
 	int err;
 
-	CHECK(size == 64 + 24 + 40 + 32);
+	CHECK(size == 72 + 24 + 40 + 32);
 	err = sample_event_unpack(p, size, &e);
 	free(p);
 	CHECK(err == 0);
@@ -69,7 +69,7 @@ TEST(sample_event_failed_stacks_carry_nothing)
 	unsigned char *p = pack(-14, 0, 1, &size);
 	int err;
 
-	CHECK(size == 64 + 16);
+	CHECK(size == 72 + 16);
 	err = sample_event_unpack(p, size, &e);
 	free(p);
 	CHECK(err == 0);
