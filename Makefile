@@ -237,6 +237,7 @@ bench: deps
 docs-img: deps
 	@$(MAKE) --no-print-directory all
 	@docs/img/offcpu-nginx.sh
+	@docs/img/alloc-nginx.sh
 
 clean:
 	rm -rf $(BUILD) demo.lp demo.lp.old demo.folded

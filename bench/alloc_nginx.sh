@@ -36,7 +36,7 @@
 #    same name), with run_time_ns / run_cnt (the program's own time, not
 #    the trap's), and allocator calls per request.
 # 2. The worst case: samples/lua/allocs.lua, a loop that does little but
-#    allocate, LOOP_SECONDS (default 3) of its own CPU time per run, in
+#    allocate, LOOP_SECONDS (default 6) of its own CPU time per run, in
 #    ROUNDS rounds rotated over none, -e cpu, -e alloc, -e inuse (record
 #    -- COMMAND: it runs from its first instruction; its allocator is
 #    probed after the first tick that shows its VM).  Its throughput:
@@ -49,8 +49,12 @@
 #    (until it records), and the wall time from its start to its "pid N:
 #    allocator probed" lines (alloc, inuse: when allocations start being
 #    sampled), stamped as they are written.
-# build/luaprof is copied at the start and the copy run throughout: a
-# rebuild meanwhile does not split the run between two builds.
+# build/luaprof and samples/lua/allocs.lua are copied at the start and
+# the copies run throughout: a rebuild or an edit meanwhile does not split
+# the run between two versions.  allocs.lua stops its collector and runs
+# a full collection each 64 MiB: under the probes each is a burst of
+# trapped frees, so a run's bytes come in steps of about 64 MiB; runs
+# of several such steps (LOOP_SECONDS) keep the last one's share small.
 # Each recorder's stderr is kept: lines other than its usual ones
 # (status, summary, -v's figures) are printed at the end.
 # Printed, never asserted.  Needs root, wrk (installed if missing),
@@ -63,7 +67,7 @@ SETTLE=${SETTLE:-1}
 HZ=${HZ:-}
 CONNS=${CONNS:-8}
 EVERY=${EVERY:-}
-LOOP_SECONDS=${LOOP_SECONDS:-3}
+LOOP_SECONDS=${LOOP_SECONDS:-6}
 SETUP_SECONDS=${SETUP_SECONDS:-2}
 PARTS=${PARTS:-nginx loop setup}
 . tests/lib.sh
@@ -85,6 +89,7 @@ LJLIB=$TMP/lib
 mkdir -p $LJLIB $TMP/bin
 cp /usr/lib/x86_64-linux-gnu/libluajit-5.1.so.2 $LJLIB/libluajit-5.1.so.2
 cp /usr/bin/luajit $TMP/luajit
+cp samples/lua/allocs.lua $TMP/allocs.lua
 printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec /usr/sbin/nginx "$@"\n' $LJLIB >$TMP/bin/nginx
 chmod +x $TMP/bin/nginx
 ldd $TMP/luajit | grep -q libluajit && { echo "alloc_nginx.sh: $TMP/luajit links libluajit: not private"; exit 1; }
@@ -200,6 +205,7 @@ rotate() { # ROUND CONFS...: CONFS rotated by ROUND - 1
 
 echo "alloc_nginx.sh: $(nproc) CPUs, $(uname -r); luaprof at ${HZ:-its default rate}, --alloc-every ${EVERY:-default (512k)};"
 echo "  build/luaprof of $(git log -1 --format=%h 2>/dev/null)$(git diff --quiet HEAD -- 2>/dev/null || echo " with uncommitted changes to: $(git diff --name-only HEAD | tr '\n' ' ')")"
+echo "  samples/lua/allocs.lua: $(git diff --quiet HEAD -- samples/lua/allocs.lua 2>/dev/null && echo as committed || echo with uncommitted changes) ($(md5sum <$TMP/allocs.lua | cut -c1-8))"
 echo "  private copies: $LJLIB/libluajit-5.1.so.2 (nginx), $TMP/luajit (the loop)"
 echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -242,7 +248,7 @@ fi
 # --- 2. The allocation loop.
 loop_run() { # CONF ROUND: appends "CONF ROUND bytes_per_cpu_s cpu_s bytes" to $TMP/loop
 	local conf=$1 out=$TMP/loop.$1.$2 kind
-	local cmd="TIMEFORMAT='%3U %3S'; { time $TMP/luajit samples/lua/allocs.lua $LOOP_SECONDS >$out.bytes; } 2>$out.time"
+	local cmd="TIMEFORMAT='%3U %3S'; { time $TMP/luajit $TMP/allocs.lua $LOOP_SECONDS >$out.bytes; } 2>$out.time"
 	case $conf in
 	none) bash -c "$cmd" ;;
 	*) kind=$conf

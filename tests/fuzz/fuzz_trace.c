@@ -61,6 +61,8 @@ static const char *const modes[][12] = {
 	{ "report", "--kind", "lua-wait", "--format", "callgraph", "T", NULL },
 	{ "report", "--stalls", "-n", "0", "T", "T", NULL },
 	{ "report", "--kind", "stall", "--format", "pprof", "T", NULL },
+	{ "report", "--kind", "alloc", "--format", "pprof", "T", NULL },
+	{ "report", "--kind", "inuse", "--format", "flamegraph", "T", NULL },
 };
 #define NMODES (sizeof(modes) / sizeof(modes[0]))
 

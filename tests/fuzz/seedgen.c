@@ -133,14 +133,16 @@ int main(int argc, char **argv)
 		err |= PUT(w, &r);
 	}
 	/* Off-CPU events on the same stacks (one uninterruptible), a
-	 * Lua-land wait (a suspended coroutine's frames), a stall, and one
-	 * of a kind unknown. */
-	for (int i = 0; i < 5; i++) {
+	 * Lua-land wait (a suspended coroutine's frames), a stall, one of
+	 * a kind unknown, an allocation standing for many and its inuse. */
+	for (int i = 0; i < 7; i++) {
 		static const uint32_t kinds[] = { LP_KIND_OFF_CPU, LP_KIND_OFF_CPU,
-						  LP_KIND_LUA_WAIT, LP_KIND_STALL, 77 };
+						  LP_KIND_LUA_WAIT, LP_KIND_STALL, 77,
+						  LP_KIND_ALLOC, LP_KIND_INUSE };
 
 		r.type = LP_REC_EVENT;
 		r.u.event = (struct lp_event){ .kind = kinds[i], .weight = 1500000u >> i,
+					       .count = i >= 5 ? 300 : 1,
 					       .s = { .time_ns = 2500 + i * 1000, .pid = 7, .tid = 7,
 						      .kstack = 4, .ustack = 3, .lstack = 2,
 						      .flags = i ? 0x4 : 0x8, .vmstate = ~1,

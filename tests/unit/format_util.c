@@ -186,7 +186,8 @@ static int sample_equal(const struct lp_sample *x, const struct lp_sample *y)
 
 static int event_equal(const struct lp_event *x, const struct lp_event *y)
 {
-	return x->kind == y->kind && x->weight == y->weight && sample_equal(&x->s, &y->s);
+	return x->kind == y->kind && x->weight == y->weight && x->count == y->count &&
+	       sample_equal(&x->s, &y->s);
 }
 
 static int lost_equal(const struct lp_lost *a, const struct lp_lost *b)

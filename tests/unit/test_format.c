@@ -356,16 +356,19 @@ static size_t make_records(struct lp_record *r)
 			.lstack = i % 4 ? 0 : 7, .vmstate = i % 2 ? -1 - (int32_t)i : INT32_MAX,
 			.lua_state = (uint32_t)i % 6, .ustop = (uint32_t)i % 12,
 		};
-		/* Events among the samples, on their time base: known kinds,
-		 * a CPU one of another weight, and a kind no reader knows. */
+		/* Events among the samples, on their time base: known kinds
+		 * (an allocation standing for many), and a kind no reader
+		 * knows. */
 		if (i % 7 == 3) {
 			struct lp_sample sa = r[n - 1].u.sample;
 
 			r[n - 1].type = LP_REC_EVENT;
 			r[n - 1].u.event = (struct lp_event){
-				.kind = i == 3 ? LP_KIND_OFF_CPU : i == 10 ? LP_KIND_CPU : 99,
-				.weight = i == 3 ? 1234567 : i == 10 ? 2 : UINT64_MAX,
+				.kind = i == 3 ? LP_KIND_OFF_CPU : i == 10 ? LP_KIND_ALLOC : 99,
+				.weight = i == 3 ? 1234567 : i == 10 ? 524288 : UINT64_MAX,
 				.s = sa,
+				/* how many it stands for: 1, or an allocation's */
+				.count = i == 10 ? 9709 : 1,
 			};
 		}
 	}
