@@ -39,7 +39,10 @@
 const volatile __u64 alloc_every = 512 * 1024; /* mean bytes between samples */
 const volatile bool alloc_inuse = false;
 
-#define ALLOC_MAX_DRAWS 64 /* more in one block: it weighs its size */
+/* A block of ALLOC_BIG times alloc_every or more is always taken, worth
+ * its size; a smaller one can span at most a few more draws than that. */
+#define ALLOC_BIG 8
+#define ALLOC_MAX_DRAWS 32
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -115,26 +118,45 @@ static __always_inline __u64 alloc_draw(void)
 	return (alloc_every * nl) >> 16;
 }
 
+struct alloc_draws {
+	__s64 left;
+	__u32 k;
+};
+
+/* bpf_loop's step: one more draw while the clock has run out (verified
+ * once, not once per iteration). */
+static long alloc_draw_cb(__u32 i, struct alloc_draws *d)
+{
+	if (d->left > 0)
+		return 1;
+	d->left += alloc_draw();
+	d->k++;
+	return 0;
+}
+
 /* Whether an allocation of nsize bytes is a sample, and *weight, *count
  * what it stands for (bytes, allocations). */
 static __always_inline int alloc_taken(__u64 nsize, __u64 *weight, __u64 *count)
 {
-	__u32 zero = 0, k;
+	struct alloc_draws d = { 0 };
+	__u32 zero = 0;
 	__s64 *left;
 
+	if (nsize >= ALLOC_BIG * alloc_every) {
+		*weight = nsize;
+		*count = 1;
+		return 1;
+	}
 	left = bpf_map_lookup_elem(&alloc_clock, &zero);
 	if (!left)
 		return 0;
 	*left -= nsize;
 	if (*left > 0)
 		return 0;
-	for (k = 0; k < ALLOC_MAX_DRAWS && *left <= 0; k++)
-		*left += alloc_draw();
-	*weight = k * alloc_every;
-	if (*left <= 0) { /* far larger than alloc_every: its size */
-		*left = alloc_draw();
-		*weight = nsize;
-	}
+	d.left = *left;
+	bpf_loop(ALLOC_MAX_DRAWS, alloc_draw_cb, &d, 0);
+	*weight = d.k * alloc_every;
+	*left = d.left > 0 ? d.left : alloc_draw(); /* (a run of short draws: rarer than 1e-6) */
 	*count = (*weight + nsize / 2) / nsize;
 	if (!*count)
 		*count = 1;
