@@ -314,6 +314,10 @@ void print_summary(struct session *s, uint64_t end_ns)
 			fprintf(stderr, "luaprof record: of those, %llu %s events\n",
 				(unsigned long long)s->events[k],
 				lp_kind_info(k) ? lp_kind_info(k)->name : "unknown");
+	if (s->inuse_unmatched)
+		fprintf(stderr, "luaprof record: %llu sampled blocks alive at the end are not "
+			"among the inuse events: their allocation events were lost\n",
+			(unsigned long long)s->inuse_unmatched);
 	if (s->write_err)
 		fprintf(stderr, "luaprof record: after the write error, %llu of the %llu "
 			"samples taken were not written: they are lost\n",

@@ -288,6 +288,22 @@ if [ -n "$NGINX_MASTER" ]; then
 			grep -qE ";lua_resume;main \(=content_by_lua\(nginx\.conf:[0-9]+\):0\);handle \([^;]*waits\.lua:[0-9]+\);$f \(" $TMP/lw.folded
 	done
 	echo "  lua-wait: $(folded_total $TMP/lw.folded) us in $(wc -l <$TMP/lw.folded) stacks"
+	# Allocations: a uprobe on the VM's allocator, return probes and one
+	# on lua_close (its attach cookie); the handler allocates.
+	at "recording nginx's allocations"
+	$LUAPROF record -e inuse --alloc-every 16k -d 4 -p $NGINX_MASTER -o $TMP/al.lp 2>$TMP/al.err &
+	rec=$!
+	wait_for grep -q "recording" $TMP/al.err || sleep 2
+	for i in $(seq 40); do
+		(exec 3<>/dev/tcp/127.0.0.1/$NGINX_PORT &&
+			printf 'GET / HTTP/1.0\r\n\r\n' >&3 && cat <&3 >/dev/null) 2>/dev/null
+	done
+	wait $rec
+	check "alloc: record exits 0" test $? -eq 0
+	$LUAPROF report --kind alloc --format folded -o $TMP/al.folded $TMP/al.lp 2>/dev/null
+	check "alloc: allocations under app.lua's handle()" \
+		grep -qE ";handle \([^;]*app\.lua:[0-9]+\);" $TMP/al.folded
+	echo "  alloc: $(folded_total $TMP/al.folded) bytes in $(wc -l <$TMP/al.folded) stacks"
 	nginx_stop
 fi
 
