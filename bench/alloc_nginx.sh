@@ -204,7 +204,7 @@ rotate() { # ROUND CONFS...: CONFS rotated by ROUND - 1
 }
 
 echo "alloc_nginx.sh: $(nproc) CPUs, $(uname -r); luaprof at ${HZ:-its default rate}, --alloc-every ${EVERY:-default (512k)};"
-echo "  build/luaprof of $(git log -1 --format=%h 2>/dev/null)$(git diff --quiet HEAD -- 2>/dev/null || echo " with uncommitted changes to: $(git diff --name-only HEAD | tr '\n' ' ')")"
+echo "  build/luaprof of $(date -ur build/luaprof +%FT%TZ), HEAD $(git log -1 --format=%h 2>/dev/null)$(git diff --quiet HEAD -- 2>/dev/null || echo " with uncommitted changes to: $(git diff --name-only HEAD | tr '\n' ' ')")"
 echo "  samples/lua/allocs.lua: $(git diff --quiet HEAD -- samples/lua/allocs.lua 2>/dev/null && echo as committed || echo with uncommitted changes) ($(md5sum <$TMP/allocs.lua | cut -c1-8))"
 echo "  private copies: $LJLIB/libluajit-5.1.so.2 (nginx), $TMP/luajit (the loop)"
 echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -240,6 +240,27 @@ if [[ " $PARTS " = *" nginx "* ]]; then
 		awk -v c=$conf -v rps=$rps '$1 == c { printf "    (%s) %-16s %12.0f runs/s %7.0f ns/run %8.1f per request\n", c, $2, $3, $4, rps ? $3 / rps : 0 }' $TMP/bpf
 		echo "    ($conf) req/s $rps"
 	done <$TMP/calls
+	# Per probe hit: the median over the rounds of (c) - (a), (d) - (a)
+	# worker CPU per request, over the hits per request of the extra windows.
+	awk "$MED"'
+		FILENAME == F1 { runs[$1, $2] = $3; next }
+		FILENAME == F2 { rps[$1] = $2; next }
+		{ us[$1, $2] = $4; if ($1 == "a") R[++nr] = $2 }
+		END {
+			for (k = 1; k <= 2; k++) {
+				c = k == 1 ? "c" : "d"; n = 0
+				for (i = 1; i <= nr; i++) if ((c, R[i]) in us) x[++n] = us[c, R[i]] - us["a", R[i]]
+				d[c] = n ? med(x, n) : 0
+			}
+			ac = rps["c"] ? runs["c", "on_alloc"] / rps["c"] : 0
+			ad = rps["d"] ? runs["d", "on_alloc"] / rps["d"] : 0
+			rd = rps["d"] ? runs["d", "on_alloc_return"] / rps["d"] : 0
+			pc = ac ? d["c"] / ac : 0
+			printf "  per probe hit (the median over the rounds of the extra worker CPU per request):\n"
+			printf "    (c) %+.0f us a request, %.0f allocator calls: %.2f us a call\n", d["c"], ac, pc
+			if (rd) printf "    (d) %+.0f us a request, less %.0f calls at %.2f us: %.2f us a malloc/realloc return (%.0f a request)\n",
+				d["d"], ad, pc, (d["d"] - ad * pc) / rd, rd
+		}' F1=$TMP/bpf F2=$TMP/calls $TMP/bpf $TMP/calls $TMP/windows
 	for f in $TMP/nginx.[cd].1.info; do
 		[ -e $f ] && echo "  $(basename $f .info): $(tr '\n' ' ' <$f)"
 	done
