@@ -714,6 +714,15 @@ static int decode_puc_lua(struct trace_reader *r, struct lp_cursor *c,
 	       get_str(r, c, &pl->object);
 }
 
+static int decode_name(struct trace_reader *r, struct lp_cursor *c, struct lp_name *n)
+{
+	int err = lp_get_uv(c, &n->id);
+
+	if (!err && !n->id)
+		return -EBADMSG;
+	return err ?: get_str(r, c, &n->text);
+}
+
 /*
  * One decode_name() per record type of LP_RECDEF.  -ENOENT for a type
  * this reader does not know (a later version's), -EBADMSG for a chunk

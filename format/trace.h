@@ -122,6 +122,8 @@
  *                 lframe[nframe]   (frames base first: the previous
  *                                   snapshot's first keep, then these;
  *                                   keep = nframe = 0: code not placed)
+ *   name       := id:uv text:str  (the text of lframe kind NAME frames,
+ *                                   a heap snapshot's path steps)
  *   chunk_rec  := type 21, body seq:uv (the chunk's number in the trace,
  *                 from 0; consumed by the reader, never returned)
  *
@@ -209,7 +211,8 @@ enum lp_codec { LP_CODEC_NONE = 0, LP_CODEC_LZ4 = 1, LP_CODEC_ZLIB = 2 };
 	_(CHUNK, chunk, 21, FRAMING) /* a chunk's number, see reader.c */ \
 	_(STACK_BRANCH, stack_branch, 22, WIRE) /* a STACK on an earlier one */ \
 	_(SAMPLE_US, sample_us, 23, WIRE) /* a SAMPLE, its dtime in µs */ \
-	_(EVENT, event, 24, BODY) /* a sample of a kind and a weight */
+	_(EVENT, event, 24, BODY) /* a sample of a kind and a weight */ \
+	_(NAME, name, 25, BODY) /* a frame's text: a heap path's step */
 
 /* LP_REC_IF_BODY(kind, ...): the tokens after kind for a BODY type,
  * nothing for the others; an expansion of LP_RECDEF that concerns
@@ -307,6 +310,9 @@ enum lp_lframe_kind {
 				* function whose code may run here, which the
 				* recorder could not tell from the others so
 				* marked; value = proto id (0: not known), pc = 0 */
+	LP_LFRAME_NAME = 9,  /* a frame that is a name, not code: value = the
+			      * id of a name record (a heap path's step,
+			      * such as "_G" or "[table]"), pc = 0 */
 };
 /* lframe.link: the frame type of the frame's link (LuaJIT's FRAME_*);
  * LUA means the next frame is its Lua caller, whose call site names it. */
@@ -533,6 +539,13 @@ struct lp_lua_source {
 	uint64_t mtime_ns;     /* its mtime, ns since the epoch, 0 unknown */
 	uint32_t text_len;
 	const char *text;      /* text_len bytes (may hold NULs), then a NUL */
+};
+
+/* A frame's text, for lframe kind NAME: what `luaprof heap` names the
+ * steps of a path to an object by (a table key, "[metatable]"). */
+struct lp_name {
+	uint64_t id; /* never 0 */
+	const char *text;
 };
 
 struct lp_lframe {

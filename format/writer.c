@@ -591,6 +591,13 @@ static int put_trace(struct lp_buf *b, const struct lp_trace *tr)
 	       lp_put_uv(b, tr->mcode) ?: lp_put_uv(b, tr->szmcode);
 }
 
+static int put_name(struct lp_buf *b, const struct lp_name *n)
+{
+	if (!n->id)
+		return -EINVAL;
+	return lp_put_uv(b, n->id) ?: lp_put_str(b, n->text);
+}
+
 static int64_t sample_dtime(const struct trace_writer *w, const struct lp_sample *sa)
 {
 	return (int64_t)(sa->time_ns - w->prev_sample_time);

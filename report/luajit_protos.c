@@ -79,6 +79,8 @@ void lua_free(struct lua *l)
 	htab_free(&l->traces_h);
 	free(l->fnames);
 	htab_free(&l->fnames_h);
+	free(l->names);
+	htab_free(&l->names_h);
 	free(l->places); /* lua_place.c's placements */
 	htab_free(&l->places_h);
 	free(l);
@@ -245,6 +247,36 @@ int lua_add_trace(struct lua *l, const struct lp_trace *rec)
 	l->traces[l->ntraces].mcode = rec->mcode;
 	l->traces[l->ntraces].szmcode = rec->szmcode;
 	l->ntraces++;
+	return 0;
+}
+
+/* The frame name id of name record id, or UINT32_MAX. */
+static uint32_t find_name(const struct lua *l, uint64_t id)
+{
+	struct htab_probe p;
+	int64_t i;
+
+	htab_probe_start(&l->names_h, hash_u64(id), &p);
+	while ((i = htab_probe_next(&l->names_h, &p)) >= 0)
+		if (l->names[i].id == id)
+			return l->names[i].frame;
+	return UINT32_MAX;
+}
+
+int lua_add_name(struct lua *l, const struct lp_name *rec)
+{
+	uint32_t frame;
+	int err;
+
+	if (!rec->id || find_name(l, rec->id) != UINT32_MAX)
+		return 0; /* the first record of an id stands */
+	err = frames_name(l->fr, rec->text[0] ? rec->text : "[?]", &frame) ?:
+	      GROW(l->names, l->capnames, l->nnames + 1);
+	if (!err)
+		err = htab_insert(&l->names_h, hash_u64(rec->id), l->nnames);
+	if (err)
+		return err;
+	l->names[l->nnames++] = (struct name_ent){ rec->id, frame };
 	return 0;
 }
 
@@ -676,6 +708,11 @@ int lua_stack_names(struct lua *l, const struct maps_view *v, uint32_t idx, uint
 			continue;
 		case LP_LFRAME_TRUNC:
 			err = frames_name(l->fr, "[truncated]", id);
+			break;
+		case LP_LFRAME_NAME:
+			*id = find_name(l, f->value);
+			if (*id == UINT32_MAX)
+				err = frames_name(l->fr, "[unnamed]", id);
 			break;
 		default:
 			continue; /* a kind from a later version */

@@ -29,6 +29,9 @@ int lua_add_proto(struct lua *l, const struct lp_proto *rec);
 int lua_add_stack(struct lua *l, const struct lp_lua_stack *rec);
 int lua_add_trace(struct lua *l, const struct lp_trace *rec);
 int lua_add_trace_snaps(struct lua *l, const struct lp_trace_snaps *rec);
+/* A name record: the text of the NAME frames that give its id (a heap
+ * snapshot's path steps), escaped as every frame name is. */
+int lua_add_name(struct lua *l, const struct lp_name *rec);
 
 /* ---- lua_place.c: compiled code in the functions its trace inlined ---- */
 /* How a sample's Lua stack was placed (lua_place()). */

@@ -67,6 +67,12 @@ struct place_ent {
 	uint32_t idx, trace, snap, placed;
 };
 
+/* A name record, its text interned as a frame name (FRAME_OTHER). */
+struct name_ent {
+	uint64_t id;
+	uint32_t frame;
+};
+
 struct lua {
 	struct frames *fr;
 	int current_lines;
@@ -87,6 +93,9 @@ struct lua {
 	struct place_ent *places;
 	size_t nplaces, capplaces;
 	struct htab places_h;
+	struct name_ent *names; /* name records: frame kind NAME's text */
+	size_t nnames, capnames;
+	struct htab names_h;
 };
 
 const struct lp_proto *lua_proto(const struct lua *l, uint64_t id);

@@ -443,6 +443,8 @@ static int on_record(struct run *r, struct report_pass *ps, const struct lp_reco
 		return lua_add_trace(ps->lua, &rec->u.trace);
 	case LP_REC_TRACE_SNAPS:
 		return lua_add_trace_snaps(ps->lua, &rec->u.trace_snaps);
+	case LP_REC_NAME:
+		return lua_add_name(ps->lua, &rec->u.name);
 	case LP_REC_LUA_SOURCE:
 		return ps->src ? luasrc_add(ps->src, &rec->u.lua_source) : 0;
 	case LP_REC_SAMPLE: /* (read in runs: load_one()) */

@@ -149,6 +149,34 @@ int main(int argc, char **argv)
 						      .lua_state = i == 2 ? 6 : 2 } };
 		err |= PUT(w, &r);
 	}
+	/* A heap snapshot's events: named paths, one name missing. */
+	{
+		static const struct lp_lframe hf[] = {
+			{ LP_LFRAME_NAME, 0, 3, 0 }, { LP_LFRAME_NAME, 0, 2, 0 },
+			{ LP_LFRAME_NAME, 0, 1, 0 }, { LP_LFRAME_NAME, 0, 9, 0 },
+		};
+		static const char *const hn[] = { "_G", "cache", "[table]" };
+
+		for (int i = 0; i < 3; i++) {
+			r.type = LP_REC_NAME;
+			r.u.name = (struct lp_name){ i + 1, hn[i] };
+			err |= PUT(w, &r);
+		}
+		r.type = LP_REC_LUA_STACK;
+		r.u.lua_stack = (struct lp_lua_stack){ 20, 3, hf };
+		err |= PUT(w, &r);
+		r.u.lua_stack = (struct lp_lua_stack){ 21, 4, hf };
+		err |= PUT(w, &r);
+		for (int i = 0; i < 2; i++) {
+			r.type = LP_REC_EVENT;
+			r.u.event = (struct lp_event){ .kind = LP_KIND_HEAP, .weight = 4096 << i,
+						       .count = 3 + i,
+						       .s = { .time_ns = 7500, .pid = 7, .tid = 7,
+							      .lstack = 20 + i, .vmstate = ~1,
+							      .lua_state = 2 } };
+			err |= PUT(w, &r);
+		}
+	}
 	r.type = LP_REC_SAMPLE;
 	/* In trace 1's machine code, in its second snapshot. */
 	r.u.sample = (struct lp_sample){ .time_ns = 8000, .pid = 7, .tid = 7, .ustack = 5,

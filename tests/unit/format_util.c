@@ -260,6 +260,11 @@ static int lua_stack_equal(const struct lp_lua_stack *a, const struct lp_lua_sta
 	return 1;
 }
 
+static int name_equal(const struct lp_name *a, const struct lp_name *b)
+{
+	return a->id == b->id && str_eq(a->text, b->text);
+}
+
 /* One name_equal() per record type of LP_RECDEF; the retired and framing
  * types are never written by callers nor returned. */
 int fmt_record_equal(const struct lp_record *a, const struct lp_record *b)

@@ -304,6 +304,7 @@ static size_t make_records(struct lp_record *r)
 		{ LP_LFRAME_FF, 6, 17, 0 },
 		{ LP_LFRAME_ENTRY, 0, 0, 0 },
 		{ LP_LFRAME_C, 1, 0x7f00deadbeefull, 0 },
+		{ LP_LFRAME_NAME, 0, UINT64_MAX, 0 },
 		{ LP_LFRAME_TRUNC, 0, 1, 0 },
 	};
 	const uint64_t t0 = 123456789012345ull;
@@ -410,13 +411,18 @@ static size_t make_records(struct lp_record *r)
 	r[n++].u.proto = (struct lp_proto){ .id = 10, .chunkname = "=stdin" };
 	r[n].type = LP_REC_LUA_STACK;
 	r[n++].u.lua_stack = (struct lp_lua_stack){ 7, ARRAY_SIZE(lframes), lframes };
+	/* A heap path's steps: a key with bytes a terminal must not see. */
+	r[n].type = LP_REC_NAME;
+	r[n++].u.name = (struct lp_name){ .id = 1, .text = "_G" };
+	r[n].type = LP_REC_NAME;
+	r[n++].u.name = (struct lp_name){ .id = UINT64_MAX, .text = "k\033[2J\xff;x" };
 	r[n].type = LP_REC_TRACE;
 	r[n++].u.trace = (struct lp_trace){ .id = 3, .pid = 4242, .traceno = 65535,
 					    .proto = 9, .startpc = 2, .root = 1,
 					    .mcode = 0x7fff00001000ull, .szmcode = 912 };
 	/* Times at both ends of the range: the deltas wrap around. */
-	r[n - 15].u.sample.time_ns = UINT64_MAX;
-	r[n - 14].u.sample.time_ns = 0;
+	r[n - 17].u.sample.time_ns = UINT64_MAX;
+	r[n - 16].u.sample.time_ns = 0;
 	n += make_trace_snaps_records(r + n);
 	r[n].type = LP_REC_LOST;
 	r[n++].u.lost = (struct lp_lost){ t0 + 1, 1ull << 40, LP_LOST_RINGBUF };
