@@ -18,6 +18,7 @@ static const struct command {
 	{ "report", cmd_report, "symbolize traces: top, folded, call graph, flame graph, pprof, speedscope" },
 	{ "diff", cmd_diff, "compare two traces: what grew, what shrank" },
 	{ "info", cmd_info, "describe a trace: processes, samples, losses, chunks" },
+	{ "heap", cmd_heap, "snapshot a running LuaJIT VM's heap: what stays alive, by path" },
 	{ "check", cmd_check, "say whether luaprof will run on this kernel, and why not" },
 };
 

@@ -8,6 +8,8 @@
 
 int cmd_record(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+/* luaprof heap: a snapshot of a LuaJIT VM's heap (heap.c). */
+int cmd_heap(int argc, char **argv);
 /* check_luajit.c: `luaprof check --luajit FILE|PID`; the exit status. */
 int check_luajit(const char *what, int verbose);
 
