@@ -8,7 +8,8 @@
  * comparable first: as a share of each profile's samples (what fraction
  * of the CPU went where), or with --per-second as samples per second of
  * each profile's duration (how much CPU, when the two ran as long under
- * different loads).
+ * different loads).  Heap snapshots (`luaprof heap`) compare in bytes as
+ * they are: a snapshot has no duration, and a leak is bytes that grew.
  *
  *   top         functions whose self or total share changed, sorted by
  *               the size of the change in self (where the CPU went), then
@@ -222,9 +223,18 @@ static int fn_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* 100% of the samples, or per second of the duration. */
+/* Heap snapshots compare in bytes: a snapshot has no duration, and a
+ * leak shows as bytes that grew, which shares would hide. */
+static int absolute(const struct profile *p)
+{
+	return p->kind == LP_KIND_HEAP;
+}
+
+/* 100% of the samples, per second of the duration, or as counted. */
 static double unit_of(const struct profile *p, int per_second)
 {
+	if (absolute(p))
+		return 1;
 	if (per_second)
 		return p->span_ns ? 1e9 / p->span_ns : 0;
 	return p->shown ? 100.0 / p->shown : 0;
@@ -257,16 +267,22 @@ static int write_top(FILE *out, const struct dopts *o, const struct profile *b,
 	side_line(out, "base", o->base, b);
 	side_line(out, "new ", o->new, n);
 	fprintf(out, "# %s; sorted by the change in self, then in total\n#\n",
+		absolute(n) ? "bytes in each snapshot" :
 		o->per_second ? "samples per second of each trace's duration" :
 				"percent of each trace's samples");
-	fprintf(out, "#%25s  %29s\n", o->per_second ? "self/s" : "self %",
-		o->per_second ? "total/s" : "total %");
-	fprintf(out, "#%8s %8s %8s  %9s %9s %9s  %s\n", "base", "new", "change", "base",
-		"new", "change", "function");
+	fprintf(out, absolute(n) ? "#%31s  %35s\n" : "#%25s  %29s\n", absolute(n) ? "self bytes" : o->per_second ? "self/s" :
+		"self %", absolute(n) ? "total bytes" : o->per_second ? "total/s" : "total %");
+	if (absolute(n))
+		fprintf(out, "#%10s %10s %10s  %11s %11s %11s  %s\n", "base", "new", "change",
+			"base", "new", "change", "function");
+	else
+		fprintf(out, "#%8s %8s %8s  %9s %9s %9s  %s\n", "base", "new", "change", "base",
+			"new", "change", "function");
 	for (size_t i = 0; i < k && (!o->rows || i < o->rows); i++, shown++) {
 		const struct fn *x = &f.v[i];
 
-		fprintf(out, " %8.2f %8.2f %+8.2f  %9.2f %9.2f %+9.2f  %s\n", x->self[0],
+		fprintf(out, absolute(n) ? " %10.0f %10.0f %+10.0f  %11.0f %11.0f %+11.0f  %s\n" :
+			" %8.2f %8.2f %+8.2f  %9.2f %9.2f %+9.2f  %s\n", x->self[0],
 			x->self[1], x->self[1] - x->self[0], x->total[0], x->total[1],
 			x->total[1] - x->total[0], x->name);
 	}
