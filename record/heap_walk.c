@@ -463,6 +463,14 @@ static int enumerate(struct walk *w, uint64_t G)
 	w->s->st.gc_total = hl->gc64 ? le64(g + hl->g_total) : le32(g + hl->g_total);
 	w->s->st.gc_state = g[hl->g_state];
 	err = add_chain(w, get_ref(hl, g + hl->g_root), 0);
+	/* Open upvalues are on their thread's list, not the root list. */
+	for (size_t i = 0, n = w->nobjs; i < n && !err; i++) {
+		const uint8_t *th = w->objs[i].type == HT_THREAD ?
+				    heap_ptr(w->im, w->objs[i].addr, hl->l_stack + 2 * hl->ref) : NULL;
+
+		if (th)
+			err = add_chain(w, get_ref(hl, th + hl->l_stack + hl->ref), HT_UPVAL);
+	}
 	if (err)
 		return err;
 	strtab = le64(g + hl->g_strtab);
@@ -500,8 +508,10 @@ static int reach(struct walk *w, uint64_t o, int type, uint32_t node)
 	int64_t i = obj_find(w, o);
 	int err;
 
+	if (type == HT_TRACE)
+		return 0; /* compiled code, which the walk does not count */
 	if (i < 0) {
-		if (gct_of(w->im, w->hl, o) != type || type == HT_TRACE) {
+		if (gct_of(w->im, w->hl, o) != type) {
 			w->s->st.bad_refs++;
 			return 0;
 		}
