@@ -33,6 +33,7 @@
 #define MAX_OBJECTS (1u << 28)   /* more is not a heap this walk can hold */
 #define MAX_VEC (1u << 27)       /* array and hash parts, stacks, constants */
 #define STEP_MAX 60              /* bytes of a key in a path step */
+#define NAMED_KEYS 256           /* string keys named in a table at most */
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -603,9 +604,10 @@ static void proto_label(const struct walk *w, uint64_t p, const char *what, char
 		snprintf(buf, len, "[%s %s:%u]", what, c, le32(h + hl->pt_firstline));
 }
 
-/* The step a table's entry with this key gets: a string key's text, an
- * integer's "[*]", anything else "[key]". */
-static int key_step(struct walk *w, const uint8_t *key, uint32_t node, uint32_t *out)
+/* The step a table's entry with this key gets: a string key's text (but
+ * in a map of more than NAMED_KEYS of them, "[*]": one path for all, as
+ * for an array), an integer's "[*]", anything else "[key]". */
+static int key_step(struct walk *w, const uint8_t *key, int map, uint32_t node, uint32_t *out)
 {
 	char buf[STEP_MAX + 8];
 	const char *text = "[key]";
@@ -614,10 +616,25 @@ static int key_step(struct walk *w, const uint8_t *key, uint32_t node, uint32_t 
 	uint32_t it = w->hl->gc64 ? (uint32_t)((int64_t)le64(key) >> 47) : le32(key + 4);
 
 	if (o && type == HT_STR)
-		text = str_text(w, o, buf, sizeof(buf)) ?: "[key]";
+		text = map ? "[*]" : str_text(w, o, buf, sizeof(buf)) ?: "[key]";
 	else if (!o && it < ~(uint32_t)13)
 		text = "[*]"; /* a number */
 	return step_text(w, node, text, out);
+}
+
+/* The live entries of a hash part with string keys. */
+static uint64_t string_keys(const struct heap_layout *hl, const uint8_t *v, uint32_t hmask)
+{
+	uint64_t n = 0;
+	int type;
+
+	for (uint64_t i = 0; i <= hmask; i++) {
+		const uint8_t *nd = v + i * hl->node_size;
+		uint32_t it = hl->gc64 ? (uint32_t)((int64_t)le64(nd) >> 47) : le32(nd + 4);
+
+		n += it != ~(uint32_t)0 && tv_gc(hl, nd + 8, &type) && type == HT_STR;
+	}
+	return n;
 }
 
 static int visit_table(struct walk *w, uint64_t o, uint32_t node)
@@ -625,7 +642,7 @@ static int visit_table(struct walk *w, uint64_t o, uint32_t node)
 	const struct heap_layout *hl = w->hl;
 	const uint8_t *t = heap_ptr(w->im, o, hl->t_size), *v;
 	uint32_t asize, hmask, step;
-	int err;
+	int err, map;
 
 	if (!t)
 		return 0;
@@ -648,13 +665,14 @@ static int visit_table(struct walk *w, uint64_t o, uint32_t node)
 	    NULL;
 	if (hmask && !v)
 		w->s->st.bad_refs++;
+	map = v && string_keys(hl, v, hmask) > NAMED_KEYS;
 	for (uint64_t i = 0; v && i <= hmask && !err; i++) {
 		const uint8_t *n = v + i * hl->node_size;
 		int type;
 
 		if (!tv_gc(hl, n, &type) && !tv_gc(hl, n + 8, &type))
 			continue; /* no object in it: nothing to reach */
-		err = key_step(w, n + 8, node, &step) ?: reach_tv(w, n, step) ?:
+		err = key_step(w, n + 8, map, node, &step) ?: reach_tv(w, n, step) ?:
 		      reach_tv(w, n + 8, step);
 	}
 	return err;
