@@ -43,7 +43,7 @@ all: $(BUILD)/luaprof $(SAMPLES)
 # Man pages from --help (man/man.sh), and `make install` as GNU and
 # Debian expect: PREFIX (default /usr/local) and DESTDIR.
 PREFIX ?= /usr/local
-MANPAGES := luaprof luaprof-record luaprof-report luaprof-diff luaprof-info luaprof-check
+MANPAGES := luaprof luaprof-record luaprof-report luaprof-diff luaprof-info luaprof-heap luaprof-check
 
 man: $(BUILD)/man/luaprof.1
 $(BUILD)/man/luaprof.1: $(BUILD)/luaprof man/man.sh

@@ -41,7 +41,7 @@ struct heap_opts {
 	pid_t pid;
 	const char *output;
 	uint32_t depth;
-	int quiet;
+	int quiet, verbose;
 	char cmdline[1024];
 };
 
@@ -75,7 +75,7 @@ static uint64_t real_ns(void)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: luaprof heap -p PID [-o FILE] [--depth N] [-q]\n\n"
+		"usage: luaprof heap -p PID [-o FILE] [--depth N] [-q] [-v]\n\n"
 		"Take a snapshot of the heap of the LuaJIT VM in a running process: every\n"
 		"live object, its size as LuaJIT counts it, and the first path from the\n"
 		"VM's roots that reaches it (_G;cache;users;[*];[table]).  The process is\n"
@@ -91,6 +91,8 @@ static void usage(FILE *f)
 		"      --depth N      steps of a path at most (default %d); deeper objects\n"
 		"                     add up under a [deeper] step\n"
 		"  -q, --quiet        print nothing but errors\n"
+		"  -v, --verbose      also the layout the walk read the VM with (offsets\n"
+		"                     in global_State, lua_State and the GC objects)\n"
 		"  -h, --help         this text\n\n"
 		"Paths: string keys by their text, integer keys as [*], other keys as\n"
 		"[key]; [metatable], [env], [stack], upvalue NAME, [constants] (of a\n"
@@ -118,6 +120,7 @@ static int parse(int argc, char **argv, struct heap_opts *o)
 		{ "output", required_argument, NULL, 'o' },
 		{ "depth", required_argument, NULL, 'd' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -127,7 +130,7 @@ static int parse(int argc, char **argv, struct heap_opts *o)
 
 	*o = (struct heap_opts){ .output = DEFAULT_OUTPUT, .depth = DEFAULT_DEPTH };
 	join_argv(argc, argv, o->cmdline, sizeof(o->cmdline));
-	while ((c = getopt_long(argc, argv, "p:o:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:o:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 		case 'd':
@@ -148,6 +151,9 @@ static int parse(int argc, char **argv, struct heap_opts *o)
 			break;
 		case 'q':
 			o->quiet = 1;
+			break;
+		case 'v':
+			o->verbose = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -378,6 +384,25 @@ static const char *const type_label[HT_MAX] = {
 	[HT_TAB] = "tables", [HT_UDATA] = "userdata",
 };
 
+/* -v: the offsets the walk used, "name=value" (tests/e2e/heap_builds.sh
+ * holds them to each build's DWARF). */
+static void print_layout(const struct heap_layout *hl)
+{
+	printf("luaprof heap: layout: ref=%u g.gc.total=%u g.gc.state=%u g.gc.root=%u "
+	       "g.strtab=%u g.strmask=%u g.vmstate=%u g.mainthref=%u g.registrytv=%u "
+	       "g.gcroot=%u L.stack=%u L.env=%u L.stacksize=%u sizeof.lua_State=%u "
+	       "tab.metatable=%u tab.node=%u tab.asize=%u tab.hmask=%u sizeof.GCtab=%u "
+	       "udata.env=%u udata.len=%u udata.metatable=%u sizeof.GCudata=%u "
+	       "fn.env=%u fn.pc=%u fn.uvptr=%u fn.upvalue=%u upval.v=%u sizeof.GCupval=%u "
+	       "str.len=%u sizeof.GCstr=%u sizeof.GCcdata=%u\n",
+	       hl->ref, hl->g_total, hl->g_state, hl->g_root, hl->g_strtab, hl->g_strmask,
+	       hl->g_vmstate, hl->g_mainth, hl->g_registry, hl->g_gcroot, hl->l_stack,
+	       hl->l_env, hl->l_stacksize, hl->l_size, hl->t_meta, hl->t_node, hl->t_asize,
+	       hl->t_hmask, hl->t_size, hl->u_env, hl->u_len, hl->u_meta, hl->u_size,
+	       hl->f_env, hl->f_pc, hl->f_uvptr, hl->f_cupv, hl->uv_v, hl->uv_size,
+	       hl->s_len, hl->s_size, hl->cd_size);
+}
+
 static void summary(const struct heap_opts *o, const struct heap_take *tk,
 		    const struct heap_snapshot *s)
 {
@@ -446,6 +471,8 @@ int cmd_heap(int argc, char **argv)
 	}
 	if (!rc && !o.quiet)
 		summary(&o, &tk, &s);
+	if (!rc && o.verbose)
+		print_layout(&tk.hl);
 	heap_snapshot_free(&s);
 	heap_image_free(&tk.im);
 	free(t);

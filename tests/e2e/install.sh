@@ -12,7 +12,7 @@ bin=$root/usr/bin/luaprof
 check "the binary is installed, executable" test -x $bin
 check "... and runs" sh -c "$bin --version | grep -q '^luaprof [0-9]'"
 man1=$root/usr/share/man/man1
-for page in luaprof luaprof-record luaprof-report luaprof-diff luaprof-info luaprof-check; do
+for page in luaprof luaprof-record luaprof-report luaprof-diff luaprof-info luaprof-heap luaprof-check; do
 	check "$page.1 is installed" test -f $man1/$page.1
 	MANWIDTH=200 man -l $man1/$page.1 >$TMP/$page.txt 2>$TMP/$page.err
 	check "man -l $page.1 renders" test -s $TMP/$page.txt
