@@ -228,6 +228,20 @@ static int try_once(struct heap_take *tk, pid_t pid, int last, int *done)
 	return err;
 }
 
+/* Finds G before the process is stopped, in a copy taken while it runs:
+ * G and its main thread stay where they are for the VM's life, and the
+ * scan is then no part of the pause.  Failing that (the copy raced the
+ * process), the copy taken while stopped is scanned instead. */
+static void locate_early(struct heap_take *tk, pid_t pid)
+{
+	struct heap_image im = { 0 };
+
+	if (!heap_image_copy(&im, pid, MAX_COPY) &&
+	    heap_find_vm(&im, &tk->hl, &tk->L, &tk->G, &tk->nvm))
+		tk->G = tk->L = 0;
+	heap_image_free(&im);
+}
+
 /* Stops pid, copies, and retries while the VM is busy; the process is
  * let go before it returns, whatever happened. */
 static int take(struct heap_take *tk, pid_t pid)
@@ -460,6 +474,7 @@ int cmd_heap(int argc, char **argv)
 		return rc == 1 ? 0 : 2;
 	if (detect(o.pid, &t, &tk.hl))
 		return 1;
+	locate_early(&tk, o.pid);
 	now = mono_ns();
 	rc = take(&tk, o.pid);
 	if (!rc) {
