@@ -417,6 +417,19 @@ static void print_layout(const struct heap_layout *hl)
 	       hl->s_len, hl->s_size, hl->cd_size);
 }
 
+static const char *vmstate_name(int32_t vmstate)
+{
+	static const char *const names[] = { "interpreting", "in C", "in the GC",
+					     "exiting a trace", "recording a trace",
+					     "optimizing a trace", "assembling a trace" };
+	static char buf[48];
+
+	if (vmstate < 0 && ~vmstate < (int32_t)(sizeof(names) / sizeof(names[0])))
+		return names[~vmstate];
+	snprintf(buf, sizeof(buf), "running compiled trace %d", (int)vmstate);
+	return buf;
+}
+
 static void summary(const struct heap_opts *o, const struct heap_take *tk,
 		    const struct heap_snapshot *s)
 {
@@ -428,8 +441,8 @@ static void summary(const struct heap_opts *o, const struct heap_take *tk,
 		printf("; %u tries, %.1f ms stopped in all", tk->tries, tk->total_ms);
 	printf(")\n");
 	if (!tk->at_rest)
-		printf("luaprof heap: note: the VM was running (vmstate %d) at every try: the "
-		       "snapshot may be inconsistent\n", (int)tk->vmstate);
+		printf("luaprof heap: note: the VM was busy at every try (last: %s): the "
+		       "snapshot may be inconsistent\n", vmstate_name(tk->vmstate));
 	if (tk->nvm > 1)
 		printf("luaprof heap: note: %u LuaJIT VMs in the process; the first one's "
 		       "snapshot\n", tk->nvm);

@@ -91,6 +91,20 @@ check "a process without LuaJIT: exit 1, said" test $? -eq 1 -a -s $TMP/bash.err
 $LUAPROF heap -o $TMP/x.lp >/dev/null 2>&1
 check "no -p: exit 2" test $? -eq 2
 
+# A VM that never rests (a loop in a trace): the snapshot is taken after
+# its retries all the same, and says it may be inconsistent.
+luajit -e 'local t = {} local i = 0 while true do i = i + 1 t[i % 100 + 1] = i end' &
+BUSY=$!
+CLEANUP_PIDS+=($BUSY)
+sleep 0.5
+snapshot busy $BUSY
+check "a busy VM: heap exits 0" test $? -eq 0
+check "... after 21 tries" grep -qE "^luaprof heap: pid $BUSY stopped .*; 21 tries" $TMP/busy.out
+check "... and says the snapshot may be inconsistent" \
+	grep -qE "busy at every try \(last: [a-z ]+[0-9]*\): the snapshot may be inconsistent" \
+	$TMP/busy.out
+kill $BUSY
+
 # nginx: a worker's heap grows in leaky.sessions, reached from _LOADED.
 if nginx_start; then
 	W=$(nginx_workers | head -1)
