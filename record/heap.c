@@ -408,13 +408,14 @@ static void print_layout(const struct heap_layout *hl)
 	       "tab.metatable=%u tab.node=%u tab.asize=%u tab.hmask=%u sizeof.GCtab=%u "
 	       "udata.env=%u udata.len=%u udata.metatable=%u sizeof.GCudata=%u "
 	       "fn.env=%u fn.pc=%u fn.uvptr=%u fn.upvalue=%u upval.v=%u sizeof.GCupval=%u "
-	       "str.len=%u sizeof.GCstr=%u sizeof.GCcdata=%u\n",
+	       "str.len=%u sizeof.GCstr=%u sizeof.GCcdata=%u g.ctype_state=%u "
+	       "sizeof.CType=%u\n",
 	       hl->ref, hl->g_total, hl->g_state, hl->g_root, hl->g_strtab, hl->g_strmask,
 	       hl->g_vmstate, hl->g_mainth, hl->g_registry, hl->g_gcroot, hl->l_stack,
 	       hl->l_env, hl->l_stacksize, hl->l_size, hl->t_meta, hl->t_node, hl->t_asize,
 	       hl->t_hmask, hl->t_size, hl->u_env, hl->u_len, hl->u_meta, hl->u_size,
 	       hl->f_env, hl->f_pc, hl->f_uvptr, hl->f_cupv, hl->uv_v, hl->uv_size,
-	       hl->s_len, hl->s_size, hl->cd_size);
+	       hl->s_len, hl->s_size, hl->cd_size, hl->g_ctype_state, hl->ct_size);
 }
 
 static const char *vmstate_name(int32_t vmstate)
@@ -469,7 +470,8 @@ static void summary(const struct heap_opts *o, const struct heap_take *tk,
 		printf("luaprof heap: note: %llu objects deeper than --depth %u are under "
 		       "[deeper]\n", (unsigned long long)st->deeper, o->depth);
 	if (st->cdata)
-		printf("luaprof heap: note: %llu cdata counted by their header only\n",
+		printf("luaprof heap: note: %llu cdata counted by their header only (their C "
+		       "type was not found)\n",
 		       (unsigned long long)st->cdata);
 	printf("luaprof heap: wrote %s: %zu paths\n", o->output, s->nentries);
 }

@@ -78,6 +78,7 @@ struct heap_layout {
 	uint32_t pt_size, pt_sizept, pt_k, pt_sizekgc, pt_chunkname, pt_firstline;
 	uint32_t pt_uvinfo, pt_sizeuv;
 	uint32_t cd_size; /* GCcdata's header */
+	uint32_t g_ctype_state, ct_size; /* the FFI's CTState, sizeof(CType) */
 };
 
 /* The walk's layout for a build whose recorder layout is lo: 0, or
@@ -124,7 +125,7 @@ struct heap_stats {
 	uint64_t off_list;             /* objects reached but on no GC list */
 	uint64_t cut_chains;           /* GC lists cut short by a bad link */
 	uint64_t deeper;               /* objects past --depth */
-	uint64_t cdata;                /* cdata sized by their header only */
+	uint64_t cdata;                /* cdata whose payload size was unknown */
 };
 
 struct heap_snapshot {

@@ -85,6 +85,7 @@ static void global_fields(const struct lj_layout *lo, struct heap_layout *hl)
 	/* after cur_L, jit_base, ctype_state (and the new ones' PRNG) */
 	hl->g_gcroot = newstr ? align8(lo->g_jit_base + 2 * R) + 32 : lo->g_jit_base + 2 * R;
 	hl->ngcroot = 38; /* GCROOT_MAX of the oldest; later ones add one */
+	hl->g_ctype_state = lo->g_jit_base + R;
 }
 
 /* The GC object structs, the same in every 2.1 of one reference width:
@@ -124,6 +125,7 @@ static void object_fields(const struct lj_layout *lo, struct heap_layout *hl)
 	hl->pt_uvinfo = lo->pt_uvinfo;
 	hl->pt_sizeuv = lo->pt_sizeuv;
 	hl->cd_size = align8(R + 4);
+	hl->ct_size = hl->gc64 ? 24 : 16; /* info, size, sib, next, name */
 }
 
 int heap_layout_from(const struct lj_layout *lo, struct heap_layout *hl)
@@ -222,6 +224,9 @@ struct walk {
 	struct htab names_h, nodes_h, entries_h;
 	size_t capnames, capnodes, capentries;
 	uint32_t deeper; /* the name id of "[deeper]" */
+	uint64_t ctab;   /* the FFI's C type table, 0 if none */
+	uint32_t ctop;   /* its types */
+	uint64_t cts;    /* the FFI's CTState, 0 if none */
 	struct heap_snapshot *s;
 };
 
@@ -356,10 +361,41 @@ static uint64_t table_size(const struct heap_layout *hl, const uint8_t *t)
 	return n;
 }
 
+/* A cdata's bytes as lj_cdata_free() frees them: a variable-length one's
+ * from the GCcdataVar before it, a fixed one's header and its C type's
+ * size (past attributes; 8, a pointer's, for a type without a size).
+ * The header alone when the type table is unknown (counted). */
+static uint64_t cdata_size(struct walk *w, uint64_t o, const uint8_t *h)
+{
+	const struct heap_layout *hl = w->hl;
+	uint32_t id = (uint32_t)h[hl->ref + 2] | (uint32_t)h[hl->ref + 3] << 8, info = 0;
+	const uint8_t *ct = NULL;
+
+	if (h[hl->ref] & 0x80) { /* cdataisv: extra + len */
+		const uint8_t *v = heap_ptr(w->im, o - 8, 8);
+
+		if (v)
+			return (uint64_t)(v[2] | v[3] << 8) + le32(v + 4);
+	}
+	for (int k = 0; k < 16 && id && id < w->ctop; k++) {
+		ct = heap_ptr(w->im, w->ctab + (uint64_t)id * hl->ct_size, 8);
+		info = ct ? le32(ct) : 0;
+		if (!ct || info >> 28 != 8) /* not CT_ATTRIB */
+			break;
+		id = info & 0xffff;
+		ct = NULL;
+	}
+	if (!ct) {
+		w->s->st.cdata++;
+		return hl->cd_size;
+	}
+	return hl->cd_size + (info >> 28 <= 5 ? le32(ct + 4) : 8);
+}
+
 /* The bytes LuaJIT's allocator gave object o of type type (whose header
  * h holds hl->t_size bytes or fewer, as read_size says), or 0 when its
  * fields cannot be read. */
-static uint64_t object_size(const struct walk *w, uint64_t o, int type)
+static uint64_t object_size(struct walk *w, uint64_t o, int type)
 {
 	const struct heap_layout *hl = w->hl;
 	const uint8_t *h;
@@ -383,7 +419,8 @@ static uint64_t object_size(const struct walk *w, uint64_t o, int type)
 		return h[hl->f_ffid] == 0 ? hl->f_uvptr + (uint64_t)hl->ref * h[hl->f_nupv] :
 					    hl->f_cupv + 8ull * h[hl->f_nupv];
 	case HT_CDATA:
-		return hl->cd_size; /* the payload's size is the ctype's: not read */
+		h = heap_ptr(w->im, o, hl->cd_size);
+		return h ? cdata_size(w, o, h) : 0;
 	case HT_TAB:
 		h = heap_ptr(w->im, o, hl->t_size);
 		return h ? table_size(hl, h) : 0;
@@ -454,7 +491,7 @@ static int enumerate(struct walk *w, uint64_t G)
 {
 	const struct heap_layout *hl = w->hl;
 	const uint8_t *g = heap_ptr(w->im, G, hl->g_gcroot + hl->ngcroot * hl->ref);
-	const uint8_t *tab;
+	const uint8_t *tab, *cts;
 	uint64_t strtab;
 	uint32_t mask;
 	int err;
@@ -462,6 +499,12 @@ static int enumerate(struct walk *w, uint64_t G)
 	if (!g)
 		return -EFAULT;
 	w->s->st.gc_total = hl->gc64 ? le64(g + hl->g_total) : le32(g + hl->g_total);
+	cts = heap_ptr(w->im, get_ref(hl, g + hl->g_ctype_state), 48);
+	if (cts) {
+		w->cts = get_ref(hl, g + hl->g_ctype_state);
+		w->ctab = le64(cts);
+		w->ctop = le32(cts + 8);
+	}
 	w->s->st.gc_state = g[hl->g_state];
 	err = add_chain(w, get_ref(hl, g + hl->g_root), 0);
 	/* Open upvalues are on their thread's list, not the root list. */
@@ -617,6 +660,8 @@ static int key_step(struct walk *w, const uint8_t *key, int map, uint32_t node, 
 
 	if (o && type == HT_STR)
 		text = map ? "[*]" : str_text(w, o, buf, sizeof(buf)) ?: "[key]";
+	if (!*text)
+		text = "\"\""; /* the empty string */
 	else if (!o && it < ~(uint32_t)13)
 		text = "[*]"; /* a number */
 	return step_text(w, node, text, out);
@@ -836,6 +881,14 @@ static int reach_roots(struct walk *w, uint64_t L, uint64_t G)
 	err = step_text(w, NONE, "_G", &node) ?: reach_ref(w, get_ref(hl, th + hl->l_env), node) ?:
 	      step_text(w, NONE, "[registry]", &node) ?: reach_tv(w, g + hl->g_registry, node) ?:
 	      step_text(w, NONE, "[main thread]", &node) ?: reach_ref(w, L, node);
+	/* The FFI's finalizers and its map of metatables and callbacks
+	 * (CTState's finalizer and miscmap: C pointers in either width). */
+	for (int i = 0; w->cts && i < 2 && !err; i++) {
+		const uint8_t *p = heap_ptr(w->im, w->cts + 32 + 8 * i, 8);
+
+		err = step_text(w, NONE, i ? "[ffi miscmap]" : "[ffi finalizers]", &node) ?:
+		      (p ? reach_ref(w, le64(p), node) : 0);
+	}
 	for (uint32_t i = 0; i < hl->ngcroot && !err; i++) {
 		uint64_t o = get_ref(hl, g + hl->g_gcroot + i * hl->ref);
 		int type = o ? gct_of(w->im, hl, o) : -1;
@@ -927,7 +980,6 @@ static int aggregate(struct walk *w)
 			st->reached_bytes += ob->size;
 			st->deeper += w->s->nodes[ob->node].name == w->deeper;
 		}
-		st->cdata += ob->type == HT_CDATA;
 		err = aggregate_one(w, ob, node);
 	}
 	return err;

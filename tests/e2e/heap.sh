@@ -91,6 +91,34 @@ check "a process without LuaJIT: exit 1, said" test $? -eq 1 -a -s $TMP/bash.err
 $LUAPROF heap -o $TMP/x.lp >/dev/null 2>&1
 check "no -p: exit 2" test $? -eq 2
 
+# cdata with their payloads: 2000 each of a 1000-byte VLA (a GCcdataVar),
+# an 800-byte struct, an int64_t and a uint8_t[64], kept in a global.
+cat >$TMP/cdata.lua <<'LUA'
+local ffi = require("ffi")
+ffi.cdef "typedef struct { double a[100]; } big_t;"
+keep = {}
+for i = 1, 2000 do
+	keep[#keep + 1] = ffi.new("char[?]", 1000)
+	keep[#keep + 1] = ffi.new("big_t")
+	keep[#keep + 1] = ffi.new("int64_t", i)
+	keep[#keep + 1] = ffi.new("uint8_t[64]")
+end
+io.open(arg[1], "w"):close()
+while true do os.execute("sleep 0.2") end
+LUA
+luajit $TMP/cdata.lua $TMP/cdata.ready &
+CD=$!
+CLEANUP_PIDS+=($CD)
+wait_for test -e $TMP/cdata.ready
+snapshot cdata $CD
+check "cdata: heap exits 0" test $? -eq 0
+kill $CD
+read -r total gct < <(sed -n 's/.* objects, \([0-9]*\) bytes (LuaJIT counts \([0-9]*\) in all).*/\1 \2/p' $TMP/cdata.out)
+check_num "cdata: the objects' bytes / g->gc.total" "$(share "${total:-0}" "${gct:-1}")" ">=" 0.97
+cd_bytes=$($LUAPROF report --kind heap --format folded $TMP/cdata.lp | awk '/^_G;keep;\[\*\];\[cdata\] / { print $NF }')
+check_num "cdata: their payloads counted (8000 cdata, ~1.94 MB a 1000)" "${cd_bytes:-0}" ">=" 3800000
+check "cdata: none by its header only" test -z "$(grep 'header only' $TMP/cdata.out)"
+
 # A VM that never rests (a loop in a trace): the snapshot is taken after
 # its retries all the same, and says it may be inconsistent.
 luajit -e 'local t = {} local i = 0 while true do i = i + 1 t[i % 100 + 1] = i end' &

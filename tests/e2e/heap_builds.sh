@@ -33,6 +33,7 @@ dwarf_layout() { # DEBUGFILE
 		"fn.upvalue=&((GCfuncC *)0)->upvalue" "upval.v=&((GCupval *)0)->v"
 		"sizeof.GCupval=sizeof(GCupval)" "str.len=&((GCstr *)0)->len"
 		"sizeof.GCstr=sizeof(GCstr)" "sizeof.GCcdata=sizeof(GCcdata)"
+		"g.ctype_state=&$g->ctype_state" "sizeof.CType=sizeof(CType)"
 	)
 	local args=() e
 	for e in "${ex[@]}"; do
