@@ -409,13 +409,16 @@ static void print_layout(const struct heap_layout *hl)
 	       "udata.env=%u udata.len=%u udata.metatable=%u sizeof.GCudata=%u "
 	       "fn.env=%u fn.pc=%u fn.uvptr=%u fn.upvalue=%u upval.v=%u sizeof.GCupval=%u "
 	       "str.len=%u sizeof.GCstr=%u sizeof.GCcdata=%u g.ctype_state=%u "
-	       "sizeof.CType=%u\n",
+	       "sizeof.CType=%u trace.nins=%u trace.nk=%u trace.nsnap=%u trace.nsnapmap=%u "
+	       "trace.startpt=%u sizeof.GCtrace=%u sizeof.SnapShot=%u\n",
 	       hl->ref, hl->g_total, hl->g_state, hl->g_root, hl->g_strtab, hl->g_strmask,
 	       hl->g_vmstate, hl->g_mainth, hl->g_registry, hl->g_gcroot, hl->l_stack,
 	       hl->l_env, hl->l_stacksize, hl->l_size, hl->t_meta, hl->t_node, hl->t_asize,
 	       hl->t_hmask, hl->t_size, hl->u_env, hl->u_len, hl->u_meta, hl->u_size,
 	       hl->f_env, hl->f_pc, hl->f_uvptr, hl->f_cupv, hl->uv_v, hl->uv_size,
-	       hl->s_len, hl->s_size, hl->cd_size, hl->g_ctype_state, hl->ct_size);
+	       hl->s_len, hl->s_size, hl->cd_size, hl->g_ctype_state, hl->ct_size, hl->tr_nins,
+	       hl->tr_nk, hl->tr_nsnap, hl->tr_nsnapmap, hl->tr_startpt, hl->tr_size,
+	       hl->sn_size);
 }
 
 static const char *vmstate_name(int32_t vmstate)

@@ -79,6 +79,10 @@ struct heap_layout {
 	uint32_t pt_uvinfo, pt_sizeuv;
 	uint32_t cd_size; /* GCcdata's header */
 	uint32_t g_ctype_state, ct_size; /* the FFI's CTState, sizeof(CType) */
+	/* compiled traces: J (g2j 0: unknown) and GCtrace's counts */
+	uint32_t g2j, j_trace, j_sizetrace;
+	uint32_t tr_size, tr_nins, tr_nk, tr_nsnap, tr_nsnapmap, tr_startpt, sn_size;
+	int tr_snapmap32; /* nsnapmap is 32 bits wide (16 in older ones) */
 };
 
 /* The walk's layout for a build whose recorder layout is lo: 0, or

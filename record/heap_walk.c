@@ -11,11 +11,11 @@
  * metamethod names of g->gcroot) then follows what LuaJIT's marking
  * follows: table keys and values and metatables, closures' upvalues,
  * environments and prototypes, prototypes' constants, threads' stacks,
- * userdata's metatables and environments.  Each object gets the first
+ * userdata's metatables and environments, a trace's starting prototype.  Each object gets the first
  * path that reaches it, which, breadth first, is a shortest one; objects
  * no path reaches are garbage the GC has not swept yet.  Weak references
- * are followed like strong ones.  Compiled traces are not objects of the
- * list and are not counted.
+ * are followed like strong ones.  Compiled traces are on the root list
+ * too, and reached from the JIT's trace array.
  *
  * Every read goes through heap_ptr(): a reference outside the copy, or to
  * a header of the wrong type, is counted and not followed.
@@ -93,6 +93,7 @@ static void global_fields(const struct lj_layout *lo, struct heap_layout *hl)
 static void object_fields(const struct lj_layout *lo, struct heap_layout *hl)
 {
 	unsigned R = hl->ref;
+	int newstr;
 
 	hl->t_colo = R + 3;
 	hl->t_array = 2 * R;
@@ -126,6 +127,20 @@ static void object_fields(const struct lj_layout *lo, struct heap_layout *hl)
 	hl->pt_sizeuv = lo->pt_sizeuv;
 	hl->cd_size = align8(R + 4);
 	hl->ct_size = hl->gc64 ? 24 : 16; /* info, size, sib, next, name */
+	hl->g2j = lo->g2j;
+	hl->j_trace = lo->j_trace;
+	hl->j_sizetrace = lo->j_sizetrace;
+	hl->tr_size = hl->gc64 ? 120 : 96;
+	hl->tr_nins = hl->gc64 ? 12 : 8;
+	hl->tr_nk = hl->gc64 ? 40 : 24;
+	hl->tr_startpt = hl->gc64 ? 64 : 48;
+	/* With the new string interning, SnapShot grew from 8 to 12 bytes
+	 * and GCtrace's nsnap moved into the header, nsnapmap to 32 bits. */
+	newstr = (unsigned)(lo->g_mainthref - lo->g_vmstate) == hl->ref;
+	hl->tr_nsnap = newstr ? hl->ref + 2 : hl->tr_nk + 4;
+	hl->tr_nsnapmap = hl->tr_nk + (newstr ? 4 : 6);
+	hl->tr_snapmap32 = newstr;
+	hl->sn_size = newstr ? 12 : 8;
 }
 
 int heap_layout_from(const struct lj_layout *lo, struct heap_layout *hl)
@@ -427,6 +442,14 @@ static uint64_t object_size(struct walk *w, uint64_t o, int type)
 	case HT_UDATA:
 		h = heap_ptr(w->im, o, hl->u_size);
 		return h ? hl->u_size + (uint64_t)le32(h + hl->u_len) : 0;
+	case HT_TRACE: /* as lj_trace_free() frees it */
+		h = heap_ptr(w->im, o, hl->tr_size);
+		if (!h || le32(h + hl->tr_nins) < le32(h + hl->tr_nk))
+			return 0;
+		return hl->tr_size + 8ull * (le32(h + hl->tr_nins) - le32(h + hl->tr_nk)) +
+		       (uint64_t)hl->sn_size * (h[hl->tr_nsnap] | h[hl->tr_nsnap + 1] << 8) +
+		       4ull * (hl->tr_snapmap32 ? le32(h + hl->tr_nsnapmap) :
+				(uint32_t)(h[hl->tr_nsnapmap] | h[hl->tr_nsnapmap + 1] << 8));
 	}
 	return 0;
 }
@@ -471,14 +494,12 @@ static int add_chain(struct walk *w, uint64_t o, int only_type)
 			w->s->st.cut_chains++;
 			return 0;
 		}
-		if (type != HT_TRACE) {
-			err = obj_add(w, o, type, &idx);
-			if (err)
-				return err;
-			if (idx < 0) {
-				w->s->st.cut_chains++;
-				return 0;
-			}
+		err = obj_add(w, o, type, &idx);
+		if (err)
+			return err;
+		if (idx < 0) {
+			w->s->st.cut_chains++;
+			return 0;
 		}
 		o = get_ref(hl, h);
 	}
@@ -552,8 +573,6 @@ static int reach(struct walk *w, uint64_t o, int type, uint32_t node)
 	int64_t i = obj_find(w, o);
 	int err;
 
-	if (type == HT_TRACE)
-		return 0; /* compiled code, which the walk does not count */
 	if (i < 0) {
 		if (gct_of(w->im, w->hl, o) != type) {
 			w->s->st.bad_refs++;
@@ -850,6 +869,10 @@ static int visit(struct walk *w, const struct obj *ob)
 		return visit_proto(w, ob->addr, ob->node);
 	case HT_THREAD:
 		return visit_thread(w, ob->addr, ob->node);
+	case HT_TRACE:
+		p = heap_ptr(w->im, ob->addr, hl->tr_startpt + hl->ref);
+		return p ? step_text(w, ob->node, "[start]", &step) ?:
+			   reach_ref(w, get_ref(hl, p + hl->tr_startpt), step) : 0;
 	case HT_UPVAL:
 		p = heap_ptr(w->im, ob->addr, hl->uv_v + hl->ref);
 		p = p ? heap_ptr(w->im, get_ref(hl, p + hl->uv_v), 8) : NULL;
@@ -864,6 +887,23 @@ static int visit(struct walk *w, const struct obj *ob)
 		return err ?: reach_ref(w, get_ref(hl, p + hl->u_env), step);
 	}
 	return 0;
+}
+
+/* The compiled traces, J->trace[1 .. sizetrace). */
+static int reach_traces(struct walk *w, uint64_t G)
+{
+	const struct heap_layout *hl = w->hl;
+	const uint8_t *j = heap_ptr(w->im, G + hl->g2j, hl->j_sizetrace + 4), *tr;
+	uint32_t n = j ? le32(j + hl->j_sizetrace) : 0, node;
+	int err = 0;
+
+	tr = n && n <= 65536 ? heap_ptr(w->im, le64(j + hl->j_trace), (size_t)n * hl->ref) : NULL;
+	if (!tr)
+		return 0;
+	err = step_text(w, NONE, "[jit traces]", &node);
+	for (uint32_t i = 1; i < n && !err; i++)
+		err = reach_ref(w, get_ref(hl, tr + (size_t)i * hl->ref), node);
+	return err;
 }
 
 /* The roots, in the order the walk names objects by: _G (the main
@@ -889,6 +929,8 @@ static int reach_roots(struct walk *w, uint64_t L, uint64_t G)
 		err = step_text(w, NONE, i ? "[ffi miscmap]" : "[ffi finalizers]", &node) ?:
 		      (p ? reach_ref(w, le64(p), node) : 0);
 	}
+	if (!err && hl->g2j)
+		err = reach_traces(w, G);
 	for (uint32_t i = 0; i < hl->ngcroot && !err; i++) {
 		uint64_t o = get_ref(hl, g + hl->g_gcroot + i * hl->ref);
 		int type = o ? gct_of(w->im, hl, o) : -1;

@@ -34,6 +34,10 @@ dwarf_layout() { # DEBUGFILE
 		"sizeof.GCupval=sizeof(GCupval)" "str.len=&((GCstr *)0)->len"
 		"sizeof.GCstr=sizeof(GCstr)" "sizeof.GCcdata=sizeof(GCcdata)"
 		"g.ctype_state=&$g->ctype_state" "sizeof.CType=sizeof(CType)"
+		"trace.nins=&((GCtrace *)0)->nins" "trace.nk=&((GCtrace *)0)->nk"
+		"trace.nsnap=&((GCtrace *)0)->nsnap" "trace.nsnapmap=&((GCtrace *)0)->nsnapmap"
+		"trace.startpt=&((GCtrace *)0)->startpt" "sizeof.GCtrace=sizeof(GCtrace)"
+		"sizeof.SnapShot=sizeof(SnapShot)"
 	)
 	local args=() e
 	for e in "${ex[@]}"; do
