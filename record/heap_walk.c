@@ -5,17 +5,18 @@
  * the VM's roots first reaches each one.
  *
  * Objects are found where the GC itself finds them: the list from
- * g->gc.root (every object but strings; userdata after the main thread)
- * and the string table's chains.  A breadth-first walk from the roots (_G,
- * the registry, the main thread's stack, the type metatables and
- * metamethod names of g->gcroot) then follows what LuaJIT's marking
- * follows: table keys and values and metatables, closures' upvalues,
- * environments and prototypes, prototypes' constants, threads' stacks,
- * userdata's metatables and environments, a trace's starting prototype.  Each object gets the first
- * path that reaches it, which, breadth first, is a shortest one; objects
- * no path reaches are garbage the GC has not swept yet.  Weak references
- * are followed like strong ones.  Compiled traces are on the root list
- * too, and reached from the JIT's trace array.
+ * g->gc.root (every object but strings and open upvalues; userdata after
+ * the main thread), each thread's open upvalues and the string table's
+ * chains.  A breadth-first walk from the roots (_G, the registry, the
+ * main thread's stack, the FFI's tables, the JIT's traces, the type
+ * metatables and metamethod names of g->gcroot) then follows what
+ * LuaJIT's marking follows: table keys and values and metatables,
+ * closures' upvalues, environments and prototypes, prototypes' constants,
+ * threads' stacks, userdata's metatables and environments, a trace's
+ * starting prototype.  Each object gets the first path that reaches it,
+ * which, breadth first, is a shortest one; objects no path reaches are
+ * garbage the GC has not swept yet.  Weak references are followed like
+ * strong ones.
  *
  * Every read goes through heap_ptr(): a reference outside the copy, or to
  * a header of the wrong type, is counted and not followed.
