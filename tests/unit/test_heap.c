@@ -5,7 +5,8 @@
  * nowhere, a registry, the main thread, and a string no path reaches.
  * Every object's bytes go to the first path that reaches it, the bad
  * reference is counted and not followed, the garbage is [unreachable],
- * and --depth cuts a path with [deeper].
+ * a key's separators and control bytes do not reach a path, --depth cuts
+ * a path with [deeper], and no read crosses the copy's end.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -52,7 +53,7 @@ enum {
 	L_ = BASE, STACK = BASE + 0x1800, TG = BASE + 0x2000, TCACHE = BASE + 0x2100,
 	TREG = BASE + 0x2200, NODES = BASE + 0x2300, ARRAY = BASE + 0x2400,
 	SCACHE = BASE + 0x2500, SHELLO = BASE + 0x2600, SDEAD = BASE + 0x2700,
-	STRTAB = BASE + 0x2800,
+	STRTAB = BASE + 0x2800, SKEY = BASE + 0x2900, SVAL = BASE + 0x2a00,
 };
 
 static void build(struct mem *m, const struct heap_layout *hl, uint64_t G)
@@ -80,8 +81,8 @@ static void build(struct mem *m, const struct heap_layout *hl, uint64_t G)
 	put32(m, TG + hl->t_hmask, 1);
 	put_tv(m, NODES, TCACHE, HT_TAB);
 	put_tv(m, NODES + 8, SCACHE, HT_STR);
-	put64(m, NODES + 24, ~0ull);
-	put64(m, NODES + 32, ~0ull);
+	put_tv(m, NODES + 24, SVAL, HT_STR); /* ["x;\033"] = "v" */
+	put_tv(m, NODES + 32, SKEY, HT_STR);
 	/* TCACHE = { "hello world", <a string nowhere> } */
 	header(m, TCACHE, TG, HT_TAB);
 	put64(m, TCACHE + hl->t_array, ARRAY);
@@ -91,7 +92,9 @@ static void build(struct mem *m, const struct heap_layout *hl, uint64_t G)
 	header(m, TREG, TCACHE, HT_TAB);
 	string(m, hl, SCACHE, SHELLO, "cache");
 	string(m, hl, SHELLO, SDEAD, "hello world");
-	string(m, hl, SDEAD, 0, "garbage");
+	string(m, hl, SDEAD, SKEY, "garbage");
+	string(m, hl, SKEY, SVAL, "x;\033");
+	string(m, hl, SVAL, 0, "v");
 }
 
 /* The entry whose path is `path` (steps ';'-joined, then the leaf). */
@@ -140,7 +143,9 @@ TEST(heap_walk_synthetic_gc64)
 	      nvm == 1);
 	CHECK(heap_vmstate(&im, &hl, G, &vmstate) == 0 && vmstate == ~1);
 	CHECK(heap_walk(&im, &hl, L, G, 16, &s) == 0);
-	CHECK(s.st.objects == 7 && s.st.unreachable == 1 && s.st.bad_refs == 1);
+	CHECK(s.st.objects == 9 && s.st.unreachable == 1 && s.st.bad_refs == 1);
+	/* A key's ';' and control bytes are '?' in its step. */
+	CHECK(entry(&s, "_G;x??;[string]") && entry(&s, "_G;x??;[string]")->count == 2);
 	CHECK(has(&s, "_G;[table]", 64 + 2 * 24));
 	CHECK(has(&s, "_G;cache;[table]", 64 + 2 * 8));
 	CHECK(has(&s, "_G;cache;[string]", 24 + 5 + 1)); /* the key */
@@ -148,12 +153,15 @@ TEST(heap_walk_synthetic_gc64)
 	CHECK(has(&s, "[registry];[table]", 64));
 	CHECK(has(&s, "[main thread];[thread]", hl.l_size + 2 * 8));
 	CHECK(has(&s, "[unreachable];[string]", 24 + 7 + 1));
-	CHECK(s.st.bytes == 112 + 80 + 30 + 36 + 64 + hl.l_size + 16 + 32);
+	CHECK(s.st.bytes == 112 + 80 + 30 + 36 + 64 + hl.l_size + 16 + 32 + 28 + 26);
 	heap_snapshot_free(&s);
 	/* Two steps at most: the string in the array is cut. */
 	CHECK(heap_walk(&im, &hl, L, G, 2, &s) == 0);
 	CHECK(has(&s, "_G;cache;[deeper];[string]", 24 + 11 + 1) && s.st.deeper == 1);
 	heap_snapshot_free(&s);
+	/* A read across the end of the copy is refused. */
+	CHECK(heap_ptr(&im, BASE + SIZE - 8, 8) && !heap_ptr(&im, BASE + SIZE - 8, 9) &&
+	      !heap_ptr(&im, BASE - 1, 2) && !heap_ptr(&im, 0, 1));
 	/* Memory that holds no VM. */
 	heap_image_free(&im);
 	m = calloc(1, sizeof(*m));
