@@ -243,6 +243,7 @@ struct walk {
 	uint64_t ctab;   /* the FFI's C type table, 0 if none */
 	uint32_t ctop;   /* its types */
 	uint64_t cts;    /* the FFI's CTState, 0 if none */
+	uint64_t G;
 	struct heap_snapshot *s;
 };
 
@@ -579,6 +580,8 @@ static int reach(struct walk *w, uint64_t o, int type, uint32_t node)
 			w->s->st.bad_refs++;
 			return 0;
 		}
+		if (o >= w->G && o < w->G + w->hl->g_gcroot)
+			return 0; /* g->strempty, inside global_State: no object of its own */
 		err = obj_add(w, o, type, &i);
 		if (err)
 			return err;
@@ -1031,7 +1034,7 @@ static int aggregate(struct walk *w)
 int heap_walk(const struct heap_image *im, const struct heap_layout *hl, uint64_t L,
 	      uint64_t G, uint32_t depth, struct heap_snapshot *out)
 {
-	struct walk w = { .im = im, .hl = hl, .depth = depth ? depth : 1, .s = out };
+	struct walk w = { .im = im, .hl = hl, .depth = depth ? depth : 1, .s = out, .G = G };
 	int err;
 
 	memset(out, 0, sizeof(*out));
