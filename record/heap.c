@@ -99,7 +99,9 @@ static void usage(FILE *f)
 		"prototype); a closure as [function CHUNK:LINE].  Roots: _G, [registry]\n"
 		"(package.loaded is [registry];_LOADED), [main thread], [type metatables],\n"
 		"[metamethod names].  Objects no path reaches, garbage not yet collected,\n"
-		"are under [unreachable].  Needs root or the right to ptrace the process.\n",
+		"are under [unreachable].  Weak tables are followed as strong ones; a table\n"
+		"of more than 256 string keys is a map, its entries all [*].  Needs root or\n"
+		"the right to ptrace the process.\n",
 		DEFAULT_OUTPUT, DEFAULT_DEPTH);
 }
 
