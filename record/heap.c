@@ -97,8 +97,9 @@ static void usage(FILE *f)
 		"Paths: string keys by their text, integer keys as [*], other keys as\n"
 		"[key]; [metatable], [env], [stack], upvalue NAME, [constants] (of a\n"
 		"prototype); a closure as [function CHUNK:LINE].  Roots: _G, [registry]\n"
-		"(package.loaded is [registry];_LOADED), [main thread], [type metatables],\n"
-		"[metamethod names].  Objects no path reaches, garbage not yet collected,\n"
+		"(package.loaded is [registry];_LOADED), [main thread], [ffi finalizers],\n"
+		"[ffi miscmap], [jit traces], [type metatables], [metamethod names].\n"
+		"Objects no path reaches, garbage not yet collected,\n"
 		"are under [unreachable].  Weak tables are followed as strong ones; a table\n"
 		"of more than 256 string keys is a map, its entries all [*].  Needs root or\n"
 		"the right to ptrace the process.\n",
