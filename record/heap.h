@@ -6,11 +6,13 @@
  *                 while every thread is stopped (ptrace), so that the walk
  *                 reads one consistent instant and runs after the target
  *                 is resumed; every read from it is bounded and checked
- *   heap_walk.c   the VM in that copy: its global_State, every GC object
- *                 (the GC's object list and string table) with its size as
- *                 LuaJIT accounts it, and a breadth-first walk from the
- *                 VM's roots that gives each object the first path that
- *                 reaches it (_G;cache;users;[*])
+ *   heap_layout.c the offsets the walk reads a build's VM with, and the
+ *                 VM in the copy: its global_State and vmstate
+ *   heap_walk.c   every GC object in the copy (the GC's object list and
+ *                 string table) with its size as LuaJIT accounts it, and a
+ *                 breadth-first walk from the VM's roots that gives each
+ *                 object the first path that reaches it (_G;cache;users;[*])
+ *   heap_stop.c   every thread of the target stopped, and let go
  *   heap.c        the command: options, stopping and resuming the target,
  *                 the trace (heap events on paths of name frames)
  *
@@ -51,7 +53,7 @@ int heap_image_add(struct heap_image *im, uint64_t start, const void *data, size
 const uint8_t *heap_ptr(const struct heap_image *im, uint64_t addr, size_t len);
 void heap_image_free(struct heap_image *im);
 
-/* ---- heap_walk.c ------------------------------------------------------- */
+/* ---- heap_layout.c ----------------------------------------------------- */
 /* The offsets the walk needs, derived from a build's struct lj_layout (the
  * recorder's: from DWARF, from code, or built in) and the GC object
  * structs, which are the same in every LuaJIT 2.1 of one reference width
@@ -85,6 +87,36 @@ struct heap_layout {
 	int tr_snapmap32; /* nsnapmap is 32 bits wide (16 in older ones) */
 };
 
+/* Little-endian fields of the copy (x86_64), a GCRef of the layout's
+ * width, and the type byte of the GC object at o (-1: not in the copy). */
+static inline uint32_t le32(const uint8_t *p)
+{
+	uint32_t v;
+
+	__builtin_memcpy(&v, p, 4);
+	return v;
+}
+
+static inline uint64_t le64(const uint8_t *p)
+{
+	uint64_t v;
+
+	__builtin_memcpy(&v, p, 8);
+	return v;
+}
+
+static inline uint64_t get_ref(const struct heap_layout *hl, const uint8_t *p)
+{
+	return hl->ref == 8 ? le64(p) : le32(p);
+}
+
+static inline int gct_of(const struct heap_image *im, const struct heap_layout *hl, uint64_t o)
+{
+	const uint8_t *h = o ? heap_ptr(im, o, hl->ref + 2) : NULL;
+
+	return h ? h[hl->ref + 1] : -1;
+}
+
 /* The walk's layout for a build whose recorder layout is lo: 0, or
  * -EINVAL for one it cannot place (a field out of its range). */
 int heap_layout_from(const struct lj_layout *lo, struct heap_layout *hl);
@@ -99,6 +131,7 @@ int heap_find_vm(const struct heap_image *im, const struct heap_layout *hl, uint
 int heap_vmstate(const struct heap_image *im, const struct heap_layout *hl, uint64_t G,
 		 int32_t *vmstate);
 
+/* ---- heap_walk.c ------------------------------------------------------- */
 /* LuaJIT's GC object types, as a header's gct byte has them (~LJ_T*). */
 enum heap_type {
 	HT_STR = 4, HT_UPVAL = 5, HT_THREAD = 6, HT_PROTO = 7, HT_FUNC = 8,
