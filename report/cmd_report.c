@@ -438,6 +438,9 @@ int cmd_report(int argc, char **argv)
 	o.load.stalls = o.mode == &modes[MODE_stalls];
 	if (o.load.stalls)
 		o.load.comm = 0; /* each stall's line names its process */
+	/* Heap snapshots alone: their kind, without --kind heap. */
+	if (!o.kind_set && !o.mode && report_only_heap(o.traces, o.ntraces))
+		o.load.kind = LP_KIND_HEAP;
 	ret = report_load(&o.load, o.traces, o.ntraces, &prof, &procs, &keep);
 	if (!ret)
 		ret = write_output(&o, &prof, keep);

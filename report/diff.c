@@ -40,6 +40,7 @@ struct dopts {
 	struct load_opts load;
 	unsigned rows;
 	int per_second;
+	int kind_set; /* --kind given */
 	char *base, *new;
 };
 
@@ -128,6 +129,7 @@ static int parse_opts(int argc, char **argv, struct dopts *o)
 			o->per_second = 1;
 			break;
 		case LOAD_OPT_PID ... LOAD_OPT_SYMFS:
+			o->kind_set |= c == LOAD_OPT_KIND;
 			err = report_load_opt(lo, c, optarg, &why);
 			if (err == -EINVAL)
 				return misuse("%s '%s'", why, optarg);
@@ -384,6 +386,8 @@ int cmd_diff(int argc, char **argv)
 		ret = ret == -1 ? 0 : ret == 2 ? 2 : 1;
 		goto cleanup;
 	}
+	if (!o.kind_set && report_only_heap(&o.base, 1) && report_only_heap(&o.new, 1))
+		o.load.kind = LP_KIND_HEAP;
 	ret = report_load(&o.load, &o.base, 1, &b, &bp, NULL) ?:
 	      report_load(&o.load, &o.new, 1, &n, &np, NULL);
 	if (!ret)

@@ -683,6 +683,32 @@ static int load_all(struct run *r, char *const *traces, size_t n)
 	return 0;
 }
 
+static int only_heap(const char *path)
+{
+	struct trace_reader *r;
+	struct lp_record rec;
+	char why[256];
+	int heap = 0, other = 0;
+
+	if (trace_reader_open(&r, path, why, sizeof(why)))
+		return 0;
+	trace_reader_skip(r, ~(1ull << LP_REC_SAMPLE | 1ull << LP_REC_EVENT));
+	while (!other && trace_reader_next(r, &rec) > 0) {
+		other = rec.type == LP_REC_SAMPLE || rec.u.event.kind != LP_KIND_HEAP;
+		heap |= !other;
+	}
+	trace_reader_close(r);
+	return heap && !other;
+}
+
+int report_only_heap(char *const *traces, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!only_heap(traces[i]))
+			return 0;
+	return n > 0;
+}
+
 int report_load(const struct load_opts *lo, char *const *traces, size_t n,
 		struct profile *p, struct procs *procs, struct report_pass **keep)
 {

@@ -49,6 +49,11 @@ struct report_pass;
  * counted, to be freed with report_pass_free(). */
 int report_load(const struct load_opts *lo, char *const *traces, size_t n,
 		struct profile *p, struct procs *procs, struct report_pass **keep);
+/* Whether traces[0..n) hold heap snapshots only (`luaprof heap`): heap
+ * events, and no sample nor event of another kind, so that a report
+ * without --kind shows them.  Stops at the first record that says no;
+ * a trace that does not open says no (report_load() says why). */
+int report_only_heap(char *const *traces, size_t n);
 struct vmstate *report_pass_vmstate(const struct report_pass *ps);
 struct annotate *report_pass_annotate(const struct report_pass *ps);
 struct stalls *report_pass_stalls(const struct report_pass *ps);

@@ -73,6 +73,10 @@ for f in top folded callgraph speedscope flamegraph; do
 	check "report --format $f of a snapshot" test -s $TMP/v.$f
 done
 check "top names the leak's path" grep -q "users" $TMP/v.top
+check "report without --kind shows a snapshot's heap" \
+	grep -q "^# kind: heap" <($LUAPROF report $T 2>/dev/null)
+check "diff without --kind compares snapshots in bytes" \
+	grep -q "^# bytes in each snapshot" <($LUAPROF diff $TMP/luajit2-1.lp $T 2>/dev/null)
 $LUAPROF diff --kind heap $TMP/luajit2-1.lp $T >$TMP/diff.top
 check "diff compares bytes" grep -q "^# bytes in each snapshot" $TMP/diff.top
 check "diff: users grew" awk '$NF == "users" && $6 > 0 { f = 1 } END { exit !f }' $TMP/diff.top
