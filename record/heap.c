@@ -317,7 +317,7 @@ static void read_small(pid_t pid, const char *what, char *buf, size_t len)
 static int put_head(struct trace_writer *w, const struct heap_opts *o, struct lj_target *t,
 		    uint64_t now)
 {
-	char target[64], host[256] = "", comm[64], exe[PATH_MAX] = "", path[64];
+	char target[96], host[256] = "", comm[64], exe[PATH_MAX] = "", path[64];
 	struct utsname un;
 	struct lp_record r = { .type = LP_REC_META };
 	ssize_t n;
@@ -325,11 +325,11 @@ static int put_head(struct trace_writer *w, const struct heap_opts *o, struct lj
 
 	uname(&un);
 	gethostname(host, sizeof(host) - 1);
-	snprintf(target, sizeof(target), "heap of pid %d", (int)o->pid);
+	read_small(o->pid, "comm", comm, sizeof(comm));
+	snprintf(target, sizeof(target), "heap of pid %d (%s)", (int)o->pid, comm);
 	r.u.meta = (struct lp_meta){ LUAPROF_VERSION, o->cmdline, target, host, un.release,
 				     "monotonic", 0, now, real_ns(), 0 };
 	err = trace_write(w, &r);
-	read_small(o->pid, "comm", comm, sizeof(comm));
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)o->pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
