@@ -12,6 +12,7 @@
  * stack the path's steps as NAME frames, its weight the bytes first
  * reached there, its count the objects.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -424,6 +425,35 @@ static void print_layout(const struct heap_layout *hl)
 	       hl->sn_size);
 }
 
+/* When pid is an nginx master, its workers, whose VMs serve requests
+ * (the master's ran init_by_lua only): said once, with their pids. */
+static void nginx_master_note(pid_t pid)
+{
+	char cmd[64] = "", path[64], stat[512], more[256] = "";
+	struct dirent *d;
+	size_t at = 0;
+	DIR *dir;
+	FILE *f;
+
+	read_small(pid, "cmdline", cmd, sizeof(cmd));
+	if (strncmp(cmd, "nginx: master process", 21) || !(dir = opendir("/proc")))
+		return;
+	while ((d = readdir(dir)) && at + 16 < sizeof(more)) {
+		int child = atoi(d->d_name), ppid = 0;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", child);
+		f = child > 0 ? fopen(path, "re") : NULL;
+		if (f && fgets(stat, sizeof(stat), f) && strrchr(stat, ')') &&
+		    sscanf(strrchr(stat, ')') + 1, " %*c %d", &ppid) == 1 && ppid == pid)
+			at += (size_t)snprintf(more + at, sizeof(more) - at, " %d", child);
+		if (f)
+			fclose(f);
+	}
+	closedir(dir);
+	printf("luaprof heap: note: pid %d is nginx's master; requests run in its workers' "
+	       "VMs: give one of theirs (pids%s)\n", (int)pid, at ? more : " unknown");
+}
+
 static const char *vmstate_name(int32_t vmstate)
 {
 	static const char *const names[] = { "interpreting", "in C", "in the GC",
@@ -505,8 +535,10 @@ int cmd_heap(int argc, char **argv)
 			fprintf(stderr, "luaprof heap: the walk failed: %s\n", strerror(-err));
 		rc = err ? 1 : write_trace(&o, t, &s, now);
 	}
-	if (!rc && !o.quiet)
+	if (!rc && !o.quiet) {
 		summary(&o, &tk, &s);
+		nginx_master_note(o.pid);
+	}
 	if (!rc && o.verbose)
 		print_layout(&tk.hl);
 	heap_snapshot_free(&s);

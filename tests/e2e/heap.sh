@@ -146,6 +146,10 @@ if nginx_start; then
 	wrk -t1 -c4 -d2s http://127.0.0.1:$NGINX_PORT/leak >$TMP/wrk.out 2>&1
 	snapshot nginx-2 $W
 	check "nginx worker: the second snapshot too" test $? -eq 0
+	snapshot nginx-master $NGINX_MASTER
+	check "nginx master: heap names its workers as where requests run" \
+		grep -q "is nginx's master; .* (pids $(nginx_workers | tr '\n' ' ' | sed 's/ $//'))" \
+		$TMP/nginx-master.out
 	nginx_stop
 	check_num "nginx: what grew is the module's table, through _LOADED" \
 		"$(growth_under $TMP/nginx-1.lp $TMP/nginx-2.lp '(_LOADED|package;loaded);leaky;sessions;')" \
