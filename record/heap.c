@@ -262,7 +262,7 @@ static int take(struct heap_take *tk, pid_t pid)
 		heap_stop_resume(&hs);
 		usleep(RETRY_US);
 		t1 = mono_ns();
-		heap_stop_again(&hs);
+		err = heap_stop_again(&hs);
 	}
 	tk->nthreads = (unsigned)hs.n;
 	heap_stop_release(&hs);

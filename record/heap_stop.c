@@ -97,6 +97,7 @@ int heap_stop_all(struct heap_stop *hs, pid_t pid)
 	unsigned added = 1;
 	int err = 0;
 
+	hs->pid = pid;
 	for (int pass = 0; added && pass < SEIZE_PASSES && !err; pass++)
 		err = seize_pass(hs, pid, &added);
 	if (!err && !hs->n)
@@ -115,12 +116,17 @@ int heap_stop_resume(struct heap_stop *hs)
 
 int heap_stop_again(struct heap_stop *hs)
 {
+	unsigned added = 1;
+	int err = 0;
+
 	for (size_t i = 0; i < hs->n; i++) {
 		if (ptrace(PTRACE_INTERRUPT, hs->t[i].tid, NULL, NULL) < 0)
 			continue;
 		wait_stop(&hs->t[i]);
 	}
-	return 0;
+	for (int pass = 0; added && pass < SEIZE_PASSES && !err; pass++)
+		err = seize_pass(hs, hs->pid, &added);
+	return err;
 }
 
 void heap_stop_release(struct heap_stop *hs)

@@ -14,6 +14,7 @@ struct heap_task {
 };
 
 struct heap_stop {
+	pid_t pid;
 	struct heap_task *t;
 	size_t n, cap;
 };
@@ -21,7 +22,8 @@ struct heap_stop {
 /* Seizes and stops every thread of pid: 0 or -errno (what was seized
  * stays held: heap_stop_release() it). */
 int heap_stop_all(struct heap_stop *hs, pid_t pid);
-/* Lets the held threads run (still seized), and stops them again. */
+/* Lets the held threads run (still seized), and stops them again, with
+ * any thread born meanwhile. */
 int heap_stop_resume(struct heap_stop *hs);
 int heap_stop_again(struct heap_stop *hs);
 /* Detaches every thread: they run on as before. */
