@@ -41,7 +41,7 @@
 struct heap_opts {
 	pid_t pid;
 	const char *output;
-	uint32_t depth;
+	uint32_t depth, vm;
 	int quiet, verbose;
 	char cmdline[1024];
 };
@@ -51,7 +51,7 @@ struct heap_take {
 	struct heap_image im;
 	struct heap_layout hl;
 	uint64_t L, G;
-	unsigned nvm, nthreads, tries;
+	unsigned which, nvm, nthreads, tries; /* which: --vm */
 	int32_t vmstate;
 	int at_rest;
 	double pause_ms, total_ms; /* the last stop; all stops together */
@@ -76,7 +76,7 @@ static uint64_t real_ns(void)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: luaprof heap -p PID [-o FILE] [--depth N] [-q] [-v]\n\n"
+		"usage: luaprof heap -p PID [-o FILE] [--depth N] [--vm N] [-q] [-v]\n\n"
 		"Take a snapshot of the heap of the LuaJIT VM in a running process: every\n"
 		"live object, its size as LuaJIT counts it, and the first path from the\n"
 		"VM's roots that reaches it (_G;cache;users;[*];[table]).  The process is\n"
@@ -85,12 +85,13 @@ static void usage(FILE *f)
 		"`luaprof report --kind heap` shows it in any format, and `luaprof diff\n"
 		"--kind heap OLD NEW` what grew between two snapshots.\n\n"
 		"Options:\n"
-		"  -p, --pid PID      the process holding the LuaJIT VM (one VM per process:\n"
-		"                     the first found; the rest are counted)\n"
+		"  -p, --pid PID      the process holding the LuaJIT VM\n"
 		"  -o, --output FILE  the trace to write (default %s; an existing one is\n"
 		"                     kept as FILE.old; mode 0600, never through a link)\n"
 		"      --depth N      steps of a path at most (default %d); deeper objects\n"
 		"                     add up under a [deeper] step\n"
+		"      --vm N         of several VMs in the process (one per thread, as\n"
+		"                     sysbench has), the Nth by address (default 1)\n"
 		"  -q, --quiet        print nothing but errors\n"
 		"  -v, --verbose      also the layout the walk read the VM with (offsets\n"
 		"                     in global_State, lua_State and the GC objects)\n"
@@ -123,6 +124,7 @@ static int parse(int argc, char **argv, struct heap_opts *o)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "depth", required_argument, NULL, 'd' },
+		{ "vm", required_argument, NULL, 'V' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -132,23 +134,26 @@ static int parse(int argc, char **argv, struct heap_opts *o)
 	long v;
 	int c;
 
-	*o = (struct heap_opts){ .output = DEFAULT_OUTPUT, .depth = DEFAULT_DEPTH };
+	*o = (struct heap_opts){ .output = DEFAULT_OUTPUT, .depth = DEFAULT_DEPTH, .vm = 1 };
 	join_argv(argc, argv, o->cmdline, sizeof(o->cmdline));
 	while ((c = getopt_long(argc, argv, "p:o:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 		case 'd':
+		case 'V':
 			errno = 0;
 			v = strtol(optarg, &end, 10);
-			if (errno || *end || v <= 0 || v > (c == 'p' ? INT_MAX : MAX_DEPTH)) {
+			if (errno || *end || v <= 0 || v > (c == 'd' ? MAX_DEPTH : INT_MAX)) {
 				fprintf(stderr, "luaprof heap: bad %s '%s'\n",
-					c == 'p' ? "pid" : "depth", optarg);
+					c == 'p' ? "pid" : c == 'd' ? "depth" : "vm", optarg);
 				return 2;
 			}
 			if (c == 'p')
 				o->pid = (pid_t)v;
-			else
+			else if (c == 'd')
 				o->depth = (uint32_t)v;
+			else
+				o->vm = (uint32_t)v;
 			break;
 		case 'o':
 			o->output = optarg;
@@ -224,7 +229,7 @@ static int try_once(struct heap_take *tk, pid_t pid, int last, int *done)
 	heap_image_free(&tk->im);
 	err = heap_image_copy(&tk->im, pid, MAX_COPY);
 	if (!err && !tk->G)
-		err = heap_find_vm(&tk->im, &tk->hl, &tk->L, &tk->G, &tk->nvm);
+		err = heap_find_vm(&tk->im, &tk->hl, tk->which, &tk->L, &tk->G, &tk->nvm);
 	if (!err)
 		err = heap_vmstate(&tk->im, &tk->hl, tk->G, &tk->vmstate);
 	tk->at_rest = !err && vm_at_rest(tk->vmstate);
@@ -241,7 +246,7 @@ static void locate_early(struct heap_take *tk, pid_t pid)
 	struct heap_image im = { 0 };
 
 	if (!heap_image_copy(&im, pid, MAX_COPY) &&
-	    heap_find_vm(&im, &tk->hl, &tk->L, &tk->G, &tk->nvm))
+	    heap_find_vm(&im, &tk->hl, tk->which, &tk->L, &tk->G, &tk->nvm))
 		tk->G = tk->L = 0;
 	heap_image_free(&im);
 }
@@ -268,7 +273,10 @@ static int take(struct heap_take *tk, pid_t pid)
 	heap_stop_release(&hs);
 	tk->pause_ms = (double)(mono_ns() - t1) / 1e6;
 	tk->total_ms += tk->pause_ms;
-	if (err == -ENOENT)
+	if (err == -ENOENT && tk->nvm)
+		fprintf(stderr, "luaprof heap: pid %d: no VM %u: %u LuaJIT VMs in its memory\n",
+			(int)pid, tk->which, tk->nvm);
+	else if (err == -ENOENT)
 		fprintf(stderr, "luaprof heap: pid %d: no LuaJIT VM (global_State) found in "
 			"its memory\n", (int)pid);
 	else if (err)
@@ -481,8 +489,9 @@ static void summary(const struct heap_opts *o, const struct heap_take *tk,
 		printf("luaprof heap: note: the VM was busy at every try (last: %s): the "
 		       "snapshot may be inconsistent\n", vmstate_name(tk->vmstate));
 	if (tk->nvm > 1)
-		printf("luaprof heap: note: %u LuaJIT VMs in the process; the first one's "
-		       "snapshot\n", tk->nvm);
+		printf("luaprof heap: note: %u LuaJIT VMs in the process; this is VM %u's "
+		       "(G 0x%llx; --vm N for another)\n", tk->nvm, tk->which,
+		       (unsigned long long)tk->G);
 	if (tk->im.skipped_bytes || tk->im.failed_bytes)
 		printf("luaprof heap: note: %.1f MiB of memory left out past the bound, %.1f "
 		       "MiB unreadable\n", (double)tk->im.skipped_bytes / 1048576.0,
@@ -525,6 +534,7 @@ int cmd_heap(int argc, char **argv)
 		return rc == 1 ? 0 : 2;
 	if (detect(o.pid, &t, &tk.hl))
 		return 1;
+	tk.which = o.vm;
 	locate_early(&tk, o.pid);
 	now = mono_ns();
 	rc = take(&tk, o.pid);

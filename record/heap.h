@@ -123,10 +123,10 @@ int heap_layout_from(const struct lj_layout *lo, struct heap_layout *hl);
 
 /* Finds global_State in the image: a lua_State whose glref points at the
  * G right after it in GG_State, whose mainthref points back, with a
- * thread's type.  0 with *L and *G (the first such, *nvm how many), or
- * -ENOENT. */
-int heap_find_vm(const struct heap_image *im, const struct heap_layout *hl, uint64_t *L,
-		 uint64_t *G, unsigned *nvm);
+ * thread's type.  0 with *L and *G (the which-th such by address, from
+ * 1; *nvm how many), or -ENOENT (none, or fewer than which). */
+int heap_find_vm(const struct heap_image *im, const struct heap_layout *hl, unsigned which,
+		 uint64_t *L, uint64_t *G, unsigned *nvm);
 /* g->vmstate in the image: ~LJ_VMST_* or a trace number. */
 int heap_vmstate(const struct heap_image *im, const struct heap_layout *hl, uint64_t G,
 		 int32_t *vmstate);

@@ -135,8 +135,8 @@ static int is_main_thread(const struct heap_image *im, const struct heap_layout 
 	return q && get_ref(hl, q) == L && gct_of(im, hl, L) == HT_THREAD;
 }
 
-int heap_find_vm(const struct heap_image *im, const struct heap_layout *hl, uint64_t *L,
-		 uint64_t *G, unsigned *nvm)
+int heap_find_vm(const struct heap_image *im, const struct heap_layout *hl, unsigned which,
+		 uint64_t *L, uint64_t *G, unsigned *nvm)
 {
 	*nvm = 0;
 	for (size_t i = 0; i < im->n; i++) {
@@ -148,13 +148,13 @@ int heap_find_vm(const struct heap_image *im, const struct heap_layout *hl, uint
 
 			if (get_ref(hl, p) != a + hl->gg_g || !is_main_thread(im, hl, a))
 				continue;
-			if (!(*nvm)++) {
+			if (++*nvm == which) {
 				*L = a;
 				*G = a + hl->gg_g;
 			}
 		}
 	}
-	return *nvm ? 0 : -ENOENT;
+	return *nvm >= which && which ? 0 : -ENOENT;
 }
 
 int heap_vmstate(const struct heap_image *im, const struct heap_layout *hl, uint64_t G,

@@ -139,8 +139,9 @@ TEST(heap_walk_synthetic_gc64)
 	build(m, &hl, L_ + hl.gg_g);
 	CHECK(heap_image_add(&im, BASE, m->b, SIZE) == 0);
 	free(m);
-	CHECK(heap_find_vm(&im, &hl, &L, &G, &nvm) == 0 && L == L_ && G == L_ + hl.gg_g &&
+	CHECK(heap_find_vm(&im, &hl, 1, &L, &G, &nvm) == 0 && L == L_ && G == L_ + hl.gg_g &&
 	      nvm == 1);
+	CHECK(heap_find_vm(&im, &hl, 2, &L, &G, &nvm) == -ENOENT && nvm == 1);
 	CHECK(heap_vmstate(&im, &hl, G, &vmstate) == 0 && vmstate == ~1);
 	CHECK(heap_walk(&im, &hl, L, G, 16, &s) == 0);
 	CHECK(s.st.objects == 9 && s.st.unreachable == 1 && s.st.bad_refs == 1);
@@ -167,6 +168,6 @@ TEST(heap_walk_synthetic_gc64)
 	m = calloc(1, sizeof(*m));
 	CHECK(m && heap_image_add(&im, BASE, m->b, SIZE) == 0);
 	free(m);
-	CHECK(heap_find_vm(&im, &hl, &L, &G, &nvm) == -ENOENT);
+	CHECK(heap_find_vm(&im, &hl, 1, &L, &G, &nvm) == -ENOENT);
 	heap_image_free(&im);
 }
