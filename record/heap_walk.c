@@ -384,6 +384,11 @@ static uint64_t tv_gc(const struct heap_layout *hl, const uint8_t *tv, int *type
 	return hl->gc64 ? le64(tv) & ((1ull << 47) - 1) : le32(tv);
 }
 
+static int tv_nil(const struct heap_layout *hl, const uint8_t *tv)
+{
+	return (hl->gc64 ? (uint32_t)((int64_t)le64(tv) >> 47) : le32(tv + 4)) == ~(uint32_t)0;
+}
+
 /* Object o of type type, reached at node: queued if not reached before.
  * A reference to no object of that type is counted and dropped; one to
  * an object on no GC list (the walk missed it there) is added. */
@@ -555,8 +560,8 @@ static int visit_table(struct walk *w, uint64_t o, uint32_t node)
 		const uint8_t *n = v + i * hl->node_size;
 		int type;
 
-		if (!tv_gc(hl, n, &type) && !tv_gc(hl, n + 8, &type))
-			continue; /* no object in it: nothing to reach */
+		if (tv_nil(hl, n) || (!tv_gc(hl, n, &type) && !tv_gc(hl, n + 8, &type)))
+			continue; /* a dead key (the GC marks none), or no object */
 		err = key_step(w, n + 8, map, node, &step) ?: reach_tv(w, n, step) ?:
 		      reach_tv(w, n + 8, step);
 	}
