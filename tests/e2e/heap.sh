@@ -12,6 +12,9 @@
 . tests/lib.sh
 . tests/nginx.sh
 
+tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
+tests/luajit-builds.sh || { fail "LuaJIT builds (tests/luajit-builds.sh)"; exit 1; }
+
 BUILDS=$PWD/build/luajit-builds
 
 # growth_under BASE NEW REGEX : the share of the bytes that grew from BASE

@@ -8,6 +8,8 @@
 # JIT's buffers), most of it under _G;cache;users.
 . tests/lib.sh
 
+tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
+tests/luajit-builds.sh || { fail "LuaJIT builds (tests/luajit-builds.sh)"; exit 1; }
 BUILDS=$PWD/build/luajit-builds/builds.txt
 if [ ! -s "$BUILDS" ]; then
 	fail "no LuaJIT builds ($BUILDS: tests/luajit-builds.sh)"
