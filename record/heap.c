@@ -475,6 +475,13 @@ static const char *vmstate_name(int32_t vmstate)
 	return buf;
 }
 
+/* g->gc.state (lj_gc.h's GCS*): garbage is swept in the sweep phases,
+ * so [unreachable] is largest before them. */
+static const char *const gc_phases[6] = {
+	"between cycles", "marking", "in its atomic phase", "sweeping strings", "sweeping",
+	"finalizing",
+};
+
 static void summary(const struct heap_opts *o, const struct heap_take *tk,
 		    const struct heap_snapshot *s)
 {
@@ -497,9 +504,10 @@ static void summary(const struct heap_opts *o, const struct heap_take *tk,
 		       "MiB unreadable\n", (double)tk->im.skipped_bytes / 1048576.0,
 		       (double)tk->im.failed_bytes / 1048576.0);
 	printf("luaprof heap: %llu objects, %llu bytes (LuaJIT counts %llu in all); "
-	       "%llu unreachable (%llu bytes)\n", (unsigned long long)st->objects,
+	       "%llu unreachable (%llu bytes); the GC %s\n", (unsigned long long)st->objects,
 	       (unsigned long long)st->bytes, (unsigned long long)st->gc_total,
-	       (unsigned long long)st->unreachable, (unsigned long long)st->unreachable_bytes);
+	       (unsigned long long)st->unreachable, (unsigned long long)st->unreachable_bytes,
+	       st->gc_state < 6 ? gc_phases[st->gc_state] : "in an unknown phase");
 	printf("luaprof heap:");
 	for (int t = 0; t < HT_MAX; t++)
 		if (type_label[t] && st->by_type[t])
