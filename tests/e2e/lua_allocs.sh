@@ -9,7 +9,8 @@
 # reads the kinds, pprof as go tool pprof names them, and report, info and
 # record agree on the counts.  nginx's workers (luajit2, a shared library,
 # forked after the recorder attached to the master) have their
-# allocations sampled under app.lua's handler, whole stacks.
+# allocations sampled under app.lua's handler, whole stacks; of a handler
+# that leaks into a module's table, inuse names the handler.
 . tests/lib.sh
 . tests/nginx.sh
 
@@ -131,3 +132,21 @@ check "nginx: the allocations sampled at one instruction" test "$(awk '{ n = spl
 	sub(/ [0-9]+$/, "", f[n]); if (f[n] != "[GC]") print f[n] }' $TMP/ng.folded | sort -u | wc -l)" -eq 1
 check "nginx: inuse has events of its own" \
 	grep -qE "inuse" <($LUAPROF info $TMP/ng.lp 2>/dev/null)
+
+# /leak (samples/nginx/leaky.lua) keeps ~2 KB a request in a module's
+# table for the worker's life: what is alive at the end is under its
+# handler, which the heap snapshot (tests/e2e/heap.sh) finds by path.
+nginx_start || { check "nginx starts again" false; exit 0; }
+$LUAPROF record -e inuse --alloc-every 16k -d 4 -p $NGINX_MASTER -o $TMP/lk.lp 2>$TMP/lk.err &
+rec=$!
+CLEANUP_PIDS+=($rec)
+wait_for eval "grep -q recording $TMP/lk.err || ! kill -0 $rec 2>/dev/null"
+wrk -t1 -c2 -d5s "http://127.0.0.1:$NGINX_PORT/leak" >/dev/null 2>&1
+wait $rec
+check "record -e inuse of nginx's /leak exits 0" test $? -eq 0
+nginx_stop
+$LUAPROF report --kind inuse --format folded -o $TMP/lk.folded $TMP/lk.lp 2>/dev/null
+lk=$(grep -E ";handle \([^;]*samples/nginx/leaky.lua:" $TMP/lk.folded | folded_total /dev/stdin)
+echo "# nginx /leak: $(folded_total $TMP/lk.folded) bytes alive at the end, $lk under leaky.lua's handle()"
+check_num "nginx /leak: what stays alive is under the handler that keeps it" \
+	"$(share "$lk" "$(folded_total $TMP/lk.folded)")" ">=" 0.8
