@@ -108,21 +108,6 @@ TCK=$(getconf CLK_TCK)
 URL=http://127.0.0.1:$NGINX_PORT/
 ALLOC_ARGS=${EVERY:+--alloc-every $EVERY}
 
-# prog_names REC: "fdinfo-file name" of REC's BPF programs, into $TMP/progs.
-prog_names() {
-	local f id
-	for f in $(grep -lP '^prog_type:' /proc/$1/fdinfo/* 2>/dev/null); do
-		id=$(awk '$1 == "prog_id:" { print $2 }' $f)
-		echo "$f $(bpftool prog show id $id 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "name") print $(i + 1) }')"
-	done >$TMP/progs
-}
-# bpf_stats: "name run_cnt run_time_ns" of the programs in $TMP/progs.
-bpf_stats() {
-	local f n
-	while read -r f n; do
-		awk -v n=$n '$1 == "run_cnt:" { c = $2 } $1 == "run_time_ns:" { t = $2 } END { print n, c + 0, t + 0 }' $f
-	done <$TMP/progs
-}
 # recorder CONF OUT: starts luaprof on the master (tests/nginx.sh), sets REC.
 recorder() {
 	case $1 in

@@ -326,3 +326,21 @@ local function strs(n)
 end
 LUA
 }
+
+# prog_names PID: "fdinfo-file name" of the BPF programs PID holds open
+# (a recorder's), into $TMP/progs; bpf_stats then prints "name run_cnt
+# run_time_ns" of each (kernel.bpf_stats_enabled=1 for the counts).
+prog_names() {
+	local f id
+	: >$TMP/progs
+	for f in $(grep -lP '^prog_type:' /proc/$1/fdinfo/* 2>/dev/null); do
+		id=$(awk '$1 == "prog_id:" { print $2 }' $f)
+		echo "$f $(bpftool prog show id $id 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "name") print $(i + 1) }')"
+	done >$TMP/progs
+}
+bpf_stats() {
+	local f n
+	while read -r f n; do
+		awk -v n=$n '$1 == "run_cnt:" { c = $2 } $1 == "run_time_ns:" { t = $2 } END { print n, c + 0, t + 0 }' $f
+	done <$TMP/progs
+}

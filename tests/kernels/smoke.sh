@@ -242,6 +242,23 @@ if record offcpu -e off-cpu -F 999 -- $LJ1 $S/waits.lua 3; then
 	echo "  off-cpu: $(folded_total $TMP/offcpu.folded) us in $(wc -l <$TMP/offcpu.folded) stacks"
 fi
 
+# record_gets OUT N PATH ARGS...: records nginx's master for 4 s with
+# ARGS into OUT.lp (stderr OUT.err) while N requests for PATH are made,
+# one at a time, by bash alone (the guest need not have curl); returns
+# record's status.
+record_gets() {
+	local out=$1 n=$2 path=$3 rec i
+	shift 3
+	$LUAPROF record -d 4 -p $NGINX_MASTER -o $TMP/$out.lp "$@" 2>$TMP/$out.err &
+	rec=$!
+	wait_for grep -q "recording" $TMP/$out.err || sleep 2
+	for i in $(seq $n); do
+		(exec 3<>/dev/tcp/127.0.0.1/$NGINX_PORT &&
+			printf 'GET %s HTTP/1.0\r\n\r\n' "$path" >&3 && cat <&3 >/dev/null) 2>/dev/null
+	done
+	wait $rec
+}
+
 # --- nginx with the Lua module, JIT on, under wrk ---------------------------
 NGINX_JIT=on nginx_start
 check "nginx starts" test -n "$NGINX_MASTER"
@@ -270,17 +287,9 @@ if [ -n "$NGINX_MASTER" ]; then
 	echo "  nginx: $(folded_total $TMP/ng.folded) samples, rooted $(rooted $TMP/ng.folded);" \
 		"native walks $(walks ng), stopped unmapped $(walks ng unmapped)"
 	# Lua-land waits: uprobes on lua_resume (through the perf PMU);
-	# /waits yields in a, b, c (samples/nginx/waits.lua).  Requests by
-	# bash alone: the guest need not have curl.
+	# /waits yields in a, b, c (samples/nginx/waits.lua).
 	at "recording nginx's Lua-land waits"
-	$LUAPROF record -e lua-wait -d 4 -p $NGINX_MASTER -o $TMP/lw.lp 2>$TMP/lw.err &
-	rec=$!
-	wait_for grep -q "recording" $TMP/lw.err || sleep 2
-	for i in $(seq 20); do
-		(exec 3<>/dev/tcp/127.0.0.1/$NGINX_PORT &&
-			printf 'GET /waits HTTP/1.0\r\n\r\n' >&3 && cat <&3 >/dev/null) 2>/dev/null
-	done
-	wait $rec
+	record_gets lw 20 /waits -e lua-wait
 	check "lua-wait: record exits 0" test $? -eq 0
 	$LUAPROF report --kind lua-wait --format folded -o $TMP/lw.folded $TMP/lw.lp 2>/dev/null
 	for f in a b c; do
@@ -291,14 +300,7 @@ if [ -n "$NGINX_MASTER" ]; then
 	# Allocations: a uprobe on the VM's allocator, return probes and one
 	# on lua_close (its attach cookie); the handler allocates.
 	at "recording nginx's allocations"
-	$LUAPROF record -e inuse --alloc-every 16k -d 4 -p $NGINX_MASTER -o $TMP/al.lp 2>$TMP/al.err &
-	rec=$!
-	wait_for grep -q "recording" $TMP/al.err || sleep 2
-	for i in $(seq 40); do
-		(exec 3<>/dev/tcp/127.0.0.1/$NGINX_PORT &&
-			printf 'GET / HTTP/1.0\r\n\r\n' >&3 && cat <&3 >/dev/null) 2>/dev/null
-	done
-	wait $rec
+	record_gets al 40 / -e inuse --alloc-every 16k
 	check "alloc: record exits 0" test $? -eq 0
 	$LUAPROF report --kind alloc --format folded -o $TMP/al.folded $TMP/al.lp 2>/dev/null
 	check "alloc: allocations under app.lua's handle()" \
