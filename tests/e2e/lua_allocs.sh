@@ -54,7 +54,8 @@ done
 for mode in jit joff; do
 	$LUAPROF report --kind alloc --format pprof -o $TMP/$mode.pb.gz $TMP/$mode.lp 2>/dev/null
 	go tool pprof -tags $TMP/$mode.pb.gz 2>/dev/null |
-		awk '/vmstate:/ { v = 1; next } v && /Compiled$/ { sub(/%.*/, "", $2); sub(/\(/, "", $2); print $2; exit }' \
+		awk '/vmstate:/ { v = 1; next }
+			v && /Compiled$/ && match($0, /[0-9.]+%/) { print substr($0, RSTART, RLENGTH - 1); exit }' \
 		>$TMP/$mode.compiled
 done
 check_num "jit: the bytes sampled in compiled code (%)" "$(cat $TMP/jit.compiled)" ">=" 50
