@@ -7,6 +7,7 @@
  * 0600 and never through a symbolic link.
  */
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -853,8 +854,18 @@ TEST(harden_compression_bomb_bounded_and_linear)
 
 	CHECK(n1 > 1000000 && n2 >= 2 * n1 && n2 <= 2 * n1 + 2); /* + where the stack was */
 	CHECK(stat(two, &st) == 0 && st.st_size < 100000); /* 30 MiB of records */
-	CHECK(bomb_run(one, &cpu1, &rss1, &got) == 0 && got == n1);
-	CHECK(bomb_run(two, &cpu2, &rss2, &got) == 0 && got == n2);
+	/* The least of three runs each, interleaved: on a virtual machine
+	 * time stolen by the host is charged to the process as CPU time, and
+	 * a busy host stole 3x once; the least is the code's own cost. */
+	cpu1 = cpu2 = LONG_MAX;
+	for (int i = 0; i < 3; i++) {
+		long c1, c2;
+
+		CHECK(bomb_run(one, &c1, &rss1, &got) == 0 && got == n1);
+		CHECK(bomb_run(two, &c2, &rss2, &got) == 0 && got == n2);
+		cpu1 = c1 < cpu1 ? c1 : cpu1;
+		cpu2 = c2 < cpu2 ? c2 : cpu2;
+	}
 	printf("  compression bomb: %llu samples in %lld bytes: %ld ms, +%ld KiB; "
 	       "twice as many: %ld ms, +%ld KiB\n", (unsigned long long)n2 / 2,
 	       (long long)st.st_size / 2, cpu1, rss1, cpu2, rss2);
