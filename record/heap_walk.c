@@ -50,11 +50,9 @@ struct walk {
 	uint32_t depth;
 	struct obj *objs;
 	size_t nobjs, capobjs;
-	uint32_t *slots; /* addr -> objs index + 1, open addressing */
-	size_t capslots;
 	uint32_t *queue;
 	size_t nqueue, capqueue, head;
-	struct htab names_h, nodes_h, entries_h;
+	struct htab objs_h, names_h, nodes_h, entries_h; /* objs by addr */
 	size_t capnames, capnodes, capentries;
 	uint32_t deeper; /* the name id of "[deeper]" */
 	uint64_t ctab;   /* the FFI's C type table, 0 if none */
@@ -63,15 +61,6 @@ struct walk {
 	uint64_t G;
 	struct heap_snapshot *s;
 };
-
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
 
 static uint64_t hash_text(const char *s)
 {
@@ -124,7 +113,7 @@ static int step_node(struct walk *w, uint32_t parent, uint32_t name, uint32_t *o
 	}
 	if (depth > w->depth)
 		name = w->deeper;
-	h = hash64(((uint64_t)parent << 32) ^ name);
+	h = hash_u64(((uint64_t)parent << 32) ^ name);
 	htab_probe_start(&w->nodes_h, h, &p);
 	while ((i = htab_probe_next(&w->nodes_h, &p)) >= 0)
 		if (s->nodes[i].parent == parent && s->nodes[i].name == name) {
@@ -148,34 +137,14 @@ static int step_text(struct walk *w, uint32_t parent, const char *text, uint32_t
 
 static int64_t obj_find(const struct walk *w, uint64_t addr)
 {
-	size_t m = w->capslots - 1, pos;
+	struct htab_probe p;
+	int64_t i;
 
-	if (!w->capslots)
-		return -1;
-	for (pos = hash64(addr) & m; w->slots[pos]; pos = (pos + 1) & m)
-		if (w->objs[w->slots[pos] - 1].addr == addr)
-			return w->slots[pos] - 1;
+	htab_probe_start(&w->objs_h, hash_u64(addr), &p);
+	while ((i = htab_probe_next(&w->objs_h, &p)) >= 0)
+		if (w->objs[i].addr == addr)
+			return i;
 	return -1;
-}
-
-static int slots_grow(struct walk *w)
-{
-	size_t cap = w->capslots ? w->capslots * 2 : 1024, m = cap - 1;
-	uint32_t *slots = calloc(cap, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < w->nobjs; i++) {
-		size_t pos = hash64(w->objs[i].addr) & m;
-
-		while (slots[pos])
-			pos = (pos + 1) & m;
-		slots[pos] = (uint32_t)i + 1;
-	}
-	free(w->slots);
-	w->slots = slots;
-	w->capslots = cap;
-	return 0;
 }
 
 /* ---- objects and their sizes ------------------------------------------- */
@@ -278,20 +247,14 @@ static uint64_t object_size(struct walk *w, uint64_t o, int type)
 static int obj_add(struct walk *w, uint64_t o, int type, int64_t *idx)
 {
 	uint64_t size = object_size(w, o, type);
-	size_t pos, m;
 
 	*idx = -1;
 	if (!size || w->nobjs >= MAX_OBJECTS)
 		return 0;
-	if ((w->nobjs + 1) * 2 > w->capslots && slots_grow(w))
-		return -ENOMEM;
-	if (GROW(w->objs, w->capobjs, w->nobjs + 1))
+	if (GROW(w->objs, w->capobjs, w->nobjs + 1) ||
+	    htab_insert(&w->objs_h, hash_u64(o), (uint32_t)w->nobjs))
 		return -ENOMEM;
 	w->objs[w->nobjs] = (struct obj){ o, size, NONE, (uint8_t)type };
-	m = w->capslots - 1;
-	for (pos = hash64(o) & m; w->slots[pos]; pos = (pos + 1) & m)
-		;
-	w->slots[pos] = (uint32_t)w->nobjs + 1;
 	*idx = (int64_t)w->nobjs++;
 	return 0;
 }
@@ -809,7 +772,7 @@ static int aggregate_one(struct walk *w, const struct obj *ob, uint32_t node)
 
 	if (err)
 		return err;
-	h = hash64(((uint64_t)node << 32) ^ leaf);
+	h = hash_u64(((uint64_t)node << 32) ^ leaf);
 	htab_probe_start(&w->entries_h, h, &p);
 	while ((i = htab_probe_next(&w->entries_h, &p)) >= 0)
 		if (s->entries[i].node == node && s->entries[i].leaf == leaf)
@@ -869,7 +832,7 @@ int heap_walk(const struct heap_image *im, const struct heap_layout *hl, uint64_
 	if (!err)
 		err = aggregate(&w);
 	free(w.objs);
-	free(w.slots);
+	htab_free(&w.objs_h);
 	free(w.queue);
 	htab_free(&w.names_h);
 	htab_free(&w.nodes_h);
