@@ -126,6 +126,12 @@ static int tests_nsize(const cs_insn *in)
 	return in->id == X86_INS_CMP && b->type == X86_OP_IMM && b->imm == 0;
 }
 
+/* nsize's register or ptr's: what the site must come before writing. */
+static int is_arg(x86_reg r)
+{
+	return is_rcx(r) || is_rsi(r);
+}
+
 static int find_site(struct walk *w)
 {
 	uint64_t pc = w->base;
@@ -138,8 +144,7 @@ static int find_site(struct walk *w)
 			w->out->site = pc;
 			return 0;
 		}
-		if (in_group(w->in, CS_GRP_RET) || writes(w, is_rcx, &flags) ||
-		    writes(w, is_rsi, &flags))
+		if (in_group(w->in, CS_GRP_RET) || writes(w, is_arg, &flags))
 			return -ENOENT;
 		pc += w->in->size;
 	}
