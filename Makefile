@@ -234,12 +234,12 @@ bench: deps
 	@bench/ticks.sh
 	@bench/views.sh
 
-# The README's off-CPU flame graph (docs/img/offcpu-nginx.svg), redrawn
-# from a new recording of nginx + lua: root, a few seconds.
+# The README's flame graphs of nginx + lua (docs/img/offcpu-nginx.svg,
+# alloc-nginx.svg), redrawn from new recordings: root, a few seconds each.
 docs-img: deps
 	@$(MAKE) --no-print-directory all
-	@docs/img/offcpu-nginx.sh
-	@docs/img/alloc-nginx.sh
+	@docs/img/nginx.sh offcpu
+	@docs/img/nginx.sh alloc
 
 clean:
 	rm -rf $(BUILD) demo.lp demo.lp.old demo.folded
