@@ -107,57 +107,54 @@ static struct alloc_probe *probe_slot(struct session *s, const struct stat *st,
 	return &s->alloc_probes[s->nalloc_probes++];
 }
 
+/* prog on file as process pid sees it, at file offset off (or opts'
+ * function), once per file and key: 0 or -errno. */
+static int attach_once(struct session *s, struct bpf_program *prog, pid_t pid,
+		       const char *file, uint64_t key, uint64_t off,
+		       const struct bpf_uprobe_opts *opts)
+{
+	char path[PATH_MAX + 32];
+	struct alloc_probe *p;
+	struct stat st;
+	int fresh;
+
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, file);
+	if (stat(path, &st))
+		return -errno;
+	p = probe_slot(s, &st, key, &fresh);
+	if (!p)
+		return -ENOSPC;
+	if (!fresh)
+		return p->link ? 0 : -EINVAL; /* said when it failed */
+	p->link = bpf_program__attach_uprobe_opts(prog, -1, path, off, opts);
+	return p->link ? 0 : -errno;
+}
+
 /* on_lua_close on the exported lua_close of t's LuaJIT object, told
  * where L->glref and g->allocd are (bpf/alloc.bpf.h): 0 or -errno. */
 static int attach_close(struct session *s, struct target *t, uint32_t allocf_off)
 {
 	const struct lj_layout *lo = &t->lj->layout;
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = "lua_close");
-	char path[PATH_MAX + 32];
-	struct alloc_probe *p;
-	struct stat st;
-	int fresh;
 
 	opts.bpf_cookie = (uint64_t)lo->l_glref | (uint64_t)(allocf_off + 8) << 16 |
 			  (uint64_t)(lo->ref_size == 8) << 32;
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)t->pid, t->lj->object);
-	if (stat(path, &st))
-		return -errno;
-	p = probe_slot(s, &st, UINT64_MAX, &fresh);
-	if (!p)
-		return -ENOSPC;
-	if (!fresh)
-		return p->link ? 0 : -EINVAL;
-	p->link = bpf_program__attach_uprobe_opts(s->skel->progs.on_lua_close, -1, path, 0,
-						  &opts);
-	return p->link ? 0 : -errno;
+	return attach_once(s, s->skel->progs.on_lua_close, t->pid, t->lj->object, UINT64_MAX,
+			   0, &opts);
 }
 
-/* A probe (or a return probe) at runtime address addr of t, once per
- * file and offset: 0 or -errno. */
+/* A probe (or a return probe) at runtime address addr of t: 0 or -errno. */
 static int attach_at(struct session *s, struct target *t, uint64_t addr, int ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret);
 	const struct lp_mapping *m = code_at(t, addr);
-	char path[PATH_MAX + 32];
-	struct alloc_probe *p;
-	struct stat st;
-	int fresh;
+	uint64_t off;
 
 	if (!m)
 		return -ENOENT;
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)t->pid, m->path);
-	if (stat(path, &st))
-		return -errno;
-	p = probe_slot(s, &st, addr - m->start + m->pgoff + ((uint64_t)ret << 63), &fresh);
-	if (!p)
-		return -ENOSPC;
-	if (!fresh)
-		return p->link ? 0 : -EINVAL; /* said when it failed */
-	p->link = bpf_program__attach_uprobe_opts(ret ? s->skel->progs.on_alloc_return :
-							s->skel->progs.on_alloc,
-						  -1, path, addr - m->start + m->pgoff, &opts);
-	return p->link ? 0 : -errno;
+	off = addr - m->start + m->pgoff;
+	return attach_once(s, ret ? s->skel->progs.on_alloc_return : s->skel->progs.on_alloc,
+			   t->pid, m->path, off | (uint64_t)ret << 63, off, &opts);
 }
 
 static void say_sites(struct session *s, struct target *t, const struct lj_alloc_sites *a)
