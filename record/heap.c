@@ -25,10 +25,12 @@
 #include <unistd.h>
 
 #include "format/trace.h"
+#include "record/clock.h"
 #include "record/heap.h"
 #include "record/heap_stop.h"
 #include "record/luajit.h"
 #include "record/procmaps.h"
+#include "record/procs.h"
 #include "record/record.h"
 
 #define DEFAULT_OUTPUT "heap.lp"
@@ -56,22 +58,6 @@ struct heap_take {
 	int at_rest;
 	double pause_ms, total_ms; /* the last stop; all stops together */
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void usage(FILE *f)
 {
@@ -326,24 +312,22 @@ static void read_small(pid_t pid, const char *what, char *buf, size_t len)
 static int put_head(struct trace_writer *w, const struct heap_opts *o, struct lj_target *t,
 		    uint64_t now)
 {
-	char target[96], host[256] = "", comm[64], exe[PATH_MAX] = "", path[64];
-	struct utsname un;
+	char target[96], host[256] = "";
 	struct lp_record r = { .type = LP_REC_META };
-	ssize_t n;
+	struct proc_info pi;
+	struct utsname un;
 	int err;
 
 	uname(&un);
 	gethostname(host, sizeof(host) - 1);
-	read_small(o->pid, "comm", comm, sizeof(comm));
-	snprintf(target, sizeof(target), "heap of pid %d (%s)", (int)o->pid, comm);
+	proc_read_info(o->pid, &pi); /* gone meanwhile: no name, no exe */
+	snprintf(target, sizeof(target), "heap of pid %d (%s)", (int)o->pid, pi.comm);
 	r.u.meta = (struct lp_meta){ LUAPROF_VERSION, o->cmdline, target, host, un.release,
 				     "monotonic", 0, now, real_ns(), 0 };
 	err = trace_write(w, &r);
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)o->pid);
-	n = readlink(path, exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = '\0';
 	r.type = LP_REC_PROCESS;
-	r.u.process = (struct lp_process){ (uint32_t)o->pid, 0, now, LP_PROC_EXISTING, comm, exe };
+	r.u.process = (struct lp_process){ (uint32_t)o->pid, (uint32_t)pi.ppid, now,
+					   LP_PROC_EXISTING, pi.comm, pi.exe };
 	err = err ?: trace_write(w, &r);
 	r.type = LP_REC_LUAJIT;
 	lj_target_record(t, &r.u.luajit);
