@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include "lib/grow.h"
 #include "record/heap.h"
+#include "record/luajit.h" /* target_read() */
 
 #define PAGE 4096u
 #define READ_CHUNK (8u << 20)
@@ -32,17 +32,12 @@ static int heap_candidate(const char *perms, const char *path)
  * fails: the bytes it could not read stay zero, counted in *failed. */
 static void read_span(pid_t pid, uint64_t addr, uint8_t *buf, size_t len, uint64_t *failed)
 {
-	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
-
-	if (n == (ssize_t)len)
+	if (!target_read(pid, addr, buf, len))
 		return;
 	for (size_t off = 0; off < len; off += PAGE) {
 		size_t k = len - off < PAGE ? len - off : PAGE;
 
-		l = (struct iovec){ buf + off, k };
-		r = (struct iovec){ (void *)(uintptr_t)(addr + off), k };
-		if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)k) {
+		if (target_read(pid, addr + off, buf + off, k)) {
 			memset(buf + off, 0, k);
 			*failed += k;
 		}
