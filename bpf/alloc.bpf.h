@@ -166,8 +166,8 @@ static __always_inline int alloc_taken(__u64 nsize, __u64 *weight, __u64 *count)
 SEC("uprobe")
 int on_alloc(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), nsize = ctx->cx, ud = ctx->di, weight, count, now;
-	struct alloc_block blk = { .tgid = id >> 32, .ptr = ctx->si };
+	__u64 id = bpf_get_current_pid_tgid(), nsize = PT_REGS_PARM4(ctx), ud = PT_REGS_PARM1(ctx), weight, count, now;
+	struct alloc_block blk = { .tgid = id >> 32, .ptr = PT_REGS_PARM2(ctx) };
 	struct alloc_sampled smp = { .tid = (__u32)id };
 	struct capture *cap;
 	__u32 zero = 0;
@@ -194,7 +194,7 @@ SEC("uretprobe")
 int on_alloc_return(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct alloc_block blk = { .tgid = id >> 32, .ptr = ctx->ax };
+	struct alloc_block blk = { .tgid = id >> 32, .ptr = PT_REGS_RC(ctx) };
 	struct alloc_sampled *smp;
 	__u32 tid = (__u32)id;
 
@@ -216,7 +216,7 @@ int on_alloc_return(struct pt_regs *ctx)
 SEC("uprobe")
 int on_lua_close(struct pt_regs *ctx)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx), L = ctx->di, G = 0, ud;
+	__u64 cookie = bpf_get_attach_cookie(ctx), L = PT_REGS_PARM1(ctx), G = 0, ud;
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
 	struct capture *cap;
 	__u8 one = 1;

@@ -25,7 +25,7 @@
 #ifndef LUAPROF_BPF_CAPTURE_BPF_H
 #define LUAPROF_BPF_CAPTURE_BPF_H
 
-#include "bpf/regs.bpf.h"
+#include "bpf/arch.bpf.h"
 #include "bpf/sampler.h"
 #include "bpf/phases.bpf.h" /* record -v: where the time goes */
 
@@ -75,12 +75,14 @@ struct lp_bpf_counters counters;
 /* The user registers at the event: the interrupted ones if it hit user
  * mode, else the ones saved at kernel entry.  Read once, for both walks. */
 struct user_regs {
-	__u64 ip, sp, bp, bx, dx, r14;
-	/* Every general register by DWARF number (rax rdx rcx rbx rsi rdi
-	 * rbp rsp r8..r15), when all is set, for the native walk's rare rule
-	 * on another register than rsp or rbp (unwind_leaf_reg()); else it
-	 * reads the one a rule needs from the task's saved registers. */
-	__u64 gpr[16];
+	__u64 ip, sp, bp; /* bp: the frame pointer */
+	__u64 vm_pc, vm_base, vm_gd; /* the interpreter's (bpf/arch.bpf.h) */
+	__u64 lr; /* the link register, where calls have one */
+	/* Every general register by DWARF number, when all is set, for the
+	 * native walk's rare rule on another register than the stack or
+	 * frame pointer (unwind_leaf_reg()); else it reads the one a rule
+	 * needs from the task's saved registers. */
+	__u64 gpr[LP_DWARF_GPRS];
 	__u32 user; /* they are user mode's: not a thread without one */
 	__u32 all;  /* gpr[] is filled */
 };
@@ -139,12 +141,13 @@ static __noinline int regs_from_task(struct user_regs *r)
 	if (!regs)
 		return -1;
 	r->user = task_regs_user_mode(regs);
-	r->ip = regs->ip;
-	r->sp = regs->sp;
-	r->bp = regs->bp;
-	r->bx = regs->bx;
-	r->dx = regs->dx;
-	r->r14 = regs->r14;
+	r->ip = LP_PT_IP(regs);
+	r->sp = LP_PT_SP(regs);
+	r->bp = LP_PT_FP(regs);
+	r->lr = LP_PT_LR(regs);
+	r->vm_pc = LP_PT_VM_PC(regs);
+	r->vm_base = LP_PT_VM_BASE(regs);
+	r->vm_gd = LP_PT_VM_GD(regs);
 	return 0;
 }
 
@@ -155,28 +158,14 @@ static __noinline int regs_from_task(struct user_regs *r)
  * regs lie at its start), read at constant offsets. */
 static __always_inline void regs_from_pt(const struct pt_regs *p, struct user_regs *r)
 {
-	r->ip = p->ip;
-	r->sp = p->sp;
-	r->bp = p->bp;
-	r->bx = p->bx;
-	r->dx = p->dx;
-	r->r14 = p->r14;
-	r->gpr[0] = p->ax;
-	r->gpr[1] = p->dx;
-	r->gpr[2] = p->cx;
-	r->gpr[3] = p->bx;
-	r->gpr[4] = p->si;
-	r->gpr[5] = p->di;
-	r->gpr[6] = p->bp;
-	r->gpr[7] = p->sp;
-	r->gpr[8] = p->r8;
-	r->gpr[9] = p->r9;
-	r->gpr[10] = p->r10;
-	r->gpr[11] = p->r11;
-	r->gpr[12] = p->r12;
-	r->gpr[13] = p->r13;
-	r->gpr[14] = p->r14;
-	r->gpr[15] = p->r15;
+	r->ip = LP_PT_IP(p);
+	r->sp = LP_PT_SP(p);
+	r->bp = LP_PT_FP(p);
+	r->lr = LP_PT_LR(p);
+	r->vm_pc = LP_PT_VM_PC(p);
+	r->vm_base = LP_PT_VM_BASE(p);
+	r->vm_gd = LP_PT_VM_GD(p);
+	LP_PT_GPRS(p, r->gpr);
 	r->user = 1;
 	r->all = 1;
 }

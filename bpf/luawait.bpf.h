@@ -59,7 +59,7 @@ SEC("uprobe")
 int BPF_KPROBE(on_resume, __u64 L)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now, start, weight, *at;
-	struct luawait_call call = { .tid = (__u32)id, .sp = ctx->sp };
+	struct luawait_call call = { .tid = (__u32)id, .sp = PT_REGS_SP(ctx) };
 	struct luawait_key key = { .tgid = id >> 32, .L = L };
 	struct capture *cap;
 	__u32 zero = 0;
@@ -85,7 +85,7 @@ SEC("uretprobe")
 int BPF_KRETPROBE(on_resume_return, int status)
 {
 	__u64 id = bpf_get_current_pid_tgid(), *L, now;
-	struct luawait_call call = { .tid = (__u32)id, .sp = ctx->sp - 8 };
+	struct luawait_call call = { .tid = (__u32)id, .sp = PT_REGS_SP(ctx) - LP_ENTRY_SP_TO_RETURN };
 	struct luawait_key key = { .tgid = id >> 32 };
 
 	L = bpf_map_lookup_elem(&luawait_calls, &call);

@@ -222,8 +222,8 @@ static __always_inline void offcpu_out(struct task_struct *prev, __u64 now,
 
 	if (!regs)
 		return;
-	n.ip = BPF_CORE_READ(regs, ip);
-	n.sp = BPF_CORE_READ(regs, sp);
+	n.ip = LP_CORE_IP(regs);
+	n.sp = LP_CORE_SP(regs);
 	w = bpf_map_lookup_elem(&offcpu_waits, &tid);
 	if (w && w->ip == n.ip && w->sp == n.sp) {
 		w->since = now;
@@ -308,13 +308,9 @@ static __always_inline void offcpu_kstack(struct lp_event_sample *e, __u32 tid)
 		__builtin_memcpy(e->kstack, k->ip, sizeof(e->kstack));
 }
 
-/* x86_64's system call numbers of execve() and execveat(). */
-#define LP_NR_EXECVE 59
-#define LP_NR_EXECVEAT 322
-
 static __always_inline long id_of_syscall(struct pt_regs *regs)
 {
-	return BPF_CORE_READ(regs, orig_ax);
+	return LP_CORE_SYSCALL(regs);
 }
 
 /*
@@ -369,7 +365,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	w = bpf_map_lookup_elem(&offcpu_waits, &tid);
 	if (!w)
 		return 0;
-	if (w->ip != BPF_CORE_READ(regs, ip) || w->sp != BPF_CORE_READ(regs, sp)) {
+	if (w->ip != LP_CORE_IP(regs) || w->sp != LP_CORE_SP(regs)) {
 		/* Another wait's, which ended without this return; or an
 		 * execve()'s, which replaced the registers. */
 		long nr = id_of_syscall(regs);

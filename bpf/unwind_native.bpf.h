@@ -65,7 +65,7 @@
 #ifndef LUAPROF_BPF_UNWIND_NATIVE_BPF_H
 #define LUAPROF_BPF_UNWIND_NATIVE_BPF_H
 
-#include "bpf/regs.bpf.h"
+#include "bpf/arch.bpf.h"
 #include "bpf/unwind_maps.h"
 
 #ifndef EFAULT
@@ -866,37 +866,6 @@ static __always_inline int unwind_leaf_no_row(const struct lp_unwind_proc *proc,
 	return 0;
 }
 
-/*
- * A register of the user state the kernel saved on entry, by DWARF number:
- * the tick came while the thread was in the kernel, and may have
- * interrupted any user instruction (an interrupt, a page fault).  0, or
- * -1 for rsp and rbp, which the cursor has, and numbers beyond r15.
- */
-static __noinline int unwind_saved_reg(__u32 dwarf, __u64 *v)
-{
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-
-	if (!regs)
-		return -1;
-	switch (dwarf) {
-	case 0: *v = BPF_CORE_READ(regs, ax); return 0;
-	case 1: *v = BPF_CORE_READ(regs, dx); return 0;
-	case 2: *v = BPF_CORE_READ(regs, cx); return 0;
-	case 3: *v = BPF_CORE_READ(regs, bx); return 0;
-	case 4: *v = BPF_CORE_READ(regs, si); return 0;
-	case 5: *v = BPF_CORE_READ(regs, di); return 0;
-	case 8: *v = BPF_CORE_READ(regs, r8); return 0;
-	case 9: *v = BPF_CORE_READ(regs, r9); return 0;
-	case 10: *v = BPF_CORE_READ(regs, r10); return 0;
-	case 11: *v = BPF_CORE_READ(regs, r11); return 0;
-	case 12: *v = BPF_CORE_READ(regs, r12); return 0;
-	case 13: *v = BPF_CORE_READ(regs, r13); return 0;
-	case 14: *v = BPF_CORE_READ(regs, r14); return 0;
-	case 15: *v = BPF_CORE_READ(regs, r15); return 0;
-	}
-	return -1;
-}
-
 /* A register of the leaf frame by DWARF number, for an LP_CFA_REG row:
  * the capture's, when it read them all (the event came in user mode),
  * else the one the kernel saved.  Read where a row needs it, which few
@@ -908,12 +877,12 @@ static __always_inline int unwind_leaf_reg(__u32 dwarf, __u64 *v)
 
 	cap = bpf_map_lookup_elem(&captures, &zero);
 	if (cap && cap->regs.all) {
-		if (dwarf >= 16)
+		if (dwarf >= LP_DWARF_GPRS)
 			return -1;
-		*v = cap->regs.gpr[dwarf & 15];
+		*v = cap->regs.gpr[dwarf & (LP_DWARF_GPRS - 1)];
 		return 0;
 	}
-	return unwind_saved_reg(dwarf, v);
+	return arch_saved_reg(dwarf, v);
 }
 
 #define LP_MEMO_AT(n) ((n) & (LP_UNWIND_MEMO - 1))

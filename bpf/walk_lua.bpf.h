@@ -1385,7 +1385,7 @@ __noinline __u64 lua_find_G(struct lua_walk *wp, struct lp_event_sample *e,
 	 * need not be looked at, nor the cache written again). */
 	t = thread_of(wp);
 	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa, &L) :
-			   regs->r14 - (__s64)wp->proc.layout.g2disp;
+			   regs->vm_gd - (__s64)wp->proc.layout.g2disp;
 	found = valid_G(wp, G, &wp->gf, &L, &wp->st, t);
 	if (found == 1) {
 		t->G = G;
@@ -1439,10 +1439,10 @@ static __always_inline __u64 start_base(struct lua_walk *wp, const struct user_r
 	if (!p->vm_end)
 		return (__u64)-1;
 	if (ip >= p->vm_start && ip < p->vm_end) {
-		__u64 rdx = regs->dx;
+		__u64 rdx = regs->vm_base;
 
 		if (rdx > st->stack && rdx <= st->maxstack + 8 * 8) {
-			*pc = regs->bx;
+			*pc = regs->vm_pc;
 			return rdx;
 		}
 		return st->base;
