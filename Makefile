@@ -21,7 +21,7 @@ LDLIBS   := -lbpf -ldw -lelf -lz -llz4 -lcapstone -liberty
 # Debian packages the build and the tests need.
 DEPS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev liblz4-dev \
         libcapstone-dev libiberty-dev pkg-config make gcc python3 util-linux \
-        libclang-rt-14-dev help2man liblzma-dev libbz2-dev
+        libclang-rt-14-dev help2man liblzma-dev libbz2-dev libc6-arm64-cross
 
 FORMAT_SRC := $(wildcard format/*.c)
 LIB_SRC    := $(wildcard lib/*.c)

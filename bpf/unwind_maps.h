@@ -124,6 +124,17 @@ enum lp_cfa_type {
 #define LP_CFA_AUX(t) (((t) >> 4) & 15)
 #define LP_CFA_TYPE(kind, aux) ((kind) | (aux) << 4)
 
+/*
+ * Where the return address is, as the aux of an LP_CFA_RSP or LP_CFA_RBP
+ * row of an instruction set whose calls leave it in a link register
+ * (arm64's x30).  x86 rows have aux 0: at CFA - 8.
+ */
+#define LP_RA_CFA_M8 0        /* at CFA - 8 */
+			      /* 1..13: at CFA - 8 * (aux + 1) */
+#define LP_RA_FRAME_RECORD 14 /* beside the saved frame pointer: at
+				 CFA + 8 * (rbp_off + 1) */
+#define LP_RA_LINK 15         /* in the link register: frame 0 only */
+
 #define LP_RBP_UNKNOWN 127 /* rbp_off: rbp cannot be recovered */
 #define LP_RBP_AT_RBP 126  /* rbp_off: the caller's rbp is at [rbp] */
 

@@ -4,7 +4,9 @@
  * of the three rules the BPF walker uses changes: the CFA, where the
  * caller's rbp was saved, where the return address is.  The expressions
  * compilers emit for x86_64 are matched here and turned into rules BPF can
- * run (unwind_table.c's opening comment says which and why).
+ * run (unwind_table.c's opening comment says which and why).  "rsp" and
+ * "rbp" are the instruction set's stack and frame pointers (struct
+ * cfi_regs: sp and x29 on arm64).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -16,7 +18,7 @@
 static void set_rule(struct cfa_state *st, uint64_t ra_reg, uint64_t reg,
 		     uint8_t rule, int64_t off)
 {
-	struct reg_state *r = reg == DW_REG_RBP ? &st->rbp :
+	struct reg_state *r = reg == st->regs->fp ? &st->rbp :
 			      reg == ra_reg ? &st->ra : NULL;
 
 	if (r)
@@ -26,7 +28,7 @@ static void set_rule(struct cfa_state *st, uint64_t ra_reg, uint64_t reg,
 static void restore_rule(struct cfa_state *st, const struct cfa_state *init,
 			 uint64_t ra_reg, uint64_t reg)
 {
-	if (reg == DW_REG_RBP)
+	if (reg == st->regs->fp)
 		st->rbp = init->rbp;
 	else if (reg == ra_reg)
 		st->ra = init->ra;
@@ -62,12 +64,13 @@ struct breg_expr {
 	uint64_t add;
 };
 
-static int match_breg(const uint8_t *e, size_t n, struct breg_expr *x)
+static int match_breg(const struct cfi_regs *regs, const uint8_t *e, size_t n,
+		      struct breg_expr *x)
 {
 	struct rd r = { e, e + n, 0 };
 	uint8_t op = (uint8_t)rd_uN(&r, 1);
 
-	if (op < DW_OP_breg0 || op > DW_OP_breg15)
+	if (op < DW_OP_breg0 || op >= DW_OP_breg0 + regs->gprs)
 		return 0;
 	x->reg = op - DW_OP_breg0;
 	x->off = rd_sleb(&r);
@@ -120,23 +123,25 @@ static int cfa_rule(const struct cfa_state *st, struct lp_unwind_row *row,
 		t->plt_rows++;
 		return 1;
 	case CFA_REG:
-		if (st->cfa_off < 0 || st->cfa_off > UINT16_MAX || st->cfa_reg > 15)
+		if (st->cfa_off < 0 || st->cfa_off > UINT16_MAX)
 			return 0;
 		row->cfa_off = (uint16_t)st->cfa_off;
-		if (st->cfa_reg == DW_REG_RSP)
+		if (st->cfa_reg == st->regs->sp)
 			row->cfa_type = LP_CFA_RSP;
-		else if (st->cfa_reg == DW_REG_RBP)
+		else if (st->cfa_reg == st->regs->fp)
 			row->cfa_type = LP_CFA_RBP;
+		else if (st->cfa_reg > 15) /* beyond the aux's 4 bits */
+			return 0;
 		else
 			row->cfa_type = LP_CFA_TYPE(LP_CFA_REG, st->cfa_reg);
 		return 1;
 	case CFA_DEREF:
-		if (st->cfa_reg != DW_REG_RSP && st->cfa_reg != DW_REG_RBP)
+		if (st->cfa_reg != st->regs->sp && st->cfa_reg != st->regs->fp)
 			return 0;
 		if (st->cfa_off < INT16_MIN || st->cfa_off > INT16_MAX ||
 		    st->cfa_add % 8 || st->cfa_add / 8 > 15)
 			return 0;
-		row->cfa_type = LP_CFA_TYPE(st->cfa_reg == DW_REG_RSP ? LP_CFA_DEREF_RSP :
+		row->cfa_type = LP_CFA_TYPE(st->cfa_reg == st->regs->sp ? LP_CFA_DEREF_RSP :
 					    LP_CFA_DEREF_RBP, st->cfa_add / 8);
 		row->cfa_off = (uint16_t)(int16_t)st->cfa_off;
 		t->deref_rows++;
@@ -144,6 +149,41 @@ static int cfa_rule(const struct cfa_state *st, struct lp_unwind_row *row,
 	default:
 		return 0;
 	}
+}
+
+/*
+ * Where the return address is, for an instruction set whose calls leave
+ * it in the link register: the aux of an LP_CFA_RSP or LP_CFA_RBP row
+ * (bpf/unwind_maps.h's LP_RA_*).  Still in the register; or saved beside
+ * the frame pointer (stp x29, x30: the frame record); or within 15 words
+ * under the CFA.
+ */
+static struct lp_unwind_row ra_rule_link(const struct cfa_state *st, struct lp_unwind_row row,
+					 struct unwind_table *t)
+{
+	int64_t words;
+	unsigned int aux;
+
+	if (LP_CFA_KIND(row.cfa_type) != LP_CFA_RSP && LP_CFA_KIND(row.cfa_type) != LP_CFA_RBP)
+		goto unsupported;
+	if (st->ra.rule == RULE_SAME)
+		aux = LP_RA_LINK;
+	else if (!saved_words(st, &st->ra, &words))
+		goto unsupported;
+	else if (words == -1)
+		aux = LP_RA_CFA_M8;
+	else if (row.rbp_off < 0 && words == row.rbp_off + 1)
+		aux = LP_RA_FRAME_RECORD;
+	else if (words <= -2 && words >= -(LP_RA_FRAME_RECORD - 1) - 1)
+		aux = (unsigned int)(-words - 1);
+	else
+		goto unsupported;
+	row.cfa_type = LP_CFA_TYPE(LP_CFA_KIND(row.cfa_type), aux);
+	return row;
+unsupported:
+	row = (struct lp_unwind_row){ .cfa_type = LP_CFA_UNSUPPORTED };
+	t->unsupported++;
+	return row;
 }
 
 /* Converts the rules that hold from pc on into a row. */
@@ -158,28 +198,32 @@ struct lp_unwind_row make_row(const struct cfa_state *st,
 		t->end_rows++;
 		return row;
 	}
-	if (st->cfa_kind == CFA_DEREF && st->cfa_reg == DW_REG_RSP &&
+	if (st->regs == &cfi_regs_x86_64 &&
+	    st->cfa_kind == CFA_DEREF && st->cfa_reg == st->regs->sp &&
 	    st->cfa_off == 160 && !st->cfa_add &&
-	    st->rbp.rule == RULE_EXPR_REG && st->rbp.base == DW_REG_RSP && st->rbp.off == 120 &&
-	    st->ra.rule == RULE_EXPR_REG && st->ra.base == DW_REG_RSP && st->ra.off == 168) {
+	    st->rbp.rule == RULE_EXPR_REG && st->rbp.base == st->regs->sp && st->rbp.off == 120 &&
+	    st->ra.rule == RULE_EXPR_REG && st->ra.base == st->regs->sp && st->ra.off == 168) {
 		/* rsp -> ucontext_t; uc_mcontext.gregs at +40: REG_RBP (10)
 		 * at +120, REG_RSP (15) at +160, REG_RIP (16) at +168. */
 		row.cfa_type = LP_CFA_SIGNAL;
 		t->signal_rows++;
 		return row;
 	}
-	/* The return address is where the call left it, under the CFA. */
-	if (!saved_words(st, &st->ra, &words) || words != -1 || !cfa_rule(st, &row, t))
+	/* The return address is where the call left it, under the CFA
+	 * (or, with a link register, as ra_rule_link() says). */
+	if (!st->regs->link && (!saved_words(st, &st->ra, &words) || words != -1))
+		goto unsupported;
+	if (!cfa_rule(st, &row, t))
 		goto unsupported;
 	if (st->rbp.rule == RULE_SAME || st->rbp.rule == RULE_UNDEF)
 		row.rbp_off = 0;
 	else if (saved_words(st, &st->rbp, &words))
 		row.rbp_off = (int8_t)words;
-	else if (st->rbp.rule == RULE_EXPR_REG && st->rbp.base == DW_REG_RBP && !st->rbp.off)
+	else if (st->rbp.rule == RULE_EXPR_REG && st->rbp.base == st->regs->fp && !st->rbp.off)
 		row.rbp_off = LP_RBP_AT_RBP;
 	else
 		row.rbp_off = LP_RBP_UNKNOWN;
-	return row;
+	return st->regs->link ? ra_rule_link(st, row, t) : row;
 unsupported:
 	row.cfa_type = LP_CFA_UNSUPPORTED;
 	t->unsupported++;
@@ -337,15 +381,15 @@ static int cfa_reg_expr(struct cfa_run *x, uint8_t op)
 	len = rd_uleb(&x->r);
 	if (!rd_need(&x->r, len))
 		return -EINVAL;
-	if (op == DW_CFA_expression && match_breg(x->r.p, len, &e) && !e.deref) {
+	if (op == DW_CFA_expression && match_breg(st->regs, x->r.p, len, &e) && !e.deref) {
 		set_rule(st, cie->ra_reg, reg, RULE_EXPR_REG, e.off);
-		if (reg == DW_REG_RBP)
+		if (reg == st->regs->fp)
 			st->rbp.base = e.reg;
 		else if (reg == cie->ra_reg)
 			st->ra.base = e.reg;
 	} else {
 		set_rule(st, cie->ra_reg, reg, RULE_OTHER, 0);
-		if (x->emit && (reg == DW_REG_RBP || reg == cie->ra_reg))
+		if (x->emit && (reg == st->regs->fp || reg == cie->ra_reg))
 			x->b->t->unsupported_exprs++;
 	}
 	x->r.p += len;
@@ -369,7 +413,7 @@ static int cfa_def_expr(struct cfa_run *x)
 	if (match_plt(x->r.p, len, &thr)) {
 		st->cfa_kind = CFA_PLT;
 		st->cfa_off = thr;
-	} else if (match_breg(x->r.p, len, &e) && (e.deref || !e.add)) {
+	} else if (match_breg(st->regs, x->r.p, len, &e) && (e.deref || !e.add)) {
 		st->cfa_kind = e.deref ? CFA_DEREF : CFA_REG;
 		st->cfa_reg = e.reg;
 		st->cfa_off = e.off;
@@ -397,6 +441,11 @@ static int cfa_other(struct cfa_run *x, uint8_t op)
 	case DW_CFA_GNU_args_size:
 		rd_uleb(r);
 		return 1;
+	case DW_CFA_AARCH64_negate_ra_state:
+		/* The return address saved from here on is signed (pointer
+		 * authentication): the walker clears the signature's bits of
+		 * every one it reads, so the rules stay the same. */
+		return st->regs == &cfi_regs_aarch64;
 	case DW_CFA_remember_state:
 		if (x->depth == STATE_STACK)
 			return -EINVAL;

@@ -13,10 +13,20 @@
 
 #include "record/unwind_table.h"
 
-/* DWARF register numbers, x86_64 psABI. */
-#define DW_REG_RBP 6
-#define DW_REG_RSP 7
-#define DW_REG_RA 16
+/*
+ * An instruction set's DWARF register numbers: the stack pointer and
+ * frame pointer (the rows' "rsp" and "rbp"), how many general registers
+ * a breg can name, and how a frame's return address starts out: at
+ * CFA - 8 where a call pushes it (x86_64: its CIE says so), in the link
+ * register where a call leaves it there (AArch64: no CIE rule for x30).
+ */
+struct cfi_regs {
+	uint16_t machine; /* e_machine */
+	uint8_t sp, fp;
+	uint8_t gprs;
+	uint8_t link; /* 1: calls leave the return address in a register */
+};
+extern const struct cfi_regs cfi_regs_x86_64, cfi_regs_aarch64;
 
 enum {
 	DW_CFA_nop = 0x00,
@@ -42,6 +52,7 @@ enum {
 	DW_CFA_val_offset = 0x14,
 	DW_CFA_val_offset_sf = 0x15,
 	DW_CFA_val_expression = 0x16,
+	DW_CFA_AARCH64_negate_ra_state = 0x2d, /* x86: GNU_window_save */
 	DW_CFA_GNU_args_size = 0x2e,
 	DW_CFA_GNU_negative_offset_extended = 0x2f,
 	/* High two bits carry the opcode, low six the operand. */
@@ -230,6 +241,7 @@ struct reg_state {
 };
 
 struct cfa_state {
+	const struct cfi_regs *regs;
 	uint8_t cfa_kind;
 	uint64_t cfa_reg;
 	int64_t cfa_off, cfa_add; /* cfa_add: CFA_DEREF's constant */
@@ -260,6 +272,7 @@ struct range {
 };
 
 struct builder {
+	const struct cfi_regs *regs;
 	struct build_row *v;
 	size_t n, cap;
 	uint32_t seq;

@@ -163,10 +163,12 @@ static int parse_cie(struct builder *b, const struct cfi_sec *s, size_t off,
 	if (r.bad || !c->code_align)
 		return -EINVAL;
 	/* Before any instruction: CFA undefined, every register unchanged;
-	 * the CIE's own program sets CFA = rsp + 8 and RA at CFA - 8. */
-	c->init = (struct cfa_state){ .cfa_kind = CFA_EXPR,
+	 * the CIE's own program sets CFA = rsp + 8 and RA at CFA - 8 on
+	 * x86_64; on arm64 it sets CFA = sp, and the return address stays in
+	 * x30 until a rule says where it was saved. */
+	c->init = (struct cfa_state){ .regs = b->regs, .cfa_kind = CFA_EXPR,
 				      .rbp = { .rule = RULE_SAME },
-				      .ra = { .rule = RULE_OTHER } };
+				      .ra = { .rule = b->regs->link ? RULE_SAME : RULE_OTHER } };
 	return run_cfa(b, c, s, r.p, e.end, &c->init, 0, &loc, 0);
 }
 
@@ -527,6 +529,9 @@ static int section_data(Elf_Scn *scn, const GElf_Shdr *sh, struct cfi_sec *s,
 	return 0;
 }
 
+const struct cfi_regs cfi_regs_x86_64 = { EM_X86_64, 7, 6, 16, 0 };
+const struct cfi_regs cfi_regs_aarch64 = { EM_AARCH64, 31, 29, 32, 1 };
+
 static int build_elf(Elf *elf, struct unwind_table *t)
 {
 	struct builder b = { .t = t };
@@ -540,7 +545,11 @@ static int build_elf(Elf *elf, struct unwind_table *t)
 	memset(t, 0, sizeof(*t));
 	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr) ||
 	    ehdr.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    ehdr.e_ident[EI_DATA] != ELFDATA2LSB || ehdr.e_machine != EM_X86_64)
+	    ehdr.e_ident[EI_DATA] != ELFDATA2LSB)
+		return -ENOEXEC;
+	b.regs = ehdr.e_machine == EM_X86_64 ? &cfi_regs_x86_64 :
+		 ehdr.e_machine == EM_AARCH64 ? &cfi_regs_aarch64 : NULL;
+	if (!b.regs)
 		return -ENOEXEC;
 	if (elf_getphdrnum(elf, &nph))
 		return -ENOEXEC;

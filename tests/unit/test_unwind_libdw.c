@@ -3,8 +3,9 @@
  * checked against a second reader of the same CFI: libdw's, which runs
  * each FDE's instructions itself (dwarf_cfi_addrframe) and hands over the
  * rules as DWARF expressions.  At the first and last address of every row
- * of libc's table and of this test binary's, both must agree on the CFA,
- * the return address and rbp, for the rules both can state (register +
+ * of libc's table and of this test binary's (and arm64's libc, whose
+ * return address starts out in x30), both must agree on the CFA, the
+ * return address and the frame pointer, for the rules both can state (register +
  * offset, "saved at CFA + n", "same", "undefined", the realigned frame's
  * dereference); a row the builder cannot run is not compared.  This is how
  * the builder was checked against libdw on libc, libluajit, nginx and
@@ -22,49 +23,86 @@
 #include "record/unwind_table.h"
 #include "tests/unit/unit.h"
 
+/* An instruction set's DWARF numbers for the stack pointer, frame
+ * pointer and return address; link: calls leave it in a register. */
+struct isa {
+	unsigned int sp, fp, ra, link;
+};
+static const struct isa x86_64 = { 7, 6, 16, 0 }, aarch64 = { 31, 29, 30, 1 };
+
+/* A "CFA + off" rule's words from the CFA, or 1 if it is not one. */
+static int64_t cfa_words(const Dwarf_Op *ops, size_t n)
+{
+	if (n == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_plus_uconst)
+		return (int64_t)ops[1].number / 8;
+	return 1;
+}
+
+/* The return address's rule as a row's aux (bpf/unwind_maps.h's LP_RA_*
+ * for a link register), -1 if this test does not state it, or -2 for
+ * undefined (the outermost frame). */
+static int ra_aux(Dwarf_Frame *f, const struct isa *a, int rbp_off)
+{
+	Dwarf_Op *ops, mem[3];
+	size_t n;
+	int64_t w;
+
+	dwarf_frame_register(f, (int)a->ra, mem, &ops, &n);
+	if (!n)
+		return ops ? -2 : a->link ? LP_RA_LINK : -1;
+	w = cfa_words(ops, n);
+	if (w == -1)
+		return LP_RA_CFA_M8;
+	if (!a->link || w > -2)
+		return -1;
+	if (rbp_off < 0 && w == rbp_off + 1)
+		return LP_RA_FRAME_RECORD;
+	return w >= -14 ? (int)(-w - 1) : -1;
+}
+
 /* The row libdw's frame at pc amounts to, or type LP_CFA_UNSUPPORTED
  * when it is a rule this test does not state. */
-static struct lp_unwind_row libdw_row(Dwarf_CFI *cfi, uint64_t pc)
+static struct lp_unwind_row libdw_row(Dwarf_CFI *cfi, uint64_t pc, const struct isa *a)
 {
 	struct lp_unwind_row row = { .cfa_type = LP_CFA_UNSUPPORTED };
 	Dwarf_Op *ops, mem[3];
 	Dwarf_Frame *f;
 	size_t n;
+	int aux;
 
 	if (dwarf_cfi_addrframe(cfi, pc, &f)) {
 		row.cfa_type = LP_CFA_GAP;
 		return row;
 	}
-	/* The return address: undefined (outermost), or at CFA - 8. */
-	dwarf_frame_register(f, 16, mem, &ops, &n);
-	if (!n && ops) {
+	if (ra_aux(f, a, 0) == -2) {
 		row.cfa_type = LP_CFA_END;
 		goto out;
 	}
-	if (n != 2 || ops[0].atom != DW_OP_call_frame_cfa ||
-	    ops[1].atom != DW_OP_plus_uconst || (int64_t)ops[1].number != -8)
-		goto out;
 	dwarf_frame_cfa(f, &ops, &n);
-	if (n == 1 && ops[0].atom == DW_OP_bregx && (ops[0].number == 6 || ops[0].number == 7)) {
-		row.cfa_type = ops[0].number == 7 ? LP_CFA_RSP : LP_CFA_RBP;
+	if (n == 1 && ops[0].atom == DW_OP_bregx && (ops[0].number == a->fp || ops[0].number == a->sp)) {
+		row.cfa_type = ops[0].number == a->sp ? LP_CFA_RSP : LP_CFA_RBP;
 		row.cfa_off = (uint16_t)ops[0].number2;
-	} else if (n == 2 && ops[0].atom == DW_OP_breg6 && ops[1].atom == DW_OP_deref) {
+	} else if (n == 2 && ops[0].atom == DW_OP_breg0 + a->fp && ops[1].atom == DW_OP_deref) {
 		row.cfa_type = LP_CFA_DEREF_RBP;
 		row.cfa_off = (uint16_t)(int16_t)(int64_t)ops[0].number;
 	} else {
 		goto out;
 	}
-	dwarf_frame_register(f, 6, mem, &ops, &n);
+	dwarf_frame_register(f, (int)a->fp, mem, &ops, &n);
 	if (!n)
 		row.rbp_off = 0; /* same value, or undefined: unchanged */
+	else if (cfa_words(ops, n) <= 0)
+		row.rbp_off = (int8_t)cfa_words(ops, n);
 	else if (n == 2 && ops[0].atom == DW_OP_call_frame_cfa &&
-		 ops[1].atom == DW_OP_plus_uconst)
-		row.rbp_off = (int8_t)((int64_t)ops[1].number / 8);
-	else if (n == 2 && ops[0].atom == DW_OP_call_frame_cfa &&
-		 ops[1].atom == DW_OP_breg6 && !ops[1].number)
+		 ops[1].atom == DW_OP_breg0 + a->fp && !ops[1].number)
 		row.rbp_off = LP_RBP_AT_RBP;
 	else
 		row.cfa_type = LP_CFA_UNSUPPORTED;
+	aux = ra_aux(f, a, row.rbp_off);
+	if (aux < 0 || (aux && LP_CFA_KIND(row.cfa_type) == LP_CFA_DEREF_RBP))
+		row.cfa_type = LP_CFA_UNSUPPORTED;
+	else if (row.cfa_type != LP_CFA_UNSUPPORTED)
+		row.cfa_type = LP_CFA_TYPE(row.cfa_type, aux);
 out:
 	free(f);
 	return row;
@@ -72,7 +110,7 @@ out:
 
 /* Rows of our table at both ends of each, against libdw: 0 differences,
  * and how many were compared in *compared. */
-static int differences(const char *path, uint32_t *compared)
+static int differences(const char *path, const struct isa *a, uint32_t *compared)
 {
 	struct unwind_table t;
 	int fd = open(path, O_RDONLY), diff = 0;
@@ -89,11 +127,13 @@ static int differences(const char *path, uint32_t *compared)
 		const struct lp_unwind_row *r = &t.rows[i];
 		uint64_t ends[2] = { r->pc, t.rows[i + 1].pc - 1 };
 
-		if (r->cfa_type != LP_CFA_RSP && r->cfa_type != LP_CFA_RBP &&
+		uint8_t kind = LP_CFA_KIND(r->cfa_type);
+
+		if (kind != LP_CFA_RSP && kind != LP_CFA_RBP &&
 		    r->cfa_type != LP_CFA_DEREF_RBP && r->cfa_type != LP_CFA_END)
 			continue;
 		for (int e = 0; e < 2; e++) {
-			struct lp_unwind_row d = libdw_row(cfi, ends[e]);
+			struct lp_unwind_row d = libdw_row(cfi, ends[e], a);
 
 			if (d.cfa_type == LP_CFA_UNSUPPORTED)
 				continue;
@@ -125,9 +165,20 @@ TEST(unwind_table_agrees_with_libdw)
 	Dl_info info;
 	uint32_t n;
 
-	CHECK(differences("/proc/self/exe", &n) == 0);
+	CHECK(differences("/proc/self/exe", &x86_64, &n) == 0);
 	CHECK(n > 100);
 	CHECK(dladdr((void *)printf, &info) && info.dli_fname);
-	CHECK(differences(info.dli_fname, &n) == 0);
+	CHECK(differences(info.dli_fname, &x86_64, &n) == 0);
+	CHECK(n > 10000);
+}
+
+/* arm64's libc as libc6-arm64-cross ships it (make deps installs it). */
+#define ARM64_LIBC "/usr/aarch64-linux-gnu/lib/libc.so.6"
+TEST(unwind_table_agrees_with_libdw_arm64)
+{
+	uint32_t n;
+
+	CHECK(access(ARM64_LIBC, R_OK) == 0);
+	CHECK(differences(ARM64_LIBC, &aarch64, &n) == 0);
 	CHECK(n > 10000);
 }
