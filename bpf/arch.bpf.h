@@ -10,6 +10,9 @@
  *   LP_PT_VM_GD/BASE/PC(p)  the interpreter's G (+ layout.g2disp), BASE, PC
  *   LP_CORE_*(p)            the same read from kernel memory
  *   LP_ENTRY_SP_TO_RETURN   sp at a function's return - sp at its entry
+ *   LP_LINK_REG             calls leave the return address in a register
+ *   LP_RA_STRIP(ra)         a saved return address without signature bits
+ *   arch_is_call_site(ra)   the instruction before ra is a call
  *   LP_DWARF_GPRS           registers, by DWARF number, that a capture keeps
  *   arch_saved_reg()        one the kernel saved, by DWARF number
  *   ctx_regs_user_mode(), task_regs_user_mode()

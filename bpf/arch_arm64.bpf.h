@@ -38,6 +38,24 @@
 
 #define LP_ENTRY_SP_TO_RETURN 0
 
+/* Calls leave the return address in x30.  With pointer authentication
+ * (paciasp) a saved one carries a signature in the bits above the
+ * address; user addresses fit in 48 bits. */
+#define LP_LINK_REG 1
+#define LP_RA_STRIP(ra) ((ra) & 0x0000ffffffffffffull)
+
+/* 1 if the instruction before return address ra is a call: bl, blr, or
+ * the authenticating blraa/blrab/blraaz/blrabz. */
+static __always_inline int arch_is_call_site(__u64 ra)
+{
+	__u32 insn;
+
+	if (ra < 4 || bpf_probe_read_user(&insn, sizeof(insn), (const void *)(ra - 4)))
+		return 0;
+	return (insn & 0xfc000000) == 0x94000000 || (insn & 0xfffffc1f) == 0xd63f0000 ||
+	       (insn & 0xfefff800) == 0xd63f0800;
+}
+
 #define LP_DWARF_GPRS 32
 
 #define LP_PT_GPRS(p, gpr) do {						\

@@ -50,6 +50,29 @@
  * at its return: the return address the call pushed. */
 #define LP_ENTRY_SP_TO_RETURN 8
 
+/* Calls push the return address (no link register); return addresses
+ * carry no signature bits. */
+#define LP_LINK_REG 0
+#define LP_RA_STRIP(ra) (ra)
+
+/*
+ * Is ra a return address: does a call instruction end right before it?
+ * E8 rel32 (5 bytes), or FF /2, an indirect call through a register
+ * (2 bytes, 3 with a REX prefix), through memory with a disp8 (3) or
+ * RIP-relative or disp32 (6).  Code that stack data points into rarely
+ * passes.
+ */
+static __always_inline int arch_is_call_site(__u64 ra)
+{
+	__u8 b[7];
+
+	if (ra < 7 || bpf_probe_read_user(b, sizeof(b), (const void *)(ra - 7)))
+		return 0;
+	return b[2] == 0xe8 || (b[5] == 0xff && (b[6] & 0xf8) == 0xd0) ||
+	       (b[4] == 0xff && (b[5] & 0x38) == 0x10) ||
+	       (b[1] == 0xff && (b[2] & 0x38) == 0x10);
+}
+
 /* General registers by DWARF number that user_regs.gpr[] holds. */
 #define LP_DWARF_GPRS 16
 

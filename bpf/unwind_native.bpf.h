@@ -193,6 +193,7 @@ __u32 unwind_tables_on;
 /* Where the walk is: the registers of the frame about to be recorded. */
 struct unwind_cursor {
 	__u64 pc, sp, bp;
+	__u64 lr;         /* frame 0's link register (arm64), else 0 */
 	__u64 sp0, bp0;   /* frame 0's, for the leaf retry */
 	__u64 rec_pc;     /* out: the pc recorded for this frame */
 	__u32 n;          /* frames recorded before this one */
@@ -721,24 +722,6 @@ static __always_inline int unwind_jit_step(struct unwind_cursor *c, int foreign)
 	return stop;
 }
 
-/*
- * Is ra a return address: does a call instruction end right before it?
- * E8 rel32 (5 bytes), or FF /2, an indirect call through a register
- * (2 bytes, 3 with a REX prefix), through memory with a disp8 (3) or
- * RIP-relative or disp32 (6).  Code that stack data points into rarely
- * passes.
- */
-static __always_inline int unwind_is_call_site(__u64 ra)
-{
-	__u8 b[7];
-
-	if (ra < 7 || bpf_probe_read_user(b, sizeof(b), (const void *)(ra - 7)))
-		return 0;
-	return b[2] == 0xe8 || (b[5] == 0xff && (b[6] & 0xf8) == 0xd0) ||
-	       (b[4] == 0xff && (b[5] & 0x38) == 0x10) ||
-	       (b[1] == 0xff && (b[2] & 0x38) == 0x10);
-}
-
 /* unwind_vma_object()'s question and answer. */
 struct unwind_vma {
 	__u64 lo, hi, bias;
@@ -843,6 +826,23 @@ static __always_inline int unwind_vma_object(struct unwind_cursor *c, __u64 pc,
 }
 
 /*
+ * Frame 0 (at sp) taken as a frameless leaf: its return address, and its
+ * caller's stack pointer.  At [sp] where calls push it; in the link
+ * register where they leave it there.  -1 if it cannot be read.
+ */
+static __always_inline int unwind_leaf_ra(struct unwind_cursor *c, __u64 sp, __u64 *ra,
+					  __u64 *caller_sp)
+{
+	if (LP_LINK_REG) {
+		*ra = LP_RA_STRIP(c->lr);
+		*caller_sp = sp;
+		return c->lr ? 0 : -1;
+	}
+	*caller_sp = sp + 8;
+	return unwind_read(c, sp, ra);
+}
+
+/*
  * Frame 0's pc has no CFI row: a hand-written routine's instructions that
  * its author left out of the CFI, such as glibc's clone3 after its system
  * call (the parent's frame is still a plain leaf there, the child's ends
@@ -852,17 +852,17 @@ static __always_inline int unwind_vma_object(struct unwind_cursor *c, __u64 pc,
 static __always_inline int unwind_leaf_no_row(const struct lp_unwind_proc *proc,
 					      struct unwind_cursor *c)
 {
-	__u64 ra, bias;
+	__u64 ra, bias, sp;
 	__u32 obj;
 
-	if (c->n || c->pc_is_ra || unwind_read(c, c->sp, &ra))
+	if (c->n || c->pc_is_ra || unwind_leaf_ra(c, c->sp, &ra, &sp))
 		return LP_USTOP_NO_ROW;
 	if (!ra)
 		return LP_USTOP_END;
 	if ((unwind_map_index(proc, ra - 1) < 0 && unwind_vma_object(c, ra - 1, &obj, &bias)) ||
-	    !unwind_is_call_site(ra))
+	    !arch_is_call_site(ra))
 		return LP_USTOP_NO_ROW;
-	unwind_move(c, ra, c->sp + 8, c->bp, 1);
+	unwind_move(c, ra, sp, c->bp, 1);
 	return 0;
 }
 
@@ -924,7 +924,7 @@ static __always_inline void unwind_memo_realign(const struct lp_unwind_row_cache
  * frame is to be unwound as any other; else 0 (moved on) or a stop. */
 static __always_inline int unwind_in_vm(struct unwind_cursor *c, __u64 lookup)
 {
-	__u64 ra;
+	__u64 ra, sp;
 	int stop;
 
 	if (lookup < c->vm_lo || lookup >= c->vm_hi)
@@ -935,9 +935,9 @@ static __always_inline int unwind_in_vm(struct unwind_cursor *c, __u64 lookup)
 	 * its own, bpf/walk_lua.bpf.h): a frameless leaf, return address at
 	 * [rsp], under the interpreter's frame. */
 	if (!c->n && c->vm_helper) {
-		if (unwind_read(c, c->sp, &ra))
+		if (unwind_leaf_ra(c, c->sp, &ra, &sp))
 			return LP_USTOP_READ;
-		unwind_move(c, ra, c->sp + 8, c->bp, 1);
+		unwind_move(c, ra, sp, c->bp, 1);
 		return 0;
 	}
 	stop = unwind_vm_other(c);
@@ -958,16 +958,16 @@ static __always_inline int unwind_in_vm(struct unwind_cursor *c, __u64 lookup)
 static __always_inline int unwind_leaf_retry(const struct lp_unwind_proc *proc,
 					     struct unwind_cursor *c, __u64 *lookup, int idx)
 {
-	__u64 ra;
+	__u64 ra, sp;
 	int ridx;
 
 	c->leaf_retry = 0;
-	if (unwind_read(c, c->sp0, &ra))
+	if (unwind_leaf_ra(c, c->sp0, &ra, &sp))
 		return idx;
 	ridx = unwind_map_index(proc, ra - 1);
 	if (ridx < 0)
 		return idx;
-	unwind_move(c, ra, c->sp0 + 8, c->bp0, 1);
+	unwind_move(c, ra, sp, c->bp0, 1);
 	c->rec_pc = ra;
 	*lookup = ra - 1;
 	return ridx;
@@ -997,7 +997,8 @@ static __always_inline int unwind_uretprobe_ra(struct unwind_cursor *c)
 	struct return_instance *ri;
 	struct xol_area *xol;
 	struct uprobe_task *ut;
-	__u64 slot = c->sp - 8; /* where a call pushed the return address */
+	/* The stack pointer the kernel noted at the function's entry. */
+	__u64 slot = c->sp - LP_ENTRY_SP_TO_RETURN;
 
 	if (!task->mm)
 		return 0;
@@ -1136,14 +1137,15 @@ found:
 static __always_inline int unwind_to_caller(struct unwind_cursor *c, __u64 cfa,
 					    __u64 ra, __u64 bp)
 {
-	/* The stack grows down: a caller's frame is always above. */
-	if (cfa <= c->sp)
+	/* The stack grows down: a caller's frame is always above, but for
+	 * a leaf that keeps its return address in the link register. */
+	if (cfa < c->sp || (cfa == c->sp && (!LP_LINK_REG || c->n)))
 		return LP_USTOP_BAD_FRAME;
 	/* A zero return address ends the stack, unless frame 0 may yet be
 	 * retried (then the next step finds 0 unmapped and retries). */
 	if (!ra && !c->leaf_retry)
 		return LP_USTOP_END;
-	c->pc = ra;
+	c->pc = LP_RA_STRIP(ra);
 	c->sp = cfa;
 	c->bp = bp;
 	c->pc_is_ra = 1;
@@ -1227,6 +1229,48 @@ static __always_inline int unwind_cfa(const struct lp_unwind_proc *proc,
 	}
 }
 
+/*
+ * unwind_by_row()'s second half where calls leave the return address in
+ * a link register: the row's aux says where it is (bpf/unwind_maps.h's
+ * LP_RA_*), and the frame pointer is saved beside it in the usual
+ * prologue (stp x29, x30, [sp, #-N]!).
+ */
+static __always_inline int unwind_by_row_link(struct unwind_cursor *c,
+					      const struct lp_unwind_row *row, __u64 cfa)
+{
+	__u32 aux = LP_CFA_AUX(row->cfa_type);
+	__u64 ra, bp = c->bp;
+
+	if (LP_CFA_KIND(row->cfa_type) != LP_CFA_RSP && LP_CFA_KIND(row->cfa_type) != LP_CFA_RBP)
+		return LP_USTOP_UNSUPPORTED;
+	if (aux == LP_RA_FRAME_RECORD && row->rbp_off < 0) {
+		__u64 pair[2];
+
+		if (unwind_read_n(c, cfa + (__s64)row->rbp_off * 8, pair, sizeof(pair)))
+			return LP_USTOP_READ;
+		c->bp_known = 1;
+		return unwind_to_caller(c, cfa, pair[1], pair[0]);
+	}
+	if (aux == LP_RA_LINK) {
+		if (c->n || !c->lr)
+			return LP_USTOP_BAD_FRAME;
+		ra = c->lr;
+	} else if (aux < LP_RA_FRAME_RECORD) {
+		if (unwind_read(c, cfa - 8 * (__u64)(aux + 1), &ra))
+			return LP_USTOP_READ;
+	} else {
+		return LP_USTOP_UNSUPPORTED;
+	}
+	if (row->rbp_off == LP_RBP_UNKNOWN) {
+		c->bp_known = 0;
+	} else if (row->rbp_off < 0) {
+		if (unwind_read(c, cfa + (__s64)row->rbp_off * 8, &bp))
+			return LP_USTOP_READ;
+		c->bp_known = 1;
+	}
+	return unwind_to_caller(c, cfa, ra, bp);
+}
+
 /* A frame with CFI: its CFA and the caller's rbp by its row. */
 static __always_inline int unwind_by_row(const struct lp_unwind_proc *proc,
 					 struct unwind_cursor *c,
@@ -1237,6 +1281,8 @@ static __always_inline int unwind_by_row(const struct lp_unwind_proc *proc,
 
 	if (stop >= 0)
 		return stop;
+	if (LP_LINK_REG)
+		return unwind_by_row_link(c, row, cfa);
 	if (row->rbp_off == -2) {
 		/* rbp pushed first, right under the return address (the
 		 * usual prologue): one read for both. */
@@ -1346,6 +1392,7 @@ static __always_inline int unwind_user_regs(const struct user_regs *regs,
 	c->pc = regs->ip;
 	c->sp = regs->sp;
 	c->bp = regs->bp;
+	c->lr = regs->lr;
 	return 0;
 }
 
