@@ -4,8 +4,8 @@
  * holds each register the walkers read, the system call numbers they
  * know, and whether saved registers are user mode's.
  *
- * The interpreter keeps G itself in x22 (layout.g2disp is 0 for an arm64
- * build), BASE in x19 and PC in x21 (vm_arm64.dasc), in traces too.  A
+ * The interpreter keeps G itself in x22 (GLREG), BASE in x19 and PC in
+ * x21 (vm_arm64.dasc), G in traces too.  A
  * call (bl, blr) leaves the return address in x30, the link register:
  * at a function's first instruction the stack pointer is the caller's.
  * DWARF numbers x0..x30 0..30 and sp 31.
@@ -26,9 +26,10 @@
 #define LP_PT_SP(p) ((p)->sp)
 #define LP_PT_FP(p) ((p)->regs[29])
 #define LP_PT_LR(p) ((p)->regs[30])
-#define LP_PT_VM_GD(p) ((p)->regs[22])   /* G (+ layout.g2disp, 0) */
+#define LP_PT_VM_GD(p) ((p)->regs[22])   /* G itself */
 #define LP_PT_VM_BASE(p) ((p)->regs[19])
 #define LP_PT_VM_PC(p) ((p)->regs[21])
+#define LP_VM_G(gd, g2disp) (gd)
 #define LP_CORE_IP(p) BPF_CORE_READ(p, pc)
 #define LP_CORE_SP(p) BPF_CORE_READ(p, sp)
 #define LP_CORE_SYSCALL(p) BPF_CORE_READ(p, syscallno)

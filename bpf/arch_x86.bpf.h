@@ -38,6 +38,8 @@
 #define LP_PT_VM_GD(p) ((p)->r14)   /* G + layout.g2disp */
 #define LP_PT_VM_BASE(p) ((p)->dx)
 #define LP_PT_VM_PC(p) ((p)->bx)
+/* The candidate G the interpreter's register gives (user_regs.vm_gd). */
+#define LP_VM_G(gd, g2disp) ((gd) - (__s64)(g2disp))
 /* The same, read from kernel memory (bpf_task_pt_regs). */
 #define LP_CORE_IP(p) BPF_CORE_READ(p, ip)
 #define LP_CORE_SP(p) BPF_CORE_READ(p, sp)

@@ -5,7 +5,8 @@
  * bpf/capture.bpf.h; the layouts it reads are in bpf/luajit_layout.h.
  *
  * Which global_State: the interpreter keeps DISPATCH (= G + g2disp) in r14,
- * so r14 - g2disp is a candidate G, trusted only if it validates: the
+ * so r14 - g2disp is a candidate G (on arm64 x22 holds G itself:
+ * bpf/arch.bpf.h's LP_VM_G), trusted only if it validates: the
  * GG_State's main thread must be where G says (G->mainthref == G - gg_g)
  * and the running coroutine must point back (G->cur_L->glref == G).  A
  * validated G is cached per thread, for samples taken where r14 is not
@@ -1385,7 +1386,7 @@ __noinline __u64 lua_find_G(struct lua_walk *wp, struct lp_event_sample *e,
 	 * need not be looked at, nor the cache written again). */
 	t = thread_of(wp);
 	G = vm_frame_cfa ? G_from_vm_frame(wp, vm_frame_cfa, &L) :
-			   regs->vm_gd - (__s64)wp->proc.layout.g2disp;
+			   LP_VM_G(regs->vm_gd, wp->proc.layout.g2disp);
 	found = valid_G(wp, G, &wp->gf, &L, &wp->st, t);
 	if (found == 1) {
 		t->G = G;
