@@ -109,6 +109,7 @@ static void wait_exec(struct launched *l)
 	}
 }
 
+#if defined(__x86_64__)
 /* AT_ENTRY of pid, from /proc/PID/auxv; 0 if not found. */
 static uint64_t auxv_entry(pid_t pid)
 {
@@ -130,7 +131,6 @@ static uint64_t auxv_entry(pid_t pid)
 	return entry;
 }
 
-#if defined(__x86_64__)
 /*
  * A child held at its exec runs on until its program's entry point, where
  * the dynamic loader has mapped every library it needed and ran nothing
@@ -183,6 +183,7 @@ restore:
 	return -EINTR;
 }
 #else
+/* The breakpoint and the registers above are x86_64's: elsewhere, none. */
 int launch_run_to_entry(struct launched *l)
 {
 	(void)l;
