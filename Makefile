@@ -1,7 +1,12 @@
 # luaprof build.  `make` builds build/luaprof; `make test` runs every test;
 # `make demo` records a bundled sample and prints its report; `make deps`
 # installs missing Debian packages (quick and silent when all are present).
-# Objects go to build/, never next to the sources.
+# Objects go to build/, never next to the sources.  `make ARCH=arm64`
+# cross-builds for arm64 hosts into build/arm64/ (mk/arm64.mk).
+
+ifeq ($(ARCH),arm64)
+include mk/arm64.mk
+endif
 
 CC       ?= gcc
 CLANG    ?= clang
@@ -22,6 +27,8 @@ LDLIBS   := -lbpf -ldw -lelf -lz -llz4 -lcapstone -liberty
 DEPS := clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev liblz4-dev \
         libcapstone-dev libiberty-dev pkg-config make gcc python3 util-linux \
         libclang-rt-14-dev help2man liblzma-dev libbz2-dev libc6-arm64-cross
+# A cross build's toolchain too (mk/arm64.mk).
+DEPS += $(ARCH_DEPS)
 
 FORMAT_SRC := $(wildcard format/*.c)
 LIB_SRC    := $(wildcard lib/*.c)
@@ -33,12 +40,13 @@ RECORD_OBJ := $(RECORD_SRC:%.c=$(BUILD)/%.o)
 REPORT_OBJ := $(REPORT_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC   := $(wildcard tests/unit/*.c)
 UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
-SAMPLES    := $(patsubst samples/%.c,$(BUILD)/samples/%,$(wildcard samples/*.c))
+SAMPLES    := $(filter-out $(ARCH_NOT_SAMPLES),\
+	      $(patsubst samples/%.c,$(BUILD)/samples/%,$(wildcard samples/*.c)))
 
 .PHONY: all deps test unit demo clean bench docs-img sanitize sanitize-build fuzz fuzz-build \
 	man install static deb
 .SECONDARY:
-all: $(BUILD)/luaprof $(SAMPLES)
+all: $(BUILD)/luaprof $(SAMPLES) $(ARCH_ALL)
 
 # Man pages from --help (man/man.sh), and `make install` as GNU and
 # Debian expect: PREFIX (default /usr/local) and DESTDIR.
@@ -70,13 +78,17 @@ deps:
 		|| { cat /tmp/luaprof-deps.log >&2; echo "make deps: apt-get install failed" >&2; exit 1; }; \
 	fi
 
-$(BUILD)/vmlinux.h:
+# The kernel's types, of the running kernel unless the architecture's
+# makefile says how else; BPF_ARCH names its pt_regs for bpf_tracing.h.
+VMLINUX_RULE ?= $(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+BPF_ARCH     ?= x86
+$(BUILD)/vmlinux.h: $(VMLINUX_DEPS)
 	@mkdir -p $(@D)
-	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+	$(VMLINUX_RULE)
 
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h format/kinds.h $(BUILD)/vmlinux.h
 	@mkdir -p $(@D)
-	$(CLANG) -O2 -g -Wall -target bpf -D__TARGET_ARCH_x86 -I. -I$(BUILD) -c $< -o $@
+	$(CLANG) -O2 -g -Wall -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I. -I$(BUILD) -c $< -o $@
 	llvm-strip -g $@ 2>/dev/null || true
 
 $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
@@ -111,7 +123,8 @@ UNIT_RECORD_OBJ := $(BUILD)/record/luajit_layouts.o $(BUILD)/record/unwind_table
 # so a sanitizer build of the unit tests compiles no BPF either.
 $(filter-out $(UNIT_RECORD_OBJ),$(RECORD_OBJ)): $(BUILD)/sampler.skel.h
 
-$(BUILD)/%.o: %.c
+# ARCH_PREREQ: what a cross build compiles with (its sysroot), first.
+$(BUILD)/%.o: %.c | $(ARCH_PREREQ)
 	@mkdir -p $(@D)
 	$(CC) $(LP_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -136,7 +149,7 @@ $(BUILD)/unit_tests: $(UNIT_OBJ) $(UNIT_RECORD_OBJ) $(REPORT_OBJ) $(FORMAT_OBJ) 
 
 # Samples keep frame pointers and distinct functions so that stacks name
 # them; issue-level tests depend on their hot functions being visible.
-$(BUILD)/samples/%: samples/%.c
+$(BUILD)/samples/%: samples/%.c | $(ARCH_PREREQ)
 	@mkdir -p $(@D)
 	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
 		-Wall -Wextra -o $@ $< 
@@ -144,14 +157,14 @@ $(BUILD)/samples/%: samples/%.c
 # nofp is built as distributions build code, without frame pointers: the
 # native unwinder's test (tests/e2e/native_unwind.sh) needs .eh_frame to be
 # the only way up its stack.
-$(BUILD)/samples/nofp: samples/nofp.c
+$(BUILD)/samples/nofp: samples/nofp.c | $(ARCH_PREREQ)
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fomit-frame-pointer -fno-inline -Wall -Wextra -o $@ $<
 
 # inline is built as releases are, -O2 with inlining, for the source lines
 # and inlined frames of tests/e2e/self_contained.sh; frame pointers keep
 # its stack walkable whatever the unwinder does.
-$(BUILD)/samples/inline: samples/inline.c
+$(BUILD)/samples/inline: samples/inline.c | $(ARCH_PREREQ)
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -o $@ $<
 
@@ -163,7 +176,7 @@ $(BUILD)/bench/synth: $(BUILD)/bench/synth.o $(FORMAT_OBJ) $(LIB_OBJ)
 # the BPF program on, and what such an event costs a context switch.
 $(BUILD)/bench/pertask.bpf.o: bench/pertask.bpf.c $(BUILD)/vmlinux.h
 	@mkdir -p $(@D)
-	$(CLANG) -O2 -g -Wall -target bpf -D__TARGET_ARCH_x86 -I$(BUILD) -c $< -o $@
+	$(CLANG) -O2 -g -Wall -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BUILD) -c $< -o $@
 $(BUILD)/bench/pertask.skel.h: $(BUILD)/bench/pertask.bpf.o
 	$(BPFTOOL) gen skeleton $< name pertask > $@.tmp && mv $@.tmp $@
 $(BUILD)/bench/pertask: bench/pertask.c $(BUILD)/bench/pertask.skel.h
@@ -241,13 +254,16 @@ docs-img: deps
 	@docs/img/nginx.sh offcpu
 	@docs/img/nginx.sh alloc
 
+# A cross build's CLEAN_FILES keep its downloads (mk/arm64.mk).
+CLEAN_FILES ?= $(BUILD) demo.lp demo.lp.old demo.folded
 clean:
-	rm -rf $(BUILD) demo.lp demo.lp.old demo.folded
+	rm -rf $(CLEAN_FILES)
 
-# The sanitizer and fuzzing builds below build/ keep their own .d files.
-# (Files only, and not under the trees the tests unpack: a root's
-# /etc/rc2.d is no make dependency file.)
+# The sanitizer, fuzzing and arm64 builds below build/ keep their own .d
+# files.  (Files only, and not under the trees the tests unpack: a root's
+# /etc/rc2.d is no make dependency file; nor under a cross build's sysroot.)
 -include $(shell find $(BUILD) \( -path $(SAN_BUILD) -o -path $(FUZZ_BUILD) \
 	-o -path $(BUILD)/trixie-root -o -path $(BUILD)/bookworm-root \
-	-o -path $(BUILD)/luajit-builds -o -path $(BUILD)/deb \) -prune \
+	-o -path $(BUILD)/luajit-builds -o -path $(BUILD)/deb \
+	-o -path $(BUILD)/arm64 -o -path $(BUILD)/sysroot \) -prune \
 	-o -type f -name '*.d' -print 2>/dev/null)
