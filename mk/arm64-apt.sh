@@ -25,9 +25,12 @@ arm64_apt_opts() {
 }
 
 # arm64_apt_init: the state's files; the package lists once (an update is
-# what a cached state lacks when arm64_apt_update is called again).
+# what a cached state lacks when arm64_apt_update is called again).  The
+# caller holds the state's lock from then on: `make -j` runs both scripts
+# at once, and two apt-get updates of the same lists fail.
 arm64_apt_init() {
 	mkdir -p "$ARM64_APT/lists/partial" "$ARM64_APT/preferences.d" || return 1
+	exec 9>>"$ARM64_APT/lock" && flock 9 || return 1
 	[ -f "$ARM64_APT/status" ] || : >"$ARM64_APT/status"
 	# The host's suite with its updates and security fixes, as its own
 	# sources have them: the target runs what the host's suite ships.
