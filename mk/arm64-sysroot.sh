@@ -15,7 +15,7 @@
 # place whole, so a failed run leaves no half root.  apt's output goes to
 # SYSROOT.log, shown on failure.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 # What the Makefile's LDLIBS and STATIC_LDLIBS name, and libc.
 WANT="libc6-dev libbpf-dev libelf-dev libdw-dev zlib1g-dev liblz4-dev
@@ -33,6 +33,7 @@ die() {
 	exit 1
 }
 
+# shellcheck disable=SC2086,SC2116 # the names on one line
 want_line="# asked: $(echo $WANT)"
 if [ -f "$stamp" ] && [ "$(head -n 1 "$stamp")" = "$want_line" ]; then
 	touch "$stamp"
@@ -43,6 +44,7 @@ fi
 arm64_apt_init || die "cannot read the arm64 package lists"
 # The closure of their dependencies (virtual packages, <name>, are met by
 # a real one the closure holds: libc-dev by libc6-dev).
+# shellcheck disable=SC2086 # WANT and pkgs are lists of names
 pkgs=$(arm64_apt_cache depends --recurse --no-recommends --no-suggests \
 	--no-conflicts --no-breaks --no-replaces --no-enhances $WANT 2>>"$ARM64_LOG" |
 	grep -v -e '^ ' -e '^<' | sort -u) || die "apt-cache depends failed"
@@ -52,6 +54,7 @@ echo "$pkgs" | paste -sd' ' | fold -s -w 76 | sed 's/^/  /'
 
 tmp=$root.tmp
 rm -rf "$tmp" "$tmp-debs"
+# shellcheck disable=SC2086
 arm64_download "$tmp-debs" $pkgs || die "apt-get download failed"
 mkdir -p "$tmp"
 {

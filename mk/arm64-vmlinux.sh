@@ -15,7 +15,7 @@
 # set, or nothing is written.  The cut and the package's name are kept in
 # OUT's directory, kernel/, so that OUT is made again without a download.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 out=$(realpath -m "${1:?usage: mk/arm64-vmlinux.sh OUT}")
 kdir=$(dirname "$out")/kernel
@@ -84,7 +84,9 @@ fetch_btf() {
 	rm -rf "$dl"
 }
 
-[ -s "$kdir/vmlinux.btf" ] && [ -s "$kdir/package" ] || fetch_btf
+if [ ! -s "$kdir/vmlinux.btf" ] || [ ! -s "$kdir/package" ]; then
+	fetch_btf
+fi
 # Well-formed: bpftool reads every type, and arm64's user_pt_regs (the
 # registers perf hands a BPF program there) is among them.
 "$BPFTOOL" btf dump file "$kdir/vmlinux.btf" format c >"$out.tmp" 2>>"$ARM64_LOG" ||
