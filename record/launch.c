@@ -16,6 +16,7 @@
  * "tables not loaded yet".  Where tracing is not allowed (Yama's
  * ptrace_scope 3, a seccomp policy) the command runs as before.
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <stdint.h>
 #include <sys/auxv.h>
 #include <sys/ptrace.h>
+#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 
@@ -109,7 +111,6 @@ static void wait_exec(struct launched *l)
 	}
 }
 
-#if defined(__x86_64__)
 /* AT_ENTRY of pid, from /proc/PID/auxv; 0 if not found. */
 static uint64_t auxv_entry(pid_t pid)
 {
@@ -132,18 +133,76 @@ static uint64_t auxv_entry(pid_t pid)
 }
 
 /*
+ * The breakpoint of the instruction set this recorder runs on, which is
+ * its children's: break_word() puts it over the low bytes of word (the
+ * entry's first instruction; little-endian), at_break() says whether the
+ * child, stopped by a SIGTRAP, stopped on it: 1 with its pc set back to
+ * the entry, 0 not there, -errno there but not set back.
+ */
+#if defined(__x86_64__)
+/* int3, one byte; the trap reports the pc past it. */
+static int break_word(long word, long *out)
+{
+	*out = (word & ~0xffL) | 0xcc;
+	return 0;
+}
+
+static int at_break(pid_t pid, uint64_t entry)
+{
+	struct user_regs_struct regs;
+
+	if (ptrace(PTRACE_GETREGS, pid, NULL, &regs) || regs.rip != entry + 1)
+		return 0;
+	regs.rip = entry;
+	return ptrace(PTRACE_SETREGS, pid, NULL, &regs) ? -errno : 1;
+}
+#elif defined(__aarch64__)
+/* BRK #0, one instruction word; the trap reports the pc at it, which
+ * is where the child resumes: nothing to set back. */
+static int break_word(long word, long *out)
+{
+	*out = (long)(((unsigned long)word & ~0xffffffffUL) | 0xd4200000UL);
+	return 0;
+}
+
+static int at_break(pid_t pid, uint64_t entry)
+{
+	struct user_regs_struct regs; /* user_pt_regs: x0-x30, sp, pc, pstate */
+	struct iovec iov = { &regs, sizeof(regs) };
+
+	if (ptrace(PTRACE_GETREGSET, pid, (void *)NT_PRSTATUS, &iov))
+		return 0;
+	return regs.pc == entry;
+}
+#else
+/* No breakpoint known: the child runs on from its exec. */
+static int break_word(long word, long *out)
+{
+	(void)word;
+	(void)out;
+	return -ENOTSUP;
+}
+
+static int at_break(pid_t pid, uint64_t entry)
+{
+	(void)pid;
+	(void)entry;
+	return 0;
+}
+#endif
+
+/*
  * A child held at its exec runs on until its program's entry point, where
  * the dynamic loader has mapped every library it needed and ran nothing
- * of the program yet: a breakpoint (int3) there, removed when hit, as a
+ * of the program yet: a breakpoint there, removed when hit, as a
  * debugger's `start` does.  0 with the child stopped at its entry (its
  * code as it was); else the child runs untraced, or is gone.
  */
 int launch_run_to_entry(struct launched *l)
 {
 	uint64_t entry = l->held ? auxv_entry(l->pid) : 0;
-	struct user_regs_struct regs;
-	long word;
-	int st;
+	long word, brk;
+	int st, hit, e;
 
 	if (!entry)
 		return -ENOENT;
@@ -151,7 +210,9 @@ int launch_run_to_entry(struct launched *l)
 	word = ptrace(PTRACE_PEEKTEXT, l->pid, (void *)entry, NULL);
 	if (errno)
 		return -errno;
-	if (ptrace(PTRACE_POKETEXT, l->pid, (void *)entry, (void *)((word & ~0xffL) | 0xcc)))
+	if ((e = break_word(word, &brk)))
+		return e;
+	if (ptrace(PTRACE_POKETEXT, l->pid, (void *)entry, (void *)brk))
 		return -errno;
 	if (ptrace(PTRACE_CONT, l->pid, NULL, NULL))
 		goto restore;
@@ -167,11 +228,10 @@ int launch_run_to_entry(struct launched *l)
 		}
 		if (st >> 16)
 			break; /* a group stop: let it be */
-		if (WSTOPSIG(st) == SIGTRAP &&
-		    !ptrace(PTRACE_GETREGS, l->pid, NULL, &regs) && regs.rip == entry + 1) {
-			regs.rip = entry;
-			if (ptrace(PTRACE_SETREGS, l->pid, NULL, &regs))
-				break;
+		hit = WSTOPSIG(st) == SIGTRAP ? at_break(l->pid, entry) : 0;
+		if (hit < 0)
+			break;
+		if (hit) {
 			ptrace(PTRACE_POKETEXT, l->pid, (void *)entry, (void *)word);
 			return 0;
 		}
@@ -182,14 +242,6 @@ restore:
 	launch_release(l);
 	return -EINTR;
 }
-#else
-/* The breakpoint and the registers above are x86_64's: elsewhere, none. */
-int launch_run_to_entry(struct launched *l)
-{
-	(void)l;
-	return -ENOTSUP;
-}
-#endif
 
 /*
  * The sampler stops a followed process as it execs (a SIGSTOP queued by
