@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "lib/grow.h"
+#include "record/arch.h"
 #include "record/procmaps.h"
 
 static int mapping_cmp(const void *a, const void *b)
@@ -167,14 +168,19 @@ static int read_text(void *ctx, char **out, size_t *len)
 	return 0;
 }
 
-/* The last line names the gate page, which x86-64 lists after every
- * mapping of a 64-bit process (unless booted with vsyscall=none). */
+/*
+ * The last line names what this kernel lists after every other mapping of
+ * a 64-bit process: on x86-64 the gate page (unless booted with
+ * vsyscall=none); arm64 has none, and the main thread's stack is the
+ * highest mapping (mmap's area grows down from below it, the vDSO
+ * included).
+ */
 int procmaps_text_whole(const char *text, size_t len)
 {
-	static const char gate[] = "[vsyscall]\n";
-	size_t n = sizeof(gate) - 1;
+	const char *last = LP_HOST_MACHINE == EM_AARCH64 ? "[stack]\n" : "[vsyscall]\n";
+	size_t n = strlen(last);
 
-	return len >= n && !memcmp(text + len - n, gate, n);
+	return len >= n && !memcmp(text + len - n, last, n);
 }
 
 /*
@@ -185,11 +191,11 @@ int procmaps_text_whole(const char *text, size_t len)
  * out as its own image and libc, without the dynamic loader and the vDSO
  * above them, and its samples in the loader printed as [unmapped] frames
  * (tests/e2e/native_unwind.sh, fork+exec).  So: a listing that does not
- * end with the gate page is read again.  The same text twice is whole (a
- * 32-bit process, or no gate page on this system); an empty one means the
- * first was cut by the exit, and the process counts as gone (-ESRCH); a
- * different one (an exec, new mappings) is checked the same way, three
- * times at most.
+ * end with the last mapping above is read again.  The same text twice is
+ * whole (a 32-bit process, no gate page on this system, something mapped
+ * above arm64's stack); an empty one means the first was cut by the exit,
+ * and the process counts as gone (-ESRCH); a different one (an exec, new
+ * mappings) is checked the same way, three times at most.
  */
 int procmaps_whole_text(procmaps_reader *reader, void *ctx, char **out, size_t *len)
 {

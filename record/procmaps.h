@@ -24,8 +24,8 @@ int procmaps_read_code(pid_t pid, const struct maps_table *prev,
 		       const uint64_t *code, uint32_t ncode,
 		       struct maps_table *out);
 /* Whether a listing of /proc/PID/maps (len bytes of text) ends as a whole
- * one of a 64-bit process does on x86-64: with the gate page (procmaps.c
- * says why that matters). */
+ * one of a 64-bit process does on this kernel: with the gate page on
+ * x86-64, the stack on arm64 (procmaps.c says why that matters). */
 int procmaps_text_whole(const char *text, size_t len);
 /* A listing read whole: reads it again until it is known whole or the
  * process gone (-ESRCH).  read gives one listing (NUL-terminated, in
