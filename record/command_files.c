@@ -27,10 +27,21 @@
 
 #define FILES_MAX 128 /* objects followed, the command included */
 
-static const char *const system_dirs[] = {
-	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-	"/lib64", "/usr/lib64", "/lib", "/usr/lib",
-};
+/* The system's directories after the multiarch ones of the needing
+ * object's instruction set (multiarch(), first). */
+static const char *const system_dirs[] = { "/lib64", "/usr/lib64", "/lib", "/usr/lib" };
+
+/* The multiarch tuple of an object's e_machine, which names the
+ * directories its libraries are installed in (Debian, Ubuntu); NULL for
+ * an instruction set without one here. */
+static const char *multiarch(unsigned machine)
+{
+	switch (machine) {
+	case EM_X86_64: return "x86_64-linux-gnu";
+	case EM_AARCH64: return "aarch64-linux-gnu";
+	default: return NULL;
+	}
+}
 
 struct walk {
 	void (*each)(const char *path, int fd, struct Elf *elf, void *arg);
@@ -93,14 +104,20 @@ static int find_in(char *out, size_t size, const char *list, const char *name,
 }
 
 static int find_library(char *out, size_t size, const char *name, const char *from,
-			const char *rpath, const char *runpath)
+			const char *rpath, const char *runpath, unsigned machine)
 {
+	const char *tuple = multiarch(machine);
+	char dirs[64];
+
 	if (strchr(name, '/'))
 		return snprintf(out, size, "%s", name) < (int)size && !access(out, R_OK);
 	if (!runpath && find_in(out, size, rpath, name, from))
 		return 1;
 	if (find_in(out, size, getenv("LD_LIBRARY_PATH"), name, from) ||
 	    find_in(out, size, runpath, name, from))
+		return 1;
+	if (tuple && snprintf(dirs, sizeof(dirs), "/lib/%s:/usr/lib/%s", tuple, tuple) > 0 &&
+	    find_in(out, size, dirs, name, from))
 		return 1;
 	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(*system_dirs); i++)
 		if (join(out, size, system_dirs[i], strlen(system_dirs[i]), name, from) &&
@@ -132,6 +149,7 @@ static void follow(struct walk *p, const char *path)
 {
 	const char *needed[64], *rpath = NULL, *runpath = NULL;
 	char found[4096];
+	GElf_Ehdr eh;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), nneeded = 0;
 	Elf_Scn *scn = NULL;
 	size_t nph;
@@ -149,6 +167,8 @@ static void follow(struct walk *p, const char *path)
 		elf = NULL;
 	}
 	p->each(path, fd, elf, p->arg);
+	if (!elf || !gelf_getehdr(elf, &eh))
+		eh.e_machine = EM_NONE;
 	if (elf && !elf_getphdrnum(elf, &nph)) {
 		for (size_t i = 0; i < nph; i++) {
 			GElf_Phdr ph;
@@ -190,7 +210,8 @@ static void follow(struct walk *p, const char *path)
 	}
 	for (int i = 0; i < nneeded; i++)
 		if (!seen_name(p, needed[i]) &&
-		    find_library(found, sizeof(found), needed[i], path, rpath, runpath))
+		    find_library(found, sizeof(found), needed[i], path, rpath, runpath,
+				 eh.e_machine))
 			queue(p, found);
 	if (elf)
 		elf_end(elf);
