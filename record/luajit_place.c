@@ -26,8 +26,14 @@
 #include <string.h>
 
 #include "lib/grow.h"
+#include "record/arch.h"
 #include "record/luajit.h"
 #include "record/luajit_place_priv.h"
+
+/* A trace's code is the sampled process's, of this recorder's instruction
+ * set: matched where luaprof has a matcher for it (x86_64's), else each
+ * stretch is placed as the unmatched ones are. */
+#define CODE_MATCHED (LP_HOST_MACHINE == EM_X86_64)
 
 struct lj_placer {
 	struct lj_pstate ps;
@@ -285,7 +291,7 @@ static int place_stretch(struct lj_placer *p, const struct lj_tsnap *s,
 	if (GROW(p->el_of, p->capel, last - first + 1))
 		return -ENOMEM;
 	have_path = !lj_path_find(&p->ps, s, next, p->path, LJ_PATH_MAX, &np);
-	if (!have_path || !np ||
+	if (!have_path || !np || !CODE_MATCHED ||
 	    lj_irmatch(&p->ps, first, last - first, p->path, np, p->el_of) ||
 	    lj_mcmatch(&p->ps, ofs, end, first, last - first, &p->mins, &p->capmins, &nm) ||
 	    !nm)
