@@ -3,8 +3,8 @@
  * (g->allocf) for record -e alloc (bpf/alloc.bpf.h): the one instruction
  * every call passes with its arguments intact, and where the block an
  * allocation returns can be read.  Found in the allocator's machine code
- * (luajit_alloc_x86.c), so that stripped builds and a host's own
- * lua_Alloc are probed the same way.
+ * (luajit_alloc_x86.c, luajit_alloc_arm64.c), so that stripped builds and
+ * a host's own lua_Alloc are probed the same way.
  */
 #ifndef LUAPROF_RECORD_LUAJIT_ALLOC_H
 #define LUAPROF_RECORD_LUAJIT_ALLOC_H
@@ -25,9 +25,11 @@ struct lj_alloc_sites {
 	int ret_self;
 };
 
-/* From len bytes of code at addr, the allocator's entry: 0, or -errno
- * (-ENOMEM). */
+/* From len bytes of code at addr, the allocator's entry, per instruction
+ * set (the allocator's file's e_machine): 0, or -errno (-ENOMEM). */
 int lj_alloc_sites_x86(const uint8_t *code, size_t len, uint64_t addr,
 		       struct lj_alloc_sites *out);
+int lj_alloc_sites_arm64(const uint8_t *code, size_t len, uint64_t addr,
+			 struct lj_alloc_sites *out);
 
 #endif

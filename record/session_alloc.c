@@ -6,12 +6,14 @@
  * The allocator is g->allocf, read from the VM once its G is located
  * (locate_luajit(): the first event showing the VM, a CPU sample), so a
  * stripped build and a host's own lua_Alloc are probed alike: where in it
- * comes from its code (luajit_alloc_x86.c).  Probes are on the file (one
- * serves every process mapping it, the programs keep the targets' calls),
- * once per file and site.  With inuse, each allocation event is kept here
- * (its stacks are interned ids: a copy is small) until the end, when the
- * map of sampled blocks still alive names the ones to write again.
+ * comes from its code (luajit_alloc_x86.c, luajit_alloc_arm64.c).  Probes
+ * are on the file (one serves every process mapping it, the programs keep
+ * the targets' calls), once per file and site.  With inuse, each
+ * allocation event is kept here (its stacks are interned ids: a copy is
+ * small) until the end, when the map of sampled blocks still alive names
+ * the ones to write again.
  */
+#include <elf.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -60,10 +62,11 @@ static int read_allocf(const struct target *t, uint64_t *fn, uint32_t *at,
 	return -ENOENT;
 }
 
-/* The allocator's code, as far as its FDE says it goes, from its file:
- * in memory, a probe another process of this file took shows as int3. */
+/* The allocator's code, as far as its FDE says it goes, from its file
+ * (in memory, a probe another process of this file took shows as a
+ * breakpoint), and the file's e_machine. */
 static int read_code(const struct target *t, const struct lp_mapping *m, uint64_t fn,
-		     uint8_t *code, size_t *len)
+		     uint8_t *code, size_t *len, uint16_t *machine)
 {
 	int64_t bias = (int64_t)(m->start - m->pgoff);
 	char path[PATH_MAX + 32];
@@ -84,6 +87,9 @@ static int read_code(const struct target *t, const struct lp_mapping *m, uint64_
 	if (fd < 0)
 		return -errno;
 	n = pread(fd, code, *len, (off_t)(fn - m->start + m->pgoff));
+	/* e_machine, at 18 in either ELF class */
+	if (n > 0 && pread(fd, machine, sizeof(*machine), 18) != sizeof(*machine))
+		n = 0;
 	close(fd);
 	if (n < 0)
 		return -errno;
@@ -170,6 +176,17 @@ static void say_sites(struct session *s, struct target *t, const struct lj_alloc
 			a->ret_self ? " (its own)" : "");
 }
 
+/* The sites in the allocator's code, by its instruction set. */
+static int find_sites(uint16_t machine, const uint8_t *code, size_t len, uint64_t fn,
+		      struct lj_alloc_sites *a)
+{
+	switch (machine) {
+	case EM_X86_64: return lj_alloc_sites_x86(code, len, fn, a);
+	case EM_AARCH64: return lj_alloc_sites_arm64(code, len, fn, a);
+	default: return -ENOEXEC;
+	}
+}
+
 void probe_alloc(struct session *s, struct target *t)
 {
 	uint8_t code[LJ_ALLOC_CODE];
@@ -177,13 +194,14 @@ void probe_alloc(struct session *s, struct target *t)
 	struct lj_alloc_sites a;
 	int inuse = !!(s->o->kinds & EVENTS_BIT(LP_KIND_INUSE)), err;
 	uint32_t allocf_off;
+	uint16_t machine;
 	uint64_t fn;
 	size_t len;
 
 	if (!(s->o->kinds & EVENTS_BIT(LP_KIND_ALLOC)))
 		return;
-	err = read_allocf(t, &fn, &allocf_off, &m) ?: read_code(t, m, fn, code, &len) ?:
-	      lj_alloc_sites_x86(code, len, fn, &a) ?: attach_at(s, t, a.site, 0);
+	err = read_allocf(t, &fn, &allocf_off, &m) ?: read_code(t, m, fn, code, &len, &machine) ?:
+	      find_sites(machine, code, len, fn, &a) ?: attach_at(s, t, a.site, 0);
 	for (int i = 0; !err && inuse && i < (a.ret_self ? 1 : a.nret); i++)
 		err = attach_at(s, t, a.ret_self ? fn : a.ret[i], 1);
 	if (!err && inuse)

@@ -6,8 +6,11 @@
  * copied from the build at its own address.  The site must be the first
  * branch (one trap) with rsi and rcx intact; the returns, the functions
  * tail-called to allocate, never the free's; -O0, which calls all three
- * and returns their result itself, is probed on its own return.
+ * and returns their result itself, is probed on its own return.  On arm64
+ * (record/luajit_alloc_arm64.c) the site is the same first branch, the
+ * return allocf's own.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -105,4 +108,32 @@ TEST(alloc_sites_no_branch)
 	CHECK(lj_alloc_sites_x86(code, sizeof(code), 0x1000, &s) == 0);
 	CHECK(s.site == 0x1000 && s.site_stepped);
 	CHECK(s.ret_self);
+}
+
+/* lj_alloc_f of bookworm's luajit2 on arm64 (gcc -O2), at 0x173d0:
+ * mov x2,x3; cbz x2,free; cbz x1,malloc; b realloc; mov x1,x2; b malloc;
+ * b free. */
+static const uint8_t arm64_gcc_o2[] = {
+	0xe2, 0x03, 0x03, 0xaa, 0xa2, 0x00, 0x00, 0xb4, 0x41, 0x00, 0x00, 0xb4,
+	0x6d, 0xff, 0xff, 0x17, 0xe1, 0x03, 0x02, 0xaa, 0x1c, 0xfb, 0xff, 0x17,
+	0xcb, 0xf4, 0xff, 0x17,
+};
+
+TEST(alloc_sites_arm64)
+{
+	/* mov x1,x0; ret: x1 written before any branch; then paciasp. */
+	static const uint8_t mov_first[] = { 0xe1, 0x03, 0x00, 0xaa, 0xc0, 0x03, 0x5f, 0xd6 };
+	static const uint8_t pac_first[] = { 0x3f, 0x23, 0x03, 0xd5, 0xe1, 0x03, 0x00, 0xaa };
+	struct lj_alloc_sites s;
+
+	/* The first branch, x2 written before it but not x0, x1 or x3; the
+	 * block from allocf's own return, whatever it tail-calls. */
+	CHECK(lj_alloc_sites_arm64(arm64_gcc_o2, sizeof(arm64_gcc_o2), 0x173d0, &s) == 0);
+	CHECK(s.site == 0x173d4 && !s.site_stepped);
+	CHECK(s.ret_self && s.nret == 0);
+	CHECK(lj_alloc_sites_arm64(mov_first, sizeof(mov_first), 0x1000, &s) == 0);
+	CHECK(s.site == 0x1000 && s.site_stepped && s.ret_self);
+	CHECK(lj_alloc_sites_arm64(pac_first, sizeof(pac_first), 0x1000, &s) == 0);
+	CHECK(s.site == 0x1000 && !s.site_stepped);
+	CHECK(lj_alloc_sites_arm64(arm64_gcc_o2, 2, 0x173d0, &s) == -EINVAL);
 }
