@@ -226,7 +226,7 @@ static void register_file(struct unwinder *u, const struct uobj *o,
 
 		if (!(g->flags & PF_X))
 			continue;
-		f.off_lo = g->offset & ~4095ull;
+		f.off_lo = g->offset & ~((uint64_t)sysconf(_SC_PAGESIZE) - 1);
 		f.off_hi = g->offset + g->filesz;
 		f.delta = (int64_t)(g->vaddr - g->offset);
 		f.vaddr = g->vaddr;

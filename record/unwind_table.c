@@ -680,12 +680,16 @@ const struct lp_unwind_row *unwind_table_lookup(const struct unwind_table *t,
 int unwind_table_vaddr_delta(const struct unwind_table *t, uint64_t pgoff,
 			     int64_t *d)
 {
+	/* The kernel maps a segment from the start of its page, in this
+	 * kernel's pages (arm64's may be 16 or 64 KiB). */
+	uint64_t mask = (uint64_t)sysconf(_SC_PAGESIZE) - 1;
+
 	/* Executable segments first: a page can hold the end of one segment
 	 * and the start of the next. */
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < t->nsegs; i++) {
 			const struct unwind_seg *g = &t->segs[i];
-			uint64_t page = g->offset & ~4095ull;
+			uint64_t page = g->offset & ~mask;
 
 			if (!pass && !(g->flags & PF_X))
 				continue;
