@@ -87,8 +87,9 @@ struct heap_layout {
 	int tr_snapmap32; /* nsnapmap is 32 bits wide (16 in older ones) */
 };
 
-/* Little-endian fields of the copy (x86_64), a GCRef of the layout's
- * width, and the type byte of the GC object at o (-1: not in the copy). */
+/* Little-endian fields of the copy (x86_64's and arm64's), a GCRef of the
+ * layout's width, and the type byte of the GC object at o (-1: not in the
+ * copy). */
 static inline uint32_t le32(const uint8_t *p)
 {
 	uint32_t v;

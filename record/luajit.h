@@ -233,7 +233,8 @@ void jit_trace_table_stats(const struct jit_trace_table *tt, struct snap_stats *
 void jit_trace_table_free(struct jit_trace_table *tt);
 
 /* A GCRef or MRef copied out of target memory: ref_size bytes,
- * zero-extended (x86_64 is little-endian). */
+ * zero-extended (the target's byte order is the recorder's: x86_64 and
+ * arm64 Linux are both little-endian). */
 static inline uint64_t lj_get_ref(const struct lj_layout *lo, const uint8_t *p)
 {
 	uint64_t v = 0;
