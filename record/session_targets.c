@@ -348,10 +348,16 @@ void refresh_maps(struct session *s, pid_t pid)
  * held (never traced, or gone) is only let go. */
 void read_at_entry(struct session *s, struct launched *l)
 {
-	if (!launch_run_to_entry(l)) {
+	int held = l->held, err = launch_run_to_entry(l);
+
+	if (!err) {
 		ring_buffer__consume(s->rb);
 		refresh_maps(s, l->pid);
 	}
+	if (held && s->o->verbose)
+		fprintf(stderr, "luaprof record: pid %d: %s%s\n", (int)l->pid,
+			err ? "not held at its entry point: " : "held at its entry point, "
+			"its mappings read there", err ? strerror(-err) : "");
 	launch_release(l);
 }
 

@@ -64,6 +64,10 @@ share_with() {
 # --- nofp: C chains without frame pointers --------------------------------
 record chains $SAMPLES/nofp chains 3
 check "record -- nofp chains exits 0" test $? -eq 0
+# The launch breakpoint (record/launch.c) was hit: the command stopped at
+# its entry point, where its mappings were read again (record -v).
+check "nofp chains: held at its entry point (record -v)" \
+	grep -q "pid [0-9]*: held at its entry point" $TMP/chains.err
 total=$(folded_total $TMP/chains.folded)
 check_num "nofp chains: samples" "$total" ">=" 300
 check "chain main;run_chains;chain_a;level1;level2;level3;spin_leaf" \
