@@ -358,10 +358,11 @@ boot() {
 # same_reports NAME RES: a trace recorded on another architecture reports
 # the same here: each RES/cmp/T.lp the guest brought back, with its own
 # `luaprof report` (RES/cmp/T.top) and folded stacks (RES/cmp/T.folded),
-# is read again by this tree's build/luaprof.  No trace is a failure: the
-# guest's smoke script brings them back whenever it records.
+# both read there as T.lp in that directory, is read again by this tree's
+# build/luaprof.  No trace is a failure: the guest's smoke script brings
+# them back whenever it records.
 same_reports() {
-	local name=$1 lp t v
+	local name=$1 luaprof=$PWD/build/luaprof lp t v
 	if ! ls "$2"/cmp/*.lp >/dev/null 2>&1; then
 		say_fail "$name" "no trace came back to read on $HOST_ARCH"
 		return
@@ -370,9 +371,10 @@ same_reports() {
 		t=${lp%.lp}
 		for v in top folded; do
 			if [ "$v" = top ]; then
-				build/luaprof report "$lp" >"$t.host-$v" 2>&1
+				(cd "$2/cmp" && $luaprof report "${lp##*/}") >"$t.host-$v" 2>"$t.host-$v.err"
 			else
-				build/luaprof report --format folded "$lp" >"$t.host-$v" 2>&1
+				(cd "$2/cmp" && $luaprof report --format folded "${lp##*/}") \
+					>"$t.host-$v" 2>"$t.host-$v.err"
 			fi
 			if [ -s "$t.$v" ] && cmp -s "$t.$v" "$t.host-$v"; then
 				echo "ok kernels/$name: ${t##*/}'s report ($v) read on $HOST_ARCH is the guest's"

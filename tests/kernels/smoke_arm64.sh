@@ -233,13 +233,15 @@ check "report (top) names spin_leaf" grep -q "spin_leaf" $TMP/top.txt
 $LUAPROF report --format callgraph --pid ${PID[upstream-joff]} $TMP/all.lp >$TMP/cg.txt 2>&1
 check "report --format callgraph names work" grep -qF "work (" $TMP/cg.txt
 
-# The traces and their reports here, for the host to read again.
+# The traces and their reports here, for the host to read again: read
+# where the host reads them, by the same relative path (the report names
+# its trace).
 mkdir -p "$CMP"
 for t in all ng; do
 	[ -s $TMP/$t.lp ] || continue
 	cp $TMP/$t.lp "$CMP/$t.lp"
-	$LUAPROF report $TMP/$t.lp >"$CMP/$t.top" 2>&1
-	$LUAPROF report --format folded $TMP/$t.lp >"$CMP/$t.folded" 2>&1
+	(cd "$CMP" && $LUAPROF report $t.lp >$t.top 2>/dev/null &&
+		$LUAPROF report --format folded $t.lp >$t.folded 2>/dev/null)
 done
 nginx_stop
 at "done"
