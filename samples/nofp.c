@@ -256,7 +256,10 @@ NOIPA unsigned long run_realign(double seconds)
  * bytes (return address, rbp, 48 of its own), but from the sub on the CFI
  * says CFA = rsp + 48, so the return address would be at rsp + 40: there
  * it writes 0x1010503.  rbp points at fake_frames, a chain of (next rbp,
- * return address) pairs that lead nowhere.
+ * return address) pairs that lead nowhere.  On arm64 the same: a 64-byte
+ * frame with x29 and x30 at its top (sp + 48), which the CFI says is 48
+ * bytes with x30 at sp + 40, where 0x1010503 is; x29 points at
+ * fake_frames.
  */
 unsigned long fake_frames[8] = {
 	(unsigned long)&fake_frames[2], 0x1010503,
@@ -265,6 +268,7 @@ unsigned long fake_frames[8] = {
 	0, 0,
 };
 unsigned long lying_spin(unsigned long n);
+#if defined(__x86_64__)
 __asm__(".text\n"
 	".globl lying_spin\n"
 	".type lying_spin, @function\n"
@@ -287,6 +291,36 @@ __asm__(".text\n"
 	"	ret\n"
 	".cfi_endproc\n"
 	".size lying_spin, .-lying_spin\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+	".globl lying_spin\n"
+	".type lying_spin, %function\n"
+	"lying_spin:\n"
+	".cfi_startproc\n"
+	"	sub sp, sp, #64\n"
+	".cfi_def_cfa_offset 64\n"
+	"	stp x29, x30, [sp, #48]\n"
+	".cfi_def_cfa_offset 48\n" /* the lie: 64 */
+	".cfi_offset x29, -16\n"
+	".cfi_offset x30, -8\n"
+	"	mov x9, #0x0503\n"
+	"	movk x9, #0x101, lsl #16\n"
+	"	str x9, [sp, #40]\n"
+	"	adrp x29, fake_frames\n"
+	"	add x29, x29, :lo12:fake_frames\n"
+	"1:	subs x0, x0, #1\n"
+	"	b.ne 1b\n"
+	"	ldp x29, x30, [sp, #48]\n"
+	"	add sp, sp, #64\n"
+	".cfi_def_cfa_offset 0\n"
+	".cfi_restore x29\n"
+	".cfi_restore x30\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size lying_spin, .-lying_spin\n");
+#else
+#error "lying_spin: no assembly for this architecture"
+#endif
 
 NOIPA unsigned long run_lies(double seconds)
 {

@@ -8,13 +8,20 @@
 # only paravirtual guests).  The guest sees the host's / read-only over
 # 9p under a tmpfs overlay (tests/kernels/init), runs the smoke subset of
 # the end-to-end tests, tests/kernels/smoke.sh, with the binaries of this
-# tree, and leaves its output on a second, writable 9p share.  This script
-# prints the guest's "ok"/"FAIL" lines as "ok kernels/NAME: ..." for
-# tests/run to count; a guest that does not finish within its timeout is
-# killed and reported as a FAIL with the tail of its console.
+# tree, and leaves its output on a second, writable 9p share.  The arm64
+# lane boots Debian's arm64 kernel under qemu-system-aarch64 instead: its
+# root is Debian's arm64 packages unpacked (tests/kernels/arm64.sh), this
+# tree a third 9p share at the same path, and it runs
+# tests/kernels/smoke_arm64.sh with the cross-built luaprof; the report of
+# each trace it brings back is read again here, on x86_64, and must be the
+# same.  This script prints the guest's "ok"/"FAIL" lines as "ok
+# kernels/NAME: ..." for tests/run to count, and what each guest took; a
+# guest that does not finish within its timeout is killed and reported as
+# a FAIL with the tail of its console.
 #
 #   tests/kernels.sh            every kernel of the matrix
 #   tests/kernels.sh 6.1        one of them
+#   tests/kernels.sh arm64      the arm64 lane
 #
 # LUAPROF_KERNEL_TIMEOUT (seconds, default 420) bounds the CPU time each
 # guest's emulator may take, and three times that its wall-clock time (a
@@ -27,21 +34,26 @@
 set -u
 cd "$(dirname "$0")/.."
 
-# The matrix: NAME, the Debian suite and meta-package whose kernel it
-# boots, and what the guest runs.  A meta-package depends on the current
-# build of its series (security updates move it), so the matrix follows
-# what `apt-get install linux-image-amd64` gives a user today: bookworm's
-# stock 6.1 and the 6.12 bookworm also carries must run everything;
-# bullseye's 5.10 lacks what luaprof needs and must be refused, saying
-# why (a suite other than this machine's is read through apt state of its
-# own in build/kernels/apt-SUITE; /etc/apt is not touched).
+# The matrix: NAME, the Debian suite, architecture and meta-package whose
+# kernel it boots, and what the guest runs.  A meta-package depends on the
+# current build of its series (security updates move it), so the matrix
+# follows what `apt-get install linux-image-amd64` gives a user today:
+# bookworm's stock 6.1 and the 6.12 bookworm also carries must run
+# everything; bullseye's 5.10 lacks what luaprof needs and must be
+# refused, saying why (a suite other than this machine's is read through
+# apt state of its own in build/kernels/apt-SUITE; /etc/apt is not
+# touched).  The arm64 lane runs bookworm's arm64 kernel (apt state of
+# its own in build/kernels/apt-bookworm-arm64, the host's architectures
+# untouched).
 MATRIX="
-6.1   bookworm  linux-image-amd64       tests/kernels/smoke.sh
-6.12  bookworm  linux-image-6.12-amd64  tests/kernels/smoke.sh
-5.10  bullseye  linux-image-amd64       tests/kernels/refuse.sh
+6.1   bookworm  amd64  linux-image-amd64       tests/kernels/smoke.sh
+6.12  bookworm  amd64  linux-image-6.12-amd64  tests/kernels/smoke.sh
+5.10  bullseye  amd64  linux-image-amd64       tests/kernels/refuse.sh
+arm64 bookworm  arm64  linux-image-arm64       tests/kernels/smoke_arm64.sh
 "
 # The modules the guest loads, in this order; one missing from a package
-# is built into that kernel (fscache is part of netfs since 6.4).
+# is built into that kernel (fscache is part of netfs since 6.4; arm64's
+# virtio and virtio_pci are built in).
 MODULES="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
 	 netfs fscache 9pnet 9pnet_virtio 9p overlay"
 CACHE=$PWD/build/kernels
@@ -70,57 +82,87 @@ watch_guest() {
 }
 
 HOST_SUITE=$(. /etc/os-release && echo "$VERSION_CODENAME")
+HOST_ARCH=$(dpkg --print-architecture)
 
-# apt_opts SUITE: apt's options for SUITE: none for this machine's own,
-# else a sources list and package lists of its own under $CACHE.
+# apt_dir SUITE ARCH: the directory of apt's own state for SUITE's ARCH
+# packages; nothing for this machine's own.
+apt_dir() {
+	[ "$1" = "$HOST_SUITE" ] && [ "$2" = "$HOST_ARCH" ] && return 0
+	if [ "$2" = "$HOST_ARCH" ]; then echo "$CACHE/apt-$1"; else echo "$CACHE/apt-$1-$2"; fi
+}
+
+# apt_opts SUITE ARCH: apt's options for SUITE's ARCH packages: none for
+# this machine's own, else a sources list and package lists of its own
+# under $CACHE, and for another architecture, that one alone (and none of
+# this machine's pins).
 apt_opts() {
-	[ "$1" = "$HOST_SUITE" ] && return 0
-	local d=$CACHE/apt-$1
+	local d
+	d=$(apt_dir "$1" "$2")
+	[ -n "$d" ] || return 0
 	echo "-o Dir::Etc::SourceList=$d/sources.list -o Dir::Etc::SourceParts=/dev/null" \
 	     "-o Dir::State::Lists=$d/lists -o Dir::Cache::pkgcache=$d/pkgcache.bin" \
 	     "-o Dir::Cache::srcpkgcache=$d/srcpkgcache.bin"
+	[ "$2" = "$HOST_ARCH" ] && return 0
+	echo "-o APT::Architecture=$2 -o APT::Architectures::=$2" \
+	     "-o Dir::Etc::Preferences=$d/preferences -o Dir::Etc::PreferencesParts=$d/preferences.d"
 }
 
-# apt_update SUITE: once per run.
+# apt_sources SUITE ARCH: the sources list of apt's own state.  Another
+# architecture of this machine's suite follows its updates and security
+# updates, as this machine's apt does.
+apt_sources() {
+	if [ "$2" = "$HOST_ARCH" ]; then
+		echo "deb http://deb.debian.org/debian $1 main"
+		return
+	fi
+	local o="[arch=$2 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]"
+	echo "deb $o http://deb.debian.org/debian $1 main"
+	echo "deb $o http://deb.debian.org/debian $1-updates main"
+	echo "deb $o http://deb.debian.org/debian-security $1-security main"
+}
+
+# apt_update SUITE ARCH: once per run.
 apt_updated=
 apt_update() {
-	case " $apt_updated " in *" $1 "*) return 0 ;; esac
-	apt_updated="$apt_updated $1"
-	if [ "$1" != "$HOST_SUITE" ]; then
-		mkdir -p "$CACHE/apt-$1/lists/partial"
-		echo "deb http://deb.debian.org/debian $1 main" >"$CACHE/apt-$1/sources.list"
+	local d
+	case " $apt_updated " in *" $1/$2 "*) return 0 ;; esac
+	apt_updated="$apt_updated $1/$2"
+	d=$(apt_dir "$1" "$2")
+	if [ -n "$d" ]; then
+		mkdir -p "$d/lists/partial" "$d/preferences.d"
+		apt_sources "$1" "$2" >"$d/sources.list"
 	fi
 	# shellcheck disable=SC2046
-	apt-get $(apt_opts "$1") -o DPkg::Lock::Timeout=600 update -qq >>"$LOG" 2>&1
+	apt-get $(apt_opts "$1" "$2") -o DPkg::Lock::Timeout=600 update -qq >>"$LOG" 2>&1
 }
 
-# resolve_package SUITE META: the kernel package META depends on in SUITE.
+# resolve_package SUITE ARCH META: the kernel package META depends on.
 resolve_package() {
 	local pkg try
 	for try in cached updated; do
 		# shellcheck disable=SC2046
-		pkg=$(apt-cache $(apt_opts "$1") depends "$2" 2>/dev/null |
+		pkg=$(apt-cache $(apt_opts "$1" "$2") depends "$3" 2>/dev/null |
 			awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')
 		[ -n "$pkg" ] && break
-		[ $try = cached ] && apt_update "$1"
+		[ $try = cached ] && apt_update "$1" "$2"
 	done
 	[ -n "$pkg" ] && echo "$pkg"
 }
 
-# fetch_kernel SUITE PKG: unpacks vmlinuz, config and the guest's modules
-# of PKG into $CACHE/PKG (once).
+# fetch_kernel SUITE ARCH PKG: unpacks vmlinuz, config and the guest's
+# modules of PKG into $CACHE/PKG (once).
 fetch_kernel() {
-	local suite=$1 pkg=$2 dir=$CACHE/$2 dl deb m f
+	local suite=$1 arch=$2 pkg=$3 dir=$CACHE/$3 dl deb m f
 	[ -f "$dir/vmlinuz" ] && return 0
 	dl=$TMP/dl-$pkg
 	mkdir -p "$dl"
 	chmod 755 "$dl"
 	if id _apt >/dev/null 2>&1; then chown _apt "$dl"; fi
 	# shellcheck disable=SC2046
-	if ! (cd "$dl" && apt-get $(apt_opts "$suite") download "$pkg") >>"$LOG" 2>&1; then
-		apt_update "$suite"
+	if ! (cd "$dl" && apt-get $(apt_opts "$suite" "$arch") download "$pkg") >>"$LOG" 2>&1; then
+		apt_update "$suite" "$arch"
 		# shellcheck disable=SC2046
-		(cd "$dl" && apt-get $(apt_opts "$suite") download "$pkg") >>"$LOG" 2>&1 || return 1
+		(cd "$dl" && apt-get $(apt_opts "$suite" "$arch") download "$pkg") >>"$LOG" 2>&1 || return 1
 	fi
 	deb=$(ls "$dl"/*.deb) || return 1
 	mkdir -p "$dl/x"
@@ -151,19 +193,33 @@ fetch_kernel() {
 
 # vmlinux_h VMLINUZ SCRATCH: the kernel's types as C, as the Makefile makes
 # build/vmlinux.h on a machine running that kernel: from the BTF of the
-# vmlinux compressed inside VMLINUZ (xz, zstd or gzip, found by its magic).
+# vmlinux compressed inside VMLINUZ (xz, zstd or gzip, found by its magic),
+# or of an arm64 Image, which is not compressed and not ELF ("ARM\x64" at
+# 56): its BTF is cut out of it, where the BTF magic starts a header
+# whose lengths add up (byte for byte the guest's /sys/kernel/btf/vmlinux).
 vmlinux_h() {
 	local off
 	off=$(python3 -c '
-import sys
+import struct, sys
 d = open(sys.argv[1], "rb").read()
+if d[56:60] == b"ARM\x64":
+    i = d.find(b"\x9f\xeb\x01\x00")
+    while i >= 0:
+        hl, to, tl, so, sl = struct.unpack_from("<5I", d, i + 4)
+        if hl == 24 and to == 0 and so == tl and sl > 0:
+            open(sys.argv[2], "wb").write(d[i:i + hl + so + sl])
+            print(0, "btf")
+            break
+        i = d.find(b"\x9f\xeb\x01\x00", i + 1)
+    sys.exit(0)
 for m in (b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x1f\x8b\x08\x00"):
     i = d.find(m)
     if i >= 0:
         print(i, m[0])
-        break' "$1") || return 1
+        break' "$1" "$2") || return 1
 	set -- "$1" "$2" ${off}
 	case "$4" in
+	btf) ;;
 	253) tail -c +$(($3 + 1)) "$1" | xz -dcq --single-stream >"$2" 2>/dev/null ;;
 	40) tail -c +$(($3 + 1)) "$1" | zstd -dcq >"$2" 2>/dev/null ;;
 	31) tail -c +$(($3 + 1)) "$1" | gzip -dcq >"$2" 2>/dev/null ;;
@@ -172,11 +228,14 @@ for m in (b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x1f\x8b\x08\x00"):
 	bpftool btf dump file "$2" format c 2>>"$LOG"
 }
 
-# compiles NAME PKG: the BPF code builds against PKG's own types, as it
-# must on a machine running that kernel (build/vmlinux.h is made from the
-# running kernel's BTF: a field only newer kernels have breaks the build).
+# compiles NAME PKG ARCH: the BPF code builds against PKG's own types, as
+# it must on a machine running that kernel (build/vmlinux.h is made from
+# the running kernel's BTF: a field only newer kernels have breaks the
+# build), for ARCH's registers.
 compiles() {
-	if clang -O2 -g -Wall -target bpf -D__TARGET_ARCH_x86 -I. -I"$CACHE/$2" \
+	local target=x86
+	[ "$3" = arm64 ] && target=arm64
+	if clang -O2 -g -Wall -target bpf -D__TARGET_ARCH_$target -I. -I"$CACHE/$2" \
 		-c bpf/sampler.bpf.c -o "$TMP/sampler-$1.bpf.o" 2>"$TMP/clang-$1.err"; then
 		echo "ok kernels/$1: the BPF code compiles against this kernel's vmlinux.h"
 	else
@@ -185,24 +244,21 @@ compiles() {
 	fi
 }
 
-# make_initramfs PKG OUT: busybox, tests/kernels/init and PKG's modules.
+# make_initramfs PKG OUT BUSYBOX: BUSYBOX (static, of the guest's
+# architecture), tests/kernels/init and PKG's modules.
 make_initramfs() {
 	local root=$TMP/initramfs-$1
 	rm -rf "$root"
 	mkdir -p "$root/bin" "$root/modules"
-	cp /bin/busybox "$root/bin/busybox" &&
+	cp "$3" "$root/bin/busybox" &&
 	cp tests/kernels/init "$root/init" &&
 	cp "$CACHE/$1"/modules/*.ko "$root/modules/" &&
 	(cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 >"$2"
 }
 
-# boot NAME PKG SCRIPT: runs SCRIPT in the guest; prints its lines,
-# prefixed.
-boot() {
-	local name=$1 pkg=$2 script=$3 res=$TMP/res-$1 rc n
-	mkdir -p "$res"
-	make_initramfs "$pkg" "$TMP/initramfs-$name.gz" ||
-		{ say_fail "$name" "cannot build the initramfs"; return; }
+# qemu_x86 PKG INITRAMFS APPEND RES: the x86_64 guest; / is the host's.
+# (Run in the background: exec makes $! the emulator's pid.)
+qemu_x86() {
 	# no_timer_check: under load, TCG runs the guest's IO-APIC timer
 	# check too slowly and the kernel panics at boot ("IO-APIC + timer
 	# doesn't work"), before any test.  thread=single: one host thread
@@ -214,23 +270,69 @@ boot() {
 	# that CPU's thread still ran the int3 after the patch was done.  One
 	# thread sees every code write before the other CPU runs again; the
 	# smoke test takes some 120 s in a 6.12 guest, not 88.
-	qemu-system-x86_64 -nodefaults -no-reboot -display none \
+	exec qemu-system-x86_64 -nodefaults -no-reboot -display none \
 		-accel tcg,thread=single -cpu max -smp 2 -m 4G \
-		-kernel "$CACHE/$pkg/vmlinuz" -initrd "$TMP/initramfs-$name.gz" \
-		-append "console=ttyS0 panic=-1 loglevel=4 tsc=reliable no_timer_check LUAPROF_DIR=$PWD LUAPROF_GUEST_TIMEOUT=$((WALL_TIMEOUT - 60)) LUAPROF_KEEP=${LUAPROF_KERNEL_KEEP:+1} LUAPROF_SCRIPT=${LUAPROF_KERNEL_SCRIPT:-$script}" \
-		-serial "file:$res/console.log" \
+		-kernel "$CACHE/$1/vmlinuz" -initrd "$2" \
+		-append "console=ttyS0 panic=-1 loglevel=4 tsc=reliable no_timer_check $3" \
+		-serial "file:$4/console.log" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-		-virtfs "local,path=$res,mount_tag=results,security_model=none" \
-		</dev/null >>"$LOG" 2>&1 &
+		-virtfs "local,path=$4,mount_tag=results,security_model=none"
+}
+
+# qemu_arm64 PKG INITRAMFS APPEND RES: the arm64 guest; / is the arm64
+# root, this tree is mounted at its own path (LUAPROF_TREE=1).
+# pauth-impdef=on: the architected pointer-authentication algorithm
+# (QARMA) is very slow to emulate, and the kernel signs every return.
+# thread=single, as for x86_64: the smoke script runs one thing at a time,
+# and on this busy 2-core host a thread per CPU cost more and finished no
+# sooner (the script's checks before luaprof: 93 s and 73 s of the
+# emulator's CPU at a load of 7, against 73 s and 54 s with one thread at
+# 7 to 9); so the CPU bound means the same as for the x86_64 guests.
+qemu_arm64() {
+	exec qemu-system-aarch64 -nodefaults -no-reboot -display none \
+		-M virt -accel tcg,thread=single -cpu max,pauth-impdef=on -smp 2 -m 2G \
+		-kernel "$CACHE/$1/vmlinuz" -initrd "$2" \
+		-append "console=ttyAMA0 panic=-1 loglevel=4 LUAPROF_TREE=1 $3" \
+		-serial "file:$4/console.log" \
+		-virtfs "local,path=$ARM64_ROOT,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
+		-virtfs "local,path=$PWD,mount_tag=tree,security_model=none,readonly=on,multidevs=remap" \
+		-virtfs "local,path=$4,mount_tag=results,security_model=none"
+}
+
+# children_cpu: the CPU time, in seconds, of the script's children that
+# have exited and been waited for (fields 16 and 17 of /proc/PID/stat).
+children_cpu() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.1f", ($14 + $15) / hz }' \
+		/proc/$$/stat
+}
+
+# boot NAME PKG SCRIPT ARCH: runs SCRIPT in the guest; prints its lines,
+# prefixed, and what the guest took.
+boot() {
+	local name=$1 pkg=$2 script=$3 arch=$4 res=$TMP/res-$1 rc n busybox=/bin/busybox
+	local append cpu0 wall0 load0
+	mkdir -p "$res"
+	[ "$arch" = arm64 ] && busybox=$ARM64_ROOT/bin/busybox
+	make_initramfs "$pkg" "$TMP/initramfs-$name.gz" "$busybox" ||
+		{ say_fail "$name" "cannot build the initramfs"; return; }
+	append="LUAPROF_DIR=$PWD LUAPROF_GUEST_TIMEOUT=$((WALL_TIMEOUT - 60)) LUAPROF_KEEP=${LUAPROF_KERNEL_KEEP:+1} LUAPROF_SCRIPT=${LUAPROF_KERNEL_SCRIPT:-$script}"
+	cpu0=$(children_cpu) wall0=$SECONDS load0=$(cut -d' ' -f1 /proc/loadavg)
+	local qemu=qemu_x86
+	[ "$arch" = arm64 ] && qemu=qemu_arm64
+	$qemu "$pkg" "$TMP/initramfs-$name.gz" "$append" "$res" </dev/null >>"$LOG" 2>&1 &
 	QEMU_PID=$!
 	watch_guest $QEMU_PID
 	wait $QEMU_PID
 	rc=$?
 	QEMU_PID=
+	echo "  kernel $name: the guest ran $((SECONDS - wall0)) s, the emulator took" \
+		"$(awk -v a="$cpu0" -v b="$(children_cpu)" 'BEGIN { printf "%.0f", b - a }') s of CPU;" \
+		"host load $load0 before, $(cut -d' ' -f1 /proc/loadavg) after"
 	if [ -f "$res/out" ]; then
 		sed -E "s#^(ok|FAIL) [^:]*: #\\1 kernels/$name: #; /^(ok|FAIL) /!s/^/  /" "$res/out"
 	fi
 	n=$(grep -cE '^(ok|FAIL) ' "$res/out" 2>/dev/null)
+	[ "$arch" != "$HOST_ARCH" ] && [ -f "$res/done" ] && same_reports "$name" "$res"
 	if [ -n "${LUAPROF_KERNEL_KEEP:-}" ]; then
 		mkdir -p "$LUAPROF_KERNEL_KEEP" && rm -rf "${LUAPROF_KERNEL_KEEP:?}/$name" &&
 			cp -r "$res" "$LUAPROF_KERNEL_KEEP/$name"
@@ -253,19 +355,51 @@ boot() {
 	fi
 }
 
+# same_reports NAME RES: a trace recorded on another architecture reports
+# the same here: each RES/cmp/T.lp the guest brought back, with its own
+# `luaprof report` (RES/cmp/T.top) and folded stacks (RES/cmp/T.folded),
+# both read there as T.lp in that directory, is read again by this tree's
+# build/luaprof.  No trace is a failure: the guest's smoke script brings
+# them back whenever it records.
+same_reports() {
+	local name=$1 luaprof=$PWD/build/luaprof lp t v
+	if ! ls "$2"/cmp/*.lp >/dev/null 2>&1; then
+		say_fail "$name" "no trace came back to read on $HOST_ARCH"
+		return
+	fi
+	for lp in "$2"/cmp/*.lp; do
+		t=${lp%.lp}
+		for v in top folded; do
+			if [ "$v" = top ]; then
+				(cd "$2/cmp" && $luaprof report "${lp##*/}") >"$t.host-$v" 2>"$t.host-$v.err"
+			else
+				(cd "$2/cmp" && $luaprof report --format folded "${lp##*/}") \
+					>"$t.host-$v" 2>"$t.host-$v.err"
+			fi
+			if [ -s "$t.$v" ] && cmp -s "$t.$v" "$t.host-$v"; then
+				echo "ok kernels/$name: ${t##*/}'s report ($v) read on $HOST_ARCH is the guest's"
+			else
+				say_fail "$name" "${t##*/}'s report ($v) read on $HOST_ARCH differs from the guest's ($(wc -l <"$t.$v" 2>/dev/null) lines there):"
+				diff "$t.$v" "$t.host-$v" 2>&1 | head -n 10 | sed 's/^/  | /'
+			fi
+		done
+	done
+}
+
 # The guests run this tree's binaries and the tests' dependencies, from
 # the host's disk: both must be there first.
 [ -x build/luaprof ] && [ -x build/samples/nofp ] ||
 	{ say_fail all "build/luaprof and the samples are not built (make all)"; exit 1; }
 tests/deps.sh || { say_fail all "test dependencies (tests/deps.sh)"; exit 1; }
+. tests/kernels/arm64.sh
 
 want=("$@")
-while read -r name suite meta script; do
+while read -r name suite arch meta script; do
 	[ -n "$name" ] || continue
 	if [ ${#want[@]} -gt 0 ] && [[ " ${want[*]} " != *" $name "* ]]; then
 		continue
 	fi
-	if ! pkg=$(resolve_package "$suite" "$meta"); then
+	if ! pkg=$(resolve_package "$suite" "$arch" "$meta"); then
 		# Only a suite older than this machine's may leave the mirror;
 		# say so, but this one is not what users run.
 		if [ "$suite" != "$HOST_SUITE" ]; then
@@ -275,11 +409,18 @@ while read -r name suite meta script; do
 		say_fail "$name" "apt knows no kernel for $meta in $suite"
 		continue
 	fi
-	fetch_kernel "$suite" "$pkg" ||
+	fetch_kernel "$suite" "$arch" "$pkg" ||
 		{ say_fail "$name" "cannot fetch $pkg:"; tail -n 5 "$LOG" | sed 's/^/  /'; continue; }
-	echo "  kernel $name: $pkg ($suite)"
-	[ "$script" = tests/kernels/smoke.sh ] && compiles "$name" "$pkg"
-	boot "$name" "$pkg" "$script"
+	if [ "$arch" = arm64 ]; then
+		arm64_root "$suite" ||
+			{ say_fail "$name" "cannot build the arm64 root:"; tail -n 5 "$LOG" | sed 's/^/  /'; continue; }
+		# Without it the guest still runs what needs no sample.
+		arm64_samples ||
+			{ say_fail "$name" "cannot cross-build build/arm64/samples/nofp:"; tail -n 5 "$LOG" | sed 's/^/  /'; }
+	fi
+	echo "  kernel $name: $pkg ($suite, $arch)"
+	case "$script" in tests/kernels/smoke*.sh) compiles "$name" "$pkg" "$arch" ;; esac
+	boot "$name" "$pkg" "$script" "$arch"
 done <<<"$MATRIX"
 # Failures are FAIL lines, counted by tests/run.
 exit 0

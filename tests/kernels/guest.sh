@@ -24,6 +24,7 @@ mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 ln -sf /proc/self/fd /dev/fd 2>/dev/null
 
+echo "luaprof-guest: a shell in the guest's root, $(cut -d' ' -f1 /proc/uptime) s after boot"
 cd "$dir" || { echo "FAIL guest: no directory $dir" >$res/out; echo o >/proc/sysrq-trigger; }
 [ -n "${LUAPROF_KEEP:-}" ] && export LUAPROF_SMOKE_KEEP=$res/traces
 timeout -k 10 "${LUAPROF_GUEST_TIMEOUT:-600}" bash "${LUAPROF_SCRIPT:-tests/kernels/smoke.sh}" >$res/out 2>&1

@@ -1,0 +1,253 @@
+# tests/kernels/smoke_arm64.sh - the smoke test of the kernel matrix's
+# arm64 lane: it runs inside Debian's arm64 kernel under qemu (booted by
+# tests/kernels.sh), in a root of Debian's arm64 packages, from this tree
+# mounted read-only at its own path, with the cross-built luaprof
+# (build/arm64/luaprof-static) and samples (build/arm64/samples/).
+#
+# First what holds without luaprof, so that the lane says what is wrong
+# with the guest before it says anything of luaprof: the machine is
+# aarch64, its kernel loads perf_event BPF programs that may take user
+# stacks, both Debian LuaJITs run the Lua samples, LuaJIT's own profiler
+# sees abc.lua's 1:2:3, and nginx with the Lua module answers on
+# 127.0.0.1.  Then luaprof, as tests/kernels/smoke.sh checks it on x86_64
+# (check; a C program without frame pointers and both LuaJITs with and
+# without the JIT, recorded at once; a launched target; nginx; report and
+# info), with a:b:c within 10% (or its sampling noise), nginx's stacks
+# 99% rooted.  Without the binary that part is one FAIL saying it is
+# missing.  The traces and this guest's reports of them are copied to
+# $LUAPROF_SMOKE_CMP (the results share) for tests/kernels.sh to read
+# them again on x86_64.
+#
+# Emulated, the LuaJIT interpreter runs 32 to 50 times slower than on the
+# host, compiled code 9 to 12: targets run for CPU time, not wall-clock
+# time, and abc.lua's unit of work is sized here (unit()).
+#
+# On the host, for a look at the script itself:
+#   LUAPROF=build/luaprof LUAPROF_SMOKE_ARCH=x86_64 LUAPROF_SMOKE_SAMPLES=build/samples \
+#   LUAPROF_SMOKE_UPSTREAM=build/luajit-upstream LUAPROF_SMOKE_CMP=/tmp/cmp \
+#   bash tests/kernels/smoke_arm64.sh
+LUAPROF=${LUAPROF:-$PWD/build/arm64/luaprof-static}
+# The tree is read-only in the guest: the layouts' cache goes to /tmp.
+export LUAPROF_CACHE_DIR=${LUAPROF_CACHE_DIR:-/tmp/luaprof-cache}
+. tests/lib.sh
+. tests/nginx.sh
+. tests/kernels/smoke_lib.sh
+
+SAMPLES=$PWD/${LUAPROF_SMOKE_SAMPLES:-build/arm64/samples}
+ARCH=${LUAPROF_SMOKE_ARCH:-aarch64}
+CMP=${LUAPROF_SMOKE_CMP:-/luaprof-results/cmp}
+LJ2=/usr/bin/luajit
+UPSTREAM=${LUAPROF_SMOKE_UPSTREAM:-/opt/luajit-upstream}
+LJ1=$UPSTREAM/usr/bin/luajit
+# jit.p for upstream LuaJIT: its own modules, not luajit2's.
+LJ1_PATH="$UPSTREAM/usr/share/luajit-2.1.0-beta3/?.lua;;"
+S=samples/lua
+
+echo "  kernel $(uname -r), $(uname -m), $(nproc) CPUs; up $(cut -d' ' -f1 /proc/uptime) s" \
+	"when this script started"
+
+# --- the machine -------------------------------------------------------------
+check "uname -m is $ARCH" test "$(uname -m)" = "$ARCH"
+check "the BPF JIT is on" test "$(cat /proc/sys/net/core/bpf_jit_enable 2>/dev/null)" = 1
+check "the kernel has BTF" test -s /sys/kernel/btf/vmlinux
+# bpftool's probes load a program of each type and call each helper.
+bpftool feature probe kernel >$TMP/probe.txt 2>&1
+check "BPF: perf_event programs load" \
+	grep -q "eBPF program_type perf_event is available" $TMP/probe.txt
+check "BPF: perf_event programs may call bpf_get_stack" \
+	awk '/^eBPF helpers supported for program type perf_event:/ { on = 1; next }
+		on && /^eBPF helpers/ { exit } on && $2 == "bpf_get_stack" { found = 1 }
+		END { exit !found }' $TMP/probe.txt
+
+at "the Lua samples"
+# --- both LuaJITs run the Lua samples ------------------------------------------
+# sample_args FILE: a short run's arguments (0.1 s of CPU where it takes
+# SECONDS: emulated, starting a LuaJIT costs more than that).
+sample_args() {
+	case "$1" in
+	durable.lua) echo "$TMP/durable.out 20" ;;
+	twice.lua) echo "1 0.1" ;;
+	waits.lua) echo 1 ;;
+	*) echo 0.1 ;;
+	esac
+}
+for lj in luajit2:$LJ2 upstream:$LJ1; do
+	name=${lj%%:*} bin=${lj#*:} failed= n=0
+	for f in $S/*.lua; do
+		n=$((n + 1))
+		# shellcheck disable=SC2046
+		timeout 120 $bin $f $(sample_args ${f##*/}) >$TMP/sample.out 2>&1 ||
+			{ failed="$failed ${f##*/}"; tail -n 3 $TMP/sample.out | sed 's/^/  | /'; }
+	done
+	check "$name runs the $n Lua samples${failed:+ (not:$failed)}" test -z "$failed"
+done
+at "LuaJIT's own profiler"
+
+# jitp NAME LUAJIT ARGS...: LuaJIT's own profiler (jit.p, each ms of CPU,
+# which the guest's 250 Hz tick makes 4) on abc.lua, interpreted (where it
+# charges each tick exactly): a:b:c is 1:2:3 in the guest too, what
+# luaprof's shares are held to below.  One process's timer ticks are
+# independent samples: within() is told 4 times as many, as it counts the
+# noise of a quarter.
+jitp() {
+	local name=$1 a b c abc
+	shift
+	"$@" -joff -jp=fs2ri1 $S/abc.lua 3 $(unit "$@" -joff) >$TMP/$name.jitp 2>&1
+	a=$(awk '$1 == "<-" && $3 == "a" { print $2 }' $TMP/$name.jitp)
+	b=$(awk '$1 == "<-" && $3 == "b" { print $2 }' $TMP/$name.jitp)
+	c=$(awk '$1 == "<-" && $3 == "c" { print $2 }' $TMP/$name.jitp)
+	abc=$((${a:-0} + ${b:-0} + ${c:-0}))
+	check_num "$name: jit.p samples of a, b and c" "$abc" ">=" 500
+	within "$name jit.p" "a's share of a+b+c" $((abc * 4)) "$(share ${a:-0} $abc)" 0.1667 0.10
+	within "$name jit.p" "b's share of a+b+c" $((abc * 4)) "$(share ${b:-0} $abc)" 0.3333 0.10
+	within "$name jit.p" "c's share of a+b+c" $((abc * 4)) "$(share ${c:-0} $abc)" 0.5 0.10
+	echo "  $name jit.p: a:b:c = ${a:-0}:${b:-0}:${c:-0}"
+}
+jitp luajit2 $LJ2
+LUA_PATH=$LJ1_PATH jitp upstream $LJ1
+
+at "nginx"
+# --- nginx with the Lua module answers ------------------------------------------
+NGINX_JIT=on nginx_start
+check "nginx with the Lua module starts on 127.0.0.1" test -n "$NGINX_MASTER"
+if [ -n "$NGINX_MASTER" ]; then
+	curl -sf --max-time 20 "http://127.0.0.1:$NGINX_PORT/" >$TMP/answer.txt 2>&1
+	check "nginx: content_by_lua's handler answers" \
+		grep -qE "^pid [0-9]+ request [0-9]+ bytes [0-9]+" $TMP/answer.txt
+	echo "  nginx answered: $(head -c 100 $TMP/answer.txt)"
+fi
+
+# --- luaprof ------------------------------------------------------------------
+if [ ! -x "$LUAPROF" ]; then
+	fail "luaprof" "${LUAPROF#$PWD/} is missing: no arm64 luaprof to test (make ARCH=arm64 static)"
+	nginx_stop
+	exit 0
+fi
+
+at "luaprof check"
+$LUAPROF check >$TMP/check.txt 2>&1
+rc=$?
+sed 's/^/  | /' $TMP/check.txt
+check "luaprof check exits 0" test $rc -eq 0
+check "luaprof check: luaprof will run here" grep -q "^luaprof will run here" $TMP/check.txt
+if ! grep -q "^luaprof will run here" $TMP/check.txt; then
+	nginx_stop
+	exit 1
+fi
+
+# --- five targets at once: a C program without frame pointers (the
+# .eh_frame unwinder), both LuaJITs with and without the JIT (abc.lua's
+# 1:2:3) ---------------------------------------------------------------------
+start nofp $SAMPLES/nofp chains 600
+start luajit2-joff $LJ2 -joff $S/abc.lua 600 $(unit $LJ2 -joff)
+start upstream-joff $LJ1 -joff $S/abc.lua 600 $(unit $LJ1 -joff)
+start luajit2-jit $LJ2 $S/abc.lua 600 $(unit $LJ2)
+start upstream-jit $LJ1 $S/abc.lua 600 $(unit $LJ1)
+for t in "${TARGETS[@]}"; do
+	wait_for busy ${PID[$t]} 0.5 || wait_for busy ${PID[$t]} 0.5 ||
+		fail "$t: the target did not get 0.5 s of CPU in 40 s"
+done
+at "recording the five targets"
+pids=$(IFS=,; echo "${PID[*]}")
+# 3 s of CPU each: up to 3000 samples each, a thousand or so where the
+# emulated kernel throttles the sampling rate.
+record_until all 15 $pids -F 999 -p $pids
+at "recorded"
+for t in "${TARGETS[@]}"; do
+	kill ${PID[$t]} 2>/dev/null
+	wait ${PID[$t]} 2>/dev/null
+	fold $t
+done
+echo "  all five: $(folded_total $TMP/all.folded) samples; native walks $(walks all)," \
+	"stopped unmapped $(walks all unmapped)"
+
+total=$(folded_total $TMP/nofp.folded)
+check_num "nofp: samples" "$total" ">=" 300
+check "nofp: main;run_chains;chain_a;level1;level2;level3;spin_leaf is named" \
+	grep -q "main;run_chains;chain_a;level1;level2;level3;spin_leaf " $TMP/nofp.folded
+check "nofp: main;run_chains;chain_b;vla_frame;level3;spin_leaf is named" \
+	grep -q "main;run_chains;chain_b;vla_frame;level3;spin_leaf " $TMP/nofp.folded
+check_num "nofp: share of samples rooted at _start, through main" \
+	"$(rooted $TMP/nofp.folded)" ">=" 0.9
+echo "  nofp: $total samples, rooted $(rooted $TMP/nofp.folded)"
+
+A=$(lua_frame a abc.lua '^function a()')
+B=$(lua_frame b abc.lua '^function b()')
+C=$(lua_frame c abc.lua '^function c()')
+W=$(lua_frame work abc.lua '^function work')
+for name in luajit2-joff upstream-joff luajit2-jit upstream-jit; do
+	f=$TMP/$name.folded
+	total=$(folded_total $f)
+	lua=$(awk '/\(samples\/lua\/abc.lua:[0-9]+\)/ { n += $NF } END { print n + 0 }' $f)
+	a=$(folded_incl $f "$A")
+	b=$(folded_incl $f "$B")
+	c=$(folded_incl $f "$C")
+	abc=$((a + b + c))
+	check_num "$name: samples" "$total" ">=" 300
+	check_num "$name: share of samples with Lua frames" "$(share $lua $total)" ">=" 0.95
+	check_num "$name: share of samples rooted at _start, through main" "$(rooted $f)" ">=" 0.95
+	check "$name: work is named, under c, under main" grep -qF "main ($S/abc.lua:0);$C;$W" $f
+	within $name "a's share of a+b+c" $abc "$(share $a $abc)" 0.1667 0.10
+	within $name "b's share of a+b+c" $abc "$(share $b $abc)" 0.3333 0.10
+	within $name "c's share of a+b+c" $abc "$(share $c $abc)" 0.5 0.10
+	echo "  $name: $total samples, Lua $(share $lua $total), rooted $(rooted $f), a:b:c = $a:$b:$c"
+done
+check "the four LuaJITs were recognized" test "$(grep -c "LuaJIT in" $TMP/all.err)" -ge 4
+
+at "a launched target"
+# --- a launched target: record -- COMMAND (the launch breakpoint) ---------------
+if record launched -F 999 -- $LJ1 -joff $S/abc.lua 3 $(unit $LJ1 -joff); then
+	check "launched: work is named, under c, under main" \
+		grep -qF "main ($S/abc.lua:0);$C;$W" $TMP/launched.folded
+	echo "  launched: $(folded_total $TMP/launched.folded) samples"
+fi
+
+# --- nginx with the Lua module, JIT on, under wrk --------------------------------
+if [ -n "$NGINX_MASTER" ]; then
+	wrk -t1 -c4 -d600s "http://127.0.0.1:$NGINX_PORT/" >/dev/null 2>&1 &
+	load=$!
+	CLEANUP_PIDS+=($load)
+	workers=$(nginx_workers)
+	for w in $workers; do
+		wait_for busy $w 0.2 || wait_for busy $w 0.2
+	done
+	at "recording nginx"
+	record_until ng 3 "$(echo $workers | tr ' ' ,)" -F 499 -p $NGINX_MASTER
+	kill $load 2>/dev/null
+	wait $load 2>/dev/null
+	for w in $workers; do
+		$LUAPROF report --format folded --pid $w -o $TMP/w$w.folded $TMP/ng.lp 2>/dev/null
+		check_num "nginx worker $w: samples" "$(folded_total $TMP/w$w.folded)" ">=" 50
+	done
+	check_num "nginx: share of samples rooted at _start, through main" \
+		"$(rooted $TMP/ng.folded)" ">=" 0.99
+	check "nginx: compute_checksum runs under handle, on the nginx frames" \
+		grep -qE "ngx_http_lua_run_thread;main \(=content_by_lua\(nginx\.conf:[0-9]+\):0\);handle \([^;]*app\.lua:[0-9]+\);compute_checksum \([^;]*app\.lua:[0-9]+\)" $TMP/ng.folded
+	echo "  nginx: $(folded_total $TMP/ng.folded) samples, rooted $(rooted $TMP/ng.folded)"
+fi
+
+at "report and info"
+# --- report and info on the traces -------------------------------------------
+$LUAPROF info $TMP/all.lp >$TMP/info.txt 2>&1
+check "info reads a trace" grep -q "^status: complete" $TMP/info.txt
+check "info: nothing lost" grep -q "^lost: 0$" $TMP/info.txt
+$LUAPROF report $TMP/all.lp >$TMP/top.txt 2>&1
+check "report (top) names spin_leaf" grep -q "spin_leaf" $TMP/top.txt
+$LUAPROF report --format callgraph --pid ${PID[upstream-joff]} $TMP/all.lp >$TMP/cg.txt 2>&1
+check "report --format callgraph names work" grep -qF "work (" $TMP/cg.txt
+
+# The traces and their reports here, for the host to read again: read
+# where the host reads them, by the same relative path (the report names
+# its trace).
+mkdir -p "$CMP"
+for t in all ng; do
+	[ -s $TMP/$t.lp ] || continue
+	cp $TMP/$t.lp "$CMP/$t.lp"
+	(cd "$CMP" && $LUAPROF report $t.lp >$t.top 2>/dev/null &&
+		$LUAPROF report --format folded $t.lp >$t.folded 2>/dev/null)
+done
+nginx_stop
+at "done"
+if [ -n "${LUAPROF_SMOKE_KEEP:-}" ]; then
+	mkdir -p "$LUAPROF_SMOKE_KEEP" && cp $TMP/*.lp $TMP/*.folded $TMP/*.err "$LUAPROF_SMOKE_KEEP/"
+fi
