@@ -85,6 +85,15 @@
  * FDE describes and LP_CFA_UNSUPPORTED a rule the walker cannot follow
  * (an expression of another form, a register that is not saved in
  * memory): the walk stops at both.
+ *
+ * On arm64 rsp and rbp are sp and x29, and the return address is where
+ * an LP_CFA_RSP or LP_CFA_RBP row's aux says (LP_RA_* below):
+ *
+ *   stp x29, x30, [sp, #-32]!   CFA = sp + 32       +----------------+ <- CFA
+ *   mov x29, sp                 CFA = x29 + 32      | ...            |
+ *                               x29 at CFA - 32     | x30 (ra)       | aux 14:
+ *                               x30 at CFA - 24     | x29 (caller's) | rbp_off + 1
+ *                                                   +----------------+ <- sp, x29
  */
 #ifndef LUAPROF_BPF_UNWIND_MAPS_H
 #define LUAPROF_BPF_UNWIND_MAPS_H
