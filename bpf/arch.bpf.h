@@ -9,6 +9,7 @@
  *                           (0 where calls push the return address)
  *   LP_PT_VM_GD/BASE/PC(p)  the interpreter's G or DISPATCH, BASE, PC
  *   LP_VM_G(gd, g2disp)     the candidate G that register gives
+ *   LP_CF_NRES(cf_l)        where a VM C frame keeps nres
  *   LP_CORE_*(p)            the same read from kernel memory
  *   LP_ENTRY_SP_TO_RETURN   sp at a function's return - sp at its entry
  *   LP_LINK_REG             calls leave the return address in a register

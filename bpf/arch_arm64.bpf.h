@@ -30,6 +30,9 @@
 #define LP_PT_VM_BASE(p) ((p)->regs[19])
 #define LP_PT_VM_PC(p) ((p)->regs[21])
 #define LP_VM_G(gd, g2disp) (gd)
+/* lj_frame.h's arm64 C frame: PREV +0, PC +8, L +16, NRES +40, x29 and
+ * x30 at +192 and +200 of its 208 bytes. */
+#define LP_CF_NRES(cf_l) ((cf_l) + 24)
 #define LP_CORE_IP(p) BPF_CORE_READ(p, pc)
 #define LP_CORE_SP(p) BPF_CORE_READ(p, sp)
 #define LP_CORE_SYSCALL(p) BPF_CORE_READ(p, syscallno)

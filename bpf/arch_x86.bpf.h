@@ -40,6 +40,9 @@
 #define LP_PT_VM_PC(p) ((p)->bx)
 /* The candidate G the interpreter's register gives (user_regs.vm_gd). */
 #define LP_VM_G(gd, g2disp) ((gd) - (__s64)(g2disp))
+/* A VM C frame's nres (CFRAME_OFS_NRES) by where it saves L
+ * (CFRAME_OFS_L): 8 bytes below, GC64 or not. */
+#define LP_CF_NRES(cf_l) ((cf_l) - 8)
 /* The same, read from kernel memory (bpf_task_pt_regs). */
 #define LP_CORE_IP(p) BPF_CORE_READ(p, ip)
 #define LP_CORE_SP(p) BPF_CORE_READ(p, sp)

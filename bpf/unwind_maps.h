@@ -66,6 +66,7 @@
  *                           registers, as in a DRAP prologue, CFA = r10)
  *   rbp  = *(CFA + 8 * rbp_off) if rbp_off < 0; unchanged if 0;
  *          *rbp if LP_RBP_AT_RBP (DRAP: "rbp saved at rbp + 0");
+ *          *rsp if LP_RBP_AT_SP (arm64's large frames);
  *          unknown if LP_RBP_UNKNOWN.
  *
  * GCC's DRAP frame, for example, as its prologue leaves it:
@@ -85,6 +86,15 @@
  * FDE describes and LP_CFA_UNSUPPORTED a rule the walker cannot follow
  * (an expression of another form, a register that is not saved in
  * memory): the walk stops at both.
+ *
+ * On arm64 rsp and rbp are sp and x29, and the return address is where
+ * an LP_CFA_RSP or LP_CFA_RBP row's aux says (LP_RA_* below):
+ *
+ *   stp x29, x30, [sp, #-32]!   CFA = sp + 32       +----------------+ <- CFA
+ *   mov x29, sp                 CFA = x29 + 32      | ...            |
+ *                               x29 at CFA - 32     | x30 (ra)       | aux 14:
+ *                               x30 at CFA - 24     | x29 (caller's) | rbp_off + 1
+ *                                                   +----------------+ <- sp, x29
  */
 #ifndef LUAPROF_BPF_UNWIND_MAPS_H
 #define LUAPROF_BPF_UNWIND_MAPS_H
@@ -130,13 +140,19 @@ enum lp_cfa_type {
  * (arm64's x30).  x86 rows have aux 0: at CFA - 8.
  */
 #define LP_RA_CFA_M8 0        /* at CFA - 8 */
-			      /* 1..13: at CFA - 8 * (aux + 1) */
+			      /* 1..12: at CFA - 8 * (aux + 1) */
+#define LP_RA_SP 13           /* at the frame's base, CFA - cfa_off: an
+				 LP_CFA_RSP row's sp (str x30, [sp, #-N]!) */
 #define LP_RA_FRAME_RECORD 14 /* beside the saved frame pointer: at
-				 CFA + 8 * (rbp_off + 1) */
+				 CFA + 8 * (rbp_off + 1), or [sp + 8]
+				 with LP_RBP_AT_SP */
 #define LP_RA_LINK 15         /* in the link register: frame 0 only */
 
 #define LP_RBP_UNKNOWN 127 /* rbp_off: rbp cannot be recovered */
 #define LP_RBP_AT_RBP 126  /* rbp_off: the caller's rbp is at [rbp] */
+#define LP_RBP_AT_SP 125   /* rbp_off: at the base of an LP_CFA_RSP row's
+			      frame, [sp], too far from the CFA for words
+			      (arm64's sub sp, sp, #N; stp x29, x30, [sp]) */
 
 struct lp_unwind_row {
 	__u32 pc;      /* first vaddr covered (objects above 4 GiB are refused) */

@@ -1243,10 +1243,15 @@ static __always_inline int unwind_by_row_link(struct unwind_cursor *c,
 
 	if (LP_CFA_KIND(row->cfa_type) != LP_CFA_RSP && LP_CFA_KIND(row->cfa_type) != LP_CFA_RBP)
 		return LP_USTOP_UNSUPPORTED;
-	if (aux == LP_RA_FRAME_RECORD && row->rbp_off < 0) {
+	/* Where the caller's frame pointer was saved: at the frame's base
+	 * (sp) in a large frame, else by words from the CFA. */
+	__u64 fp_at = row->rbp_off == LP_RBP_AT_SP ? c->sp : cfa + (__s64)row->rbp_off * 8;
+	int fp_saved = row->rbp_off < 0 || row->rbp_off == LP_RBP_AT_SP;
+
+	if (aux == LP_RA_FRAME_RECORD && fp_saved) {
 		__u64 pair[2];
 
-		if (unwind_read_n(c, cfa + (__s64)row->rbp_off * 8, pair, sizeof(pair)))
+		if (unwind_read_n(c, fp_at, pair, sizeof(pair)))
 			return LP_USTOP_READ;
 		c->bp_known = 1;
 		return unwind_to_caller(c, cfa, pair[1], pair[0]);
@@ -1255,16 +1260,19 @@ static __always_inline int unwind_by_row_link(struct unwind_cursor *c,
 		if (c->n || !c->lr)
 			return LP_USTOP_BAD_FRAME;
 		ra = c->lr;
-	} else if (aux < LP_RA_FRAME_RECORD) {
+	} else if (aux < LP_RA_SP) {
 		if (unwind_read(c, cfa - 8 * (__u64)(aux + 1), &ra))
+			return LP_USTOP_READ;
+	} else if (aux == LP_RA_SP && LP_CFA_KIND(row->cfa_type) == LP_CFA_RSP) {
+		if (unwind_read(c, c->sp, &ra))
 			return LP_USTOP_READ;
 	} else {
 		return LP_USTOP_UNSUPPORTED;
 	}
 	if (row->rbp_off == LP_RBP_UNKNOWN) {
 		c->bp_known = 0;
-	} else if (row->rbp_off < 0) {
-		if (unwind_read(c, cfa + (__s64)row->rbp_off * 8, &bp))
+	} else if (fp_saved) {
+		if (unwind_read(c, fp_at, &bp))
 			return LP_USTOP_READ;
 		c->bp_known = 1;
 	}

@@ -518,9 +518,9 @@ static __always_inline void emit_entry(struct lua_walk *w, __u64 cf)
 	w->last_entry = cf;
 }
 
-/* nres of a C frame (CFRAME_OFS_NRES): 8 bytes below its saved L, GC64 or
- * not. */
-#define LJ_CF_NRES(lo) ((lo)->cf_l - 8)
+/* nres of a C frame (CFRAME_OFS_NRES), by where it saves L
+ * (bpf/arch.bpf.h). */
+#define LJ_CF_NRES(lo) LP_CF_NRES((lo)->cf_l)
 
 /* The C stack: the VM's C frames and what lies at the sampled sp.  The
  * native unwinder copied the top of the sampled stack before this walk
@@ -1472,7 +1472,7 @@ static __always_inline int off_vm_frame(struct lua_walk *wp, const struct user_r
 
 	if (vmstate >= 0 || regs->ip < p->vm_start || regs->ip >= p->vm_end || regs->sp == cf)
 		return 0;
-	if (regs->sp + 8 == cf && !cstack_u64(wp, &ra, regs->sp) &&
+	if (!LP_LINK_REG && regs->sp + 8 == cf && !cstack_u64(wp, &ra, regs->sp) &&
 	    ra - 1 >= p->vm_start && ra - 1 < p->vm_end)
 		emit_entry(wp, regs->sp);
 	return 1;

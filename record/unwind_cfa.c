@@ -151,31 +151,43 @@ static int cfa_rule(const struct cfa_state *st, struct lp_unwind_row *row,
 	}
 }
 
+/* Was the register saved at byte `at` of the frame's base, an LP_CFA_RSP
+ * row's sp (CFA - cfa_off)? */
+static int at_frame_base(const struct cfa_state *st, const struct reg_state *r,
+			 const struct lp_unwind_row *row, int64_t at)
+{
+	return LP_CFA_KIND(row->cfa_type) == LP_CFA_RSP && r->rule == RULE_OFFSET &&
+	       r->off == at - (int64_t)row->cfa_off && st->cfa_kind == CFA_REG;
+}
+
 /*
  * Where the return address is, for an instruction set whose calls leave
  * it in the link register: the aux of an LP_CFA_RSP or LP_CFA_RBP row
  * (bpf/unwind_maps.h's LP_RA_*).  Still in the register; or saved beside
- * the frame pointer (stp x29, x30: the frame record); or within 15 words
- * under the CFA.
+ * the frame pointer (stp x29, x30: the frame record); or within 13 words
+ * under the CFA; or at the stack pointer of a frame that keeps the CFA
+ * from it (str x30, [sp, #-N]!).
  */
 static struct lp_unwind_row ra_rule_link(const struct cfa_state *st, struct lp_unwind_row row,
 					 struct unwind_table *t)
 {
-	int64_t words;
+	int64_t words = 0;
+	int near = saved_words(st, &st->ra, &words); /* within 128 words */
 	unsigned int aux;
 
 	if (LP_CFA_KIND(row.cfa_type) != LP_CFA_RSP && LP_CFA_KIND(row.cfa_type) != LP_CFA_RBP)
 		goto unsupported;
 	if (st->ra.rule == RULE_SAME)
 		aux = LP_RA_LINK;
-	else if (!saved_words(st, &st->ra, &words))
-		goto unsupported;
-	else if (words == -1)
+	else if (near && words == -1)
 		aux = LP_RA_CFA_M8;
-	else if (row.rbp_off < 0 && words == row.rbp_off + 1)
+	else if ((near && row.rbp_off < 0 && words == row.rbp_off + 1) ||
+		 (row.rbp_off == LP_RBP_AT_SP && at_frame_base(st, &st->ra, &row, 8)))
 		aux = LP_RA_FRAME_RECORD;
-	else if (words <= -2 && words >= -(LP_RA_FRAME_RECORD - 1) - 1)
+	else if (near && words <= -2 && words >= -(LP_RA_SP - 1) - 1)
 		aux = (unsigned int)(-words - 1);
+	else if (at_frame_base(st, &st->ra, &row, 0))
+		aux = LP_RA_SP;
 	else
 		goto unsupported;
 	row.cfa_type = LP_CFA_TYPE(LP_CFA_KIND(row.cfa_type), aux);
@@ -221,6 +233,8 @@ struct lp_unwind_row make_row(const struct cfa_state *st,
 		row.rbp_off = (int8_t)words;
 	else if (st->rbp.rule == RULE_EXPR_REG && st->rbp.base == st->regs->fp && !st->rbp.off)
 		row.rbp_off = LP_RBP_AT_RBP;
+	else if (st->regs->link && at_frame_base(st, &st->rbp, &row, 0))
+		row.rbp_off = LP_RBP_AT_SP;
 	else
 		row.rbp_off = LP_RBP_UNKNOWN;
 	return st->regs->link ? ra_rule_link(st, row, t) : row;

@@ -12,6 +12,15 @@
  * a row is written at each address where one of those three changes, and
  * the rest is dropped (rbx, r12..r15 are never needed to find the next frame).
  *
+ * arm64 objects make the same rows with sp and x29 for rsp and rbp (the
+ * ELF's e_machine chooses, struct cfi_regs).  A call leaves the return
+ * address in x30, which the function saves, if ever, beside x29 (stp x29,
+ * x30, [sp, #-N]!), anywhere in its frame: the row's aux says where
+ * (bpf/unwind_maps.h's LP_RA_*), and a row whose return address is
+ * elsewhere is unsupported.  In arm64's libc 98% of rows keep it in x30
+ * or beside x29.  DW_CFA_AARCH64_negate_ra_state (pointer authentication)
+ * changes no rule: the walker clears the signature bits.
+ *
  * It is its own .eh_frame reader rather than libdw's.  libdw could give
  * the same rows: dwarf_cfi_addrframe() at a row's first address and
  * dwarf_frame_info()'s end lead from row to row (its start is not to be

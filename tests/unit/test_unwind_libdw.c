@@ -40,8 +40,9 @@ static int64_t cfa_words(const Dwarf_Op *ops, size_t n)
 
 /* The return address's rule as a row's aux (bpf/unwind_maps.h's LP_RA_*
  * for a link register), -1 if this test does not state it, or -2 for
- * undefined (the outermost frame). */
-static int ra_aux(Dwarf_Frame *f, const struct isa *a, int rbp_off)
+ * undefined (the outermost frame).  sp_off: the CFA's offset from sp, or
+ * -1 if the CFA is not sp-based. */
+static int ra_aux(Dwarf_Frame *f, const struct isa *a, int rbp_off, int64_t sp_off)
 {
 	Dwarf_Op *ops, mem[3];
 	size_t n;
@@ -55,9 +56,12 @@ static int ra_aux(Dwarf_Frame *f, const struct isa *a, int rbp_off)
 		return LP_RA_CFA_M8;
 	if (!a->link || w > -2)
 		return -1;
-	if (rbp_off < 0 && w == rbp_off + 1)
+	if ((rbp_off < 0 && w == rbp_off + 1) ||
+	    (rbp_off == LP_RBP_AT_SP && w * 8 == 8 - sp_off))
 		return LP_RA_FRAME_RECORD;
-	return w >= -14 ? (int)(-w - 1) : -1;
+	if (w >= -13)
+		return (int)(-w - 1);
+	return sp_off >= 0 && w * 8 == -sp_off ? LP_RA_SP : -1;
 }
 
 /* The row libdw's frame at pc amounts to, or type LP_CFA_UNSUPPORTED
@@ -74,7 +78,7 @@ static struct lp_unwind_row libdw_row(Dwarf_CFI *cfi, uint64_t pc, const struct 
 		row.cfa_type = LP_CFA_GAP;
 		return row;
 	}
-	if (ra_aux(f, a, 0) == -2) {
+	if (ra_aux(f, a, 0, -1) == -2) {
 		row.cfa_type = LP_CFA_END;
 		goto out;
 	}
@@ -91,14 +95,19 @@ static struct lp_unwind_row libdw_row(Dwarf_CFI *cfi, uint64_t pc, const struct 
 	dwarf_frame_register(f, (int)a->fp, mem, &ops, &n);
 	if (!n)
 		row.rbp_off = 0; /* same value, or undefined: unchanged */
-	else if (cfa_words(ops, n) <= 0)
+	else if (cfa_words(ops, n) <= 0 && cfa_words(ops, n) >= -128)
 		row.rbp_off = (int8_t)cfa_words(ops, n);
 	else if (n == 2 && ops[0].atom == DW_OP_call_frame_cfa &&
 		 ops[1].atom == DW_OP_breg0 + a->fp && !ops[1].number)
 		row.rbp_off = LP_RBP_AT_RBP;
+	else if (a->link && LP_CFA_KIND(row.cfa_type) == LP_CFA_RSP &&
+		 n == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_plus_uconst &&
+		 (int64_t)ops[1].number == -(int64_t)row.cfa_off)
+		row.rbp_off = LP_RBP_AT_SP;
 	else
 		row.cfa_type = LP_CFA_UNSUPPORTED;
-	aux = ra_aux(f, a, row.rbp_off);
+	aux = ra_aux(f, a, row.rbp_off,
+		     LP_CFA_KIND(row.cfa_type) == LP_CFA_RSP ? (int64_t)row.cfa_off : -1);
 	if (aux < 0 || (aux && LP_CFA_KIND(row.cfa_type) == LP_CFA_DEREF_RBP))
 		row.cfa_type = LP_CFA_UNSUPPORTED;
 	else if (row.cfa_type != LP_CFA_UNSUPPORTED)
