@@ -14,7 +14,6 @@
  *     bytes below the C frame (SPS_FIXED).  LuaJIT on arm64 is GC64 only.
  */
 #include <elf.h>
-#include <unistd.h>
 
 #include "record/luajit_arch.h"
 
@@ -42,18 +41,6 @@ const struct lj_arch *lj_arch_for(uint16_t machine)
 		if (arches[i].machine == machine)
 			return &arches[i];
 	return NULL;
-}
-
-const struct lj_arch *lj_arch_of_fd(int fd)
-{
-	Elf64_Ehdr eh;
-
-	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
-	    eh.e_ident[EI_MAG0] != ELFMAG0 || eh.e_ident[EI_MAG1] != ELFMAG1 ||
-	    eh.e_ident[EI_MAG2] != ELFMAG2 || eh.e_ident[EI_MAG3] != ELFMAG3 ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
-		return NULL;
-	return lj_arch_for(eh.e_machine);
 }
 
 int64_t lj_arch_g_bias(const struct lj_arch *a, const struct lj_layout *lo)

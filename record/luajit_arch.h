@@ -57,8 +57,6 @@ struct lj_arch {
 /* The architecture of an ELF e_machine, or NULL when LuaJIT on it is not
  * one luaprof reads. */
 const struct lj_arch *lj_arch_for(uint16_t machine);
-/* Of the ELF object open at fd (read with pread: the offset is kept). */
-const struct lj_arch *lj_arch_of_fd(int fd);
 /* What to subtract from g_reg's value for G, with layout lo. */
 int64_t lj_arch_g_bias(const struct lj_arch *a, const struct lj_layout *lo);
 

@@ -85,6 +85,27 @@ TEST(lj_struct_groups)
 		CHECK(r.from[f] == LJ_FROM_NONE);
 }
 
+/* The architectures' facts: x86-64's C frame is the built-in rows'; the
+ * walker's G is r14 - g2disp on x86-64, x22 itself on arm64; nothing
+ * else is an architecture luaprof reads. */
+TEST(lj_arch_facts)
+{
+	const struct lj_arch *x86 = lj_arch_for(EM_X86_64), *a64 = lj_arch_for(EM_AARCH64);
+
+	CHECK(x86 && a64 && !lj_arch_for(EM_386) && !lj_arch_for(EM_RISCV));
+	CHECK(x86->isa == sx_isa_for(EM_X86_64) && a64->isa == sx_isa_for(EM_AARCH64));
+	for (size_t b = 0; b < 4; b++) {
+		const struct lj_layout *lo = &lj_builds[b].layout;
+		const struct lj_arch_cframe *cf = &x86->cframe[lo->ref_size == 8];
+
+		CHECK(cf->l == lo->cf_l && cf->pc == lo->cf_pc && cf->prev == lo->cf_prev &&
+		      cf->size == lo->cf_size && cf->nres == lo->cf_l - 8);
+		CHECK(lj_arch_g_bias(x86, lo) == lo->g2disp && lj_arch_g_bias(a64, lo) == 0);
+	}
+	CHECK(!a64->cframe[0].size && a64->cframe[1].size == 208);
+	CHECK(a64->g_reg == 22 && a64->base_reg == 19 && a64->pc_reg == 21);
+}
+
 /* ---- library descriptions --------------------------------------------- */
 
 /* "coroutine" as buildvm writes it, with the unnamed wrap_aux skipped by
