@@ -122,7 +122,7 @@ static int frame_h(const char *src, unsigned v[4])
 	unsigned val, in = 0, got = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "build/luajit-builds/src/%s/src/lj_frame.h", src);
+	snprintf(path, sizeof(path), "build/luajit-arm64/src/%s/src/lj_frame.h", src);
 	if (!(f = fopen(path, "r")))
 		return -1;
 	while (fgets(line, sizeof(line), f) && got != 15) {
