@@ -109,7 +109,8 @@ UNIT_RECORD_OBJ := $(BUILD)/record/luajit_layouts.o $(BUILD)/record/unwind_table
 		   $(BUILD)/record/addrset.o $(BUILD)/record/symtab.o \
 		   $(BUILD)/record/sample_event.o $(BUILD)/record/procmaps.o \
 		   $(BUILD)/record/say.o $(BUILD)/record/symexec.o \
-		   $(BUILD)/record/symexec_x86.o $(BUILD)/record/elfimage.o \
+		   $(BUILD)/record/symexec_x86.o $(BUILD)/record/symexec_arm64.o \
+		   $(BUILD)/record/luajit_arch.o $(BUILD)/record/elfimage.o \
 		   $(BUILD)/record/luajit_code.o $(BUILD)/record/luajit_struct.o \
 		   $(BUILD)/record/luajit_libs.o $(BUILD)/record/luajit_cfi.o \
 		   $(BUILD)/record/luajit_cache.o $(BUILD)/record/luajit_place.o \

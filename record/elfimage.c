@@ -88,6 +88,12 @@ static int read_sections(struct elf_image *im, Elf *elf)
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		sname = shstrndx ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		if ((sh.sh_flags & SHF_EXECINSTR) && sh.sh_type == SHT_PROGBITS && sh.sh_size) {
+			if (!im->text_end || sh.sh_addr < im->text_start)
+				im->text_start = sh.sh_addr;
+			if (sh.sh_addr + sh.sh_size > im->text_end)
+				im->text_end = sh.sh_addr + sh.sh_size;
+		}
 		if (sname && (!strcmp(sname, ".plt") || !strcmp(sname, ".plt.sec") ||
 			      !strcmp(sname, ".plt.got"))) {
 			if (!im->code.plt_end || sh.sh_addr < im->code.plt_start)
@@ -199,6 +205,13 @@ void elf_image_close(struct elf_image *im)
 	free((void *)im->code.code);
 	memset(im, 0, sizeof(*im));
 	im->fd = -1;
+}
+
+int elf_image_is_text(const struct elf_image *im, uint64_t vaddr)
+{
+	if (im->text_end)
+		return vaddr >= im->text_start && vaddr < im->text_end;
+	return vaddr >= im->code.start && vaddr < im->code.end;
 }
 
 uint64_t elf_image_sym(const struct elf_image *im, const char *name)

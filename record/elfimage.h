@@ -21,6 +21,9 @@
 
 struct elf_image {
 	struct sx_image code;  /* code.code is owned */
+	/* The span of the executable sections, 0 without section headers:
+	 * arm64's linker puts .rodata in the executable segment too. */
+	uint64_t text_start, text_end;
 	uint16_t machine;      /* EM_X86_64, EM_AARCH64 */
 	int fd;
 	struct elf_image_seg {
@@ -41,6 +44,9 @@ struct elf_image {
  * ELF object with code. */
 int elf_image_open(struct elf_image *im, int fd);
 void elf_image_close(struct elf_image *im);
+/* Whether vaddr is code: in the executable sections where they are
+ * known, else in the executable segments. */
+int elf_image_is_text(const struct elf_image *im, uint64_t vaddr);
 /* An exported symbol's address (the defined ones of .dynsym), 0 if none. */
 uint64_t elf_image_sym(const struct elf_image *im, const char *name);
 /* len bytes of the file at vaddr, through the PT_LOAD segments: 0, or

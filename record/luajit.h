@@ -111,6 +111,13 @@ int lj_vm_from_cfi_fd(int fd, uint16_t cf_size, uint64_t *start, uint64_t *end);
 /* For an object whose interpreter has no CFI: the gap in its CFI that
  * holds the interpreter's instruction at vaddr inside.  0 or -ENOENT. */
 int lj_vm_from_gap_fd(int fd, uint64_t inside, uint64_t *start, uint64_t *end);
+/* Where the interpreter's CFA is a register + an offset (arm64: x29 +
+ * 16, luajit_arch.h): the CFI row that holds vaddr inside, if that rule
+ * is its CFA's and it spans 4 KiB to 4 MiB.  0, -ENOENT, or -ENOTSUP for
+ * an architecture whose rule is the stack pointer + the frame's size. */
+struct lj_arch;
+int lj_vm_from_row_fd(int fd, const struct lj_arch *a, uint64_t inside, uint64_t *start,
+		      uint64_t *end);
 /* The BPF map value for t. */
 void lj_target_proc(const struct lj_target *t, struct lj_proc *p);
 /* When t's LuaJIT, validated, is its executable: the BPF lj_images entry

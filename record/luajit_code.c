@@ -9,9 +9,11 @@
  * optimisation level or release made it; the rules below say which fact
  * of which function is which offset.  The interpreter itself is written
  * in DynASM, the same instructions whatever the C compiler, and its
- * registers are fixed (DISPATCH, BASE, PC): a sweep of its code with
- * those registers known gives what no C function shows (where a trace's
- * machine code starts, the base while a trace runs).
+ * registers are fixed (G or DISPATCH, BASE, PC: luajit_arch.h): a sweep
+ * of its code with those registers known gives what no C function shows
+ * (where a trace's machine code starts, the base while a trace runs).
+ * The instruction set is the object's own (x86-64 or arm64), whatever
+ * luaprof runs on.
  *
  *   rule            function (followed calls)   fields
  *   refs            lua_pushthread              l_glref, ref_size, g_mainthref
@@ -25,6 +27,8 @@
  *                   re-enabling                 pt_size, pt_sizebc, pt_flags
  *   vm_sweep        the interpreter's code      g_jit_base, tr_mcode, fn_f,
  *                                               g2j, cf_pc, cf_l
+ *   cf_l            lua_call -> lj_vm_call      cf_l, where the sweep does
+ *                                               not tell (arm64)
  *
  * What the code does not show is LuaJIT 2.1's own declaration of the
  * struct for the reference width the code showed (luajit_struct.c): the
@@ -43,6 +47,7 @@
 
 #include "record/elfimage.h"
 #include "record/luajit.h"
+#include "record/luajit_arch.h"
 #include "record/luajit_code.h"
 #include "record/symexec.h"
 
@@ -52,12 +57,15 @@
 struct derive {
 	struct elf_image *im;
 	struct sx_ctx *sx;
+	const struct lj_arch *arch;
 	const struct sx_isa *isa;
 	struct lj_code_result *r;
 	uint32_t L;        /* ARG0 */
 	uint32_t G;        /* LOAD(L + l_glref), once known */
 	uint64_t vm_start, vm_end;
 	uint64_t vm_pc;    /* an instruction of the interpreter (lj_vm_call's) */
+	int64_t l_slot[8]; /* the C frame's slots lj_vm_call stores L to */
+	int nl_slots;
 };
 
 /* ---- fields ---- */
@@ -280,6 +288,32 @@ static int g_term(struct derive *d)
 }
 
 /*
+ * Whether an indirect jump goes through the dispatch table of G (the
+ * term g): to [G + off + op*8] (x86-64, through memory) or to the value
+ * LOAD(G + off + op*8) (arm64, through a register), op any index.  *off
+ * gets the table's offset from G.
+ */
+static int dispatch_of(const struct derive *d, const struct sx_fact *x, uint32_t g,
+		       int64_t *off)
+{
+	const struct sx_val *t = &x->b;
+	const struct sx_node *ld, *ix;
+
+	if (x->kind != SXF_JMPI)
+		return 0;
+	if (!x->mem) {
+		if (!(ld = sx_load_of(d->sx, &x->a)) || ld->width != 8)
+			return 0;
+		t = &ld->addr;
+	}
+	if (!t->known || t->term != g || !t->idx || t->scale != 8 ||
+	    !(ix = sx_node(d->sx, t->idx)) || ix->kind != SXN_ANY)
+		return 0;
+	*off = t->off;
+	return 1;
+}
+
+/*
  * lua_call tail-calls lj_vm_call(L, base, nres1), the interpreter's entry:
  *
  *   push callee-saved; sub rsp        the C frame (CFRAME_SIZE from the CFA)
@@ -287,6 +321,11 @@ static int g_term(struct derive *d)
  *   DISPATCH = G + GG_G2DISP; L->cframe = rsp
  *   G->cur_L = L; G->vmstate = ~LJ_VMST_INTERP
  *   ... jmp [DISPATCH + op*8]          the first bytecode's handler
+ *
+ * On arm64 the C frame is made below the entry's sp (no return address
+ * is pushed), G is kept as itself and the handler is read first:
+ * "add x9, GL, INS, uxtb #3; ldr x8, [x9, #GG_G2DISP]; br x8", a jump
+ * to LOAD(G + GG_G2DISP + op*8).
  *
  * SAVE_L and SAVE_PC both get L here, among the caller's own stores (at
  * -Os lua_call spills L too): the interpreter's code tells them apart
@@ -313,11 +352,12 @@ static void rule_vm_entry(struct derive *d)
 		    sx_is_term(&x->a, d->L, &off) && sx_is_term(&x->b, sp, &k) && k < 0) {
 			const struct sx_fact *e = frame_enter(f, n, x->frame);
 
-			/* the CFA is the entry's SP + 8 on x86-64 */
+			/* the CFA is the entry's SP + what its call pushed
+			 * (the return address on x86-64, nothing on arm64) */
 			if (e && !sx_is_term(&e->a, sp, &entry))
 				continue;
 			found(d, LJF_l_cframe, off, fn);
-			found(d, LJF_cf_size, entry + 8 - k, fn);
+			found(d, LJF_cf_size, entry + d->isa->call_push - k, fn);
 			d->vm_pc = x->pc;
 			cf = k;
 			have_cf = 1;
@@ -329,21 +369,45 @@ static void rule_vm_entry(struct derive *d)
 			   sx_is_term(&x->a, d->G, &off) && sx_is_const(&x->b, &c) &&
 			   (int32_t)c >= -7 && (int32_t)c <= -1) {
 			found(d, LJF_g_vmstate, off, fn);
-		} else if (x->kind == SXF_JMPI && x->mem && x->depth <= 1 &&
-			   x->b.term == d->G && x->b.idx && x->b.scale == 8 &&
-			   sx_node(d->sx, x->b.idx)->kind == SXN_ANY &&
-			   !have(d, LJF_g2disp)) {
-			found(d, LJF_g2disp, x->b.off, fn);
+		} else if (x->kind == SXF_JMPI && x->depth <= 1 && !have(d, LJF_g2disp) &&
+			   dispatch_of(d, x, d->G, &off)) {
+			found(d, LJF_g2disp, off, fn);
 		}
 	}
 	if (!have_cf)
 		return;
-	for (size_t i = 0; i < n; i++)
-		if (f[i].kind == SXF_STORE &&
-		    sx_is_term(&f[i].a, sp, &off) && off >= cf &&
-		    off < cf + val(d, LJF_cf_size) &&
-		    load_from(d, &f[i].b, d->L, &k, NULL) && k == val(d, LJF_l_cframe))
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].kind != SXF_STORE || !sx_is_term(&f[i].a, sp, &off) || off < cf ||
+		    off >= cf + val(d, LJF_cf_size))
+			continue;
+		if (load_from(d, &f[i].b, d->L, &k, NULL) && k == val(d, LJF_l_cframe))
 			found(d, LJF_cf_prev, off - cf, fn);
+		else if (is(&f[i].b, d->L, 0) && d->nl_slots < 8)
+			d->l_slot[d->nl_slots++] = off - cf;
+	}
+}
+
+/*
+ * SAVE_L where the interpreter keeps L in a register (arm64's x23) and
+ * reads its slot too seldom for the sweep to tell: of the two slots of
+ * its frame lj_vm_call stores L to, SAVE_L and SAVE_PC, the one that is
+ * not SAVE_PC, which the sweep told.
+ */
+static void rule_cf_l(struct derive *d)
+{
+	int64_t l = -1;
+
+	if (have(d, LJF_cf_l) || !have(d, LJF_cf_pc))
+		return;
+	for (int i = 0; i < d->nl_slots; i++) {
+		if (d->l_slot[i] == val(d, LJF_cf_pc) || d->l_slot[i] == l)
+			continue;
+		if (l >= 0)
+			return; /* more than one: not told apart */
+		l = d->l_slot[i];
+	}
+	if (l >= 0)
+		found(d, LJF_cf_l, l, "lua_call");
 }
 
 /*
@@ -557,13 +621,18 @@ static void traces_from(struct derive *d, const struct sx_fact *f, size_t n, voi
 }
 
 /*
- * The interpreter's code, swept with its fixed registers known: DISPATCH
- * (r14) = G + g2disp, BASE (rdx), PC (rbx); rsp is the C frame.
+ * The interpreter's code, swept with its fixed registers known
+ * (luajit_arch.h): on x86-64 DISPATCH (r14) = G + g2disp, BASE (rdx), PC
+ * (rbx); on arm64 GL (x22) = G, BASE (x19), PC (x21); the stack pointer
+ * is the C frame.
  *
  *   BC_JLOOP      jmp J->trace[RD]->mcode; G->jit_base = BASE
  *   vm_exit_*     G->jit_base = 0; calls lj_trace_exit(J = G + g2j, ...)
  *   BC_FUNCC      call fn->f, fn loaded from BASE
- *   everywhere    SAVE_PC = PC
+ *   everywhere    SAVE_PC = PC; the next handler from the dispatch table
+ *
+ * The dispatches are what say that the register holds what luajit_arch.h
+ * says: without them the sweep shows nothing.
  */
 enum { INV_G, INV_BASE, INV_PC };
 
@@ -605,25 +674,29 @@ static int64_t mode(int64_t (*t)[2], int n, int64_t min)
 static void rule_vm_sweep(struct derive *d)
 {
 	const char *via = "its interpreter";
-	static const int regs[3] = { 14, 2, 3 }; /* r14, rdx, rbx (symexec_x86.c) */
+	const int regs[3] = { d->arch->g_reg, d->arch->base_reg, d->arch->pc_reg };
 	struct sx_val vals[3];
 	uint32_t g = sx_invar(d->sx, INV_G), base = sx_invar(d->sx, INV_BASE),
 		 pc = sx_invar(d->sx, INV_PC);
 	uint32_t sp = sx_intern(d->sx, &(struct sx_node){ .kind = SXN_SP });
 	int64_t off, rs = val(d, LJF_ref_size), zero[16], based[16], npc[64][2], nl[64][2];
-	int nz = 0, nb = 0, np = 0, nls = 0;
+	int nz = 0, nb = 0, np = 0, nls = 0, ndisp = 0;
 	size_t n;
 	const struct sx_fact *f;
 
 	if (!d->vm_end || !have(d, LJF_g2disp))
 		return;
-	vals[0] = sx_term(g, val(d, LJF_g2disp));
+	vals[0] = sx_term(g, lj_arch_g_bias(d->arch, &d->r->layout));
 	vals[1] = sx_term(base, 0);
 	vals[2] = sx_term(pc, 0);
 	sx_clear_facts(d->sx);
 	if (sx_sweep(d->sx, d->vm_start, d->vm_end, regs, vals, 3))
 		return;
 	f = sx_facts(d->sx, &n);
+	for (size_t i = 0; i < n; i++)
+		ndisp += dispatch_of(d, &f[i], g, &off) && off == val(d, LJF_g2disp);
+	if (ndisp < 8)
+		return;
 	for (size_t i = 0; i < n; i++) {
 		const struct sx_fact *x = &f[i];
 		int64_t c;
@@ -745,6 +818,30 @@ static int has_mcofs(struct derive *d)
 
 /* ---- the whole ---- */
 
+/*
+ * The interpreter: on x86-64 the one CFI row of the entry frame's size,
+ * or the gap in the CFI where lj_vm_call lies; where the row's CFA is a
+ * register's (arm64), the row that holds lj_vm_call's instruction.
+ */
+static void vm_range(struct derive *d, int fd)
+{
+	int err = -ENOENT;
+
+	if (d->arch->cfa_off) {
+		if (d->vm_pc)
+			err = lj_vm_from_row_fd(fd, d->arch, d->vm_pc, &d->vm_start, &d->vm_end);
+	} else if ((have(d, LJF_cf_size) &&
+		    !lj_vm_from_cfi_fd(fd, (uint16_t)val(d, LJF_cf_size), &d->vm_start,
+				       &d->vm_end)) ||
+		   (d->vm_pc && !lj_vm_from_gap_fd(fd, d->vm_pc, &d->vm_start, &d->vm_end))) {
+		err = 0;
+	}
+	if (!err) {
+		d->r->vm_start = d->vm_start;
+		d->r->vm_end = d->vm_end;
+	}
+}
+
 int lj_code_derive(int fd, struct lj_code_result *r)
 {
 	struct elf_image im;
@@ -755,11 +852,12 @@ int lj_code_derive(int fd, struct lj_code_result *r)
 	err = elf_image_open(&im, fd);
 	if (err)
 		return err;
-	if (im.machine != 62 /* EM_X86_64 */) {
+	d.arch = lj_arch_for(im.machine);
+	if (!d.arch) {
 		elf_image_close(&im);
 		return -ENOTSUP;
 	}
-	d.isa = &sx_isa_x86_64;
+	d.isa = d.arch->isa;
 	d.sx = sx_new(&im.code, d.isa);
 	if (!d.sx) {
 		elf_image_close(&im);
@@ -772,21 +870,15 @@ int lj_code_derive(int fd, struct lj_code_result *r)
 	rule_gg(&d);
 	rule_str(&d);
 	rule_traces(&d);
-	/* the interpreter: the one CFI row of the entry frame's size, or
-	 * the gap in the CFI where lj_vm_call lies */
-	if ((have(&d, LJF_cf_size) &&
-	     !lj_vm_from_cfi_fd(fd, (uint16_t)val(&d, LJF_cf_size), &d.vm_start, &d.vm_end)) ||
-	    (d.vm_pc && !lj_vm_from_gap_fd(fd, d.vm_pc, &d.vm_start, &d.vm_end))) {
-		r->vm_start = d.vm_start;
-		r->vm_end = d.vm_end;
-	}
+	vm_range(&d, fd);
 	rule_vm_sweep(&d);
+	rule_cf_l(&d);
 	rule_stack_bounds(&d);
 	if (have(&d, LJF_ref_size))
 		found(&d, LJF_flags, (val(&d, LJF_ref_size) == 8 ? LJ_LAYOUT_GC64 : 0) |
 		      (elf_image_sym(&im, "lua_setexdata") ? LJ_LAYOUT_OPENRESTY : 0),
 		      "lua_pushthread");
-	lj_struct_complete(r, has_mcofs(&d));
+	lj_struct_complete(r, has_mcofs(&d), d.arch);
 	if (have(&d, LJF_flags)) {
 		int resume, wrap_aux;
 

@@ -62,8 +62,10 @@ void lj_cache_store(int fd, const struct lj_code_result *r);
 
 /* luajit_struct.c: fills the fields r does not have from LuaJIT 2.1's
  * declarations for r's reference width (which must be known), with
- * `from` LJ_FROM_STRUCT; the snapshot group only if `snapshots`, for a
- * build whose SnapShot has its machine-code offset. */
-void lj_struct_complete(struct lj_code_result *r, int snapshots);
+ * `from` LJ_FROM_STRUCT; the C frame as lj_frame.h has it on arch; the
+ * snapshot group only if `snapshots`, for a build whose SnapShot has its
+ * machine-code offset. */
+struct lj_arch;
+void lj_struct_complete(struct lj_code_result *r, int snapshots, const struct lj_arch *arch);
 
 #endif

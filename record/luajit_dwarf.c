@@ -54,6 +54,7 @@
 
 #include "lib/debuginfo.h"
 #include "record/luajit.h"
+#include "record/luajit_arch.h"
 
 #define MAX_DEPTH 8            /* typedef chains, anonymous members, imports */
 #define MAX_DIES (1ul << 24)   /* DIEs visited in one search */
@@ -737,6 +738,26 @@ static int ffnames_from(const struct lj_types *ty, struct lj_ffnames *ff)
 	return 0;
 }
 
+/* The C frame of the object's architecture (luajit_arch.h), in place of
+ * the x86-64 one fill_layout() takes from the built-in rows: the
+ * macros of lj_frame.h differ per architecture. */
+static void arch_cframe(Elf *elf, struct lj_layout *lo)
+{
+	GElf_Ehdr eh;
+	const struct lj_arch *a;
+	const struct lj_arch_cframe *cf;
+
+	if (!gelf_getehdr(elf, &eh) || !(a = lj_arch_for(eh.e_machine)))
+		return;
+	cf = &a->cframe[lo->ref_size == 8];
+	if (!cf->size)
+		return;
+	lo->cf_l = cf->l;
+	lo->cf_pc = cf->pc;
+	lo->cf_prev = cf->prev;
+	lo->cf_size = cf->size;
+}
+
 int lj_layout_from_dwarf(const char *object, struct lj_layout *lo,
 			 struct lj_ffnames *ff, char *msg, size_t msglen)
 {
@@ -770,6 +791,8 @@ int lj_layout_from_dwarf(const char *object, struct lj_layout *lo,
 		goto cleanup;
 	}
 	err = fill_layout(&ty, lo, f.path, msg, msglen);
+	if (!err)
+		arch_cframe(f.elf, lo);
 	if (!err && ff)
 		err = ffnames_from(&ty, ff);
 	if (!err)

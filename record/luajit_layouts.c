@@ -36,6 +36,14 @@
  * Statically, lj_vm_call's prologue in the stripped objects (lua_call
  * tail-jumps to it) does "add r14, g2disp" and stores L and ~0 at the
  * cur_L and vmstate offsets, agreeing.
+ *
+ * The rows are x86-64's.  The same sources on arm64 (Debian's arm64
+ * packages, and cross-builds with DWARF: tests/luajit-arm64.sh) have the
+ * same offsets but for jit_State, 24 bytes shorter before its trace
+ * array, so g2disp and j_trace are 24 less (g2disp 3944, 3984, 3992 for
+ * bookworm's luajit, luajit2 and trixie's; j_trace 360), and arm64's C
+ * frame (luajit_arch.h).  arm64 layouts come from the code, never from
+ * these rows, which name builtins there and nothing more.
  */
 #include <errno.h>
 #include <stdint.h>

@@ -249,7 +249,7 @@ static int image_str(const struct elf_image *im, uint64_t a, char *buf, size_t l
 
 static int in_code(const struct elf_image *im, uint64_t a)
 {
-	return a >= im->code.start && a < im->code.end;
+	return elf_image_is_text(im, a);
 }
 
 /* The registrations a luaopen_* function makes, into libs. */

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "record/luajit_arch.h"
 #include "record/luajit_code.h"
 
 enum m_type { U8 = 1, U16, U32, REF, PTR, TV, END };
@@ -130,25 +131,29 @@ static void lay_out(const struct member *m, unsigned ref, struct lj_code_result 
 }
 
 /*
- * The C frame of a VM entry on x86-64 (lj_frame.h): with GC64 the saved
- * L, PC and previous cframe are 8-byte slots at +16, +24, +32; without,
- * L and PC are 4-byte slots at +24, +28 and the cframe link at +32.
+ * The C frame of a VM entry (lj_frame.h's CFRAME_OFS_*, luajit_arch.h):
+ * on x86-64 with GC64 the saved L, PC and previous cframe are 8-byte
+ * slots at +16, +24, +32, without 4-byte slots at +24, +28 and the link
+ * at +32; on arm64 (GC64 only) the link, PC and L at +0, +8, +16.
  */
-static void cframe(unsigned ref, struct lj_code_result *r)
+static void cframe(unsigned ref, const struct lj_arch *arch, struct lj_code_result *r)
 {
 	static const int f[3] = { LJF_cf_l, LJF_cf_pc, LJF_cf_prev };
-	const unsigned v[2][3] = { { 24, 28, 32 }, { 16, 24, 32 } };
+	const struct lj_arch_cframe *cf = &arch->cframe[ref == 8];
+	const unsigned v[3] = { cf->l, cf->pc, cf->prev };
 
+	if (!cf->size)
+		return; /* no such build on arch */
 	for (int i = 0; i < 3; i++) {
 		if (r->from[f[i]] != LJ_FROM_NONE)
 			continue;
-		lj_field_set(&r->layout, (enum lj_field)f[i], v[ref == 8][i]);
+		lj_field_set(&r->layout, (enum lj_field)f[i], v[i]);
 		r->from[f[i]] = LJ_FROM_STRUCT;
 		r->via[f[i]] = "CFRAME_OFS_*";
 	}
 }
 
-void lj_struct_complete(struct lj_code_result *r, int snapshots)
+void lj_struct_complete(struct lj_code_result *r, int snapshots, const struct lj_arch *arch)
 {
 	unsigned ref = (unsigned)lj_field_get(&r->layout, LJF_ref_size);
 
@@ -157,7 +162,7 @@ void lj_struct_complete(struct lj_code_result *r, int snapshots)
 	lay_out(lua_state, ref, r, "lua_State", 0);
 	lay_out(func_c, ref, r, "GCfuncC", 0);
 	lay_out(proto, ref, r, "GCproto", 0);
-	cframe(ref, r);
+	cframe(ref, arch, r);
 	if (r->from[LJF_g2j] != LJ_FROM_NONE) {
 		lay_out(trace, ref, r, "GCtrace", snapshots);
 		if (r->from[LJF_j_sizetrace] == LJ_FROM_NONE &&

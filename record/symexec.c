@@ -282,6 +282,16 @@ void sx_val_str(const struct sx_ctx *c, const struct sx_val *v, char *buf, size_
 
 /* ---- the context ---- */
 
+const struct sx_isa *sx_isa_for(uint16_t machine)
+{
+	static const struct sx_isa *const isas[] = { &sx_isa_x86_64, &sx_isa_arm64 };
+
+	for (size_t i = 0; i < sizeof(isas) / sizeof(isas[0]); i++)
+		if (isas[i]->machine == machine)
+			return isas[i];
+	return NULL;
+}
+
 struct sx_ctx *sx_new(const struct sx_image *img, const struct sx_isa *isa)
 {
 	struct sx_ctx *c = calloc(1, sizeof(*c));
@@ -587,9 +597,11 @@ static void follow_call(struct sx_ctx *c, const struct sx_state *s, uint64_t sit
 	p->depth_left = depth_left - 1;
 	p->limit = limit / 4 > 256 ? limit / 4 : 256;
 	p->s = *s;
-	/* The return address is pushed: the callee's SP is 8 lower. */
+	/* Where a call pushes its return address, the callee's SP is that
+	 * much lower. */
 	p->s.reg[c->isa->sp_reg] = sx_add(&s->reg[c->isa->sp_reg],
-					  &(struct sx_val){ .off = -8, .known = 1 });
+					  &(struct sx_val){ .off = -c->isa->call_push,
+							    .known = 1 });
 	p->s.depth = s->depth + 1;
 }
 
@@ -772,7 +784,7 @@ int sx_sweep(struct sx_ctx *c, uint64_t start, uint64_t end, const int *invar_re
 		s->nslots = 0;
 		c->steps++;
 		if (c->isa->step(c, s, pc, &nx)) {
-			pc++;
+			pc += (uint64_t)c->isa->insn_align;
 			continue;
 		}
 		if (nx.call)

@@ -40,7 +40,9 @@
  * for the interpreter, whose code is not functions but handlers reached
  * through a table, with the registers the interpreter keeps fixed reset
  * at every instruction.  The instruction sets are backends
- * (symexec_x86.c); this file and the facts are the same for all.
+ * (symexec_x86.c, symexec_arm64.c), chosen by the ELF object's machine,
+ * never by the one luaprof was built for; this file and the facts are
+ * the same for all.
  */
 #ifndef LUAPROF_RECORD_SYMEXEC_H
 #define LUAPROF_RECORD_SYMEXEC_H
@@ -199,7 +201,14 @@ struct sx_next {
 
 struct sx_isa {
 	const char *name;
+	uint16_t machine;           /* the ELF e_machine it reads */
 	int sp_reg;                 /* the stack pointer's register number */
+	int call_push;              /* bytes a call pushes below the caller's
+				     * SP: the return address on x86-64, none
+				     * where it goes to a link register */
+	int insn_align;             /* instructions start at multiples of it:
+				     * where a sweep resumes after bytes it
+				     * cannot decode */
 	/* Reads the instruction at pc, updates s, records facts and says
 	 * where to go.  0, or -EINVAL for bytes it cannot decode. */
 	int (*step)(struct sx_ctx *c, struct sx_state *s, uint64_t pc,
@@ -214,6 +223,10 @@ struct sx_isa {
 };
 
 extern const struct sx_isa sx_isa_x86_64;
+extern const struct sx_isa sx_isa_arm64;
+
+/* The backend for an ELF e_machine (EM_X86_64, EM_AARCH64), or NULL. */
+const struct sx_isa *sx_isa_for(uint16_t machine);
 
 /* Backend services. */
 void *sx_isa_handle(struct sx_ctx *c);

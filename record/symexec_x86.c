@@ -16,6 +16,7 @@
  * by address, up to XI_CACHE instructions.
  */
 #include <capstone/capstone.h>
+#include <elf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -602,7 +603,10 @@ static void x86_after_call(struct sx_state *s, struct sx_val ret)
 
 const struct sx_isa sx_isa_x86_64 = {
 	.name = "x86_64",
+	.machine = EM_X86_64,
 	.sp_reg = RSP,
+	.call_push = 8,
+	.insn_align = 1,
 	.step = x86_step,
 	.after_call = x86_after_call,
 	.arg_regs = { RDI, RSI, RDX, RCX, R8, R9 },

@@ -32,12 +32,13 @@ cd "$(dirname "$0")/.."
 # samples (static: the guest's root has no arm64 libc6-dev).  dwz: debug files
 # as Debian's -dbgsym packages have them (tests/e2e/dwz.sh).  musl-tools:
 # a LuaJIT built against musl (tests/luajit-builds.sh); debootstrap: a
-# trixie root (tests/trixie-root.sh).
+# trixie root (tests/trixie-root.sh).  libc6-dev-arm64-cross: arm64
+# LuaJITs with DWARF too (tests/luajit-arm64.sh).
 PKGS="luajit2 nginx-light libnginx-mod-http-lua wrk curl libc6-dbg
 	sysbench knot-resolver knot-dnsutils neovim tarantool python3-lupa rspamd
 	redis-server haproxy lua5.1 lua5.3 golang-go chromium pdns-recursor dnsjit
-	qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu busybox-static cpio xz-utils zstd
-	dwz musl-tools debootstrap"
+	qemu-system-x86 qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+	busybox-static cpio xz-utils zstd dwz musl-tools debootstrap"
 # Node.js as the machine has it, else Debian's.
 command -v node >/dev/null && command -v npm >/dev/null || PKGS="$PKGS nodejs npm"
 # The browser checks' npm packages, pinned: the real speedscope app, and

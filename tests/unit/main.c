@@ -1,7 +1,9 @@
 /*
  * main.c - runs every registered unit test.  A test fails at its first
  * failing CHECK; the others still run.  Prints one line per test and exits
- * 1 if any failed.  `build/unit_tests NAME...` runs only those tests.
+ * 1 if any failed.  A test whose material is absent says so with SKIP()
+ * ("skip NAME: why"), neither passed nor failed.  `build/unit_tests
+ * NAME...` runs only those tests.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +18,7 @@ static struct {
 	const char *name;
 	void (*fn)(void);
 } tests[MAX_TESTS];
-static int ntests, current_failed;
+static int ntests, current_failed, current_skipped;
 static const char *current_name;
 static char tmpdir[64];
 
@@ -34,6 +36,13 @@ void unit_fail(const char *file, int line, const char *expr)
 	if (!current_failed)
 		printf("FAIL %s: %s:%d: %s\n", current_name, file, line, expr);
 	current_failed = 1;
+}
+
+void unit_skip(const char *why)
+{
+	if (!current_failed && !current_skipped)
+		printf("skip %s: %s\n", current_name, why);
+	current_skipped = 1;
 }
 
 const char *unit_tmpdir(void)
@@ -60,17 +69,19 @@ static int selected(const char *name, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	int passed = 0, failed = 0;
+	int passed = 0, failed = 0, skipped = 0;
 
 	for (int i = 0; i < ntests; i++) {
 		if (!selected(tests[i].name, argc, argv))
 			continue;
-		current_failed = 0;
+		current_failed = current_skipped = 0;
 		current_name = tests[i].name;
 		fflush(stdout);
 		tests[i].fn();
 		if (current_failed) {
 			failed++;
+		} else if (current_skipped) {
+			skipped++;
 		} else {
 			printf("ok %s\n", tests[i].name);
 			passed++;
@@ -82,6 +93,9 @@ int main(int argc, char **argv)
 		if (system(cmd) != 0)
 			fprintf(stderr, "could not remove %s\n", tmpdir);
 	}
-	printf("unit: %d passed, %d failed\n", passed, failed);
+	if (skipped)
+		printf("unit: %d passed, %d failed, %d skipped\n", passed, failed, skipped);
+	else
+		printf("unit: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -7,6 +7,7 @@
  * included for its parser); the cache of derivations on disk, which must
  * give back what it was given and believe nothing else.
  */
+#include <elf.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "record/luajit_libs.c"
 #undef lj_ffnames_from_code
 
+#include "record/luajit_arch.h"
 #include "tests/unit/unit.h"
 
 /* ---- declarations ------------------------------------------------------ */
@@ -28,6 +30,8 @@
  * rows of both reference widths (the code gives the rest). */
 TEST(lj_struct_matches_known_rows)
 {
+	const struct lj_arch *x86 = lj_arch_for(EM_X86_64);
+
 	for (size_t b = 0; b < 4; b++) {
 		const struct lj_build_desc *row = &lj_builds[b];
 		struct lj_code_result r;
@@ -40,7 +44,7 @@ TEST(lj_struct_matches_known_rows)
 		r.from[LJF_g2j] = LJ_FROM_CODE;
 		lj_field_set(&r.layout, LJF_j_trace, row->layout.j_trace);
 		r.from[LJF_j_trace] = LJ_FROM_CODE;
-		lj_struct_complete(&r, 1);
+		lj_struct_complete(&r, 1, x86);
 		for (int f = 0; f < LJF__N; f++) {
 			if (r.from[f] != LJ_FROM_STRUCT)
 				continue;
@@ -55,12 +59,13 @@ TEST(lj_struct_matches_known_rows)
 /* Without the 2021 snapshots, no snapshot field; without J, no trace. */
 TEST(lj_struct_groups)
 {
+	const struct lj_arch *x86 = lj_arch_for(EM_X86_64);
 	struct lj_code_result r;
 
 	memset(&r, 0, sizeof(r));
 	lj_field_set(&r.layout, LJF_ref_size, 8);
 	r.from[LJF_ref_size] = LJ_FROM_CODE;
-	lj_struct_complete(&r, 0);
+	lj_struct_complete(&r, 0, x86);
 	CHECK(r.from[LJF_pt_chunkname] == LJ_FROM_STRUCT);
 	CHECK(r.from[LJF_tr_mcode] == LJ_FROM_NONE);
 	CHECK(r.from[LJF_sn_size] == LJ_FROM_NONE && r.from[LJF_tr_nsnap] == LJ_FROM_NONE);
@@ -70,14 +75,35 @@ TEST(lj_struct_groups)
 	r.from[LJF_ref_size] = LJ_FROM_CODE;
 	lj_field_set(&r.layout, LJF_pt_size, 72);
 	r.from[LJF_pt_size] = LJ_FROM_CODE;
-	lj_struct_complete(&r, 0);
+	lj_struct_complete(&r, 0, x86);
 	CHECK(r.layout.pt_size == 72 && r.from[LJF_pt_size] == LJ_FROM_CODE);
 	CHECK(r.layout.pt_chunkname == 40);
 	/* no reference width: nothing */
 	memset(&r, 0, sizeof(r));
-	lj_struct_complete(&r, 1);
+	lj_struct_complete(&r, 1, x86);
 	for (int f = 0; f < LJF__N; f++)
 		CHECK(r.from[f] == LJ_FROM_NONE);
+}
+
+/* The architectures' facts: x86-64's C frame is the built-in rows'; the
+ * walker's G is r14 - g2disp on x86-64, x22 itself on arm64; nothing
+ * else is an architecture luaprof reads. */
+TEST(lj_arch_facts)
+{
+	const struct lj_arch *x86 = lj_arch_for(EM_X86_64), *a64 = lj_arch_for(EM_AARCH64);
+
+	CHECK(x86 && a64 && !lj_arch_for(EM_386) && !lj_arch_for(EM_RISCV));
+	CHECK(x86->isa == sx_isa_for(EM_X86_64) && a64->isa == sx_isa_for(EM_AARCH64));
+	for (size_t b = 0; b < 4; b++) {
+		const struct lj_layout *lo = &lj_builds[b].layout;
+		const struct lj_arch_cframe *cf = &x86->cframe[lo->ref_size == 8];
+
+		CHECK(cf->l == lo->cf_l && cf->pc == lo->cf_pc && cf->prev == lo->cf_prev &&
+		      cf->size == lo->cf_size && cf->nres == lo->cf_l - 8);
+		CHECK(lj_arch_g_bias(x86, lo) == lo->g2disp && lj_arch_g_bias(a64, lo) == 0);
+	}
+	CHECK(!a64->cframe[0].size && a64->cframe[1].size == 208);
+	CHECK(a64->g_reg == 22 && a64->base_reg == 19 && a64->pc_reg == 21);
 }
 
 /* ---- library descriptions --------------------------------------------- */
