@@ -10,6 +10,7 @@
  *   LP_PT_VM_GD/BASE/PC(p)  the interpreter's G or DISPATCH, BASE, PC
  *   LP_VM_G(gd, g2disp)     the candidate G that register gives
  *   LP_CF_NRES(cf_l)        where a VM C frame keeps nres
+ *   LP_TRACE_UNNUMBERED     a running trace leaves g->vmstate 0
  *   LP_CORE_*(p)            the same read from kernel memory
  *   LP_ENTRY_SP_TO_RETURN   sp at a function's return - sp at its entry
  *   LP_LINK_REG             calls leave the return address in a register

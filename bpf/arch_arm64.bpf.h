@@ -33,6 +33,9 @@
 /* lj_frame.h's arm64 C frame: PREV +0, PC +8, L +16, NRES +40, x29 and
  * x30 at +192 and +200 of its 208 bytes. */
 #define LP_CF_NRES(cf_l) ((cf_l) + 24)
+/* A running trace stores 0 in g->vmstate, not its number (BC_JLOOP:
+ * "Traces on ARM64 don't store the trace #"). */
+#define LP_TRACE_UNNUMBERED 1
 #define LP_CORE_IP(p) BPF_CORE_READ(p, pc)
 #define LP_CORE_SP(p) BPF_CORE_READ(p, sp)
 #define LP_CORE_SYSCALL(p) BPF_CORE_READ(p, syscallno)

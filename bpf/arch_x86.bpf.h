@@ -43,6 +43,8 @@
 /* A VM C frame's nres (CFRAME_OFS_NRES) by where it saves L
  * (CFRAME_OFS_L): 8 bytes below, GC64 or not. */
 #define LP_CF_NRES(cf_l) ((cf_l) - 8)
+/* A running trace stores its number in g->vmstate. */
+#define LP_TRACE_UNNUMBERED 0
 /* The same, read from kernel memory (bpf_task_pt_regs). */
 #define LP_CORE_IP(p) BPF_CORE_READ(p, ip)
 #define LP_CORE_SP(p) BPF_CORE_READ(p, sp)

@@ -673,7 +673,9 @@ static __always_inline int valid_G(struct lua_walk *w, __u64 G, struct lj_gfield
 		return 0;
 	if (st->glref != G)
 		return 0;
-	if (!g->vmstate)
+	/* (A trace that does not store its number runs with vmstate 0
+	 * too, on a jit_base that an unborn VM has not set.) */
+	if (!g->vmstate && !(LP_TRACE_UNNUMBERED && g->jit_base))
 		return LJ_UNBORN;
 	/* Only a guess at where the next sample's read starts: what it
 	 * reads is checked as ever. */
