@@ -141,8 +141,10 @@ enum lp_cfa_type {
  */
 #define LP_RA_CFA_M8 0        /* at CFA - 8 */
 			      /* 1..12: at CFA - 8 * (aux + 1) */
-#define LP_RA_SP 13           /* at the frame's base, CFA - cfa_off: an
-				 LP_CFA_RSP row's sp (str x30, [sp, #-N]!) */
+#define LP_RA_SP 13           /* at [sp + 8 * rbp_off] of an LP_CFA_RSP
+				 row whose frame pointer is unchanged: x30
+				 above the registers saved at the frame's
+				 base, or at it (str x30, [sp, #-N]!) */
 #define LP_RA_FRAME_RECORD 14 /* beside the saved frame pointer: at
 				 CFA + 8 * (rbp_off + 1), or [sp + 8]
 				 with LP_RBP_AT_SP */

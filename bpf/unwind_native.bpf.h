@@ -1263,9 +1263,12 @@ static __always_inline int unwind_by_row_link(struct unwind_cursor *c,
 	} else if (aux < LP_RA_SP) {
 		if (unwind_read(c, cfa - 8 * (__u64)(aux + 1), &ra))
 			return LP_USTOP_READ;
-	} else if (aux == LP_RA_SP && LP_CFA_KIND(row->cfa_type) == LP_CFA_RSP) {
-		if (unwind_read(c, c->sp, &ra))
+	} else if (aux == LP_RA_SP && LP_CFA_KIND(row->cfa_type) == LP_CFA_RSP &&
+		   row->rbp_off >= 0) {
+		/* (x29 unchanged: rbp_off holds the words above sp.) */
+		if (unwind_read(c, c->sp + 8 * (__u64)row->rbp_off, &ra))
 			return LP_USTOP_READ;
+		return unwind_to_caller(c, cfa, ra, bp);
 	} else {
 		return LP_USTOP_UNSUPPORTED;
 	}

@@ -160,18 +160,33 @@ static int at_frame_base(const struct cfa_state *st, const struct reg_state *r,
 	       r->off == at - (int64_t)row->cfa_off && st->cfa_kind == CFA_REG;
 }
 
+/* Words above an LP_CFA_RSP row's sp at which the register was saved,
+ * below LP_RBP_AT_SP (a row's rbp_off holds them), or -1. */
+static int64_t sp_words(const struct cfa_state *st, const struct reg_state *r,
+			const struct lp_unwind_row *row)
+{
+	int64_t off;
+
+	if (LP_CFA_KIND(row->cfa_type) != LP_CFA_RSP || r->rule != RULE_OFFSET ||
+	    st->cfa_kind != CFA_REG)
+		return -1;
+	off = r->off + (int64_t)row->cfa_off;
+	return off >= 0 && off % 8 == 0 && off / 8 < LP_RBP_AT_SP ? off / 8 : -1;
+}
+
 /*
  * Where the return address is, for an instruction set whose calls leave
  * it in the link register: the aux of an LP_CFA_RSP or LP_CFA_RBP row
  * (bpf/unwind_maps.h's LP_RA_*).  Still in the register; or saved beside
  * the frame pointer (stp x29, x30: the frame record); or within 13 words
- * under the CFA; or at the stack pointer of a frame that keeps the CFA
- * from it (str x30, [sp, #-N]!).
+ * under the CFA; or, in a frame that keeps the CFA from sp and leaves x29
+ * alone, above sp by the words the row's rbp_off gives (GCC without
+ * frame pointers saves x19.. at the frame's base and x30 above them).
  */
 static struct lp_unwind_row ra_rule_link(const struct cfa_state *st, struct lp_unwind_row row,
 					 struct unwind_table *t)
 {
-	int64_t words = 0;
+	int64_t words = 0, k;
 	int near = saved_words(st, &st->ra, &words); /* within 128 words */
 	unsigned int aux;
 
@@ -186,10 +201,12 @@ static struct lp_unwind_row ra_rule_link(const struct cfa_state *st, struct lp_u
 		aux = LP_RA_FRAME_RECORD;
 	else if (near && words <= -2 && words >= -(LP_RA_SP - 1) - 1)
 		aux = (unsigned int)(-words - 1);
-	else if (at_frame_base(st, &st->ra, &row, 0))
+	else if (row.rbp_off == 0 && (k = sp_words(st, &st->ra, &row)) >= 0) {
 		aux = LP_RA_SP;
-	else
+		row.rbp_off = (int8_t)k;
+	} else {
 		goto unsupported;
+	}
 	row.cfa_type = LP_CFA_TYPE(LP_CFA_KIND(row.cfa_type), aux);
 	return row;
 unsupported:

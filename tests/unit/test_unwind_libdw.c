@@ -61,7 +61,9 @@ static int ra_aux(Dwarf_Frame *f, const struct isa *a, int rbp_off, int64_t sp_o
 		return LP_RA_FRAME_RECORD;
 	if (w >= -13)
 		return (int)(-w - 1);
-	return sp_off >= 0 && w * 8 == -sp_off ? LP_RA_SP : -1;
+	/* Above sp, x29 unchanged: the caller puts the words in rbp_off. */
+	return sp_off >= 0 && !rbp_off && w * 8 + sp_off >= 0 &&
+	       w * 8 + sp_off < 8 * LP_RBP_AT_SP ? LP_RA_SP : -1;
 }
 
 /* The row libdw's frame at pc amounts to, or type LP_CFA_UNSUPPORTED
@@ -108,6 +110,10 @@ static struct lp_unwind_row libdw_row(Dwarf_CFI *cfi, uint64_t pc, const struct 
 		row.cfa_type = LP_CFA_UNSUPPORTED;
 	aux = ra_aux(f, a, row.rbp_off,
 		     LP_CFA_KIND(row.cfa_type) == LP_CFA_RSP ? (int64_t)row.cfa_off : -1);
+	if (aux == LP_RA_SP) { /* the words above sp where x30 is */
+		dwarf_frame_register(f, (int)a->ra, mem, &ops, &n);
+		row.rbp_off = (int8_t)((cfa_words(ops, n) * 8 + row.cfa_off) / 8);
+	}
 	if (aux < 0 || (aux && LP_CFA_KIND(row.cfa_type) == LP_CFA_DEREF_RBP))
 		row.cfa_type = LP_CFA_UNSUPPORTED;
 	else if (row.cfa_type != LP_CFA_UNSUPPORTED)
