@@ -110,10 +110,10 @@ walks() {
 # a time slice between the others', and the host stalls the guest's
 # CPUs), and the shares of repeated guest runs spread some twice as wide
 # as N samples' would.  At 3500 samples that allows 1/6 +-0.044 (26%);
-# 2/6 and 3/6 keep 15%.
+# 2/6 and 3/6 keep 15%.  No samples is no noise: the share must be met.
 within() {
 	local tol lo hi
-	tol=$(awk -v e=$5 -v n=$3 -v r=${6:-0.15} 'BEGIN { t = r * e; s = n ? 3.5 * sqrt(e * (1 - e) / (n / 4)) : 1;
+	tol=$(awk -v e=$5 -v n=$3 -v r=${6:-0.15} 'BEGIN { t = r * e; s = n ? 3.5 * sqrt(e * (1 - e) / (n / 4)) : 0;
 		printf "%.4f", (s > t ? s : t) }')
 	lo=$(awk -v e=$5 -v t=$tol 'BEGIN { printf "%.4f", e - t }')
 	hi=$(awk -v e=$5 -v t=$tol 'BEGIN { printf "%.4f", e + t }')
