@@ -417,6 +417,8 @@ while read -r name suite arch meta script; do
 		# Without it the guest still runs what needs no sample.
 		arm64_samples ||
 			{ say_fail "$name" "cannot cross-build build/arm64/samples/nofp:"; tail -n 5 "$LOG" | sed 's/^/  /'; }
+		arm64_luaprof ||
+			{ say_fail "$name" "cannot cross-build build/arm64/luaprof-static:"; tail -n 5 "$LOG" | sed 's/^/  /'; }
 	fi
 	echo "  kernel $name: $pkg ($suite, $arch)"
 	case "$script" in tests/kernels/smoke*.sh) compiles "$name" "$pkg" "$arch" ;; esac

@@ -1,7 +1,7 @@
 # tests/kernels/arm64.sh - what the kernel matrix's arm64 lane needs on
 # this x86_64 host besides the kernel, sourced by tests/kernels.sh (which
 # defines CACHE, TMP, LOG and apt_opts/apt_update): the guest's root and
-# its samples.  The host's / cannot serve as an arm64 guest's root, so the
+# its samples, and luaprof for arm64.  The host's / cannot serve as an arm64 guest's root, so the
 # root is Debian's arm64 packages unpacked with dpkg-deb -x (no maintainer
 # script runs, nothing is installed, the host's architectures are not
 # changed), their dependency closure computed by apt in the lane's own apt
@@ -12,6 +12,7 @@
 #
 #   arm64_root SUITE      builds $CACHE/arm64-root (once); 0 or 1
 #   arm64_samples         builds build/arm64/samples/nofp; 0 or 1
+#   arm64_luaprof         builds build/arm64/luaprof-static; 0 or 1
 
 # What the smoke test runs: bash and the tools tests/lib.sh and
 # tests/nginx.sh use, bpftool, curl and wrk, OpenResty's LuaJIT (luajit2,
@@ -79,6 +80,12 @@ arm64_root() {
 
 # The cross compiler tests/deps.sh installs.
 ARM64_CC=aarch64-linux-gnu-gcc
+
+# arm64_luaprof: this tree's luaprof for arm64 (make ARCH=arm64: a static
+# binary, so that the guest's root needs no libbpf); 0 or 1.
+arm64_luaprof() {
+	make --no-print-directory ARCH=arm64 -j2 build/arm64/luaprof-static >>"$LOG" 2>&1
+}
 
 # arm64_samples: nofp as the Makefile builds it for x86_64 (no frame
 # pointers, .eh_frame the only way up), static.  Rebuilt when older than
