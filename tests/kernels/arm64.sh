@@ -1,10 +1,10 @@
 # tests/kernels/arm64.sh - what the kernel matrix's arm64 lane needs on
 # this x86_64 host besides the kernel, sourced by tests/kernels.sh (which
 # defines CACHE, TMP, LOG and apt_opts/apt_update): the guest's root and
-# its samples, and luaprof for arm64.  The host's / cannot serve as an arm64 guest's root, so the
-# root is Debian's arm64 packages unpacked with dpkg-deb -x (no maintainer
-# script runs, nothing is installed, the host's architectures are not
-# changed), their dependency closure computed by apt in the lane's own apt
+# its samples, and luaprof for arm64.  The host's / cannot serve as an
+# arm64 guest's root, so the root is Debian's arm64 packages unpacked
+# with dpkg-deb -x (no maintainer script runs, nothing is installed, the
+# host's architectures are not changed), their dependency closure computed by apt in the lane's own apt
 # state against an empty dpkg status.  It is built once into
 # $CACHE/arm64-root and rebuilt when its package list changes.  The
 # samples are this tree's C samples cross-built static (the root has no
