@@ -261,11 +261,9 @@ CLEAN_FILES ?= $(BUILD) demo.lp demo.lp.old demo.folded
 clean:
 	rm -rf $(CLEAN_FILES)
 
-# The sanitizer, fuzzing and arm64 builds below build/ keep their own .d
-# files.  (Files only, and not under the trees the tests unpack: a root's
-# /etc/rc2.d is no make dependency file; nor under a cross build's sysroot.)
--include $(shell find $(BUILD) \( -path $(SAN_BUILD) -o -path $(FUZZ_BUILD) \
-	-o -path $(BUILD)/trixie-root -o -path $(BUILD)/bookworm-root \
-	-o -path $(BUILD)/luajit-builds -o -path $(BUILD)/deb \
-	-o -path $(BUILD)/arm64 -o -path $(BUILD)/sysroot \) -prune \
-	-o -type f -name '*.d' -print 2>/dev/null)
+# Dependency files of this build's own objects, by directory: build/ also
+# holds trees the tests unpack (a root's /etc/rc2.d, an arm64 root's
+# /usr/sbin/invoke-rc.d are no make dependency files), and the sanitizer,
+# fuzzing and arm64 builds below it keep their own.
+-include $(wildcard $(BUILD)/*.d $(patsubst %,$(BUILD)/%/*.d,record report format lib \
+	bench samples tests/unit tests/fuzz))
