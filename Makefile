@@ -110,6 +110,7 @@ UNIT_RECORD_OBJ := $(BUILD)/record/luajit_layouts.o $(BUILD)/record/unwind_table
 		   $(BUILD)/record/sample_event.o $(BUILD)/record/procmaps.o \
 		   $(BUILD)/record/say.o $(BUILD)/record/symexec.o \
 		   $(BUILD)/record/symexec_x86.o $(BUILD)/record/symexec_arm64.o \
+		   $(BUILD)/record/symexec_decoder.o \
 		   $(BUILD)/record/luajit_arch.o $(BUILD)/record/elfimage.o \
 		   $(BUILD)/record/luajit_code.o $(BUILD)/record/luajit_struct.o \
 		   $(BUILD)/record/luajit_libs.o $(BUILD)/record/luajit_cfi.o \

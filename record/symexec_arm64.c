@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "record/symexec.h"
+#include "record/symexec_decoder.h"
 
 /* Register numbers: x0..x30 are 0..30, sp 31. */
 enum { X0 = 0, X7 = 7, X18 = 18, X30 = 30, SP = 31 };
@@ -53,14 +54,8 @@ struct ai {
 	struct aop op[5];
 };
 
-#define AI_CACHE (1u << 14)
-
 struct arm64_handle {
-	csh cs;
-	cs_insn *insn;
-	struct ai *cache; /* open addressing by pc, AI_CACHE slots */
-	struct ai tmp;    /* when the cache is full */
-	unsigned used;
+	struct sx_decoder d; /* its cache holds struct ai */
 };
 
 /* The general register a capstone register is, and its width in bytes;
@@ -99,20 +94,7 @@ static void *arm64_open(void)
 {
 	struct arm64_handle *h = calloc(1, sizeof(*h));
 
-	if (!h)
-		return NULL;
-	if (cs_open(CS_ARCH_ARM64, CS_MODE_ARM, &h->cs) != CS_ERR_OK) {
-		free(h);
-		return NULL;
-	}
-	cs_option(h->cs, CS_OPT_DETAIL, CS_OPT_ON);
-	h->insn = cs_malloc(h->cs);
-	h->cache = calloc(AI_CACHE, sizeof(*h->cache));
-	if (!h->insn || !h->cache) {
-		if (h->insn)
-			cs_free(h->insn, 1);
-		free(h->cache);
-		cs_close(&h->cs);
+	if (h && sx_decoder_open(&h->d, CS_ARCH_ARM64, CS_MODE_ARM, sizeof(struct ai))) {
 		free(h);
 		return NULL;
 	}
@@ -123,9 +105,7 @@ static void arm64_close(void *p)
 {
 	struct arm64_handle *h = p;
 
-	cs_free(h->insn, 1);
-	cs_close(&h->cs);
-	free(h->cache);
+	sx_decoder_close(&h->d);
 	free(h);
 }
 
@@ -157,12 +137,12 @@ static int decode(struct sx_ctx *c, struct arm64_handle *h, uint64_t pc, struct 
 	const uint8_t *code;
 	size_t left;
 	uint64_t addr = pc;
-	cs_insn *in = h->insn;
+	cs_insn *in = h->d.insn;
 	cs_regs rd, wr;
 	uint8_t nrd = 0, nwr = 0, w;
 
 	code = sx_code_at(c, pc, &left);
-	if (!code || left < 4 || !cs_disasm_iter(h->cs, &code, &left, &addr, in))
+	if (!code || left < 4 || !cs_disasm_iter(h->d.cs, &code, &left, &addr, in))
 		return -EINVAL;
 	memset(x, 0, sizeof(*x));
 	x->pc = pc;
@@ -172,7 +152,7 @@ static int decode(struct sx_ctx *c, struct arm64_handle *h, uint64_t pc, struct 
 	x->nops = in->detail->arm64.op_count > 5 ? 5 : in->detail->arm64.op_count;
 	for (int i = 0; i < x->nops; i++)
 		decode_op(&x->op[i], &in->detail->arm64.operands[i]);
-	if (cs_regs_access(h->cs, in, rd, &nrd, wr, &nwr) == CS_ERR_OK) {
+	if (cs_regs_access(h->d.cs, in, rd, &nrd, wr, &nwr) == CS_ERR_OK) {
 		for (int i = 0; i < nwr; i++) {
 			int r = gpr(wr[i], &w);
 
@@ -184,21 +164,14 @@ static int decode(struct sx_ctx *c, struct arm64_handle *h, uint64_t pc, struct 
 }
 
 /* The decoded instruction at pc, from the cache or decoded now. */
+static int decode_slot(struct sx_ctx *c, void *h, uint64_t pc, void *slot)
+{
+	return decode(c, h, pc, slot);
+}
+
 static const struct ai *fetch(struct sx_ctx *c, struct arm64_handle *h, uint64_t pc)
 {
-	uint32_t i = (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 48) & (AI_CACHE - 1);
-
-	for (unsigned probe = 0; probe < 32; probe++, i = (i + 1) & (AI_CACHE - 1)) {
-		if (h->cache[i].pc == pc)
-			return &h->cache[i];
-		if (!h->cache[i].pc) {
-			if (h->used >= AI_CACHE / 2 * 3 / 2 || decode(c, h, pc, &h->cache[i]))
-				break;
-			h->used++;
-			return &h->cache[i];
-		}
-	}
-	return decode(c, h, pc, &h->tmp) ? NULL : &h->tmp;
+	return sx_decoder_fetch(&h->d, c, pc, decode_slot, h);
 }
 
 /* ---- values of operands ---- */

@@ -13,7 +13,7 @@
  * A walk reads the same instructions many times (each path, each rule's
  * walk of lj_vm_call), so each is decoded once into a compact form
  * (struct xi: operands as register numbers, not capstone's names) kept
- * by address, up to XI_CACHE instructions.
+ * by address (record/symexec_decoder.c).
  */
 #include <capstone/capstone.h>
 #include <elf.h>
@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "record/symexec.h"
+#include "record/symexec_decoder.h"
 
 enum { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, R15 };
 
@@ -52,14 +53,8 @@ struct xi {
 	struct xop op[4];
 };
 
-#define XI_CACHE (1u << 14)
-
 struct x86_handle {
-	csh cs;
-	cs_insn *insn;
-	struct xi *cache; /* open addressing by pc, XI_CACHE slots */
-	struct xi tmp;    /* when the cache is full */
-	unsigned used;
+	struct sx_decoder d; /* its cache holds struct xi */
 };
 
 /* The general register a capstone register is part of, and its width in
@@ -99,20 +94,7 @@ static void *x86_open(void)
 {
 	struct x86_handle *h = calloc(1, sizeof(*h));
 
-	if (!h)
-		return NULL;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h->cs) != CS_ERR_OK) {
-		free(h);
-		return NULL;
-	}
-	cs_option(h->cs, CS_OPT_DETAIL, CS_OPT_ON);
-	h->insn = cs_malloc(h->cs);
-	h->cache = calloc(XI_CACHE, sizeof(*h->cache));
-	if (!h->insn || !h->cache) {
-		if (h->insn)
-			cs_free(h->insn, 1);
-		free(h->cache);
-		cs_close(&h->cs);
+	if (h && sx_decoder_open(&h->d, CS_ARCH_X86, CS_MODE_64, sizeof(struct xi))) {
 		free(h);
 		return NULL;
 	}
@@ -123,9 +105,7 @@ static void x86_close(void *p)
 {
 	struct x86_handle *h = p;
 
-	cs_free(h->insn, 1);
-	cs_close(&h->cs);
-	free(h->cache);
+	sx_decoder_close(&h->d);
 	free(h);
 }
 
@@ -149,12 +129,12 @@ static int decode(struct sx_ctx *c, struct x86_handle *h, uint64_t pc, struct xi
 	const uint8_t *code;
 	size_t left;
 	uint64_t addr = pc;
-	cs_insn *in = h->insn;
+	cs_insn *in = h->d.insn;
 	cs_regs rd, wr;
 	uint8_t nrd = 0, nwr = 0, w;
 
 	code = sx_code_at(c, pc, &left);
-	if (!code || !cs_disasm_iter(h->cs, &code, &left, &addr, in))
+	if (!code || !cs_disasm_iter(h->d.cs, &code, &left, &addr, in))
 		return -EINVAL;
 	memset(x, 0, sizeof(*x));
 	x->pc = pc;
@@ -175,7 +155,7 @@ static int decode(struct sx_ctx *c, struct x86_handle *h, uint64_t pc, struct xi
 		else if (op->type == X86_OP_MEM)
 			decode_mem(o, &op->mem);
 	}
-	if (cs_regs_access(h->cs, in, rd, &nrd, wr, &nwr) == CS_ERR_OK) {
+	if (cs_regs_access(h->d.cs, in, rd, &nrd, wr, &nwr) == CS_ERR_OK) {
 		for (int i = 0; i < nwr; i++) {
 			int r = gpr(wr[i], &w);
 
@@ -187,21 +167,14 @@ static int decode(struct sx_ctx *c, struct x86_handle *h, uint64_t pc, struct xi
 }
 
 /* The decoded instruction at pc, from the cache or decoded now. */
+static int decode_slot(struct sx_ctx *c, void *h, uint64_t pc, void *slot)
+{
+	return decode(c, h, pc, slot);
+}
+
 static const struct xi *fetch(struct sx_ctx *c, struct x86_handle *h, uint64_t pc)
 {
-	uint32_t i = (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 48) & (XI_CACHE - 1);
-
-	for (unsigned probe = 0; probe < 32; probe++, i = (i + 1) & (XI_CACHE - 1)) {
-		if (h->cache[i].pc == pc)
-			return &h->cache[i];
-		if (!h->cache[i].pc) {
-			if (h->used >= XI_CACHE / 2 * 3 / 2 || decode(c, h, pc, &h->cache[i]))
-				break;
-			h->used++;
-			return &h->cache[i];
-		}
-	}
-	return decode(c, h, pc, &h->tmp) ? NULL : &h->tmp;
+	return sx_decoder_fetch(&h->d, c, pc, decode_slot, h);
 }
 
 /* The value of a memory operand's address; unknown with a segment.  An
