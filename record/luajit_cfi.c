@@ -13,18 +13,12 @@
  * FDE, that holds an instruction known to be the interpreter's.
  *
  * On arm64 the row's CFA is x29 + 16 (luajit_arch.h), not the stack
- * pointer plus the frame's size, and unwind_table.c reads x86-64's CFI
- * only: there libdw reads the row that holds an instruction known to be
- * the interpreter's, and its CFA rule and extent say whether it is the
- * interpreter's row.
+ * pointer plus the frame's size: there the row that holds an instruction
+ * known to be the interpreter's is taken if it has that rule and the
+ * interpreter's extent.
  */
-#include <dwarf.h>
-#include <elfutils/libdw.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include "record/luajit.h"
@@ -89,44 +83,30 @@ int lj_vm_from_gap_fd(int fd, uint64_t inside, uint64_t *start, uint64_t *end)
 	return err;
 }
 
-/* Whether a row's CFA is register reg + off, as libdw gives a rule of
- * that form (one DW_OP_bregx). */
-static int cfa_is(Dwarf_Frame *frame, int reg, int off)
-{
-	Dwarf_Op *ops = NULL;
-	size_t n = 0;
-
-	return dwarf_frame_cfa(frame, &ops, &n) == 0 && n == 1 &&
-	       ops[0].atom == DW_OP_bregx && ops[0].number == (Dwarf_Word)reg &&
-	       (Dwarf_Sword)ops[0].number2 == off;
-}
-
+/* The interpreter's row as unwind_table.c makes it from a CFA of the
+ * frame pointer + a->cfa_off (arm64's x29 + 16), the caller's frame
+ * pointer saved right under the return address; its extent is its FDE's
+ * (lj_vm_ffi_call, right after it, has an FDE of the same rule). */
 int lj_vm_from_row_fd(int fd, const struct lj_arch *a, uint64_t inside, uint64_t *start,
 		      uint64_t *end)
 {
-	Dwarf_Addr s = 0, e = 0;
-	Dwarf_Frame *frame = NULL;
-	Dwarf_CFI *cfi;
-	Elf *elf;
-	bool signalp;
+	struct unwind_table tab;
+	const struct lp_unwind_row *r;
+	const struct unwind_fn *fn;
 	int err = -ENOENT;
 
 	if (!a->cfa_off)
 		return -ENOTSUP; /* a CFA from the frame's size: lj_vm_from_cfi_fd */
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	cfi = elf ? dwarf_getcfi_elf(elf) : NULL;
-	if (cfi && dwarf_cfi_addrframe(cfi, inside, &frame) == 0 &&
-	    dwarf_frame_info(frame, &s, &e, &signalp) >= 0 && e > s &&
-	    e - s >= VM_MIN && e - s <= VM_MAX && cfa_is(frame, a->cfa_reg, a->cfa_off)) {
-		*start = s;
-		*end = e;
+	if (unwind_table_build_fd(fd, &tab))
+		return -ENOENT;
+	r = unwind_table_lookup(&tab, inside);
+	fn = unwind_table_function(&tab, inside);
+	if (r && fn && LP_CFA_KIND(r->cfa_type) == LP_CFA_RBP && r->cfa_off == a->cfa_off &&
+	    r->rbp_off == -2 && fn->hi - fn->lo >= VM_MIN && fn->hi - fn->lo <= VM_MAX) {
+		*start = fn->lo;
+		*end = fn->hi;
 		err = 0;
 	}
-	free(frame);
-	if (cfi)
-		dwarf_cfi_end(cfi);
-	if (elf)
-		elf_end(elf);
+	unwind_table_free(&tab);
 	return err;
 }
