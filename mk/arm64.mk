@@ -25,7 +25,8 @@ ARCH_DEPS := gcc-aarch64-linux-gnu
 
 # What `make ARCH=arm64` builds.  The samples, not the unit tests (which
 # include x86_64 code to test against): they run in an arm64 guest.  nofp
-# holds x86_64 assembly of its own (a leaf with lying CFI).
+# the kernel matrix's arm64 lane builds static itself (tests/kernels/arm64.sh:
+# the guest's root has no arm64 libc to link it against).
 ARCH_ALL         := $(BUILD)/luaprof-static
 ARCH_NOT_SAMPLES := $(BUILD)/samples/nofp
 
