@@ -115,6 +115,11 @@ struct {
 	__type(value, struct lp_unwind_proc);
 } unwind_procs SEC(".maps");
 
+/* The running kernel's PAGE_SHIFT, which BTF does not carry: the unit of
+ * a mapping's vm_pgoff.  The recorder sets it (4 KiB pages on x86_64;
+ * arm64 kernels use 4, 16 or 64). */
+const volatile __u32 page_shift = 12;
+
 /* The copy of the stack the walk reads from (see the top of the file);
  * the slack after it lets a masked offset read 16 bytes. */
 #define LP_STACK_WINDOW 4096
@@ -748,7 +753,7 @@ static long unwind_vma_cb(struct task_struct *task, struct vm_area_struct *vma,
 	if (!vma->vm_file || !(vma->vm_flags & 4 /* VM_EXEC */))
 		return 0;
 	f = unwind_file_of(vma->vm_file->f_inode);
-	off = vma->vm_pgoff << 12;
+	off = vma->vm_pgoff << page_shift;
 	if (!f || off < f->off_lo || off >= f->off_hi)
 		return 0;
 	v->lo = vma->vm_start;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/libbpf.h>
 
@@ -62,6 +63,10 @@ void events_prepare(struct sampler *skel, unsigned kinds, unsigned freq_hz,
 	int luawait = !!(kinds & EVENTS_BIT(LP_KIND_LUA_WAIT));
 	int stall = !!(kinds & EVENTS_BIT(LP_KIND_STALL));
 
+	long page = sysconf(_SC_PAGESIZE);
+
+	/* The walker's unit of vm_pgoff: this kernel's page. */
+	skel->rodata->page_shift = page > 0 ? (unsigned)__builtin_ctzl((unsigned long)page) : 12;
 	/* One wait event per sampling period of waiting, on average. */
 	skel->rodata->offcpu_on = offcpu;
 	skel->rodata->wait_interval_ns = 1000000000ull / (freq_hz ? freq_hz : 99);
