@@ -54,10 +54,6 @@ struct ai {
 	struct aop op[5];
 };
 
-struct arm64_handle {
-	struct sx_decoder d; /* its cache holds struct ai */
-};
-
 /* The general register a capstone register is, and its width in bytes;
  * ZR, or OTHER with the width of a floating-point or vector one. */
 static int gpr(unsigned r, uint8_t *width)
@@ -90,23 +86,10 @@ static int gpr(unsigned r, uint8_t *width)
 	return OTHER;
 }
 
+/* The backend's handle: a decoder whose cache holds struct ai. */
 static void *arm64_open(void)
 {
-	struct arm64_handle *h = calloc(1, sizeof(*h));
-
-	if (h && sx_decoder_open(&h->d, CS_ARCH_ARM64, CS_MODE_ARM, sizeof(struct ai))) {
-		free(h);
-		return NULL;
-	}
-	return h;
-}
-
-static void arm64_close(void *p)
-{
-	struct arm64_handle *h = p;
-
-	sx_decoder_close(&h->d);
-	free(h);
+	return sx_decoder_new(CS_ARCH_ARM64, CS_MODE_ARM, sizeof(struct ai));
 }
 
 static void decode_op(struct aop *o, const cs_arm64_op *op)
@@ -132,17 +115,17 @@ static void decode_op(struct aop *o, const cs_arm64_op *op)
 }
 
 /* Fills x from capstone's decoding of the instruction at pc. */
-static int decode(struct sx_ctx *c, struct arm64_handle *h, uint64_t pc, struct ai *x)
+static int decode(struct sx_ctx *c, struct sx_decoder *h, uint64_t pc, struct ai *x)
 {
 	const uint8_t *code;
 	size_t left;
 	uint64_t addr = pc;
-	cs_insn *in = h->d.insn;
+	cs_insn *in = h->insn;
 	cs_regs rd, wr;
 	uint8_t nrd = 0, nwr = 0, w;
 
 	code = sx_code_at(c, pc, &left);
-	if (!code || left < 4 || !cs_disasm_iter(h->d.cs, &code, &left, &addr, in))
+	if (!code || left < 4 || !cs_disasm_iter(h->cs, &code, &left, &addr, in))
 		return -EINVAL;
 	memset(x, 0, sizeof(*x));
 	x->pc = pc;
@@ -152,7 +135,7 @@ static int decode(struct sx_ctx *c, struct arm64_handle *h, uint64_t pc, struct 
 	x->nops = in->detail->arm64.op_count > 5 ? 5 : in->detail->arm64.op_count;
 	for (int i = 0; i < x->nops; i++)
 		decode_op(&x->op[i], &in->detail->arm64.operands[i]);
-	if (cs_regs_access(h->d.cs, in, rd, &nrd, wr, &nwr) == CS_ERR_OK) {
+	if (cs_regs_access(h->cs, in, rd, &nrd, wr, &nwr) == CS_ERR_OK) {
 		for (int i = 0; i < nwr; i++) {
 			int r = gpr(wr[i], &w);
 
@@ -169,9 +152,9 @@ static int decode_slot(struct sx_ctx *c, void *h, uint64_t pc, void *slot)
 	return decode(c, h, pc, slot);
 }
 
-static const struct ai *fetch(struct sx_ctx *c, struct arm64_handle *h, uint64_t pc)
+static const struct ai *fetch(struct sx_ctx *c, struct sx_decoder *h, uint64_t pc)
 {
-	return sx_decoder_fetch(&h->d, c, pc, decode_slot, h);
+	return sx_decoder_fetch(h, c, pc, decode_slot, h);
 }
 
 /* ---- values of operands ---- */
@@ -742,7 +725,7 @@ static int branch(struct sx_ctx *c, struct sx_state *s, const struct ai *x,
 
 static int arm64_step(struct sx_ctx *c, struct sx_state *s, uint64_t pc, struct sx_next *nx)
 {
-	struct arm64_handle *h = sx_isa_handle(c);
+	struct sx_decoder *h = sx_isa_handle(c);
 	const struct ai *x = fetch(c, h, pc);
 	unsigned width;
 	int ls;
@@ -790,5 +773,5 @@ const struct sx_isa sx_isa_arm64 = {
 	.after_call = arm64_after_call,
 	.arg_regs = { X0, X0 + 1, X0 + 2, X0 + 3, X0 + 4, X0 + 5 },
 	.open = arm64_open,
-	.close = arm64_close,
+	.close = sx_decoder_free,
 };

@@ -7,32 +7,40 @@
 
 #include "record/symexec_decoder.h"
 
-int sx_decoder_open(struct sx_decoder *d, cs_arch arch, cs_mode mode, size_t size)
+struct sx_decoder *sx_decoder_new(cs_arch arch, cs_mode mode, size_t size)
 {
-	memset(d, 0, sizeof(*d));
-	if (size < sizeof(uint64_t) || cs_open(arch, mode, &d->cs) != CS_ERR_OK)
-		return -1;
+	struct sx_decoder *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	if (size < sizeof(uint64_t) || cs_open(arch, mode, &d->cs) != CS_ERR_OK) {
+		free(d);
+		return NULL;
+	}
 	cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
 	d->size = size;
 	d->insn = cs_malloc(d->cs);
 	d->cache = calloc(SX_DECODED, size);
 	d->tmp = calloc(1, size);
 	if (!d->insn || !d->cache || !d->tmp) {
-		sx_decoder_close(d);
-		return -1;
+		sx_decoder_free(d);
+		return NULL;
 	}
-	return 0;
+	return d;
 }
 
-void sx_decoder_close(struct sx_decoder *d)
+void sx_decoder_free(void *p)
 {
+	struct sx_decoder *d = p;
+
+	if (!d)
+		return;
 	if (d->insn)
 		cs_free(d->insn, 1);
-	if (d->cs)
-		cs_close(&d->cs);
+	cs_close(&d->cs);
 	free(d->cache);
 	free(d->tmp);
-	memset(d, 0, sizeof(*d));
+	free(d);
 }
 
 static uint64_t slot_pc(const unsigned char *slot)

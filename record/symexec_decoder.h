@@ -34,9 +34,10 @@ struct sx_decoder {
  * -errno.  h is the backend's handle. */
 typedef int (*sx_decode_fn)(struct sx_ctx *c, void *h, uint64_t pc, void *slot);
 
-/* 0, or -1 (capstone or memory failed: d is left closed). */
-int sx_decoder_open(struct sx_decoder *d, cs_arch arch, cs_mode mode, size_t size);
-void sx_decoder_close(struct sx_decoder *d);
+/* A decoder whose cache holds slots of size bytes; NULL if capstone or
+ * memory failed.  A backend's handle: sx_decoder_free() is its close. */
+struct sx_decoder *sx_decoder_new(cs_arch arch, cs_mode mode, size_t size);
+void sx_decoder_free(void *d);
 
 /* The decoded instruction at pc, from the cache or decoded now; NULL if
  * it does not decode. */

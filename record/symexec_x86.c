@@ -53,10 +53,6 @@ struct xi {
 	struct xop op[4];
 };
 
-struct x86_handle {
-	struct sx_decoder d; /* its cache holds struct xi */
-};
-
 /* The general register a capstone register is part of, and its width in
  * bytes; OTHER for ah and friends, segment and vector registers. */
 static int gpr(unsigned r, uint8_t *width)
@@ -90,23 +86,10 @@ static int gpr(unsigned r, uint8_t *width)
 	return OTHER;
 }
 
+/* The backend's handle: a decoder whose cache holds struct xi. */
 static void *x86_open(void)
 {
-	struct x86_handle *h = calloc(1, sizeof(*h));
-
-	if (h && sx_decoder_open(&h->d, CS_ARCH_X86, CS_MODE_64, sizeof(struct xi))) {
-		free(h);
-		return NULL;
-	}
-	return h;
-}
-
-static void x86_close(void *p)
-{
-	struct x86_handle *h = p;
-
-	sx_decoder_close(&h->d);
-	free(h);
+	return sx_decoder_new(CS_ARCH_X86, CS_MODE_64, sizeof(struct xi));
 }
 
 static void decode_mem(struct xop *o, const x86_op_mem *m)
@@ -124,17 +107,17 @@ static void decode_mem(struct xop *o, const x86_op_mem *m)
 }
 
 /* Fills x from capstone's decoding of the instruction at pc. */
-static int decode(struct sx_ctx *c, struct x86_handle *h, uint64_t pc, struct xi *x)
+static int decode(struct sx_ctx *c, struct sx_decoder *h, uint64_t pc, struct xi *x)
 {
 	const uint8_t *code;
 	size_t left;
 	uint64_t addr = pc;
-	cs_insn *in = h->d.insn;
+	cs_insn *in = h->insn;
 	cs_regs rd, wr;
 	uint8_t nrd = 0, nwr = 0, w;
 
 	code = sx_code_at(c, pc, &left);
-	if (!code || !cs_disasm_iter(h->d.cs, &code, &left, &addr, in))
+	if (!code || !cs_disasm_iter(h->cs, &code, &left, &addr, in))
 		return -EINVAL;
 	memset(x, 0, sizeof(*x));
 	x->pc = pc;
@@ -155,7 +138,7 @@ static int decode(struct sx_ctx *c, struct x86_handle *h, uint64_t pc, struct xi
 		else if (op->type == X86_OP_MEM)
 			decode_mem(o, &op->mem);
 	}
-	if (cs_regs_access(h->d.cs, in, rd, &nrd, wr, &nwr) == CS_ERR_OK) {
+	if (cs_regs_access(h->cs, in, rd, &nrd, wr, &nwr) == CS_ERR_OK) {
 		for (int i = 0; i < nwr; i++) {
 			int r = gpr(wr[i], &w);
 
@@ -172,9 +155,9 @@ static int decode_slot(struct sx_ctx *c, void *h, uint64_t pc, void *slot)
 	return decode(c, h, pc, slot);
 }
 
-static const struct xi *fetch(struct sx_ctx *c, struct x86_handle *h, uint64_t pc)
+static const struct xi *fetch(struct sx_ctx *c, struct sx_decoder *h, uint64_t pc)
 {
-	return sx_decoder_fetch(&h->d, c, pc, decode_slot, h);
+	return sx_decoder_fetch(h, c, pc, decode_slot, h);
 }
 
 /* The value of a memory operand's address; unknown with a segment.  An
@@ -524,7 +507,7 @@ static int move(struct sx_ctx *c, struct sx_state *s, const struct xi *x)
 
 static int x86_step(struct sx_ctx *c, struct sx_state *s, uint64_t pc, struct sx_next *nx)
 {
-	struct x86_handle *h = sx_isa_handle(c);
+	struct sx_decoder *h = sx_isa_handle(c);
 	const struct xi *x = fetch(c, h, pc);
 	struct sx_val v;
 
@@ -584,5 +567,5 @@ const struct sx_isa sx_isa_x86_64 = {
 	.after_call = x86_after_call,
 	.arg_regs = { RDI, RSI, RDX, RCX, R8, R9 },
 	.open = x86_open,
-	.close = x86_close,
+	.close = sx_decoder_free,
 };
