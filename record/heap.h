@@ -128,6 +128,16 @@ int heap_layout_from(const struct lj_layout *lo, struct heap_layout *hl);
  * 1; *nvm how many), or -ENOENT (none, or fewer than which). */
 int heap_find_vm(const struct heap_image *im, const struct heap_layout *hl, unsigned which,
 		 uint64_t *L, uint64_t *G, unsigned *nvm);
+/* The G of the one VM in pid's memory, found by heap_find_vm() in a copy
+ * of at most HEAP_FIND_G_BYTES of it: what the recorder does at attach,
+ * before any sample.  0 with *G; -ENOENT if there is none; -EEXIST for
+ * more than one (which thread runs which is the samples' to say). */
+#define HEAP_FIND_G_BYTES (32u << 20)
+int heap_find_G(pid_t pid, const struct lj_layout *lo, uint64_t *G);
+/* Whether G heads a VM in pid's memory as heap_find_vm() asks, read from
+ * the process (a few reads): a G known in another process of the same
+ * image, as a fork's (nginx's workers run the VM their master made). */
+int heap_is_G(pid_t pid, const struct lj_layout *lo, uint64_t G);
 /* g->vmstate in the image: ~LJ_VMST_* or a trace number. */
 int heap_vmstate(const struct heap_image *im, const struct heap_layout *hl, uint64_t G,
 		 int32_t *vmstate);

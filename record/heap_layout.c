@@ -6,12 +6,15 @@
  * and what is the same in every LuaJIT 2.1 of one reference width; and
  * the VM itself in a copy of the target's memory: its global_State,
  * found as the lua_State at the head of a GG_State, and its vmstate.
+ * The recorder finds a running VM's G the same way at attach, before any
+ * sample shows it (heap_find_G(), heap_is_G()).
  * tests/e2e/heap_builds.sh holds every offset to each build's DWARF.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "record/heap.h"
+#include "record/luajit.h" /* target_read(), lj_get_ref() */
 
 static uint32_t align8(uint32_t v)
 {
@@ -155,6 +158,33 @@ int heap_find_vm(const struct heap_image *im, const struct heap_layout *hl, unsi
 		}
 	}
 	return *nvm >= which && which ? 0 : -ENOENT;
+}
+
+int heap_find_G(pid_t pid, const struct lj_layout *lo, uint64_t *G)
+{
+	struct heap_image im = { 0 };
+	struct heap_layout hl;
+	uint64_t L;
+	unsigned nvm = 0;
+	int err = heap_layout_from(lo, &hl);
+
+	if (!err)
+		err = heap_image_copy(&im, pid, HEAP_FIND_G_BYTES);
+	if (!err)
+		err = heap_find_vm(&im, &hl, 1, &L, G, &nvm);
+	heap_image_free(&im);
+	return err ? err : nvm == 1 ? 0 : -EEXIST;
+}
+
+int heap_is_G(pid_t pid, const struct lj_layout *lo, uint64_t G)
+{
+	uint8_t glref[8] = { 0 }, mainth[8] = { 0 };
+	uint64_t L = G - lo->gg_g;
+
+	return G > lo->gg_g && lo->ref_size <= 8 &&
+	       !target_read(pid, L + lo->l_glref, glref, lo->ref_size) &&
+	       !target_read(pid, G + lo->g_mainthref, mainth, lo->ref_size) &&
+	       lj_get_ref(lo, glref) == G && lj_get_ref(lo, mainth) == L;
 }
 
 int heap_vmstate(const struct heap_image *im, const struct heap_layout *hl, uint64_t G,

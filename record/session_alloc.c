@@ -4,7 +4,8 @@
  * as inuse events (bpf/alloc.bpf.h says what the programs do).
  *
  * The allocator is g->allocf, read from the VM once its G is located
- * (locate_luajit(): the first event showing the VM, a CPU sample), so a
+ * (locate_luajit(): at attach, from the VM's memory, or at the first
+ * event showing the VM, a CPU sample), so a
  * stripped build and a host's own lua_Alloc are probed alike: where in it
  * comes from its code (luajit_alloc_x86.c, luajit_alloc_arm64.c).  Probes
  * are on the file (one serves every process mapping it, the programs keep

@@ -16,6 +16,7 @@
 
 #include "bpf/sampler.h"
 #include "record/events.h"
+#include "record/heap.h"
 #include "record/objects.h"
 #include "record/say.h"
 #include "record/stacks.h"
@@ -126,11 +127,13 @@ static void note_puc_lua(struct session *s, struct target *t, const struct lua_p
 }
 
 static void probe_lua_resume(struct session *s, struct target *t);
+static int locate_early(struct session *s, struct target *t, uint64_t was);
 
 void attach_luajit(struct session *s, struct target *t, struct target *parent)
 {
 	char msg[1024], what[PATH_MAX + 1024];
 	struct lua_puc puc;
+	uint64_t was = t->lj && t->lj->state == LJ_READY ? t->lj->G : 0;
 	int err;
 
 	free(t->lj);
@@ -159,9 +162,42 @@ void attach_luajit(struct session *s, struct target *t, struct target *parent)
 			say(stderr, 0, "pid %d: LuaJIT in %s", (int)t->pid, what);
 	}
 	if (t->lj) {
-		publish_luajit(s, t);
+		if (!locate_early(s, t, was))
+			publish_luajit(s, t);
 		probe_lua_resume(s, t);
 	}
+}
+
+/* A VM that runs already is located before its first sample, from its
+ * memory: the walk has its G from the first tick, though that tick be in
+ * code where DISPATCH is not in its register.  The G it had before this
+ * attach (was: its mappings changed) or another target's of the same
+ * image (a fork's) is tried first, with a few reads; else the process's
+ * memory is searched (heap_find_G()).  A G found so is checked as a
+ * sample's is, on a copy: a wrong one is only not taken.  1 if located
+ * (and published). */
+static int locate_early(struct session *s, struct target *t, uint64_t was)
+{
+	struct lj_target probe = *t->lj;
+	char msg[256];
+	uint64_t G = 0;
+
+	if (t->lj->state != LJ_WAITING_G)
+		return 0;
+	if (was && heap_is_G(t->pid, &t->lj->layout, was))
+		G = was;
+	for (int i = 0; i < s->ntargets && !G; i++) {
+		const struct lj_target *o = s->targets[i].lj;
+
+		if (o && o->state == LJ_READY && o->bias == t->lj->bias &&
+		    !strcmp(o->object, t->lj->object) && heap_is_G(t->pid, &t->lj->layout, o->G))
+			G = o->G;
+	}
+	if ((!G && heap_find_G(t->pid, &t->lj->layout, &G)) ||
+	    lj_locate_vm(&probe, G, msg, sizeof(msg)))
+		return 0;
+	locate_luajit(s, t, G);
+	return t->lj->state == LJ_READY;
 }
 
 /*

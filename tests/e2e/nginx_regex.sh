@@ -27,9 +27,20 @@ check "nginx starts with the regex handler" test -n "$NGINX_MASTER"
 [ -n "$NGINX_MASTER" ] || exit 1
 APP=$NGINX_APPDIR/regex.lua
 
-nginx_record_cpu $TMP/re 3 -F 499
+nginx_record_cpu $TMP/re 3 -F 499 -v
 check "record -p MASTER exits 0" test $? -eq 0
 $LUAPROF report --format folded -o $TMP/re.folded $TMP/re.lp 2>/dev/null
+
+# The workers' VMs run when recording starts: the recorder finds each G
+# in its memory at attach.  Learnt from the first tick in the interpreter
+# or a trace instead, the first ticks in PCRE's code (which does not keep
+# DISPATCH in its register) could not reach the VM's C frame and were cut
+# at [anon].
+located=$(awk '/LuaJIT VM at G=/ { n++ } /recording [0-9]+ processes/ { print n + 0; exit }' \
+	$TMP/re.err)
+check_num "VMs located at attach, before the first sample" "${located:-0}" ">=" 2
+check_num "samples cut at another JIT's code" \
+	"$(awk '/^\[truncated\];\[anon\] / { n += $NF } END { print n + 0 }' $TMP/re.folded)" "==" 0
 
 # Per sample under scan: its leaf native (PCRE's code, anonymous, or the
 # C functions that run it) or a Lua frame (scan itself, resty's find, a

@@ -6,7 +6,9 @@
  * Every object's bytes go to the first path that reaches it, the bad
  * reference is counted and not followed, the garbage is [unreachable],
  * a key's separators and control bytes do not reach a path, --depth cuts
- * a path with [deeper], and no read crosses the copy's end.
+ * a path with [deeper], and no read crosses the copy's end.  The check of
+ * a G read from a process (fake target memory), as the recorder makes it
+ * at attach.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "record/heap.h"
+#include "tests/unit/fake_target.h"
 #include "record/luajit_layouts.h"
 #include "tests/unit/unit.h"
 
@@ -170,4 +173,26 @@ TEST(heap_walk_synthetic_gc64)
 	free(m);
 	CHECK(heap_find_vm(&im, &hl, 1, &L, &G, &nvm) == -ENOENT);
 	heap_image_free(&im);
+}
+
+/* The recorder's check of a G known in another process of the same image
+ * (heap_is_G(), before any sample): it holds where the main thread's glref
+ * and G's mainthref agree, in the target's own memory, and nowhere else. */
+TEST(heap_is_G_in_target_memory)
+{
+	const struct lj_build_desc *b = lj_known_build(LJ_LAYOUT_GC64 | LJ_LAYOUT_OPENRESTY);
+	const struct lj_layout *lo = b ? &b->layout : NULL;
+	uint64_t L = 0x7f0000010000ull, G;
+	uint8_t *m;
+
+	CHECK(lo);
+	G = L + lo->gg_g;
+	m = fake_region(L, 0x1000);
+	CHECK(!heap_is_G(1, lo, G));
+	memcpy(m + lo->l_glref, &G, 8);
+	CHECK(!heap_is_G(1, lo, G)); /* mainthref not yet */
+	memcpy(m + lo->gg_g + lo->g_mainthref, &L, 8);
+	CHECK(heap_is_G(1, lo, G) && !heap_is_G(1, lo, G + 8) && !heap_is_G(1, lo, 8));
+	CHECK(!heap_is_G(1, lo, 0x6f0000010000ull + lo->gg_g)); /* unreadable */
+	fake_regions_free();
 }
