@@ -357,6 +357,20 @@ static int native_anon(struct stacks *s, const struct maps_view *v, const struct
 	return f->anon;
 }
 
+/* Whether the leaf of ne's stack (nd addresses a) is a helper of the VM
+ * (its code in [vs, ve)) that a trace called: lj_vm_modi for an integer
+ * %, and its caller the trace's code (in [ts, te), or anonymous).  The
+ * trace's Lua frames stand for both, as the interpreter's frame does for
+ * the helpers it calls, which no stack shows either. */
+static int trace_helper_leaf(struct stacks *s, const struct maps_view *v,
+			     const struct native_ent *ne, const uint64_t *a, uint32_t nd,
+			     uint64_t vs, uint64_t ve, uint64_t ts, uint64_t te)
+{
+	if (nd < 2 || a[0] < vs || a[0] >= ve || a[1] == LP_ADDR_GAP)
+		return 0;
+	return (a[1] - 1 >= ts && a[1] - 1 < te) || native_anon(s, v, ne, 1, a[1] - 1);
+}
+
 /* Names a user stack's frames against v's layout as it is now, with
  * the Lua stack's frames in place of the native frames of each VM entry,
  * and [truncated] at the root of a native stack that was cut (how &
@@ -377,7 +391,7 @@ static int resolve_user(struct stacks *s, const struct maps_view *v, uint32_t ui
 	size_t ld = lidx < MISSING ? lua_stack_depth(s->lua, lidx) : 0;
 	size_t room = (size_t)nd * FRAMES_MAX_CHAIN + ld + 3;
 	uint64_t vs = 0, ve = 0, ts = 0, te = 0;
-	int have_vm, trace, any_vm = 0, skip_gap = 0, err;
+	int have_vm, trace, any_vm = 0, skip_gap = 0, helper = 0, err;
 
 	/* A native address may be several frames (inlined functions). */
 	err = reserve_buf(s, room + ld + 2);
@@ -396,6 +410,8 @@ static int resolve_user(struct stacks *s, const struct maps_view *v, uint32_t ui
 	trace = lidx < MISSING && lua_stack_in_trace(s->lua, lidx);
 	if (trace)
 		lua_trace_code(s->lua, lidx, &ts, &te);
+	if (trace && have_vm && !(how & UF_SUSPENDED))
+		helper = trace_helper_leaf(s, v, ne, a, nd, vs, ve, ts, te);
 	if (how & UF_SUSPENDED) {
 		/* A coroutine suspended at a yield runs on no native stack:
 		 * its frames go above the whole stack of the thread that
@@ -406,7 +422,7 @@ static int resolve_user(struct stacks *s, const struct maps_view *v, uint32_t ui
 		have_vm = 0;
 		any_vm = 1;
 	}
-	for (uint32_t i = 0, n; i < nd; i++) {
+	for (uint32_t i = helper, n; i < nd; i++) {
 		uint64_t at = i ? a[i] - 1 : a[i];
 		const uint32_t *ids;
 		int vm = at >= vs && at < ve;

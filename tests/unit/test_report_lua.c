@@ -225,6 +225,9 @@ static int write_anon_leaf_trace(const char *path, int32_t vmstate, uint64_t mco
 	static const uint32_t bc[] = { LBC_AD(LBC_FUNCV, 2, 0), LBC_AD(LBC_RET0, 0, 1) };
 	static const uint32_t lines[] = { 0, 1 };
 	uint64_t leaf[] = { 0x40010, LP_ADDR_GAP, 0x10200, 0x10100 };
+	/* gap 2: a helper of the VM's (0x20700) the trace called, returning
+	 * to the trace's code, the walk on to the root through its C frame. */
+	uint64_t helper[] = { 0x20700, 0x40011, 0x10200, 0x10100 };
 	struct lp_record rec = { .type = LP_REC_PROTO };
 	struct trace_writer *w = rt_open(path);
 	uint64_t t = 0;
@@ -255,7 +258,8 @@ static int write_anon_leaf_trace(const char *path, int32_t vmstate, uint64_t mco
 	rec.type = LP_REC_LUA_STACK;
 	rec.u.lua_stack = (struct lp_lua_stack){ .id = 9, .depth = 4,
 						 .frames = mcode ? traced : ff };
-	err = err ?: trace_write(w, &rec) ?: rt_stack(w, 1, LP_STACK_USER, leaf, gap ? 4 : 1);
+	err = err ?: trace_write(w, &rec) ?:
+	      rt_stack(w, 1, LP_STACK_USER, gap == 2 ? helper : leaf, gap ? 4 : 1);
 	for (int i = 0; !err && i < 3; i++) {
 		rec.type = LP_REC_SAMPLE;
 		rec.u.sample = (struct lp_sample){ .time_ns = t += 1000, .pid = 40, .tid = 40,
@@ -351,6 +355,20 @@ TEST(report_gap_after_another_jits_code)
 	CHECK(anon_leaf_folds_to(path, ~1 /* C */, 0, 1,
 				 "host+0xff;host+0x1ff;main (t.lua:0);? (t.lua:1);string.rep;"
 				 "[unknown frames];[anon] 3\n"));
+}
+
+/*
+ * A helper of the VM (lj_vm_modi, for an integer %) that trace 3 called:
+ * its leaf in the VM's code, then the return address in the trace's code.
+ * The trace's Lua frames stand for both, as for the trace's own code; the
+ * trace's code is no native frame under them.
+ */
+TEST(report_vm_helper_called_by_a_trace_is_the_traces)
+{
+	const char *path = rt_path("trace_helper.lp");
+
+	CHECK(anon_leaf_folds_to(path, 3, 0x40000, 2,
+				 "host+0xff;host+0x1ff;main (t.lua:0);? (t.lua:1) 3\n"));
 }
 
 /*
