@@ -118,7 +118,7 @@ UNIT_RECORD_OBJ := $(BUILD)/record/luajit_layouts.o $(BUILD)/record/unwind_table
 		   $(BUILD)/record/luajit_path.o $(BUILD)/record/luajit_irmatch.o \
 		   $(BUILD)/record/luajit_mcmatch_x86.o $(BUILD)/record/luajit_alloc_x86.o \
 		   $(BUILD)/record/heap_walk.o $(BUILD)/record/heap_image.o \
-		   $(BUILD)/record/heap_layout.o \
+		   $(BUILD)/record/heap_layout.o $(BUILD)/record/luajit_jit_traces.o \
 		   $(BUILD)/record/luajit_alloc_arm64.o
 
 # record/ includes the generated skeleton: an explicit prerequisite, so a

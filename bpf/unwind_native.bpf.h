@@ -231,6 +231,7 @@ struct unwind_cursor {
 	__u32 gap;        /* the frame just recorded was stepped over to the
 			     VM's C frame past unseen ones: record a gap */
 	__u32 vm_helper;  /* frame 0 is a helper the interpreter called */
+	__u32 trace_runs; /* g->vmstate names a running trace (arm64: 0) */
 	__u32 find_vm;    /* the Lua walk found no L: look for its C frame */
 	__u32 vma_asked;  /* times unwind_vma_object() asked the kernel */
 	__u32 vma_obj[2]; /* what it found, the last two: the object mapped */
@@ -924,10 +925,48 @@ static __always_inline void unwind_memo_realign(const struct lp_unwind_row_cache
 	slot->depth = LP_MEMO_AT(c->n);
 }
 
+/*
+ * Frame 0 in the VM's code while a trace runs: a helper the trace called
+ * (lj_vm_modi for an integer %, lj_vm_floor, ...), a frameless leaf
+ * whose return address is in the trace's code, in a mapping known as
+ * JIT code.  The walk steps there and over the trace as from any callee
+ * of it, noting the trace's frame: its pc places the sample in the
+ * functions the trace inlined (and on arm64 says which trace runs).
+ * Else, as the exit handler entered from a stub (x86-64: the exit
+ * number where a return address would be), 0: the walk goes to the VM's
+ * C frame at once, as before.
+ */
+static __always_inline int unwind_trace_helper(const struct lp_unwind_proc *proc,
+					       struct unwind_cursor *c)
+{
+	__u64 ra, sp;
+	int idx;
+
+	if (c->n || !c->trace_runs || unwind_leaf_ra(c, c->sp, &ra, &sp) ||
+	    !unwind_may_be_trace(proc, c, ra - 1))
+		return 0;
+	idx = unwind_map_index(proc, ra - 1);
+	barrier_var(idx);
+	if (idx < 0 || idx >= LP_UNWIND_MAX_MAPS) {
+		/* A new code area the recorder has not read yet: the walk
+		 * stepping over it as a trace's makes it read.  Only where
+		 * the trace is known by this step alone (arm64: the link
+		 * register, always a code address there). */
+		if (!LP_TRACE_UNNUMBERED || ra < 65536)
+			return 0;
+	} else if (proc->maps[idx].kind != LP_UMAP_JIT) {
+		return 0;
+	}
+	unwind_move(c, ra, sp, c->bp, 1);
+	return 1;
+}
+
 /* A frame whose pc lies in the VM's code: its C frame (see
- * unwind_vm_step()), or a helper the interpreter called.  -1 if the
- * frame is to be unwound as any other; else 0 (moved on) or a stop. */
-static __always_inline int unwind_in_vm(struct unwind_cursor *c, __u64 lookup)
+ * unwind_vm_step()), or a helper the interpreter or a trace called.  -1
+ * if the frame is to be unwound as any other; else 0 (moved on) or a
+ * stop. */
+static __always_inline int unwind_in_vm(const struct lp_unwind_proc *proc,
+					struct unwind_cursor *c, __u64 lookup)
 {
 	__u64 ra, sp;
 	int stop;
@@ -945,6 +984,8 @@ static __always_inline int unwind_in_vm(struct unwind_cursor *c, __u64 lookup)
 		unwind_move(c, ra, sp, c->bp, 1);
 		return 0;
 	}
+	if (unwind_trace_helper(proc, c))
+		return 0;
 	stop = unwind_vm_other(c);
 	if (stop < 0)
 		stop = unwind_vm_step(c);
@@ -1343,7 +1384,7 @@ __noinline int unwind_frame(const struct lp_unwind_proc *proc,
 		return LP_USTOP_BAD_FRAME;
 	c->rec_pc = c->pc;
 	lookup = c->pc - (c->pc_is_ra ? 1 : 0);
-	stop = unwind_in_vm(c, lookup);
+	stop = unwind_in_vm(proc, c, lookup);
 	if (stop >= 0)
 		return stop;
 	stop = unwind_rule(proc, c, &lookup, &kind, &row);
@@ -1480,6 +1521,7 @@ __noinline int unwind_native_user_stack(struct lp_event_sample *e, struct captur
 	 * instructions, its exit stubs run before the handler sets EXIT, and
 	 * it calls the GC.  (In a C function or the compiler, code in no
 	 * known mapping is more likely a library loaded a moment ago.) */
+	c->trace_runs = e->lua_state == LP_WALK_WALKED && e->vmstate >= 0;
 	c->in_trace = e->lua_state == LP_WALK_WALKED &&
 		      (e->vmstate >= 0 || e->vmstate == ~LJ_VMST_INTERP ||
 		       e->vmstate == ~LJ_VMST_EXIT || e->vmstate == ~LJ_VMST_GC);

@@ -234,6 +234,15 @@ uint64_t jit_trace_table_get(struct jit_trace_table *tt, struct proto_table *pt,
 			     uint16_t fingerprint, const struct lp_trace **rec,
 			     const struct lp_trace_snaps **snaps,
 			     snap_emit_proto_fn emit_proto, void *ctx);
+/* A trace that does not store its number (arm64's: the walk sends it as
+ * number 0, as LP_TRACE_UNNUMBERED says) found by the address pc of its
+ * code that the native walk stepped over: the traces met first, then the
+ * process's J->trace[] (at most every JIT_TRACE_SCAN_NS per process).  0
+ * with *traceno, *addr and *fingerprint as the walk gives a numbered
+ * trace's (bpf/walk_lua.bpf.h, trace_frame()), or -ENOENT. */
+#define JIT_TRACE_SCAN_NS 100000000ull
+int jit_trace_at(struct jit_trace_table *tt, const struct lj_target *t, uint64_t pc,
+		 uint32_t *traceno, uint64_t *addr, uint16_t *fingerprint);
 /* The jit traces met; what their snapshots' reading came to. */
 uint64_t jit_trace_table_count(const struct jit_trace_table *tt);
 void jit_trace_table_stats(const struct jit_trace_table *tt, struct snap_stats *out);

@@ -46,6 +46,13 @@ struct jit_trace {
 	uint16_t nsnap;
 };
 
+/* When a process's J->trace[] was last scanned for an address. */
+#define SCANS 16
+struct jit_trace_scan {
+	uint32_t pid;
+	uint64_t ns;
+};
+
 struct jit_trace_table {
 	struct jit_trace *v; /* every trace met, in the order met */
 	size_t n, cap;
@@ -55,6 +62,7 @@ struct jit_trace_table {
 	uint64_t rechecks; /* changed() read a known trace again */
 	struct lp_trace rec;
 	struct snap_reader *snaps;
+	struct jit_trace_scan scans[SCANS]; /* jit_trace_at()'s */
 };
 
 struct jit_trace_table *jit_trace_table_new(void)
@@ -239,6 +247,99 @@ uint64_t jit_trace_table_get(struct jit_trace_table *tt, struct proto_table *pt,
 	*e = k;
 	*rec = &tt->rec;
 	return tt->rec.id;
+}
+
+/* The fingerprint the walk gives the trace whose header is hdr. */
+static uint16_t trace_fingerprint(const struct lj_layout *lo, const uint8_t *hdr)
+{
+	uint64_t startpc = lj_get_ref(lo, hdr + lo->tr_startpc), mcode;
+
+	memcpy(&mcode, hdr + lo->tr_mcode, 8);
+	return (uint16_t)((startpc >> 2) ^ (mcode >> 4) ^ (mcode >> 20)) | 1;
+}
+
+/* Whether pc's process may scan its J->trace[] now (and notes it did). */
+static int scan_due(struct jit_trace_table *tt, uint32_t pid)
+{
+	struct jit_trace_scan *oldest = &tt->scans[0];
+	uint64_t now = now_ns();
+
+	for (int i = 0; i < SCANS; i++) {
+		struct jit_trace_scan *sc = &tt->scans[i];
+
+		if (sc->pid == pid) {
+			if (now - sc->ns < JIT_TRACE_SCAN_NS)
+				return 0;
+			sc->ns = now;
+			return 1;
+		}
+		if (sc->ns < oldest->ns)
+			oldest = sc;
+	}
+	*oldest = (struct jit_trace_scan){ pid, now };
+	return 1;
+}
+
+/* The trace of J->trace[] (sizetrace refs at trarr) whose code holds pc. */
+static int scan_traces(const struct lj_target *t, uint64_t trarr, uint32_t sizetrace,
+		       uint64_t pc, uint32_t *traceno, uint64_t *addr, uint16_t *fp)
+{
+	const struct lj_layout *lo = &t->layout;
+	uint8_t *refs = malloc((size_t)sizetrace * lo->ref_size), hdr[LJ_GCTRACE_HDR];
+	int err = -ENOENT;
+
+	if (!refs || target_read(t->pid, trarr, refs, (size_t)sizetrace * lo->ref_size)) {
+		free(refs);
+		return -ENOENT;
+	}
+	for (uint32_t no = 1; no < sizetrace && err; no++) {
+		uint64_t tr = lj_get_ref(lo, refs + (size_t)no * lo->ref_size), mcode;
+		uint32_t szmcode;
+
+		if (!tr || target_read(t->pid, tr, hdr, sizeof(hdr)) || !is_trace(lo, hdr, no))
+			continue;
+		memcpy(&mcode, hdr + lo->tr_mcode, 8);
+		memcpy(&szmcode, hdr + lo->tr_szmcode, 4);
+		if (pc - mcode < szmcode) {
+			*traceno = no;
+			*addr = tr;
+			*fp = trace_fingerprint(lo, hdr);
+			err = 0;
+		}
+	}
+	free(refs);
+	return err;
+}
+
+int jit_trace_at(struct jit_trace_table *tt, const struct lj_target *t, uint64_t pc,
+		 uint32_t *traceno, uint64_t *addr, uint16_t *fingerprint)
+{
+	const struct lj_layout *lo = &t->layout;
+	uint64_t J = t->G + lo->g2j, trarr = 0, ref = 0;
+	uint32_t sizetrace = 0;
+
+	if (!lo->g2j || !t->G || !lo->fn_ffid)
+		return -ENOENT;
+	/* A trace met before still holds pc if J->trace[] still has it
+	 * under its number: code is not moved while a trace lives. */
+	for (size_t i = 0; i < tt->n; i++) {
+		const struct jit_trace *e = &tt->v[i];
+
+		if (e->pid != (uint32_t)t->pid || pc - e->mcode >= e->szmcode ||
+		    target_read(t->pid, J + lo->j_trace, &trarr, 8) ||
+		    target_read(t->pid, trarr + (uint64_t)e->traceno * lo->ref_size, &ref,
+				lo->ref_size) || lj_get_ref(lo, (const uint8_t *)&ref) != e->addr)
+			continue;
+		*traceno = e->traceno;
+		*addr = e->addr;
+		*fingerprint = e->fingerprint;
+		return 0;
+	}
+	if (!scan_due(tt, (uint32_t)t->pid) || target_read(t->pid, J + lo->j_trace, &trarr, 8) ||
+	    target_read(t->pid, J + lo->j_sizetrace, &sizetrace, 4) || !sizetrace ||
+	    sizetrace > 65536)
+		return -ENOENT;
+	return scan_traces(t, trarr, sizetrace, pc, traceno, addr, fingerprint);
 }
 
 uint64_t jit_trace_table_count(const struct jit_trace_table *tt)

@@ -381,6 +381,26 @@ static void mark_builtin_code(struct session *s, const struct target *t,
 	triplets[2] = 1;
 }
 
+/* A trace that runs without its number (arm64's): the one whose code
+ * holds the address the native walk stepped over as a trace's, a return
+ * address when it is not the leaf (looked up a byte before it, inside
+ * the call).  f keeps number 0 when none does. */
+static void unnumbered_trace(struct session *s, struct target *t,
+			     const struct lp_event_sample *e, struct lp_lua_frame *f)
+{
+	uint32_t i = e->ustack_jit, no;
+	uint64_t addr;
+	uint16_t fp;
+
+	if (!i || e->ustack_bytes < 0 || i > (uint32_t)e->ustack_bytes / 8 || i > LP_MAX_USTACK)
+		return;
+	if (jit_trace_at(s->jit_traces, t->lj, e->ustack[i - 1] - (i > 1), &no, &addr, &fp))
+		return;
+	f->pc = no;
+	f->addr = addr;
+	f->fingerprint = fp;
+}
+
 /* Interns the Lua frames of a sample (reading new protos on the way) and
  * returns the Lua stack id, 0 if none. */
 uint64_t intern_lua_stack(struct session *s, struct target *t,
@@ -421,10 +441,13 @@ uint64_t intern_lua_stack(struct session *s, struct target *t,
 
 			const struct lp_trace_snaps *snaps;
 			struct proto_emit pe = { s, t->pid };
+			struct lp_lua_frame tf = *f;
 
+			if (!tf.addr && !tf.pc)
+				unnumbered_trace(s, t, e, &tf);
 			/* value: the trace's number; pc: its record's id. */
-			pc = (uint32_t)jit_trace_table_get(s->jit_traces, s->protos, t->lj, f->addr,
-						           f->pc, f->fingerprint, &tr, &snaps,
+			pc = (uint32_t)jit_trace_table_get(s->jit_traces, s->protos, t->lj, tf.addr,
+						           tf.pc, tf.fingerprint, &tr, &snaps,
 						           emit_proto_cb, &pe);
 			if (tr) {
 				memset(&rec, 0, sizeof(rec));
@@ -438,7 +461,7 @@ uint64_t intern_lua_stack(struct session *s, struct target *t,
 				rec.u.trace_snaps = *snaps;
 				emit(s, &rec);
 			}
-			value = f->pc;
+			value = tf.pc;
 		} else if (f->kind == LP_LUA_FRAME_LUA) {
 			const struct lp_proto *pr;
 
