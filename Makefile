@@ -116,7 +116,8 @@ UNIT_RECORD_OBJ := $(BUILD)/record/luajit_layouts.o $(BUILD)/record/unwind_table
 		   $(BUILD)/record/luajit_libs.o $(BUILD)/record/luajit_cfi.o \
 		   $(BUILD)/record/luajit_cache.o $(BUILD)/record/luajit_place.o \
 		   $(BUILD)/record/luajit_path.o $(BUILD)/record/luajit_irmatch.o \
-		   $(BUILD)/record/luajit_mcmatch_x86.o $(BUILD)/record/luajit_alloc_x86.o \
+		   $(BUILD)/record/luajit_mcmatch.o $(BUILD)/record/luajit_mcmatch_x86.o \
+		   $(BUILD)/record/luajit_mcmatch_arm64.o $(BUILD)/record/luajit_alloc_x86.o \
 		   $(BUILD)/record/heap_walk.o $(BUILD)/record/heap_image.o \
 		   $(BUILD)/record/heap_layout.o $(BUILD)/record/luajit_jit_traces.o \
 		   $(BUILD)/record/luajit_alloc_arm64.o

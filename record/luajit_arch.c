@@ -24,14 +24,14 @@ static const struct lj_arch arches[] = {
 		.cframe = { [0] = { .l = 24, .pc = 28, .prev = 32, .nres = 16, .size = 80 },
 			    [1] = { .l = 16, .pc = 24, .prev = 32, .nres = 8, .size = 80 } },
 		.cfa_reg = 7 /* rsp */, .cfa_off = 0,
-		.vmstate_traceno = 1, .trace_sp_below = 0,
+		.vmstate_traceno = 1, .trace_sp_below = 0, .mcode_unit = 1,
 	},
 	{
 		.name = "arm64", .machine = EM_AARCH64, .isa = &sx_isa_arm64,
 		.g_reg = 22, .base_reg = 19, .pc_reg = 21, .g_reg_dispatch = 0,
 		.cframe = { [1] = { .l = 16, .pc = 8, .prev = 0, .nres = 40, .size = 208 } },
 		.cfa_reg = 29, .cfa_off = 16,
-		.vmstate_traceno = 0, .trace_sp_below = 16,
+		.vmstate_traceno = 0, .trace_sp_below = 16, .mcode_unit = 4,
 	},
 };
 

@@ -52,6 +52,9 @@ struct lj_arch {
 	 * trace's own spadjust (arm64's SPS_FIXED 16, x86-64 none). */
 	uint8_t vmstate_traceno;
 	uint8_t trace_sp_below;
+	/* The size of LuaJIT's MCode (lj_target_*.h), the unit of a
+	 * snapshot's mcofs: x86-64's bytes, arm64's 4-byte words. */
+	uint8_t mcode_unit;
 };
 
 /* The architecture of an ELF e_machine, or NULL when LuaJIT on it is not

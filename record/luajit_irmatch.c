@@ -103,10 +103,16 @@ static uint8_t group_of(uint32_t op, uint8_t flags)
 	return BG_NONE;
 }
 
+/* A number constant as the prototype holds it (a TValue): a double, or
+ * in a dual-number build (LJ_DUALNUM: arm64's) an integer tagged
+ * LJ_TISNUM (~13u) in the upper bits, 17 of them with GC64, 32 without;
+ * as a double, either tag is a NaN no constant is. */
 static double num_of(uint64_t raw)
 {
 	double d;
 
+	if (raw >> 47 == (0x1ffffu & ~13u) || raw >> 32 == (uint32_t)~13u)
+		return (int32_t)(uint32_t)raw;
 	memcpy(&d, &raw, 8);
 	return d;
 }

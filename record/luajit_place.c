@@ -6,7 +6,7 @@
  * code offsets: lj_asm.c fills a snapshot's mcofs when its backwards walk
  * crosses the snapshot's ref), three matches chain:
  *
- *   bytecode path  <-- luajit_irmatch.c --  IR  <-- luajit_mcmatch_x86.c --  mcode
+ *   bytecode path  <-- luajit_irmatch.c --  IR  <-- luajit_mcmatch.c --  mcode
  *   (luajit_path.c)
  *
  * and each machine instruction takes the frames and position of the
@@ -30,10 +30,10 @@
 #include "record/luajit.h"
 #include "record/luajit_place_priv.h"
 
-/* A trace's code is the sampled process's, of this recorder's instruction
- * set: matched where luaprof has a matcher for it (x86_64's), else each
- * stretch is placed as the unmatched ones are. */
-#define CODE_MATCHED (LP_HOST_MACHINE == EM_X86_64)
+/* A trace's code is matched where luaprof has a matcher for its
+ * instruction set (luajit_mcmatch.c), else each stretch is placed as the
+ * unmatched ones are. */
+#define CODE_MATCHED lj_mcmatch_supports(tv->machine)
 
 struct lj_placer {
 	struct lj_pstate ps;

@@ -2,7 +2,7 @@
  * luajit_place.h - a compiled trace's machine code placed in the Lua
  * functions and bytecode that made it (luajit_place.c, with the bytecode
  * path of luajit_path.c, the IR matching of luajit_irmatch.c and the
- * machine code matching of luajit_mcmatch_x86.c).
+ * machine code matching of luajit_mcmatch.c).
  *
  * luajit_snaps.c reads a trace's snapshots; between two of them LuaJIT
  * keeps nothing finer, and the code there may belong to several inlined
@@ -59,6 +59,7 @@ struct lj_trace_view {
 	uint64_t mcode;
 	uint32_t szmcode;
 	const uint8_t *mc;     /* szmcode bytes */
+	uint16_t machine;      /* its ELF machine, 0: the recorder's own */
 	uint64_t startpt, startpc; /* the prototype and instruction it starts at */
 	uint32_t nsnap;
 	const struct lj_tsnap *snaps;

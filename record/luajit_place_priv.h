@@ -16,6 +16,7 @@
 #ifndef LUAPROF_RECORD_LUAJIT_PLACE_PRIV_H
 #define LUAPROF_RECORD_LUAJIT_PLACE_PRIV_H
 
+#include <capstone/capstone.h>
 #include <stdint.h>
 
 #include "lib/lua_bc.h"
@@ -74,7 +75,7 @@ struct lj_pstate {
 	uint32_t nfns;
 	struct lj_pnode *nodes;
 	size_t nnodes, capnodes;
-	void *mcx; /* luajit_mcmatch_x86.c's disassembler */
+	void *mcx; /* luajit_mcmatch.c's disassembler */
 };
 
 /* ---- luajit_path.c ------------------------------------------------------ */
@@ -105,7 +106,7 @@ int lj_path_find(struct lj_pstate *ps, const struct lj_tsnap *from,
 int lj_irmatch(struct lj_pstate *ps, uint32_t first, uint32_t n,
 	       const struct lj_pel *path, uint32_t npath, int32_t *el_of);
 
-/* ---- luajit_mcmatch_x86.c ---------------------------------------------- */
+/* ---- luajit_mcmatch.c, luajit_mcmatch_x86.c, luajit_mcmatch_arm64.c ---- */
 
 /* One machine instruction of a trace: its offset and length. */
 struct lj_mins {
@@ -121,6 +122,32 @@ struct lj_mins {
 int lj_mcmatch(struct lj_pstate *ps, uint32_t ofs, uint32_t end, uint32_t first,
 	       uint32_t n, struct lj_mins **out, size_t *cap, uint32_t *nout);
 void lj_mcmatch_free(struct lj_pstate *ps);
+/* Whether lj_mcmatch() reads code of this ELF machine (0: the host's). */
+int lj_mcmatch_supports(unsigned machine);
+
+/* One decoded machine instruction, what matching needs of it: LuaJIT's
+ * register ids (IRIns.r: x86-64 GPRs 0-15 and XMMs 16-31; arm64 x0-x31
+ * and d0-d31 as 32-63) it writes and reads, a bit each. */
+struct lj_mc {
+	uint64_t wr, rd;
+	uint8_t exit;      /* a branch out of the trace */
+	uint8_t cmp, call, store;
+	char mn[16];
+};
+
+/* What one instruction set's code says of those ties. */
+struct lj_mc_isa {
+	cs_arch arch;
+	cs_mode mode;
+	void (*classify)(csh h, const cs_insn *in, const struct lj_trace_view *tv,
+			 struct lj_mc *m); /* in: decoded with detail */
+	int (*same_op)(const struct lj_mc *m, uint8_t o); /* m's operation is IR op o's */
+};
+extern const struct lj_mc_isa lj_mc_x86_64, lj_mc_arm64;
+/* Helpers of the instruction sets' files: s starts with p; IR op o may
+ * call a helper (its code is a call, on either instruction set). */
+int lj_mc_starts(const char *s, const char *p);
+int lj_mc_may_call(uint8_t o);
 
 /* ---- helpers ------------------------------------------------------------ */
 

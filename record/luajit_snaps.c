@@ -7,7 +7,8 @@
  * the walker finds only the trace's base frame (g->jit_base).  LuaJIT
  * keeps what it would need to rebuild them at an exit, in the trace's
  * snapshots (lj_jit.h, lj_snap.c).  Snapshot i covers the machine code
- * from snap[i].mcofs to the next snapshot's (lj_asm.c fills mcofs after
+ * from snap[i].mcofs to the next snapshot's (in MCode units: bytes on
+ * x86-64, 4-byte words on arm64; lj_asm.c fills mcofs after
  * assembly; lj_trace.c finds an exit's snapshot from its address the same
  * way), and names the bytecode PC the interpreter would resume at and the
  * frames live there:
@@ -51,7 +52,9 @@
 #include <string.h>
 
 #include "lib/grow.h"
+#include "record/arch.h"
 #include "record/luajit.h"
+#include "record/luajit_arch.h"
 #include "record/luajit_place.h"
 
 /* LuaJIT's IR and snapshot encodings (lj_ir.h, lj_jit.h, lj_obj.h): the
@@ -665,6 +668,8 @@ int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
 		     void *ctx, const struct lp_trace_snaps **out)
 {
 	const struct lj_layout *lo = &t->layout;
+	const struct lj_arch *arch = lj_arch_for(LP_HOST_MACHINE);
+	uint32_t unit = arch ? arch->mcode_unit : 1; /* of mcofs: the trace's MCode */
 	uint8_t again[LJ_GCTRACE_HDR];
 	uint32_t prev_mcofs = 0, nf, szmcode;
 	int pathable;
@@ -700,7 +705,7 @@ int snap_reader_read(struct snap_reader *sr, struct proto_table *pt,
 		err = -ESTALE;
 	for (uint32_t i = 0; !err && i < sr->nsnap; i++) {
 		uint32_t mcofs = (uint16_t)get_u32(sr->snap + (size_t)i * lo->sn_size +
-						   lo->sn_mcofs);
+						   lo->sn_mcofs) * unit;
 
 		/* LuaJIT writes the first snapshot's offset 0 and the others
 		 * climbing through the trace's code: bytes that do not are

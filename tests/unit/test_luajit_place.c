@@ -8,7 +8,8 @@
  *
  * as LuaJIT compiles it, with snapshots at the loop's start, at g's
  * comparison (resuming at the negation it did not take) and at the loop's
- * end (resuming past the loop), its IR, and x86_64 code for that IR.
+ * end (resuming past the loop), its IR, and x86_64 code for that IR (and
+ * arm64 code, placed alike).
  * The multiply by 17 is g's and the one by 23 f's, though both lie
  * between g's snapshot and the loop's: their constants tell, and the code
  * follows its IR's registers.  With g's frame in its snapshot where no
@@ -44,13 +45,18 @@ static uint64_t dbl(double d)
 
 /* Bytecode as builds before the bit operator opcodes number it. */
 static int older_numbering;
+/* Integral constants as a dual-number build keeps them (arm64). */
+static int dualnum;
 
 /* A prototype in the fake memory: its bytecode and one number. */
 static void proto(const struct lj_layout *lo, uint64_t at, uint64_t kat,
 		  const uint32_t *bc, uint32_t nbc, double k, uint8_t framesize)
 {
 	uint8_t *p = fake_region(at, lo->pt_size + 4u * nbc);
-	uint64_t kn = dbl(k);
+	/* A dual-number build (arm64's) keeps an integral constant as an
+	 * integer, tagged LJ_TISNUM (GC64: in the upper 17 bits). */
+	uint64_t kn = dualnum && k == (int32_t)k ? (uint64_t)(0x1ffffu & ~13u) << 47 |
+						   (uint32_t)(int32_t)k : dbl(k);
 
 	memcpy(p + lo->pt_sizebc, &nbc, 4);
 	memcpy(p + lo->pt_sizekn, &(uint32_t){ 1 }, 4);
@@ -88,6 +94,12 @@ static void knum(uint32_t ref, double d)
 {
 	uint64_t v = dbl(d);
 
+	if (dualnum && d == (int32_t)d) { /* KINT: the value in op1 and op2 */
+		ins(ref, LJ_IR_KINT, LJ_IRT_INT, (uint16_t)(int32_t)d,
+		    (uint16_t)((uint32_t)(int32_t)d >> 16), LJ_RID_NONE);
+		return;
+	}
+
 	ins(ref, LJ_IR_KNUM, LJ_IRT_NUM, 0, 0, LJ_RID_NONE);
 	memcpy(ir + (size_t)(ref + 1 - NK) * LJ_IRINS_SIZE, &v, 8);
 }
@@ -102,6 +114,33 @@ static const uint8_t mc[] = {
 	0x83, 0xf8, 0x10,                         /* 26 cmp eax, 0x10 */
 	0x0f, 0x8f, 0x00, 0x10, 0x00, 0x00,       /* 29 jg exit */
 };
+
+/* The same code in AArch64's instructions (snapshots at 0, 4, 20). */
+static const uint8_t mc_arm64[] = {
+	0x67, 0x0e, 0x40, 0xfd,                   /* 0  ldr d7, [x19, #24] */
+	0xe0, 0x21, 0x67, 0x1e,                   /* 4  fcmp d15, d7 */
+	0x08, 0x80, 0x00, 0x54,                   /* 8  b.hi exit */
+	0xe7, 0x08, 0x6d, 0x1e,                   /* 12 fmul d7, d7, d13 */
+	0xe7, 0x08, 0x6c, 0x1e,                   /* 16 fmul d7, d7, d12 */
+	0x1f, 0x40, 0x00, 0x71,                   /* 20 cmp w0, #0x10 */
+	0x0c, 0x80, 0x00, 0x54,                   /* 24 b.gt exit */
+};
+
+/* An instruction set's code for the trace: its FPRs' first register id
+ * (xmm0, d0), the offsets of the load, the comparison, its branch, the
+ * two multiplies and the loop's guard (snapshots at the 1st, 2nd, 6th). */
+struct code {
+	const uint8_t *mc;
+	uint32_t len;
+	uint16_t machine;
+	uint8_t fpr;
+	uint32_t ofs[6];
+};
+static const struct code x86_64 = { mc, sizeof(mc), 62 /* EM_X86_64 */, 16,
+				    { 0, 5, 10, 16, 21, 26 } };
+static const struct code arm64 = { mc_arm64, sizeof(mc_arm64), 183 /* EM_AARCH64 */, 32,
+				   { 0, 4, 8, 12, 16, 20 } };
+static const struct code *code = &x86_64;
 
 static uint64_t zz(int64_t d)
 {
@@ -140,11 +179,11 @@ static void build(struct fixture *x, int32_t g_base)
 	knum(NK, 0);
 	knum(NK + 2, 17);
 	knum(NK + 4, 23);
-	ins(LJ_REF_BIAS + 1, LJ_IR_SLOAD, LJ_IRT_NUM, 3, 0, 16 + 7);
+	ins(LJ_REF_BIAS + 1, LJ_IR_SLOAD, LJ_IRT_NUM, 3, 0, code->fpr + 7);
 	ins(LJ_REF_BIAS + 2, LJ_IR_UGE, LJ_IRT_NUM | LJ_IRT_GUARD, LJ_REF_BIAS + 1, NK,
 	    LJ_RID_NONE);
-	ins(LJ_REF_BIAS + 3, LJ_IR_MUL, LJ_IRT_NUM, LJ_REF_BIAS + 1, NK + 2, 16 + 7);
-	ins(LJ_REF_BIAS + 4, LJ_IR_MUL, LJ_IRT_NUM, LJ_REF_BIAS + 3, NK + 4, 16 + 7);
+	ins(LJ_REF_BIAS + 3, LJ_IR_MUL, LJ_IRT_NUM, LJ_REF_BIAS + 1, NK + 2, code->fpr + 7);
+	ins(LJ_REF_BIAS + 4, LJ_IR_MUL, LJ_IRT_NUM, LJ_REF_BIAS + 3, NK + 4, code->fpr + 7);
 	ins(LJ_REF_BIAS + 5, LJ_IR_LE, LJ_IRT_INT | LJ_IRT_GUARD, LJ_REF_BIAS + 1,
 	    LJ_REF_BIAS + 1, LJ_RID_NONE);
 	ins(LJ_REF_BIAS + 6, LJ_IR_LOOP, 0, 0, 0, LJ_RID_NONE);
@@ -163,13 +202,14 @@ static void build(struct fixture *x, int32_t g_base)
 				       .lf = { .kind = LP_LFRAME_BASE, .value = zz(6) } };
 	x->sn[0] = (struct lj_tsnap){ .ref = LJ_REF_BIAS + 1, .mcofs = 0, .nframe = 1,
 				      .pathable = 1, .frames = &x->fr[0] };
-	x->sn[1] = (struct lj_tsnap){ .ref = LJ_REF_BIAS + 2, .mcofs = 5, .nframe = 2,
+	x->sn[1] = (struct lj_tsnap){ .ref = LJ_REF_BIAS + 2, .mcofs = code->ofs[1], .nframe = 2,
 				      .pathable = 1, .frames = &x->fr[1] };
-	x->sn[2] = (struct lj_tsnap){ .ref = LJ_REF_BIAS + 5, .mcofs = 26, .nframe = 1,
+	x->sn[2] = (struct lj_tsnap){ .ref = LJ_REF_BIAS + 5, .mcofs = code->ofs[5], .nframe = 1,
 				      .pathable = 1, .frames = &x->fr[3] };
 	x->tv = (struct lj_trace_view){
 		.lo = lo, .fr2 = 1, .nk = NK, .nins = LJ_REF_BIAS + 7, .ir = ir,
-		.mcode = MCODE, .szmcode = sizeof(mc), .mc = mc, .startpt = P_F,
+		.mcode = MCODE, .szmcode = code->len, .mc = code->mc, .machine = code->machine,
+		.startpt = P_F,
 		.startpc = startpc, .nsnap = 3, .snaps = x->sn, .proto_id = proto_id,
 	};
 }
@@ -216,15 +256,15 @@ static void splits_a_stretch(int older)
 	CHECK(lj_place_trace(p, &x.tv, &r, &n) == 0);
 	CHECK(r[0].mcofs == 0);
 	/* The load of x: f's MOV that passes it to g. */
-	CHECK(in_f(at(r, n, 0), 7));
+	CHECK(in_f(at(r, n, code->ofs[0]), 7));
 	/* The comparison and its branch: g's ISGE. */
-	CHECK(in_g(at(r, n, 5), 2));
-	CHECK(in_g(at(r, n, 10), 2));
+	CHECK(in_g(at(r, n, code->ofs[1]), 2));
+	CHECK(in_g(at(r, n, code->ofs[2]), 2));
 	/* x * 17 is g's, x * 23 f's: one stretch, two functions. */
-	CHECK(in_g(at(r, n, 16), 5));
-	CHECK(in_f(at(r, n, 21), 9));
+	CHECK(in_g(at(r, n, code->ofs[3]), 5));
+	CHECK(in_f(at(r, n, code->ofs[4]), 9));
 	/* The loop's guard. */
-	CHECK(in_f(at(r, n, 26), 10));
+	CHECK(in_f(at(r, n, code->ofs[5]), 10));
 	lj_placer_stats(p, &st);
 	CHECK(st.exact == 3 && st.marked == 0);
 	lj_placer_free(p);
@@ -234,6 +274,18 @@ static void splits_a_stretch(int older)
 TEST(lj_place_splits_a_stretch_between_functions)
 {
 	splits_a_stretch(0);
+}
+
+/* The same trace compiled for arm64 (lj_asm_arm64.h's registers and
+ * instructions), matched by the arm64 instruction set's rules, with its
+ * constants as a dual-number build holds them: 17 and 23 integers. */
+TEST(lj_place_splits_a_stretch_of_arm64_code)
+{
+	code = &arm64;
+	dualnum = 1;
+	splits_a_stretch(0);
+	dualnum = 0;
+	code = &x86_64;
 }
 
 TEST(lj_place_reads_bytecode_numbered_before_the_bit_operators)
