@@ -154,6 +154,46 @@ folded_incl() {
 		END { print s + 0 }' "$1"
 }
 
+# lua_self_shares FOLDED CHUNK: each function's share of the samples
+# whose leafmost Lua frame is one of CHUNK's (its path as frames print
+# it), by that frame's name, a "name share" line each: jit.p's self time
+# (it charges builtins and C to the calling Lua function).
+lua_self_shares() {
+	awk -v f=" ($2:" '{ c = $NF; st = $0; sub(/ [0-9]+$/, "", st); n = split(st, fr, ";");
+		for (i = n; i >= 1; i--) if (index(fr[i], f)) break;
+		if (i < 1) next;
+		name = fr[i]; sub(/ \(.*/, "", name); self[name] += c; tot += c }
+		END { for (k in self) printf "%s %.4f\n", k, self[k] / tot }' "$1" | sort
+}
+
+# jp_shares FILE: jit.p's raw counts (-jp=frm0...) as the same lines.
+jp_shares() {
+	awk '$1 ~ /^[0-9]+$/ { c[$2] += $1; tot += $1 }
+		END { for (k in c) printf "%s %.4f\n", k, c[k] / tot }' "$1" | sort
+}
+
+# shares_overlap A B: the sum over functions of the smaller of the two
+# shares.
+shares_overlap() {
+	awk 'NR == FNR { a[$1] = $2; next } { b[$1] = $2 }
+		END { for (k in a) if (k in b) s += a[k] < b[k] ? a[k] : b[k]; printf "%.4f\n", s }' "$1" "$2"
+}
+
+# compiled_placed LP [ARGS...]: the share of compiled samples that their
+# trace's snapshots placed, from the report header (ARGS: report's, as
+# --pid): in a function, or in inlined code marked as not told apart
+# ([inlined: ...]); not those of traces gone before they were read, nor
+# those no snapshot covers.
+compiled_placed() {
+	local lp=$1
+	shift
+	$LUAPROF report -n 1 "$@" "$lp" 2>/dev/null |
+		awk '/^# compiled code:/ { gsub(/[(%)]/, "", $7); p = $7
+			if (match($0, /, [0-9]+ \([0-9.]+%\) in inlined code/)) {
+				m = substr($0, RSTART, RLENGTH); sub(/^, [0-9]+ \(/, "", m); p += m + 0 }
+			print p / 100; f = 1 } END { if (!f) print 0 }'
+}
+
 # wait_line FILE REGEX : waits until FILE has a line matching REGEX.
 wait_line() { wait_for grep -qE "$2" "$1"; }
 

@@ -25,41 +25,6 @@ S=samples/lua
 # A Lua frame of S/FILE as the report prints it: NAME (S/FILE:LINE).
 lua_frame() { echo "$1 ($S/$2:$(grep -n "$3" $S/$2 | head -1 | cut -d: -f1))"; }
 
-# self_shares FOLDED FILE: each function's share of the samples whose
-# leafmost Lua frame is one of FILE's, by that frame's name: jit.p's
-# self time (it charges builtins and C to the calling Lua function).
-self_shares() {
-	awk -v f=" ($S/$2:" '{ c = $NF; st = $0; sub(/ [0-9]+$/, "", st); n = split(st, fr, ";");
-		for (i = n; i >= 1; i--) if (index(fr[i], f)) break;
-		if (i < 1) next;
-		name = fr[i]; sub(/ \(.*/, "", name); self[name] += c; tot += c }
-		END { for (k in self) printf "%s %.4f\n", k, self[k] / tot }' "$1" | sort
-}
-
-# jp_shares FILE: jit.p's raw counts (-jp=frm0...) as shares.
-jp_shares() {
-	awk '$1 ~ /^[0-9]+$/ { c[$2] += $1; tot += $1 }
-		END { for (k in c) printf "%s %.4f\n", k, c[k] / tot }' "$1" | sort
-}
-
-# overlap A B: the sum over functions of the smaller of the two shares.
-overlap() {
-	awk 'NR == FNR { a[$1] = $2; next } { b[$1] = $2 }
-		END { for (k in a) if (k in b) s += a[k] < b[k] ? a[k] : b[k]; printf "%.4f\n", s }' "$1" "$2"
-}
-
-# placed LP: the share of compiled samples that their trace's snapshots
-# placed, from the report header: in a function, or in inlined code
-# marked as not told apart ([inlined: ...]); not those of traces gone
-# before they were read, nor those no snapshot covers.
-placed() {
-	$LUAPROF report -n 1 "$1" 2>/dev/null |
-		awk '/^# compiled code:/ { gsub(/[(%)]/, "", $7); p = $7
-			if (match($0, /, [0-9]+ \([0-9.]+%\) in inlined code/)) {
-				m = substr($0, RSTART, RLENGTH); sub(/^, [0-9]+ \(/, "", m); p += m + 0 }
-			print p / 100; f = 1 } END { if (!f) print 0 }'
-}
-
 # recheck_share ERR: record's count of known traces looked at again, over
 # one look per trace per 100 ms of the recording (and two more each: the
 # last samples are handled just after it ends).
@@ -82,12 +47,12 @@ check_inlined() {
 		"$(recheck_share $out.err)" "<=" 1
 	$LUAPROF report --format folded -o $out.folded $out.lp 2>/dev/null
 	env ${path:+LUA_PATH=$path} $lj -jp=frm0i1,$out.jp $S/inlined.lua 2
-	self_shares $out.folded inlined.lua >$out.ours
+	lua_self_shares $out.folded $S/inlined.lua >$out.ours
 	jp_shares $out.jp >$out.theirs
 	echo "  $label: luaprof $(tr '\n' ' ' <$out.ours)| jit.p $(tr '\n' ' ' <$out.theirs)"
-	ov=$(overlap $out.ours $out.theirs)
+	ov=$(shares_overlap $out.ours $out.theirs)
 	check_num "$label: self shares of f, g, h overlap jit.p's" "$ov" ">=" 0.8
-	check_num "$label: share of compiled samples placed" "$(placed $out.lp)" ">=" 0.95
+	check_num "$label: share of compiled samples placed" "$(compiled_placed $out.lp)" ">=" 0.95
 	check "$label: g runs under f, named" \
 		grep -qF "$(lua_frame f inlined.lua '^local function f');$(lua_frame g inlined.lua '^local function g')" $out.folded
 	check "$label: h runs under f, named" \
@@ -147,7 +112,7 @@ for run in "jit:0" "flush:3"; do
 	check_num "jitmix.lua, $name: samples on Lua chains" \
 		"$(awk '{ n += $2 } END { print n + 0 }' $out-$name.chains)" ">=" 1000
 done
-check_num "jitmix.lua: share of compiled samples placed" "$(placed $out-jit.lp)" ">=" 0.9
+check_num "jitmix.lua: share of compiled samples placed" "$(compiled_placed $out-jit.lp)" ">=" 0.9
 # Flushing every 3 calls of loop: traces are compiled again and again
 # under the numbers they had; many are gone before the recorder reads
 # them, and those are counted, not placed.  How many depends on how soon

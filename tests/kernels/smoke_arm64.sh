@@ -11,9 +11,10 @@
 # sees abc.lua's 1:2:3, and nginx with the Lua module answers on
 # 127.0.0.1.  Then luaprof, as tests/kernels/smoke.sh checks it on x86_64
 # (check; a C program without frame pointers and both LuaJITs with and
-# without the JIT, recorded at once; a launched target; nginx; report and
-# info), with a:b:c within 10% (or its sampling noise), nginx's stacks
-# 99% rooted.  Without the binary that part is one FAIL saying it is
+# without the JIT, recorded at once; a launched target; inlined.lua's
+# compiled code placed in f, g and h as jit.p places it; nginx; report
+# and info), with a:b:c within 10% (or its sampling noise), nginx's
+# stacks 99% rooted.  Without the binary that part is one FAIL saying it is
 # missing.  The traces and this guest's reports of them are copied to
 # $LUAPROF_SMOKE_CMP (the results share) for tests/kernels.sh to read
 # them again on x86_64.
@@ -97,7 +98,9 @@ jitp() {
 	b=$(awk '$1 == "<-" && $3 == "b" { print $2 }' $TMP/$name.jitp)
 	c=$(awk '$1 == "<-" && $3 == "c" { print $2 }' $TMP/$name.jitp)
 	abc=$((${a:-0} + ${b:-0} + ${c:-0}))
-	check_num "$name: jit.p samples of a, b and c" "$abc" ">=" 500
+	# (About 750 in 3 s of CPU; 300 where the host starves the guest,
+	# whose ticks then come late: enough for the shares, if fewer.)
+	check_num "$name: jit.p samples of a, b and c" "$abc" ">=" 200
 	within "$name jit.p" "a's share of a+b+c" $((abc * 4)) "$(share ${a:-0} $abc)" 0.1667 0.10
 	within "$name jit.p" "b's share of a+b+c" $((abc * 4)) "$(share ${b:-0} $abc)" 0.3333 0.10
 	within "$name jit.p" "c's share of a+b+c" $((abc * 4)) "$(share ${c:-0} $abc)" 0.5 0.10
@@ -193,6 +196,14 @@ for name in luajit2-joff upstream-joff luajit2-jit upstream-jit; do
 	echo "  $name: $total samples, Lua $(share $lua $total), rooted $(rooted $f), a:b:c = $a:$b:$c"
 done
 check "the four LuaJITs were recognized" test "$(grep -c "LuaJIT in" $TMP/all.err)" -ge 4
+# arm64's traces run without their number in g->vmstate: the recorder
+# finds each by the code the walk stepped over, helpers the trace calls
+# (lj_vm_modi for abc.lua's %) included, and its snapshots place the
+# samples in the functions it inlined, as on x86_64.
+for name in luajit2-jit upstream-jit; do
+	check_num "$name: share of compiled samples placed by their traces' snapshots" \
+		"$(compiled_placed $TMP/all.lp --pid ${PID[$name]})" ">=" 0.9
+done
 
 at "a launched target"
 # --- a launched target: record -- COMMAND (the launch breakpoint) ---------------
@@ -201,6 +212,28 @@ if record launched -F 999 -- $LJ1 -joff $S/abc.lua 3 $(unit $LJ1 -joff); then
 		grep -qF "main ($S/abc.lua:0);$C;$W" $TMP/launched.folded
 	echo "  launched: $(folded_total $TMP/launched.folded) samples"
 fi
+
+at "inlined frames"
+# --- compiled code placed in the functions a trace inlined: inlined.lua's
+# loop in f inlines g and h; their self shares against jit.p's, run alone
+# (its hooks change the traces), as tests/e2e/lua_inlined.sh holds them on
+# x86_64: the arm64 machine-code match places the code between snapshots.
+for lj in luajit2:$LJ2: upstream:$LJ1:$LJ1_PATH; do
+	IFS=: read -r name bin path <<<"$lj"
+	record inl-$name -F 999 -- $bin $S/inlined.lua 3 || continue
+	env ${path:+LUA_PATH=$path} $bin -jp=frm0i1,$TMP/inl-$name.jp $S/inlined.lua 3
+	lua_self_shares $TMP/inl-$name.folded $S/inlined.lua >$TMP/inl-$name.ours
+	jp_shares $TMP/inl-$name.jp >$TMP/inl-$name.theirs
+	echo "  inlined $name: luaprof $(tr '\n' ' ' <$TMP/inl-$name.ours)| jit.p" \
+		"$(tr '\n' ' ' <$TMP/inl-$name.theirs)"
+	check_num "inlined $name: self shares of f, g, h overlap jit.p's" \
+		"$(shares_overlap $TMP/inl-$name.ours $TMP/inl-$name.theirs)" ">=" 0.8
+	check_num "inlined $name: share of compiled samples placed" \
+		"$(compiled_placed $TMP/inl-$name.lp)" ">=" 0.95
+	check "inlined $name: records stretches placed by instruction" \
+		grep -qE "between snapshots, [1-9][0-9]* stretches placed by instruction" \
+		$TMP/inl-$name.err
+done
 
 # --- nginx with the Lua module, JIT on, under wrk --------------------------------
 if [ -n "$NGINX_MASTER" ]; then
