@@ -163,6 +163,29 @@ int lj_mc_may_call(uint8_t o)
 	       o == LJ_IR_OBAR || o == LJ_IR_ALEN || o == LJ_IR_HREF;
 }
 
+/* What matching needs of the instruction just decoded: its mnemonic and
+ * the registers it reads and writes (capstone's), then what its
+ * instruction set says of it. */
+static void classify(const struct lj_mcx *x, const struct lj_trace_view *tv, struct lj_mc *m)
+{
+	cs_regs rd, wr;
+	uint8_t nrd = 0, nwr = 0;
+
+	memset(m, 0, sizeof(*m));
+	memcpy(m->mn, x->in->mnemonic, sizeof(m->mn) - 1); /* NUL-padded, NUL-ended */
+	if (cs_regs_access(x->h, x->in, rd, &nrd, wr, &nwr) == CS_ERR_OK) {
+		for (int i = 0; i < nrd + nwr; i++) {
+			int r = x->isa->rid_of(i < nrd ? rd[i] : wr[i - nrd]);
+
+			if (r >= 0 && i < nrd)
+				m->rd |= 1ull << r;
+			else if (r >= 0)
+				m->wr |= 1ull << r;
+		}
+	}
+	x->isa->classify(x->in, tv, m);
+}
+
 int lj_mcmatch(struct lj_pstate *ps, uint32_t ofs, uint32_t end, uint32_t first,
 	       uint32_t n, struct lj_mins **out, size_t *cap, uint32_t *nout)
 {
@@ -190,7 +213,7 @@ int lj_mcmatch(struct lj_pstate *ps, uint32_t ofs, uint32_t end, uint32_t first,
 			    GROW(*out, *cap, nm + 1) || !(mcs = reallocarray(mcs, nm + 1, sizeof(*mcs))))
 				goto fail;
 			(*out)[nm] = (struct lj_mins){ .ofs = at, .len = x->in->size, .irx = -1 };
-			x->isa->classify(x->h, x->in, tv, &mcs[nm]);
+			classify(x, tv, &mcs[nm]);
 			nm++;
 		}
 	}

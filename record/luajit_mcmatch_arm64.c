@@ -90,30 +90,14 @@ static int same_op(const struct lj_mc *m, uint8_t o)
 #undef IS
 }
 
-static void classify(csh h, const cs_insn *in, const struct lj_trace_view *tv, struct lj_mc *m)
+static void classify(const cs_insn *in, const struct lj_trace_view *tv, struct lj_mc *m)
 {
 	const cs_arm64 *d = &in->detail->arm64;
-	cs_regs rd, wr;
-	uint8_t nrd = 0, nwr = 0;
 
-	memset(m, 0, sizeof(*m));
-	memcpy(m->mn, in->mnemonic, sizeof(m->mn) - 1); /* NUL-padded, NUL-ended */
 	m->cmp = any(m->mn, (const char *const[]){ "cmp", "cmn", "tst", "fcmp", "ccmp",
 						   NULL });
-	if (cs_regs_access(h, in, rd, &nrd, wr, &nwr) == CS_ERR_OK) {
-		for (int i = 0; i < nrd; i++) {
-			int r = rid_of(rd[i]);
-
-			if (r >= 0)
-				m->rd |= 1ull << r;
-		}
-		for (int i = 0; i < nwr && !m->cmp; i++) {
-			int r = rid_of(wr[i]);
-
-			if (r >= 0)
-				m->wr |= 1ull << r;
-		}
-	}
+	if (m->cmp)
+		m->wr = 0;
 	for (int i = 0; i < in->detail->groups_count; i++) {
 		uint8_t g = in->detail->groups[i];
 
@@ -133,6 +117,7 @@ static void classify(csh h, const cs_insn *in, const struct lj_trace_view *tv, s
 const struct lj_mc_isa lj_mc_arm64 = {
 	.arch = CS_ARCH_ARM64,
 	.mode = CS_MODE_ARM,
+	.rid_of = rid_of,
 	.classify = classify,
 	.same_op = same_op,
 };

@@ -139,8 +139,10 @@ struct lj_mc {
 struct lj_mc_isa {
 	cs_arch arch;
 	cs_mode mode;
-	void (*classify)(csh h, const cs_insn *in, const struct lj_trace_view *tv,
-			 struct lj_mc *m); /* in: decoded with detail */
+	int (*rid_of)(unsigned reg); /* a capstone register's LuaJIT id, -1 none */
+	/* The rest of m (exit, cmp, call, store; wr as it must be), its
+	 * mnemonic and registers set: in is decoded with detail. */
+	void (*classify)(const cs_insn *in, const struct lj_trace_view *tv, struct lj_mc *m);
 	int (*same_op)(const struct lj_mc *m, uint8_t o); /* m's operation is IR op o's */
 };
 extern const struct lj_mc_isa lj_mc_x86_64, lj_mc_arm64;
