@@ -12,9 +12,9 @@
 # 127.0.0.1.  Then luaprof, as tests/kernels/smoke.sh checks it on x86_64
 # (check; a C program without frame pointers and both LuaJITs with and
 # without the JIT, recorded at once; a launched target; inlined.lua's
-# compiled code placed in f, g and h as jit.p places it; nginx; report
-# and info), with a:b:c within 10% (or its sampling noise), nginx's
-# stacks 99% rooted.  Without the binary that part is one FAIL saying it is
+# compiled code placed in f, g and h as jit.p places it; allocations
+# (-e alloc) against LuaJIT's own count; nginx; report and info), with
+# a:b:c within 10% (or its sampling noise), nginx's stacks 99% rooted.  Without the binary that part is one FAIL saying it is
 # missing.  The traces and this guest's reports of them are copied to
 # $LUAPROF_SMOKE_CMP (the results share) for tests/kernels.sh to read
 # them again on x86_64.
@@ -233,6 +233,37 @@ for lj in luajit2:$LJ2: upstream:$LJ1:$LJ1_PATH; do
 	check "inlined $name: records stretches placed by instruction" \
 		grep -qE "between snapshots, [1-9][0-9]* stretches placed by instruction" \
 		$TMP/inl-$name.err
+done
+
+at "allocations"
+# --- record -e alloc: the allocator's probe site read from arm64 code
+# (record/luajit_alloc_arm64.c); allocs.lua's a, b and c allocate 1:2:3
+# and print what each allocated as LuaJIT counts it. ---------------------------
+for lj in luajit2:$LJ2 upstream:$LJ1; do
+	name=${lj%%:*} bin=${lj#*:}
+	$LUAPROF record -e alloc --alloc-every 4k -o $TMP/alloc-$name.lp -- \
+		$bin $S/allocs.lua 2 >$TMP/alloc-$name.out 2>$TMP/alloc-$name.err
+	check "alloc $name: record -e alloc exits 0" test $? -eq 0
+	read -r ta tb tc <$TMP/alloc-$name.out
+	$LUAPROF report --kind alloc --format folded -o $TMP/alloc-$name.folded \
+		$TMP/alloc-$name.lp 2>/dev/null
+	# The bytes under a, b and c (unit() allocates for each).
+	read -r sa sb sc < <(awk -v f=" ($S/allocs.lua:" '{ st = $0; sub(/ [0-9]+$/, "", st);
+		n = split(st, fr, ";"); for (i = 1; i <= n; i++) { name = fr[i]; sub(/ \(.*/, "", name)
+			if (index(fr[i], f) && name ~ /^[abc]$/) { by[name] += $NF; break } } }
+		END { print by["a"] + 0, by["b"] + 0, by["c"] + 0 }' $TMP/alloc-$name.folded)
+	sum=$((sa + sb + sc)) truth=$(awk -v a="${ta:-0}" -v b="${tb:-0}" -v c="${tc:-0}" \
+		'BEGIN { print a + b + c }')
+	echo "  alloc $name: bytes sampled a $sa b $sb c $sc; by LuaJIT's count a $ta b $tb c $tc"
+	check_num "alloc $name: bytes sampled under a, b, c, of LuaJIT's count" \
+		"$(share $sum $truth)" ">=" 0.8
+	for f in a b c; do
+		eval "got=\$s$f want=\$t$f"
+		check_num "alloc $name: $f's share of the bytes, against LuaJIT's count" \
+			"$(awk -v g="$got" -v s="$sum" -v w="${want:-0}" -v t="$truth" \
+				'BEGIN { d = (s ? g / s : 0) - (t ? w / t : 1); printf "%.4f", d < 0 ? -d : d }')" \
+			"<=" 0.05
+	done
 done
 
 # --- nginx with the Lua module, JIT on, under wrk --------------------------------
