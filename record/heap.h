@@ -135,8 +135,9 @@ int heap_find_vm(const struct heap_image *im, const struct heap_layout *hl, unsi
 #define HEAP_FIND_G_BYTES (32u << 20)
 int heap_find_G(pid_t pid, const struct lj_layout *lo, uint64_t *G);
 /* Whether G heads a VM in pid's memory as heap_find_vm() asks, read from
- * the process (a few reads): a G known in another process of the same
- * image, as a fork's (nginx's workers run the VM their master made). */
+ * the process (one read, of the main thread and G up to mainthref): a G
+ * known in another process of the same image, as a fork's (nginx's
+ * workers run the VM their master made). */
 int heap_is_G(pid_t pid, const struct lj_layout *lo, uint64_t G);
 /* g->vmstate in the image: ~LJ_VMST_* or a trace number. */
 int heap_vmstate(const struct heap_image *im, const struct heap_layout *hl, uint64_t G,

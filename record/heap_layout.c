@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "record/heap.h"
-#include "record/luajit.h" /* target_read(), lj_get_ref() */
+#include "record/luajit.h" /* target_read() */
 
 static uint32_t align8(uint32_t v)
 {
@@ -178,13 +178,19 @@ int heap_find_G(pid_t pid, const struct lj_layout *lo, uint64_t *G)
 
 int heap_is_G(pid_t pid, const struct lj_layout *lo, uint64_t G)
 {
-	uint8_t glref[8] = { 0 }, mainth[8] = { 0 };
+	uint8_t head[1024]; /* from L to past G's mainthref, read at once */
+	struct heap_image im = { 0 };
+	struct heap_layout hl;
 	uint64_t L = G - lo->gg_g;
+	size_t len = (size_t)lo->gg_g + lo->g_mainthref + 8;
+	int is;
 
-	return G > lo->gg_g && lo->ref_size <= 8 &&
-	       !target_read(pid, L + lo->l_glref, glref, lo->ref_size) &&
-	       !target_read(pid, G + lo->g_mainthref, mainth, lo->ref_size) &&
-	       lj_get_ref(lo, glref) == G && lj_get_ref(lo, mainth) == L;
+	if (G <= lo->gg_g || len > sizeof(head) || heap_layout_from(lo, &hl) ||
+	    target_read(pid, L, head, len) || heap_image_add(&im, L, head, len))
+		return 0;
+	is = is_main_thread(&im, &hl, L);
+	heap_image_free(&im);
+	return is;
 }
 
 int heap_vmstate(const struct heap_image *im, const struct heap_layout *hl, uint64_t G,

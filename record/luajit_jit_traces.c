@@ -315,27 +315,32 @@ int jit_trace_at(struct jit_trace_table *tt, const struct lj_target *t, uint64_t
 		 uint32_t *traceno, uint64_t *addr, uint16_t *fingerprint)
 {
 	const struct lj_layout *lo = &t->layout;
-	uint64_t J = t->G + lo->g2j, trarr = 0, ref = 0;
+	uint64_t J = t->G + lo->g2j, trarr = 0, ref = 0, now = now_ns();
 	uint32_t sizetrace = 0;
 
 	if (!lo->g2j || !t->G || !lo->fn_ffid)
 		return -ENOENT;
-	/* A trace met before still holds pc if J->trace[] still has it
-	 * under its number: code is not moved while a trace lives. */
+	/* A trace met before holds pc while J->trace[] has it under its
+	 * number (code does not move while a trace lives): taken as it is
+	 * for REVALIDATE_NS after it was last looked at, as
+	 * jit_trace_table_get() takes it, then checked with a read. */
 	for (size_t i = 0; i < tt->n; i++) {
 		const struct jit_trace *e = &tt->v[i];
 
-		if (e->pid != (uint32_t)t->pid || pc - e->mcode >= e->szmcode ||
-		    target_read(t->pid, J + lo->j_trace, &trarr, 8) ||
-		    target_read(t->pid, trarr + (uint64_t)e->traceno * lo->ref_size, &ref,
-				lo->ref_size) || lj_get_ref(lo, (const uint8_t *)&ref) != e->addr)
+		if (e->pid != (uint32_t)t->pid || pc - e->mcode >= e->szmcode)
+			continue;
+		if (now - e->checked_ns >= REVALIDATE_NS &&
+		    ((!trarr && target_read(t->pid, J + lo->j_trace, &trarr, 8)) ||
+		     target_read(t->pid, trarr + (uint64_t)e->traceno * lo->ref_size, &ref,
+				 lo->ref_size) || lj_get_ref(lo, (const uint8_t *)&ref) != e->addr))
 			continue;
 		*traceno = e->traceno;
 		*addr = e->addr;
 		*fingerprint = e->fingerprint;
 		return 0;
 	}
-	if (!scan_due(tt, (uint32_t)t->pid) || target_read(t->pid, J + lo->j_trace, &trarr, 8) ||
+	if (!scan_due(tt, (uint32_t)t->pid) ||
+	    (!trarr && target_read(t->pid, J + lo->j_trace, &trarr, 8)) ||
 	    target_read(t->pid, J + lo->j_sizetrace, &sizetrace, 4) || !sizetrace ||
 	    sizetrace > 65536)
 		return -ENOENT;

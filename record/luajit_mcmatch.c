@@ -38,6 +38,18 @@
 #define MC_MIN_TIED 0.6      /* share of IR with code that must be tied */
 #define SKIP 3               /* the cost of IR with code left with none */
 
+/* IR that may call a helper, on either instruction set. */
+static int may_call(uint8_t o)
+{
+	switch (lj_ir_class[o]) {
+	case LJ_IRC_CALL: case LJ_IRC_ALLOC: case LJ_IRC_BUF:
+		return 1;
+	}
+	return o == LJ_IR_MOD || o == LJ_IR_POW || o == LJ_IR_FPMATH || o == LJ_IR_LDEXP ||
+	       o == LJ_IR_TOSTR || o == LJ_IR_STRTO || o == LJ_IR_NEWREF ||
+	       o == LJ_IR_OBAR || o == LJ_IR_ALEN || o == LJ_IR_HREF;
+}
+
 static int is_guard(struct lj_irins x)
 {
 	return (x.t & LJ_IRT_GUARD) || (x.o < LJ_IR__MAX &&
@@ -60,7 +72,7 @@ static int score(const struct lj_mc_isa *isa, const struct lj_trace_view *tv,
 	if (x.r < 64 && (m->wr >> x.r & 1))
 		s += isa->same_op(m, x.o) ? 4 : 1;
 	if (m->call)
-		s += lj_ir_class[x.o] == LJ_IRC_CALL ? 4 : lj_mc_may_call(x.o) ? 3 : 0;
+		s += lj_ir_class[x.o] == LJ_IRC_CALL ? 4 : may_call(x.o) ? 3 : 0;
 	if (m->store && lj_ir_class[x.o] == LJ_IRC_STORE)
 		s += 2;
 	for (int w = 0; w < 2 && s; w++) {
@@ -152,16 +164,6 @@ int lj_mc_starts(const char *s, const char *p)
 	return !strncmp(s, p, strlen(p));
 }
 
-int lj_mc_may_call(uint8_t o)
-{
-	switch (lj_ir_class[o]) {
-	case LJ_IRC_CALL: case LJ_IRC_ALLOC: case LJ_IRC_BUF:
-		return 1;
-	}
-	return o == LJ_IR_MOD || o == LJ_IR_POW || o == LJ_IR_FPMATH || o == LJ_IR_LDEXP ||
-	       o == LJ_IR_TOSTR || o == LJ_IR_STRTO || o == LJ_IR_NEWREF ||
-	       o == LJ_IR_OBAR || o == LJ_IR_ALEN || o == LJ_IR_HREF;
-}
 
 /* What matching needs of the instruction just decoded: its mnemonic and
  * the registers it reads and writes (capstone's), then what its

@@ -146,10 +146,8 @@ struct lj_mc_isa {
 	int (*same_op)(const struct lj_mc *m, uint8_t o); /* m's operation is IR op o's */
 };
 extern const struct lj_mc_isa lj_mc_x86_64, lj_mc_arm64;
-/* Helpers of the instruction sets' files: s starts with p; IR op o may
- * call a helper (its code is a call, on either instruction set). */
+/* For the instruction sets' files: s starts with p. */
 int lj_mc_starts(const char *s, const char *p);
-int lj_mc_may_call(uint8_t o);
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -176,8 +176,9 @@ TEST(heap_walk_synthetic_gc64)
 }
 
 /* The recorder's check of a G known in another process of the same image
- * (heap_is_G(), before any sample): it holds where the main thread's glref
- * and G's mainthref agree, in the target's own memory, and nowhere else. */
+ * (heap_is_G(), before any sample): it holds where the main thread (a
+ * thread object) and G's mainthref agree, in the target's own memory, and
+ * nowhere else. */
 TEST(heap_is_G_in_target_memory)
 {
 	const struct lj_build_desc *b = lj_known_build(LJ_LAYOUT_GC64 | LJ_LAYOUT_OPENRESTY);
@@ -189,6 +190,7 @@ TEST(heap_is_G_in_target_memory)
 	G = L + lo->gg_g;
 	m = fake_region(L, 0x1000);
 	CHECK(!heap_is_G(1, lo, G));
+	m[9] = HT_THREAD; /* the main thread's gct */
 	memcpy(m + lo->l_glref, &G, 8);
 	CHECK(!heap_is_G(1, lo, G)); /* mainthref not yet */
 	memcpy(m + lo->gg_g + lo->g_mainthref, &L, 8);
