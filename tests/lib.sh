@@ -179,6 +179,18 @@ shares_overlap() {
 		END { for (k in a) if (k in b) s += a[k] < b[k] ? a[k] : b[k]; printf "%.4f\n", s }' "$1" "$2"
 }
 
+# folded_under WHO FOLDED: the count of FOLDED's stacks through a Lua
+# function WHO of samples/lua/.
+folded_under() { grep -E ";$1 \(samples/lua/[a-z]+.lua:[0-9]+\)" "$2" | folded_total /dev/stdin; }
+
+# share_dev G S W T: how far the share G/S is from the share W/T (the
+# truth), as a decimal; a share of nothing is 0, and of a truth of
+# nothing 1, so that an empty side fails a bound rather than dividing by 0.
+share_dev() {
+	awk -v g="$1" -v s="$2" -v w="$3" -v t="$4" \
+		'BEGIN { d = (s ? g / s : 0) - (t ? w / t : 1); printf "%.4f", d < 0 ? -d : d }'
+}
+
 # compiled_placed LP [ARGS...]: the share of compiled samples that their
 # trace's snapshots placed, from the report header (ARGS: report's, as
 # --pid): in a function, or in inlined code marked as not told apart

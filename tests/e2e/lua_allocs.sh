@@ -15,9 +15,6 @@
 . tests/nginx.sh
 
 export HOME=$TMP GOCACHE=$TMP/go-cache PPROF_TMPDIR=$TMP
-# WHO FILE: the bytes under Lua function WHO in folded FILE.
-under() { grep -E ";$1 \(samples/lua/[a-z]+.lua:[0-9]+\)" "$2" | folded_total /dev/stdin; }
-dev() { awk -v g="$1" -v s="$2" -v w="$3" -v t="$4" 'BEGIN { d = g / s - w / t; printf "%.4f", d < 0 ? -d : d }'; }
 
 for mode in jit joff; do
 	flag=; [ $mode = joff ] && flag=-joff
@@ -28,14 +25,15 @@ for mode in jit joff; do
 	check "$mode: allocs.lua printed its bytes" test -n "$tc"
 	$LUAPROF report --kind alloc --format folded -o $TMP/$mode.folded $TMP/$mode.lp 2>/dev/null
 	check "$mode: report --kind alloc exits 0" test $? -eq 0
-	a=$(under a $TMP/$mode.folded) b=$(under b $TMP/$mode.folded) c=$(under c $TMP/$mode.folded)
+	a=$(folded_under a $TMP/$mode.folded) b=$(folded_under b $TMP/$mode.folded)
+	c=$(folded_under c $TMP/$mode.folded)
 	echo "# $mode: bytes sampled a $a b $b c $c; allocated by LuaJIT's count a $ta b $tb c $tc"
 	sum=$((a + b + c)) truth=$(awk -v a="$ta" -v b="$tb" -v c="$tc" 'BEGIN { print a + b + c }')
 	check_num "$mode: bytes sampled under a, b, c" "$sum" ">" 0
 	for f in a b c; do
 		eval "got=\$$f want=\$t$f"
 		check_num "$mode: $f's share of the bytes, against LuaJIT's count" \
-			"$(dev "$got" "$sum" "$want" "$truth")" "<=" 0.05
+			"$(share_dev "$got" "$sum" "$want" "$truth")" "<=" 0.05
 	done
 	# Of the sum: the bytes sampled are a Poisson count of N-byte units (N = 16 KiB:
 	# about 1% of it), and the probe is on before the work begins.
@@ -69,8 +67,8 @@ read -r kept heap_kib <$TMP/r.out
 $LUAPROF report --kind alloc --format folded -o $TMP/ra.folded $TMP/r.lp 2>/dev/null
 $LUAPROF report --kind inuse --format folded -o $TMP/ri.folded $TMP/r.lp 2>/dev/null
 check "report --kind inuse exits 0" test $? -eq 0
-ak=$(under keep $TMP/ra.folded) ad=$(under drop $TMP/ra.folded)
-ik=$(under keep $TMP/ri.folded) id=$(under drop $TMP/ri.folded)
+ak=$(folded_under keep $TMP/ra.folded) ad=$(folded_under drop $TMP/ra.folded)
+ik=$(folded_under keep $TMP/ri.folded) id=$(folded_under drop $TMP/ri.folded)
 itotal=$(folded_total $TMP/ri.folded)
 echo "# alloc: keep $ak drop $ad; inuse: keep $ik drop $id, all $itotal; heap at the end $heap_kib KiB"
 check_num "alloc: keep()'s share of keep's and drop's bytes" "$(share "$ak" $((ak + ad)))" ">=" 0.4

@@ -141,10 +141,8 @@ check "pooled over the matrix: c/a within 5% of 3" \
 # ---- 3. inlined frames placed as with DWARF ------------------------------
 # self_shares FOLDED: f's, g's and h's self shares among inlined.lua's.
 self_shares() {
-	awk -v f=" ($S/inlined.lua:" '{ c = $NF; st = $0; sub(/ [0-9]+$/, "", st);
-		n = split(st, fr, ";"); for (i = n; i >= 1; i--) if (index(fr[i], f)) break;
-		if (i < 1) next; name = fr[i]; sub(/ \(.*/, "", name); self[name] += c; tot += c }
-		END { printf "%.4f %.4f %.4f\n", self["f"] / tot, self["g"] / tot, self["h"] / tot }' "$1"
+	lua_self_shares "$1" $S/inlined.lua |
+		awk '{ s[$1] = $2 } END { printf "%.4f %.4f %.4f\n", s["f"], s["g"], s["h"] }'
 }
 ninl=0
 while read -r name exe debug refs rest; do

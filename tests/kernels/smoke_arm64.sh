@@ -247,11 +247,9 @@ for lj in luajit2:$LJ2 upstream:$LJ1; do
 	read -r ta tb tc <$TMP/alloc-$name.out
 	$LUAPROF report --kind alloc --format folded -o $TMP/alloc-$name.folded \
 		$TMP/alloc-$name.lp 2>/dev/null
-	# The bytes under a, b and c (unit() allocates for each).
-	read -r sa sb sc < <(awk -v f=" ($S/allocs.lua:" '{ st = $0; sub(/ [0-9]+$/, "", st);
-		n = split(st, fr, ";"); for (i = 1; i <= n; i++) { name = fr[i]; sub(/ \(.*/, "", name)
-			if (index(fr[i], f) && name ~ /^[abc]$/) { by[name] += $NF; break } } }
-		END { print by["a"] + 0, by["b"] + 0, by["c"] + 0 }' $TMP/alloc-$name.folded)
+	sa=$(folded_under a $TMP/alloc-$name.folded)
+	sb=$(folded_under b $TMP/alloc-$name.folded)
+	sc=$(folded_under c $TMP/alloc-$name.folded)
 	sum=$((sa + sb + sc)) truth=$(awk -v a="${ta:-0}" -v b="${tb:-0}" -v c="${tc:-0}" \
 		'BEGIN { print a + b + c }')
 	echo "  alloc $name: bytes sampled a $sa b $sb c $sc; by LuaJIT's count a $ta b $tb c $tc"
@@ -260,9 +258,7 @@ for lj in luajit2:$LJ2 upstream:$LJ1; do
 	for f in a b c; do
 		eval "got=\$s$f want=\$t$f"
 		check_num "alloc $name: $f's share of the bytes, against LuaJIT's count" \
-			"$(awk -v g="$got" -v s="$sum" -v w="${want:-0}" -v t="$truth" \
-				'BEGIN { d = (s ? g / s : 0) - (t ? w / t : 1); printf "%.4f", d < 0 ? -d : d }')" \
-			"<=" 0.05
+			"$(share_dev "$got" "$sum" "${want:-0}" "$truth")" "<=" 0.05
 	done
 done
 
