@@ -51,6 +51,23 @@
 #define LP_LINK_REG 1
 #define LP_RA_STRIP(ra) ((ra) & 0x0000ffffffffffffull)
 
+/*
+ * The signal trampoline (the vDSO's __kernel_rt_sigreturn, an
+ * LP_CFA_SIGNAL row): sp points at the struct rt_sigframe the kernel
+ * wrote, its sigcontext's x29, x30, sp and pc at +544 .. +568.
+ *
+ *   rt_sigframe: siginfo           +0    (128 bytes)
+ *                ucontext          +128  uc_flags, uc_link, uc_stack,
+ *                                        uc_sigmask, 120 bytes unused
+ *                  uc_mcontext     +304  (16-aligned) fault_address,
+ *                    regs[31]      +312  x29 +544, x30 +552
+ *                    sp, pc        +560, +568
+ */
+#define LP_SIGFRAME_FP 544
+#define LP_SIGFRAME_LR 552
+#define LP_SIGFRAME_SP 560
+#define LP_SIGFRAME_PC 568
+
 /* 1 if the instruction before return address ra is a call: bl, blr, or
  * the authenticating blraa/blrab/blraaz/blrabz. */
 static __always_inline int arch_is_call_site(__u64 ra)

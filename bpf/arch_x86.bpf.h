@@ -62,6 +62,13 @@
 #define LP_LINK_REG 0
 #define LP_RA_STRIP(ra) (ra)
 
+/* The signal trampoline (__restore_rt, an LP_CFA_SIGNAL row): rsp points
+ * at a ucontext_t, uc_mcontext.gregs[] at +40, REG_RBP, REG_RSP and
+ * REG_RIP of the interrupted code at +120, +160, +168. */
+#define LP_SIGFRAME_FP 120
+#define LP_SIGFRAME_SP 160
+#define LP_SIGFRAME_PC 168
+
 /*
  * Is ra a return address: does a call instruction end right before it?
  * E8 rel32 (5 bytes), or FF /2, an indirect call through a register

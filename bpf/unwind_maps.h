@@ -79,9 +79,10 @@
  *   push %r15 ... %r12                          | r15 .. r12      |
  *   push %r10               CFA = *(rbp - 40)   | r10 = CFA       | rbp-40
  *
- * LP_CFA_SIGNAL marks the kernel's signal trampoline (__restore_rt): rsp
- * points at a ucontext_t whose saved registers give the interrupted pc,
- * rsp and rbp.  LP_CFA_END marks the outermost frame (_start, a thread's
+ * LP_CFA_SIGNAL marks a signal trampoline (glibc's __restore_rt, arm64's
+ * vDSO __kernel_rt_sigreturn): the stack pointer points at what the
+ * kernel saved, whose registers give the interrupted pc, stack pointer
+ * and frame pointer (bpf/arch_*.bpf.h's LP_SIGFRAME_*).  LP_CFA_END marks the outermost frame (_start, a thread's
  * clone): the return address is undefined.  LP_CFA_GAP covers addresses no
  * FDE describes and LP_CFA_UNSUPPORTED a rule the walker cannot follow
  * (an expression of another form, a register that is not saved in
@@ -122,7 +123,7 @@ enum lp_cfa_type {
 	LP_CFA_RSP = 1,
 	LP_CFA_RBP = 2,
 	LP_CFA_PLT = 3,         /* cfa_off holds the threshold (11 or 10) */
-	LP_CFA_SIGNAL = 4,      /* __restore_rt: registers in a ucontext_t */
+	LP_CFA_SIGNAL = 4,      /* a signal trampoline: registers the kernel saved */
 	LP_CFA_END = 5,         /* outermost frame: return address undefined */
 	LP_CFA_UNSUPPORTED = 6, /* a DWARF expression, or an odd rule */
 	LP_CFA_DEREF_RSP = 7,   /* *(rsp + (s16)cfa_off) + 8 * aux */

@@ -198,13 +198,17 @@ __u32 unwind_tables_on;
 /* Where the walk is: the registers of the frame about to be recorded. */
 struct unwind_cursor {
 	__u64 pc, sp, bp;
-	__u64 lr;         /* frame 0's link register (arm64), else 0 */
+	__u64 lr;         /* frame intr_n's link register (arm64), else 0 */
 	__u64 sp0, bp0;   /* frame 0's, for the leaf retry */
 	__u64 rec_pc;     /* out: the pc recorded for this frame */
 	__u32 n;          /* frames recorded before this one */
 	__u32 pc_is_ra;   /* pc is a return address: look up pc - 1 */
 	__u32 bp_known;   /* bp holds the frame's true rbp */
 	__u32 leaf_retry; /* frame 0 may be retried as a frameless leaf */
+	__u32 intr_n;     /* the frame whose registers were all saved when it
+			     was interrupted: 0, or the one a signal frame
+			     returns to.  Its pc is no return address and its
+			     return address may still be in a register. */
 	__u32 stop;       /* enum lp_ustop, once the walk ends */
 	__u32 win_len;    /* bytes of the stack copied, from win_lo */
 	__u64 win_lo;
@@ -861,7 +865,7 @@ static __always_inline int unwind_leaf_no_row(const struct lp_unwind_proc *proc,
 	__u64 ra, bias, sp;
 	__u32 obj;
 
-	if (c->n || c->pc_is_ra || unwind_leaf_ra(c, c->sp, &ra, &sp))
+	if (c->n != c->intr_n || c->pc_is_ra || unwind_leaf_ra(c, c->sp, &ra, &sp))
 		return LP_USTOP_NO_ROW;
 	if (!ra)
 		return LP_USTOP_END;
@@ -1185,7 +1189,7 @@ static __always_inline int unwind_to_caller(struct unwind_cursor *c, __u64 cfa,
 {
 	/* The stack grows down: a caller's frame is always above, but for
 	 * a leaf that keeps its return address in the link register. */
-	if (cfa < c->sp || (cfa == c->sp && (!LP_LINK_REG || c->n)))
+	if (cfa < c->sp || (cfa == c->sp && (!LP_LINK_REG || c->n != c->intr_n)))
 		return LP_USTOP_BAD_FRAME;
 	/* A zero return address ends the stack, unless frame 0 may yet be
 	 * retried (then the next step finds 0 unmapped and retries). */
@@ -1256,15 +1260,21 @@ static __always_inline int unwind_cfa(const struct lp_unwind_proc *proc,
 		*cfa = c->sp + 8 + ((c->pc & 15) >= row->cfa_off ? 8 : 0);
 		return -1;
 	case LP_CFA_SIGNAL:
-		/* rsp -> ucontext_t; uc_mcontext.gregs[] at +40: rbp, rsp
-		 * and rip of the interrupted code at +120, +160, +168.  That
-		 * pc was interrupted, not called from: look it up as is. */
-		if (unwind_read(c, c->sp + 120, &bp) || unwind_read(c, c->sp + 160, &sp) ||
-		    unwind_read(c, c->sp + 168, &ra))
+		/* The registers of the interrupted code, as the kernel saved
+		 * them (bpf/arch_*.bpf.h's LP_SIGFRAME_*).  That pc was
+		 * interrupted, not called from: look it up as is. */
+		if (unwind_read(c, c->sp + LP_SIGFRAME_FP, &bp) ||
+		    unwind_read(c, c->sp + LP_SIGFRAME_SP, &sp) ||
+		    unwind_read(c, c->sp + LP_SIGFRAME_PC, &ra))
 			return LP_USTOP_READ;
+#ifdef LP_SIGFRAME_LR
+		if (unwind_read(c, c->sp + LP_SIGFRAME_LR, &c->lr))
+			return LP_USTOP_READ;
+#endif
 		if (!ra)
 			return LP_USTOP_END;
 		unwind_move(c, ra, sp, bp, 0);
+		c->intr_n = c->n + 1;
 		return 0;
 	case LP_CFA_END:
 		return LP_USTOP_END;
@@ -1303,7 +1313,7 @@ static __always_inline int unwind_by_row_link(struct unwind_cursor *c,
 		return unwind_to_caller(c, cfa, pair[1], pair[0]);
 	}
 	if (aux == LP_RA_LINK) {
-		if (c->n || !c->lr)
+		if (c->n != c->intr_n || !c->lr)
 			return LP_USTOP_BAD_FRAME;
 		ra = c->lr;
 	} else if (aux < LP_RA_SP) {

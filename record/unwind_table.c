@@ -387,9 +387,9 @@ static int insert_row(struct unwind_table *t, uint32_t i, uint32_t pc, uint8_t c
 	return 0;
 }
 
-/* Code [lo, hi) that no FDE covers ends stacks: an LP_CFA_END row at lo,
- * and no CFI again from hi. */
-static int mark_end(struct unwind_table *t, uint64_t lo, uint64_t hi)
+/* Code [lo, hi) that no FDE covers gets a row of cfa_type at lo, and no
+ * CFI again from hi: 1 if it did, 0 if CFI covers some of it already. */
+static int mark_span(struct unwind_table *t, uint64_t lo, uint64_t hi, uint8_t cfa_type)
 {
 	const struct lp_unwind_row *r = unwind_table_lookup(t, lo);
 	uint32_t i = r ? (uint32_t)(r - t->rows) + 1 : 0;
@@ -400,10 +400,18 @@ static int mark_end(struct unwind_table *t, uint64_t lo, uint64_t hi)
 		return 0;
 	err = (i < t->nrows && t->rows[i].pc == hi) ? 0 : insert_row(t, i, (uint32_t)hi, LP_CFA_GAP);
 	if (!err)
-		err = insert_row(t, i, (uint32_t)lo, LP_CFA_END);
-	if (!err)
+		err = insert_row(t, i, (uint32_t)lo, cfa_type);
+	return err ? err : 1;
+}
+
+/* Code [lo, hi) that no FDE covers ends stacks. */
+static int mark_end(struct unwind_table *t, uint64_t lo, uint64_t hi)
+{
+	int err = mark_span(t, lo, hi, LP_CFA_END);
+
+	if (err > 0)
 		t->end_rows++;
-	return err;
+	return err < 0 ? err : 0;
 }
 
 /*
@@ -485,6 +493,64 @@ static const uint8_t *vaddr_bytes(const struct unwind_table *t,
 		return image + off;
 	}
 	return NULL;
+}
+
+/*
+ * arm64's kernel returns from a signal handler through the vDSO's
+ * __kernel_rt_sigreturn, which has no CFI: the kernel left it out so that
+ * unwinders know it by its instructions and read the interrupted
+ * registers from the sigcontext, as libgcc does and the walker does
+ * (LP_CFA_SIGNAL, bpf/arch_arm64.bpf.h).  A handler returns to the symbol
+ * itself, which a walk looks up a byte before: the row starts at the nop
+ * the kernel puts there for that.  Only these three instructions get it.
+ */
+#define ARM64_SIGRETURN "__kernel_rt_sigreturn"
+static const uint32_t arm64_sigreturn[] = {
+	0xd503201f, /* nop */
+	0xd2801168, /* mov x8, #139 (__NR_rt_sigreturn) */
+	0xd4000001, /* svc #0 */
+};
+
+/* The value of the dynamic symbol called name, or 0. */
+static uint64_t dynsym_value(Elf *elf, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+		GElf_Sym sym;
+		const char *nm;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 1; i < sh.sh_size / sh.sh_entsize; i++)
+			if (gelf_getsym(d, (int)i, &sym) && sym.st_shndx != SHN_UNDEF &&
+			    (nm = elf_strptr(elf, sh.sh_link, sym.st_name)) && !strcmp(nm, name))
+				return sym.st_value;
+	}
+	return 0;
+}
+
+static int mark_sigreturn(Elf *elf, struct unwind_table *t)
+{
+	uint64_t at = dynsym_value(elf, ARM64_SIGRETURN), lo = at - 4;
+	size_t isize = 0, avail = 0;
+	const uint8_t *image = (const uint8_t *)elf_rawfile(elf, &isize);
+	const uint8_t *code;
+	int err;
+
+	if (at < 4 || !image)
+		return 0;
+	code = vaddr_bytes(t, image, isize, lo, &avail);
+	if (!code || avail < sizeof(arm64_sigreturn) ||
+	    memcmp(code, arm64_sigreturn, sizeof(arm64_sigreturn)))
+		return 0;
+	err = mark_span(t, lo, lo + sizeof(arm64_sigreturn), LP_CFA_SIGNAL);
+	if (err > 0)
+		t->signal_rows++;
+	return err < 0 ? err : 0;
 }
 
 /*
@@ -616,6 +682,8 @@ static int build_elf(Elf *elf, struct unwind_table *t)
 	err = finish_rows(&b) ?: finish_fns(&b);
 	if (!err && t->nrows)
 		err = mark_entry(t, ehdr.e_entry) ?: mark_fiber_roots(elf, t);
+	if (!err && ehdr.e_machine == EM_AARCH64)
+		err = mark_sigreturn(elf, t);
 	free(b.v);
 	free(b.ranges);
 	free(b.fns);

@@ -146,6 +146,16 @@ lua_truncated() {
 		END { print n + 0 }' "$1"
 }
 
+# share_with FILE A B : among samples whose stack holds frame A, the
+# share that also holds frame B.
+share_with() {
+	awk -v a="$2" -v b="$3" '{ st = $0; sub(/ [0-9]+$/, "", st);
+		n = split(st, fr, ";"); ha = hb = 0;
+		for (i = 1; i <= n; i++) { if (fr[i] == a) ha = 1; if (fr[i] == b) hb = 1 }
+		if (ha) { t += $NF; if (hb) m += $NF } }
+		END { printf "%.4f", t ? m / t : 0 }' "$1"
+}
+
 # folded_incl FILE FRAME : samples whose stack holds FRAME (once each).
 # Frames may hold spaces (Lua frames do): the count is after the last one.
 folded_incl() {

@@ -51,16 +51,6 @@ check_reach() {
 	return 0
 }
 
-# share_with FILE A B : among samples whose stack holds frame A, the
-# share that also holds frame B.
-share_with() {
-	awk -v a="$2" -v b="$3" '{ st = $0; sub(/ [0-9]+$/, "", st);
-		n = split(st, fr, ";"); ha = hb = 0;
-		for (i = 1; i <= n; i++) { if (fr[i] == a) ha = 1; if (fr[i] == b) hb = 1 }
-		if (ha) { t += $NF; if (hb) m += $NF } }
-		END { printf "%.4f", t ? m / t : 0 }' "$1"
-}
-
 # --- nofp: C chains without frame pointers --------------------------------
 record chains $SAMPLES/nofp chains 3
 check "record -- nofp chains exits 0" test $? -eq 0
@@ -129,6 +119,8 @@ h=$(folded_incl $TMP/signal.folded on_alarm)
 check_num "nofp signal: samples in the handler" "$h" ">=" 10
 check_num "nofp signal: handler samples reaching main through the signal frame" \
 	"$(share_with $TMP/signal.folded on_alarm main)" ">=" 0.95
+check_num "nofp signal: handler samples under wait_loop, the code they interrupted" \
+	"$(share_with $TMP/signal.folded on_alarm wait_loop)" ">=" 0.95
 
 # --- realigned frames: GCC's DRAP, CFA and rbp by DWARF expressions -------
 # Symbols bound at load (LD_BIND_NOW): ld.so's lazy binder,

@@ -138,10 +138,11 @@ if ! grep -q "^luaprof will run here" $TMP/check.txt; then
 	exit 1
 fi
 
-# --- five targets at once: a C program without frame pointers (the
-# .eh_frame unwinder), both LuaJITs with and without the JIT (abc.lua's
-# 1:2:3) ---------------------------------------------------------------------
+# --- six targets at once: a C program without frame pointers (the
+# .eh_frame unwinder), the same with a signal handler (the vDSO's
+# trampoline), both LuaJITs with and without the JIT (abc.lua's 1:2:3) -------
 start nofp $SAMPLES/nofp chains 600
+start nofp-signal $SAMPLES/nofp signal 600
 start luajit2-joff $LJ2 -joff $S/abc.lua 600 $(unit $LJ2 -joff)
 start upstream-joff $LJ1 -joff $S/abc.lua 600 $(unit $LJ1 -joff)
 start luajit2-jit $LJ2 $S/abc.lua 600 $(unit $LJ2)
@@ -150,18 +151,18 @@ for t in "${TARGETS[@]}"; do
 	wait_for busy ${PID[$t]} 0.5 || wait_for busy ${PID[$t]} 0.5 ||
 		fail "$t: the target did not get 0.5 s of CPU in 40 s"
 done
-at "recording the five targets"
+at "recording the six targets"
 pids=$(IFS=,; echo "${PID[*]}")
 # 3 s of CPU each: up to 3000 samples each, a thousand or so where the
 # emulated kernel throttles the sampling rate.
-record_until all 15 $pids -F 999 -p $pids
+record_until all 18 $pids -F 999 -p $pids
 at "recorded"
 for t in "${TARGETS[@]}"; do
 	kill ${PID[$t]} 2>/dev/null
 	wait ${PID[$t]} 2>/dev/null
 	fold $t
 done
-echo "  all five: $(folded_total $TMP/all.folded) samples; native walks $(walks all)," \
+echo "  all six: $(folded_total $TMP/all.folded) samples; native walks $(walks all)," \
 	"stopped unmapped $(walks all unmapped)"
 
 total=$(folded_total $TMP/nofp.folded)
@@ -173,6 +174,16 @@ check "nofp: main;run_chains;chain_b;vla_frame;level3;spin_leaf is named" \
 check_num "nofp: share of samples rooted at _start, through main" \
 	"$(rooted $TMP/nofp.folded)" ">=" 0.9
 echo "  nofp: $total samples, rooted $(rooted $TMP/nofp.folded)"
+# A handler returns through the vDSO's __kernel_rt_sigreturn, which has no
+# CFI: the walk reads the interrupted registers from the signal frame.
+h=$(folded_incl $TMP/nofp-signal.folded on_alarm)
+check_num "nofp signal: samples in the handler" "$h" ">=" 10
+check_num "nofp signal: handler samples reaching main through the signal frame" \
+	"$(share_with $TMP/nofp-signal.folded on_alarm main)" ">=" 0.95
+check_num "nofp signal: handler samples under wait_loop, the code they interrupted" \
+	"$(share_with $TMP/nofp-signal.folded on_alarm wait_loop)" ">=" 0.95
+echo "  nofp signal: $h samples in the handler, through the signal frame" \
+	"$(share_with $TMP/nofp-signal.folded on_alarm main)"
 
 A=$(lua_frame a abc.lua '^function a()')
 B=$(lua_frame b abc.lua '^function b()')

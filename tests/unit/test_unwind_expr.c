@@ -45,9 +45,13 @@ static void align8(struct image *im)
 }
 
 static uint64_t entry_point; /* the image's e_entry */
-/* A function symbol the image's .symtab holds, when sym_name is set. */
+/* A function symbol the image's .symtab holds, when sym_name is set;
+ * of sym_type and in .dynsym instead when those are set. */
 static const char *sym_name;
 static uint64_t sym_addr, sym_size;
+static unsigned char sym_type = STT_FUNC;
+static int sym_dynamic;
+static Elf64_Half machine = EM_X86_64;
 
 /* Builds the image around the FDE instructions ins[0..n). */
 static void build(struct image *im, const uint8_t *ins, size_t n)
@@ -94,7 +98,7 @@ static void build(struct image *im, const uint8_t *ins, size_t n)
 	if (sym_name) {
 		Elf64_Sym sym[2] = { { 0 }, { .st_name = 1, .st_value = sym_addr,
 					      .st_size = sym_size, .st_shndx = 1,
-					      .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC) } };
+					      .st_info = ELF64_ST_INFO(STB_GLOBAL, sym_type) } };
 
 		symstr_off = put(im, "", 1);
 		put(im, sym_name, strlen(sym_name) + 1);
@@ -104,7 +108,8 @@ static void build(struct image *im, const uint8_t *ins, size_t n)
 	align8(im);
 	sh_off = im->n;
 	memset(sh, 0, sizeof(sh));
-	sh[3] = (Elf64_Shdr){ .sh_name = 21, .sh_type = SHT_SYMTAB, .sh_offset = sym_off,
+	sh[3] = (Elf64_Shdr){ .sh_name = 21, .sh_type = sym_dynamic ? SHT_DYNSYM : SHT_SYMTAB,
+			      .sh_offset = sym_off,
 			      .sh_size = 2 * sizeof(Elf64_Sym), .sh_link = 4, .sh_info = 1,
 			      .sh_entsize = sizeof(Elf64_Sym), .sh_addralign = 8 };
 	sh[4] = (Elf64_Shdr){ .sh_name = 29, .sh_type = SHT_STRTAB, .sh_offset = symstr_off,
@@ -120,7 +125,7 @@ static void build(struct image *im, const uint8_t *ins, size_t n)
 	eh.e_ident[EI_DATA] = ELFDATA2LSB;
 	eh.e_ident[EI_VERSION] = EV_CURRENT;
 	eh.e_type = ET_DYN;
-	eh.e_machine = EM_X86_64;
+	eh.e_machine = machine;
 	eh.e_version = EV_CURRENT;
 	eh.e_entry = entry_point;
 	eh.e_phoff = sizeof(eh);
@@ -326,4 +331,49 @@ TEST(unwind_expr_function_bounds)
 	CHECK(!unwind_table_function(&t, FN + 0x100));
 	CHECK(!unwind_table_function(&t, FN - 1));
 	unwind_table_free(&t);
+}
+
+TEST(unwind_expr_arm64_sigreturn)
+{
+	/* arm64's vDSO: __kernel_rt_sigreturn, a dynamic symbol of no type,
+	 * with no CFI (nor any other code here: the CIE's registers are
+	 * x86's, foreign to arm64).  Its nop, mov x8, #139 and svc #0 get a
+	 * signal row, whether the bytes are those and the object arm64's. */
+	static const uint32_t tramp[] = { 0xd503201f, 0xd2801168, 0xd4000001 };
+	static const uint8_t ins[] = { 0x0e, 16 };
+	static struct image im;
+	const struct lp_unwind_row *r;
+	struct unwind_table t;
+
+	sym_name = "__kernel_rt_sigreturn";
+	sym_addr = 0xf04;
+	sym_size = 8;
+	sym_type = STT_NOTYPE;
+	sym_dynamic = 1;
+	for (int k = 0; k < 3; k++) {
+		machine = k == 2 ? EM_X86_64 : EM_AARCH64;
+		build(&im, ins, sizeof(ins));
+		memcpy(im.b + 0xf00, tramp, sizeof(tramp));
+		if (k == 1)
+			im.b[0xf08] = 0x21; /* svc #1 */
+		CHECK(unwind_table_build_mem(im.b, sizeof(im.b), &t) == 0);
+		r = unwind_table_lookup(&t, sym_addr - 1); /* a handler's return */
+		if (k == 0) {
+			CHECK(r && r->cfa_type == LP_CFA_SIGNAL && r->pc == 0xf00);
+			CHECK(t.signal_rows == 1);
+			r = unwind_table_lookup(&t, sym_addr + 7);
+			CHECK(r && r->cfa_type == LP_CFA_SIGNAL);
+			r = unwind_table_lookup(&t, sym_addr + 8);
+			CHECK(r && r->cfa_type == LP_CFA_GAP);
+			CHECK(!unwind_table_lookup(&t, 0xeff));
+		} else {
+			CHECK(!r || r->cfa_type != LP_CFA_SIGNAL);
+			CHECK(t.signal_rows == 0);
+		}
+		unwind_table_free(&t);
+	}
+	sym_name = NULL;
+	sym_type = STT_FUNC;
+	sym_dynamic = 0;
+	machine = EM_X86_64;
 }
