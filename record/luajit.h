@@ -237,9 +237,12 @@ uint64_t jit_trace_table_get(struct jit_trace_table *tt, struct proto_table *pt,
 /* A trace that does not store its number (arm64's: the walk sends it as
  * number 0, as LP_TRACE_UNNUMBERED says) found by the address pc of its
  * code that the native walk stepped over: the traces met first, then the
- * process's J->trace[] (at most every JIT_TRACE_SCAN_NS per process).  0
- * with *traceno, *addr and *fingerprint as the walk gives a numbered
- * trace's (bpf/walk_lua.bpf.h, trace_frame()), or -ENOENT. */
+ * process's J->trace[] as last read (again every JIT_TRACE_SCAN_NS at
+ * most, per process).  0 with *traceno, *addr and *fingerprint as the
+ * walk gives a numbered trace's (bpf/walk_lua.bpf.h, trace_frame());
+ * -ESRCH when no trace held pc when J->trace[] was read, so it is
+ * another JIT's code (or a trace compiled since, for JIT_TRACE_SCAN_NS
+ * at most); -ENOENT when J->trace[] could not be read. */
 #define JIT_TRACE_SCAN_NS 100000000ull
 int jit_trace_at(struct jit_trace_table *tt, const struct lj_target *t, uint64_t pc,
 		 uint32_t *traceno, uint64_t *addr, uint16_t *fingerprint);

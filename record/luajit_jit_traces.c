@@ -46,11 +46,21 @@ struct jit_trace {
 	uint16_t nsnap;
 };
 
-/* When a process's J->trace[] was last scanned for an address. */
-#define SCANS 16
+/* A process's J->trace[] as jit_trace_at() last read it: each trace's
+ * code, which answers for the addresses met until the next read. */
+#define SCANS 64
+struct jit_trace_code {
+	uint64_t mcode, addr;
+	uint32_t szmcode, traceno;
+	uint16_t fingerprint;
+};
+
 struct jit_trace_scan {
 	uint32_t pid;
-	uint64_t ns;
+	int ok;      /* the last read succeeded: v[] is J->trace[]'s */
+	uint64_t G, ns;
+	struct jit_trace_code *v;
+	size_t n, cap;
 };
 
 struct jit_trace_table {
@@ -85,6 +95,8 @@ void jit_trace_table_free(struct jit_trace_table *tt)
 	if (!tt)
 		return;
 	free(tt->v);
+	for (int i = 0; i < SCANS; i++)
+		free(tt->scans[i].v);
 	htab_free(&tt->index);
 	snap_reader_free(tt->snaps);
 	free(tt);
@@ -258,41 +270,40 @@ static uint16_t trace_fingerprint(const struct lj_layout *lo, const uint8_t *hdr
 	return (uint16_t)((startpc >> 2) ^ (mcode >> 4) ^ (mcode >> 20)) | 1;
 }
 
-/* Whether pc's process may scan its J->trace[] now (and notes it did). */
-static int scan_due(struct jit_trace_table *tt, uint32_t pid)
+/* The scan slot of t's VM: its own, or the one read longest ago, then
+ * emptied for it. */
+static struct jit_trace_scan *scan_slot(struct jit_trace_table *tt, const struct lj_target *t)
 {
 	struct jit_trace_scan *oldest = &tt->scans[0];
-	uint64_t now = now_ns();
 
 	for (int i = 0; i < SCANS; i++) {
 		struct jit_trace_scan *sc = &tt->scans[i];
 
-		if (sc->pid == pid) {
-			if (now - sc->ns < JIT_TRACE_SCAN_NS)
-				return 0;
-			sc->ns = now;
-			return 1;
-		}
+		if (sc->pid == (uint32_t)t->pid && sc->G == t->G)
+			return sc;
 		if (sc->ns < oldest->ns)
 			oldest = sc;
 	}
-	*oldest = (struct jit_trace_scan){ pid, now };
-	return 1;
+	*oldest = (struct jit_trace_scan){ .pid = (uint32_t)t->pid, .G = t->G,
+					   .v = oldest->v, .cap = oldest->cap };
+	return oldest;
 }
 
-/* The trace of J->trace[] (sizetrace refs at trarr) whose code holds pc. */
+/* Reads the code of every trace in J->trace[] (sizetrace refs at trarr)
+ * into sc; 0 or -ENOENT. */
 static int scan_traces(const struct lj_target *t, uint64_t trarr, uint32_t sizetrace,
-		       uint64_t pc, uint32_t *traceno, uint64_t *addr, uint16_t *fp)
+		       struct jit_trace_scan *sc)
 {
 	const struct lj_layout *lo = &t->layout;
 	uint8_t *refs = malloc((size_t)sizetrace * lo->ref_size), hdr[LJ_GCTRACE_HDR];
-	int err = -ENOENT;
+	int err = 0;
 
+	sc->n = 0;
 	if (!refs || target_read(t->pid, trarr, refs, (size_t)sizetrace * lo->ref_size)) {
 		free(refs);
 		return -ENOENT;
 	}
-	for (uint32_t no = 1; no < sizetrace && err; no++) {
+	for (uint32_t no = 1; no < sizetrace && !err; no++) {
 		uint64_t tr = lj_get_ref(lo, refs + (size_t)no * lo->ref_size), mcode;
 		uint32_t szmcode;
 
@@ -300,15 +311,41 @@ static int scan_traces(const struct lj_target *t, uint64_t trarr, uint32_t sizet
 			continue;
 		memcpy(&mcode, hdr + lo->tr_mcode, 8);
 		memcpy(&szmcode, hdr + lo->tr_szmcode, 4);
-		if (pc - mcode < szmcode) {
-			*traceno = no;
-			*addr = tr;
-			*fp = trace_fingerprint(lo, hdr);
-			err = 0;
+		if (GROW(sc->v, sc->cap, sc->n + 1)) {
+			err = -ENOENT;
+			break;
 		}
+		sc->v[sc->n++] = (struct jit_trace_code){ mcode, tr, szmcode, no,
+							  trace_fingerprint(lo, hdr) };
 	}
 	free(refs);
 	return err;
+}
+
+/* The trace of t's J->trace[], as last read (again now if that was
+ * JIT_TRACE_SCAN_NS ago), whose code holds pc; *err -ESRCH when none
+ * does, -ENOENT when J->trace[] could not be read. */
+static const struct jit_trace_code *scanned_at(struct jit_trace_table *tt,
+					       const struct lj_target *t, uint64_t pc,
+					       uint64_t now, int *err)
+{
+	const struct lj_layout *lo = &t->layout;
+	uint64_t J = t->G + lo->g2j, trarr = 0;
+	uint32_t sizetrace = 0;
+	struct jit_trace_scan *sc = scan_slot(tt, t);
+
+	if (!sc->ns || now - sc->ns >= JIT_TRACE_SCAN_NS) {
+		sc->ns = now;
+		sc->ok = !(target_read(t->pid, J + lo->j_trace, &trarr, 8) ||
+			   target_read(t->pid, J + lo->j_sizetrace, &sizetrace, 4) ||
+			   !sizetrace || sizetrace > 65536 ||
+			   scan_traces(t, trarr, sizetrace, sc));
+	}
+	*err = sc->ok ? -ESRCH : -ENOENT;
+	for (size_t i = 0; sc->ok && i < sc->n; i++)
+		if (pc - sc->v[i].mcode < sc->v[i].szmcode)
+			return &sc->v[i];
+	return NULL;
 }
 
 int jit_trace_at(struct jit_trace_table *tt, const struct lj_target *t, uint64_t pc,
@@ -316,7 +353,8 @@ int jit_trace_at(struct jit_trace_table *tt, const struct lj_target *t, uint64_t
 {
 	const struct lj_layout *lo = &t->layout;
 	uint64_t J = t->G + lo->g2j, trarr = 0, ref = 0, now = now_ns();
-	uint32_t sizetrace = 0;
+	const struct jit_trace_code *c;
+	int err;
 
 	if (!lo->g2j || !t->G || !lo->fn_ffid)
 		return -ENOENT;
@@ -339,12 +377,13 @@ int jit_trace_at(struct jit_trace_table *tt, const struct lj_target *t, uint64_t
 		*fingerprint = e->fingerprint;
 		return 0;
 	}
-	if (!scan_due(tt, (uint32_t)t->pid) ||
-	    (!trarr && target_read(t->pid, J + lo->j_trace, &trarr, 8)) ||
-	    target_read(t->pid, J + lo->j_sizetrace, &sizetrace, 4) || !sizetrace ||
-	    sizetrace > 65536)
-		return -ENOENT;
-	return scan_traces(t, trarr, sizetrace, pc, traceno, addr, fingerprint);
+	c = scanned_at(tt, t, pc, now, &err);
+	if (!c)
+		return err;
+	*traceno = c->traceno;
+	*addr = c->addr;
+	*fingerprint = c->fingerprint;
+	return 0;
 }
 
 uint64_t jit_trace_table_count(const struct jit_trace_table *tt)

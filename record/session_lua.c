@@ -381,24 +381,52 @@ static void mark_builtin_code(struct session *s, const struct target *t,
 	triplets[2] = 1;
 }
 
-/* A trace that runs without its number (arm64's): the one whose code
+/*
+ * A trace that runs without its number (arm64's): the one whose code
  * holds the address the native walk stepped over as a trace's, a return
- * address when it is not the leaf (looked up a byte before it, inside
- * the call).  f keeps number 0 when none does. */
-static void unnumbered_trace(struct session *s, struct target *t,
-			     const struct lp_event_sample *e, struct lp_lua_frame *f)
+ * address when it is not the leaf (looked up a byte before it, inside the
+ * call), fills in the sample's trace frame.  Code that no trace of the
+ * process holds is another JIT's, called from the trace through the FFI
+ * (PCRE's): the walk stepped over it to the VM's C frame as over a
+ * foreign JIT's, which it tells by the running trace's bounds where
+ * traces carry their number (bpf/unwind_native.bpf.h, unwind_jit_step()),
+ * and the stack gets the gap that walk leaves after it.  Nothing changes
+ * when the traces cannot be read.
+ */
+void place_unnumbered_trace(struct session *s, struct target *t, struct lp_event_sample *e)
 {
-	uint32_t i = e->ustack_jit, no;
+	uint32_t i = e->ustack_jit, n = sample_ustack_frames(e), k, no;
 	uint64_t addr;
 	uint16_t fp;
+	int err;
 
-	if (!i || e->ustack_bytes < 0 || i > (uint32_t)e->ustack_bytes / 8 || i > LP_MAX_USTACK)
+	if (!i || i > n || !t || !t->lj || t->lj->state != LJ_READY)
 		return;
-	if (jit_trace_at(s->jit_traces, t->lj, e->ustack[i - 1] - (i > 1), &no, &addr, &fp))
+	for (k = 0; k < e->lua_depth && k < LP_MAX_LUA; k++)
+		if (e->lua[k].kind == LP_LUA_FRAME_TRACE)
+			break;
+	if (k >= e->lua_depth || k >= LP_MAX_LUA || e->lua[k].addr || e->lua[k].pc)
 		return;
-	f->pc = no;
-	f->addr = addr;
-	f->fingerprint = fp;
+	err = jit_trace_at(s->jit_traces, t->lj, e->ustack[i - 1] - (i > 1), &no, &addr, &fp);
+	if (!err) {
+		e->lua[k].pc = no;
+		e->lua[k].addr = addr;
+		e->lua[k].fingerprint = fp;
+		return;
+	}
+	if (err != -ESRCH)
+		return;
+	e->ustack_jit = 0;
+	s->lua.foreign_code++;
+	if (i == n) /* the walk stopped there: nothing after it */
+		return;
+	if (n == LP_MAX_USTACK) { /* the root goes: the stack is cut there */
+		n--;
+		e->ustack_stop = LP_USTOP_DEPTH;
+	}
+	memmove(&e->ustack[i + 1], &e->ustack[i], (n - i) * sizeof(e->ustack[0]));
+	e->ustack[i] = LP_USTACK_GAP;
+	e->ustack_bytes = (int32_t)((n + 1) * sizeof(e->ustack[0]));
 }
 
 /* Interns the Lua frames of a sample (reading new protos on the way) and
@@ -438,17 +466,12 @@ uint64_t intern_lua_stack(struct session *s, struct target *t,
 		}
 		if (f->kind == LP_LUA_FRAME_TRACE) {
 			const struct lp_trace *tr;
-
 			const struct lp_trace_snaps *snaps;
 			struct proto_emit pe = { s, t->pid };
-			struct lp_lua_frame tf = *f;
-
-			if (!tf.addr && !tf.pc)
-				unnumbered_trace(s, t, e, &tf);
 			/* value: the trace's number; pc: its record's id. */
-			pc = (uint32_t)jit_trace_table_get(s->jit_traces, s->protos, t->lj, tf.addr,
-						           tf.pc, tf.fingerprint, &tr, &snaps,
-						           emit_proto_cb, &pe);
+			pc = (uint32_t)jit_trace_table_get(s->jit_traces, s->protos, t->lj, f->addr,
+							   f->pc, f->fingerprint, &tr, &snaps,
+							   emit_proto_cb, &pe);
 			if (tr) {
 				memset(&rec, 0, sizeof(rec));
 				rec.type = LP_REC_TRACE;
@@ -461,7 +484,7 @@ uint64_t intern_lua_stack(struct session *s, struct target *t,
 				rec.u.trace_snaps = *snaps;
 				emit(s, &rec);
 			}
-			value = tf.pc;
+			value = f->pc;
 		} else if (f->kind == LP_LUA_FRAME_LUA) {
 			const struct lp_proto *pr;
 

@@ -140,6 +140,8 @@ struct lua_stats {
 	uint64_t idle;          /* VM present, not running Lua */
 	uint64_t no_g, bad_l, no_vm;
 	uint64_t protos_unknown; /* frames whose proto could not be read */
+	uint64_t foreign_code;  /* code stepped over as an unnumbered trace's
+				   that no trace holds: another JIT's */
 	/* LuaJIT processes that exited before their VM could be checked,
 	 * and their samples whose Lua frames were dropped for it. */
 	uint64_t procs_gone, gone_dropped;
@@ -264,6 +266,7 @@ void alloc_note_event(struct session *s, const struct lp_event_sample *e,
 void alloc_emit_inuse(struct session *s);
 uint64_t intern_lua_stack(struct session *s, struct target *t,
 				 const struct lp_event_sample *e, size_t size);
+void place_unnumbered_trace(struct session *s, struct target *t, struct lp_event_sample *e);
 void count_lua_state(struct session *s, uint32_t state, uint64_t lstack);
 
 /* ---- session_samples.c ---- */

@@ -233,8 +233,7 @@ static int crosses_vm(const struct lj_target *t, const struct lp_event_sample *e
 	return 0;
 }
 
-static void handle_sample(struct session *s, const struct lp_event_sample *e,
-			  size_t size)
+static void handle_sample(struct session *s, struct lp_event_sample *e, size_t size)
 {
 	struct target *t = find_target(s, e->h.pid);
 	static struct uframes u; /* (2 KiB: off the stack) */
@@ -245,6 +244,8 @@ static void handle_sample(struct session *s, const struct lp_event_sample *e,
 	if (!t || !t->alive) /* a sample racing its fork event */
 		t = add_target(s, e->h.pid, 0, e->h.time_ns, LP_PROC_FORKED, NULL);
 	u.n = 0;
+	if (e->ustack_jit && e->lua_state == LP_WALK_WALKED)
+		place_unnumbered_trace(s, t, e);
 	if (t)
 		all_mapped = note_user_frames(s, t, e, &u);
 	if (s->o->verbose)

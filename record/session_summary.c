@@ -178,6 +178,11 @@ static void print_lua_summary(const struct session *s)
 			(unsigned long long)ts.stale, (unsigned long long)ts.unreadable,
 			(unsigned long long)ts.rechecks);
 	}
+	if (s->lua.foreign_code)
+		fprintf(stderr, "luaprof record: compiled traces: %llu samples in code "
+			"that no trace held, called from one (another JIT's), "
+			"with [unknown frames] above it\n",
+			(unsigned long long)s->lua.foreign_code);
 	{
 		struct source_stats ss;
 

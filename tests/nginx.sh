@@ -33,6 +33,8 @@
 #                     busy the machine; the workers' own CPU seconds in the
 #                     recording go to NGINX_WORKER_CPU[pid].
 #
+#   nginx_conf_for APP, regex_counts FOLDED APP: below.
+#
 # NGINX_JIT=off before nginx_start runs the Lua VM without the JIT.
 
 NGINX_CONF_SRC=$PWD/samples/nginx/nginx.conf
@@ -147,6 +149,50 @@ nginx_recorder_stop() {
 
 nginx_load() {
 	wrk -t2 -c8 -d"${1:-3}s" "http://127.0.0.1:$NGINX_PORT/"
+}
+
+# nginx_conf_for APP: a copy of samples/nginx/nginx.conf whose handler is
+# samples/nginx/APP.lua's, in $TMP; prints its path, for NGINX_CONF_SRC.
+nginx_conf_for() {
+	sed "s/require(\"app\").handle()/require(\"$1\").handle()/" \
+		"$PWD/samples/nginx/nginx.conf" >$TMP/nginx-$1.conf
+	echo $TMP/nginx-$1.conf
+}
+
+# regex_counts FOLDED APP: regex.lua's samples (APP its path) by where
+# they ran, "scan native self rooted anon burn banon bself".  Under scan:
+# a native leaf (PCRE's code, anonymous, or the C functions that run it)
+# or a Lua frame (scan itself, resty's find, a trace); of the native
+# ones, those with PCRE's code as their leaf, and of those, the ones with
+# the gap right above it and nginx's root.  Under burn: a leaf in
+# anonymous code (a trace taken for another JIT's code) or burn itself.
+regex_counts() {
+	awk -v app="($2:" '
+	{
+		n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
+		k = split(s, f, ";"); leaf = f[k]
+	}
+	index(s, ";scan " app) {
+		scan += n
+		if (leaf ~ /^(\[anon\]|pcre|libpcre|ngx_http_lua_ffi_exec_regex|ngx_http_lua_module)/) {
+			native += n
+			if (leaf == "[anon]" && f[k - 1] == "[unknown frames]" && f[1] == "_start")
+				rooted += n
+			if (leaf == "[anon]")
+				anon += n
+		} else if (index(leaf, app) || leaf ~ /^(find \(|\[trace)/) {
+			self += n
+		}
+	}
+	index(s, ";burn " app) {
+		burn += n
+		if (leaf ~ /^\[anon\]/)
+			banon += n
+		if (index(leaf, "burn " app))
+			bself += n
+	}
+	END { print scan + 0, native + 0, self + 0, rooted + 0, anon + 0, burn + 0, banon + 0,
+		    bself + 0 }' "$1"
 }
 
 nginx_stop() {

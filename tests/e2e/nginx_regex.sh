@@ -19,9 +19,7 @@
 . tests/nginx.sh
 
 tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
-sed 's/require("app").handle()/require("regex").handle()/' samples/nginx/nginx.conf \
-	>$TMP/nginx.conf
-NGINX_CONF_SRC=$TMP/nginx.conf
+NGINX_CONF_SRC=$(nginx_conf_for regex)
 NGINX_JIT=on nginx_start
 check "nginx starts with the regex handler" test -n "$NGINX_MASTER"
 [ -n "$NGINX_MASTER" ] || exit 1
@@ -42,38 +40,7 @@ check_num "VMs located at attach, before the first sample" "${located:-0}" ">=" 
 check_num "samples cut at another JIT's code" \
 	"$(awk '/^\[truncated\];\[anon\] / { n += $NF } END { print n + 0 }' $TMP/re.folded)" "==" 0
 
-# Per sample under scan: its leaf native (PCRE's code, anonymous, or the
-# C functions that run it) or a Lua frame (scan itself, resty's find, a
-# trace); under burn: a leaf in anonymous code (a trace taken for
-# another JIT's code) or burn itself.  And scan's samples with PCRE's
-# code as their leaf, with the gap right above it and nginx's root.
-read -r scan native self rooted anon burn banon bself < <(awk -v app="($APP:" '
-	{
-		n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
-		k = split(s, f, ";"); leaf = f[k]
-	}
-	index(s, ";scan " app) {
-		scan += n
-		if (leaf ~ /^(\[anon\]|pcre|libpcre|ngx_http_lua_ffi_exec_regex|ngx_http_lua_module)/) {
-			native += n
-			if (leaf == "[anon]" && f[k - 1] == "[unknown frames]" && f[1] == "_start")
-				rooted += n
-			if (leaf == "[anon]")
-				anon += n
-		} else if (index(leaf, app) || leaf ~ /^(find \(|\[trace)/) {
-			self += n
-		}
-	}
-	index(s, ";burn " app) {
-		burn += n
-		if (leaf ~ /^\[anon\]/)
-			banon += n
-		if (index(leaf, "burn " app))
-			bself += n
-	}
-	END { print scan + 0, native + 0, self + 0, rooted + 0, anon + 0, burn + 0, banon + 0,
-		    bself + 0 }' \
-	$TMP/re.folded)
+read -r scan native self rooted anon burn banon bself < <(regex_counts $TMP/re.folded $APP)
 check_num "samples under scan" "$scan" ">=" 100
 check_num "share of scan's samples in PCRE's code and its C callers" \
 	"$(share $native $scan)" ">=" 0.7

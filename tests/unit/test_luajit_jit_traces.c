@@ -3,8 +3,9 @@
  * (arm64's) found by an address of its code (record/luajit_jit_traces.c,
  * jit_trace_at()), in J->trace[] laid out by hand in fake target memory:
  * found with the number, GCtrace and fingerprint the walk gives a
- * numbered trace; not found outside its code, nor once its number holds
- * another trace; and J->trace[] not scanned again for a process within
+ * numbered trace; not found outside its code (another JIT's), nor once
+ * its number holds another trace, nor known when J->trace[] cannot be
+ * read; and J->trace[] not read again for a process within
  * JIT_TRACE_SCAN_NS.
  */
 #include <errno.h>
@@ -53,13 +54,22 @@ TEST(jit_trace_at_finds_an_unnumbered_trace_by_its_code)
 	want = (uint16_t)((STARTPC >> 2) ^ (MCODE >> 4) ^ (MCODE >> 20)) | 1;
 	CHECK(jit_trace_at(tt, &t, MCODE + 0x10, &no, &addr, &fp) == 0 && no == 2 &&
 	      addr == TR2 && fp == want);
-	/* Outside its code; then, for that process, no scan again so soon. */
+	/* Outside its code: no trace holds it (another JIT's); then, for
+	 * that process, the answer from that same read of J->trace[], not a
+	 * new one (the trace's code moved since, unseen). */
 	t.pid = 2;
-	CHECK(jit_trace_at(tt, &t, MCODE + 0x100, &no, &addr, &fp) == -ENOENT);
-	CHECK(jit_trace_at(tt, &t, MCODE + 0x10, &no, &addr, &fp) == -ENOENT);
+	CHECK(jit_trace_at(tt, &t, MCODE + 0x100, &no, &addr, &fp) == -ESRCH);
+	put(tr + lo->tr_mcode, MCODE + 0x1000, 8);
+	no = 0;
+	CHECK(jit_trace_at(tt, &t, MCODE + 0x10, &no, &addr, &fp) == 0 && no == 2);
+	put(tr + lo->tr_mcode, MCODE, 8);
 	/* The number now holds another trace. */
 	t.pid = 3;
 	put(tr + lo->tr_traceno, 3, 2);
+	CHECK(jit_trace_at(tt, &t, MCODE + 0x10, &no, &addr, &fp) == -ESRCH);
+	/* J->trace[] unreadable: no answer. */
+	t.pid = 4;
+	t.G = G_ + 0x100000;
 	CHECK(jit_trace_at(tt, &t, MCODE + 0x10, &no, &addr, &fp) == -ENOENT);
 	jit_trace_table_free(tt);
 	fake_regions_free();
