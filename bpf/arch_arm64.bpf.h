@@ -42,6 +42,9 @@
 
 #define LP_NR_EXECVE 221
 #define LP_NR_EXECVEAT 281
+/* (No epoll_wait: libc's calls epoll_pwait.) */
+#define LP_NR_EPOLL_PWAIT 22
+#define LP_NR_EPOLL_PWAIT2 441
 
 #define LP_ENTRY_SP_TO_RETURN 0
 

@@ -52,6 +52,9 @@
 
 #define LP_NR_EXECVE 59
 #define LP_NR_EXECVEAT 322
+#define LP_NR_EPOLL_WAIT 232
+#define LP_NR_EPOLL_PWAIT 281
+#define LP_NR_EPOLL_PWAIT2 441
 
 /* Bytes between the stack pointer at a function's first instruction and
  * at its return: the return address the call pushed. */

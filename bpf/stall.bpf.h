@@ -28,11 +28,6 @@
 const volatile bool stall_on = false;
 const volatile __u64 stall_threshold_ns = 10000000;
 
-/* x86_64's system call numbers of the epoll waits. */
-#define LP_NR_EPOLL_WAIT 232
-#define LP_NR_EPOLL_PWAIT 281
-#define LP_NR_EPOLL_PWAIT2 441
-
 /* When each target thread's epoll wait last returned: its iteration's
  * start; 0 while it waits (or before its first return). */
 struct {
@@ -42,9 +37,15 @@ struct {
 	__type(value, __u64);
 } stall_iters SEC(".maps");
 
+/* The epoll waits' system call numbers are the architecture's
+ * (bpf/arch_*.bpf.h): arm64 has no epoll_wait, only epoll_pwait. */
 static __always_inline int stall_is_epoll(long nr)
 {
-	return nr == LP_NR_EPOLL_WAIT || nr == LP_NR_EPOLL_PWAIT || nr == LP_NR_EPOLL_PWAIT2;
+#ifdef LP_NR_EPOLL_WAIT
+	if (nr == LP_NR_EPOLL_WAIT)
+		return 1;
+#endif
+	return nr == LP_NR_EPOLL_PWAIT || nr == LP_NR_EPOLL_PWAIT2;
 }
 
 static __always_inline void stall_forget(__u32 tid)

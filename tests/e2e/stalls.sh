@@ -13,28 +13,8 @@
 
 tests/deps.sh || { fail "test dependencies (tests/deps.sh)"; exit 1; }
 REQUESTS=6
-APPDIR=$TMP/app
-mkdir -p $APPDIR
 dd if=/dev/zero of=$TMP/big bs=1M count=64 status=none
-cat >$APPDIR/stallapp.lua <<LUA
-local M = {}
-
-local function read_big()
-	local f = assert(io.open("$TMP/big", "rb"))
-	local s = f:read("*a")
-	f:close()
-	return #s
-end
-
-function M.handle()
-	ngx.say(read_big())
-end
-
-return M
-LUA
-sed 's/require("app").handle()/require("stallapp").handle()/' samples/nginx/nginx.conf \
-	>$APPDIR/nginx.conf
-NGINX_CONF_SRC=$APPDIR/nginx.conf NGINX_APPDIR=$APPDIR nginx_start
+NGINX_CONF_SRC=$(nginx_conf_for stall) nginx_start
 check "nginx starts with the reading handler" test -n "$NGINX_MASTER"
 [ -n "$NGINX_MASTER" ] || exit 1
 check "the handler reads the whole file" \

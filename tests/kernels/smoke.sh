@@ -133,19 +133,11 @@ fi
 NGINX_JIT=on nginx_start
 check "nginx starts" test -n "$NGINX_MASTER"
 if [ -n "$NGINX_MASTER" ]; then
-	wrk -t1 -c4 -d600s "http://127.0.0.1:$NGINX_PORT/" >/dev/null 2>&1 &
-	load=$!
-	CLEANUP_PIDS+=($load)
-	workers=$(nginx_workers)
-	# Both workers busy before the recording starts.
-	for w in $workers; do
-		wait_for busy $w 0.2 || wait_for busy $w 0.2
-	done
+	wrk_load # (both workers busy before the recording starts)
 	at "recording nginx"
-	record_until ng 2 "$(echo $workers | tr ' ' ,)" -F 499 -p $NGINX_MASTER
-	kill $load 2>/dev/null
-	wait $load 2>/dev/null
-	for w in $workers; do
+	record_until ng 2 $WORKERS -F 499 -p $NGINX_MASTER
+	wrk_stop
+	for w in ${WORKERS//,/ }; do
 		$LUAPROF report --format folded --pid $w -o $TMP/w$w.folded $TMP/ng.lp 2>/dev/null
 		n=$(folded_total $TMP/w$w.folded)
 		check_num "nginx worker $w: samples" "$n" ">=" 50

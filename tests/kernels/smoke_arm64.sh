@@ -273,20 +273,45 @@ for lj in luajit2:$LJ2 upstream:$LJ1; do
 	done
 done
 
+at "off-CPU waits and memory in use"
+# --- record -e off-cpu: waits.lua's a, b and c wait off the CPU (a
+# nanosleep, a pipe, a command's end) for about 1:2:3 of the time, as it
+# measures by the clock (tests/e2e/offcpu.sh).  Then -e inuse: of
+# retain.lua's blocks, keep()'s live on (tests/e2e/lua_allocs.sh). ------------
+$LUAPROF record -e cpu,off-cpu -F 499 -o $TMP/w.lp -- $LJ2 $S/waits.lua 6 \
+	>$TMP/w.out 2>$TMP/w.err
+check "off-cpu: record -e cpu,off-cpu exits 0" test $? -eq 0
+read -r ta tb tc <$TMP/w.out
+$LUAPROF report --kind off-cpu --format folded -o $TMP/w.folded $TMP/w.lp 2>/dev/null
+# WHO SYSCALL: the off-CPU us under Lua function WHO, above libc's SYSCALL.
+waited() { grep -F ";$1 ($S/waits.lua:" $TMP/w.folded | grep -F ";$2;" | folded_total /dev/stdin; }
+wa=$(waited a __nanosleep) wb=$(waited b read) wc=$(waited c wait4)
+sum=$((wa + wb + wc)) truth=$(awk -v a="${ta:-0}" -v b="${tb:-0}" -v c="${tc:-0}" \
+	'BEGIN { print a + b + c }')
+echo "  off-cpu: us a $wa b $wb c $wc; by the clock ms a $ta b $tb c $tc"
+for f in a b c; do
+	eval "got=\$w$f want=\$t$f"
+	check_num "off-cpu: $f's share of the off-CPU time, against the clock's" \
+		"$(share_dev "$got" "$sum" "${want:-0}" "$truth")" "<=" 0.05
+done
+check_num "off-cpu: the time of a, b and c, of the clock's" \
+	"$(share $sum $(awk -v t="$truth" 'BEGIN { printf "%d", t * 1000 }'))" ">=" 0.8
+$LUAPROF record -e inuse --alloc-every 16k -o $TMP/r.lp -- $LJ2 $S/retain.lua 3 \
+	>$TMP/r.out 2>$TMP/r.err
+check "inuse: record -e inuse exits 0" test $? -eq 0
+$LUAPROF report --kind inuse --format folded -o $TMP/ri.folded $TMP/r.lp 2>/dev/null
+ik=$(folded_under keep $TMP/ri.folded) id=$(folded_under drop $TMP/ri.folded)
+echo "  inuse: keep $ik drop $id, all $(folded_total $TMP/ri.folded) bytes"
+check_num "inuse: keep()'s share of what is alive" \
+	"$(share "$ik" "$(folded_total $TMP/ri.folded)")" ">=" 0.75
+
 # --- nginx with the Lua module, JIT on, under wrk --------------------------------
 if [ -n "$NGINX_MASTER" ]; then
-	wrk -t1 -c4 -d600s "http://127.0.0.1:$NGINX_PORT/" >/dev/null 2>&1 &
-	load=$!
-	CLEANUP_PIDS+=($load)
-	workers=$(nginx_workers)
-	for w in $workers; do
-		wait_for busy $w 0.2 || wait_for busy $w 0.2
-	done
+	wrk_load
 	at "recording nginx"
-	record_until ng 3 "$(echo $workers | tr ' ' ,)" -F 499 -p $NGINX_MASTER
-	kill $load 2>/dev/null
-	wait $load 2>/dev/null
-	for w in $workers; do
+	record_until ng 3 $WORKERS -F 499 -p $NGINX_MASTER
+	wrk_stop
+	for w in ${WORKERS//,/ }; do
 		$LUAPROF report --format folded --pid $w -o $TMP/w$w.folded $TMP/ng.lp 2>/dev/null
 		check_num "nginx worker $w: samples" "$(folded_total $TMP/w$w.folded)" ">=" 50
 	done
@@ -295,6 +320,46 @@ if [ -n "$NGINX_MASTER" ]; then
 	check "nginx: compute_checksum runs under handle, on the nginx frames" \
 		grep -qE "ngx_http_lua_run_thread;main \(=content_by_lua\(nginx\.conf:[0-9]+\):0\);handle \([^;]*app\.lua:[0-9]+\);compute_checksum \([^;]*app\.lua:[0-9]+\)" $TMP/ng.folded
 	echo "  nginx: $(folded_total $TMP/ng.folded) samples, rooted $(rooted $TMP/ng.folded)"
+fi
+
+# --- record -e lua-wait: /waits (samples/nginx/waits.lua) yields to the
+# event loop in a, b and c for about 1:2:3 of the time, and answers what
+# each took by the clock (tests/e2e/lua_waits.sh); two clients at once. --------
+if [ -n "$NGINX_MASTER" ]; then
+	at "Lua-land waits"
+	$LUAPROF record -p $NGINX_MASTER -e cpu,lua-wait -F 499 -o $TMP/lw.lp -d 12 \
+		>/dev/null 2>$TMP/lw.err &
+	rec=$!
+	CLEANUP_PIDS+=($rec)
+	wait_for eval "grep -q recording $TMP/lw.err || ! kill -0 $rec 2>/dev/null"
+	clients=()
+	for i in 1 2; do
+		( end=$((SECONDS + 6))
+		  while [ $SECONDS -lt $end ]; do
+			curl -s --max-time 20 "http://127.0.0.1:$NGINX_PORT/waits"
+		  done >$TMP/times.$i ) &
+		clients+=($!)
+	done
+	wait $rec
+	check "lua-wait: record -e cpu,lua-wait exits 0" test $? -eq 0
+	wait "${clients[@]}"
+	read -r ta tb tc n < <(cat $TMP/times.* | awk 'NF == 3 { a += $1; b += $2; c += $3; n++ }
+		END { print a + 0, b + 0, c + 0, n + 0 }')
+	$LUAPROF report --kind lua-wait --format folded -o $TMP/lw.folded $TMP/lw.lp 2>/dev/null
+	# WHO: the wait under Lua function WHO of waits.lua, above lua_resume.
+	lwaited() { grep -F ";lua_resume;" $TMP/lw.folded |
+		grep -F ";$1 ($NGINX_APPDIR/waits.lua:" | folded_total /dev/stdin; }
+	wa=$(lwaited a) wb=$(lwaited b) wc=$(lwaited c)
+	sum=$((wa + wb + wc)) truth=$((ta + tb + tc))
+	echo "  lua-wait: us a $wa b $wb c $wc; by the clock us a $ta b $tb c $tc, $n requests"
+	check_num "lua-wait: requests answered" "$n" ">=" 8
+	for f in a b c; do
+		eval "got=\$w$f want=\$t$f"
+		check_num "lua-wait: $f's share of the Lua-land wait time, against the clock's" \
+			"$(share_dev "$got" "$sum" "$want" "$truth")" "<=" 0.08
+	done
+	check "lua-wait: every wait is a Lua stack above lua_resume" \
+		sh -c "! grep -vE ';lua_resume;main \(=content_by_lua\(nginx.conf:[0-9]+\):0\);' $TMP/lw.folded"
 fi
 
 # --- PCRE's JIT code called from a trace (ngx.re.find with "jo") ------------
@@ -310,16 +375,9 @@ if [ -n "$NGINX_MASTER" ]; then
 	check "nginx with the regex handler starts on 127.0.0.1" test -n "$NGINX_MASTER"
 fi
 if [ -n "$NGINX_MASTER" ]; then
-	wrk -t1 -c4 -d600s "http://127.0.0.1:$NGINX_PORT/" >/dev/null 2>&1 &
-	load=$!
-	CLEANUP_PIDS+=($load)
-	workers=$(nginx_workers)
-	for w in $workers; do
-		wait_for busy $w 0.2 || wait_for busy $w 0.2
-	done
-	record_until re 3 "$(echo $workers | tr ' ' ,)" -F 499 -p $NGINX_MASTER
-	kill $load 2>/dev/null
-	wait $load 2>/dev/null
+	wrk_load
+	record_until re 3 $WORKERS -F 499 -p $NGINX_MASTER
+	wrk_stop
 	read -r scan native self rooted anon burn banon bself \
 		< <(regex_counts $TMP/re.folded $NGINX_APPDIR/regex.lua)
 	check_num "ngx.re: samples under scan" "$scan" ">=" 50
@@ -331,6 +389,37 @@ if [ -n "$NGINX_MASTER" ]; then
 	check_num "ngx.re: share of burn's samples in burn itself" "$(share $bself $burn)" ">=" 0.8
 	echo "  ngx.re: scan $scan (PCRE's code $anon, $rooted of them rooted over" \
 		"[unknown frames]; scan's own $self); burn $burn (its own $bself)"
+fi
+
+# --- record -e stall: a handler that reads a 16 MiB file whole blocks its
+# worker's event loop (tests/e2e/stalls.sh); arm64 has no epoll_wait
+# system call, only epoll_pwait. ----------------------------------------------
+if [ -n "$NGINX_MASTER" ]; then
+	nginx_stop
+	at "event-loop stalls"
+	head -c 16777216 /dev/zero >$TMP/big # (samples/nginx/stall.lua reads it)
+	NGINX_CONF_SRC=$(nginx_conf_for stall) NGINX_JIT=on nginx_start
+	check "nginx with the reading handler starts on 127.0.0.1" test -n "$NGINX_MASTER"
+fi
+if [ -n "$NGINX_MASTER" ]; then
+	$LUAPROF record -p $NGINX_MASTER -e cpu,off-cpu,stall --stall-threshold 5 -F 499 \
+		-o $TMP/st.lp 2>$TMP/st.err &
+	rec=$!
+	CLEANUP_PIDS+=($rec)
+	wait_for eval "grep -q recording $TMP/st.err || ! kill -0 $rec 2>/dev/null"
+	for i in 1 2 3 4; do
+		curl -sf -o /dev/null --max-time 30 "http://127.0.0.1:$NGINX_PORT/"
+	done
+	kill -INT $rec
+	wait $rec
+	check "stall: record -e cpu,off-cpu,stall exits 0" test $? -eq 0
+	$LUAPROF report --stalls -n 0 -o $TMP/st.txt $TMP/st.lp 2>/dev/null
+	n=$(grep -cE "^ +[0-9.]+ ms  pid [0-9]+/[0-9]+ nginx  at " $TMP/st.txt)
+	check_num "stall: stalls listed, of 4 requests" "$n" ">=" 2
+	check "stall: the loop waits again in epoll_pwait" grep -qE "^      loop  .*;epoll_pwait$" $TMP/st.txt
+	check "stall: some stall names read_big above a read" \
+		grep -qE "  (cpu|off-cpu) +.*;read_big \([^;]*\.lua:[0-9]+\);.*;read;" $TMP/st.txt
+	echo "  stall: $n stalls; the longest: $(grep -m1 -E "^ +[0-9.]+ ms  pid" $TMP/st.txt)"
 fi
 
 at "report and info"

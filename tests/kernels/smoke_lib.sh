@@ -74,6 +74,20 @@ start() {
 	TARGETS+=($name)
 }
 
+# wrk_load: loads nginx (tests/nginx.sh's) with wrk until wrk_stop, once
+# both its workers have had CPU; WORKERS are their pids, comma-separated.
+wrk_load() {
+	local w
+	wrk -t1 -c4 -d600s "http://127.0.0.1:$NGINX_PORT/" >/dev/null 2>&1 &
+	WRK=$!
+	CLEANUP_PIDS+=($WRK)
+	WORKERS=$(nginx_workers | paste -sd,)
+	for w in ${WORKERS//,/ }; do
+		wait_for busy $w 0.2 || wait_for busy $w 0.2
+	done
+}
+wrk_stop() { kill $WRK 2>/dev/null; wait $WRK 2>/dev/null; }
+
 # fold NAME: NAME's samples of the all-targets trace, folded.
 fold() {
 	$LUAPROF report --format folded --pid ${PID[$1]} -o $TMP/$1.folded $TMP/all.lp 2>/dev/null
