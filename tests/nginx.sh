@@ -33,6 +33,12 @@
 #                     busy the machine; the workers' own CPU seconds in the
 #                     recording go to NGINX_WORKER_CPU[pid].
 #
+#   waits_clients N SECS
+#                     starts N clients that request /waits
+#                     (samples/nginx/waits.lua) one after another for SECS
+#                     seconds, each writing the answers to $TMP/times.I; sets
+#                     CLIENTS to their pids.  waits_times then prints the
+#                     answers' sums, "a b c n" (us each, and how many).
 #   nginx_conf_for APP, regex_counts FOLDED APP: below.
 #
 # NGINX_JIT=off before nginx_start runs the Lua VM without the JIT.
@@ -149,6 +155,23 @@ nginx_recorder_stop() {
 
 nginx_load() {
 	wrk -t2 -c8 -d"${1:-3}s" "http://127.0.0.1:$NGINX_PORT/"
+}
+
+waits_clients() {
+	local i
+	CLIENTS=()
+	for i in $(seq $1); do
+		( end=$((SECONDS + $2))
+		  while [ $SECONDS -lt $end ]; do
+			curl -s --max-time 20 "http://127.0.0.1:$NGINX_PORT/waits"
+		  done >$TMP/times.$i ) &
+		CLIENTS+=($!)
+	done
+}
+
+waits_times() {
+	cat $TMP/times.* | awk 'NF == 3 { a += $1; b += $2; c += $3; n++ }
+		END { print a + 0, b + 0, c + 0, n + 0 }'
 }
 
 # nginx_conf_for APP: a copy of samples/nginx/nginx.conf whose handler is

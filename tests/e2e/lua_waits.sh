@@ -22,23 +22,15 @@ rec=$!
 # Until the recorder samples (its status line says so), then the clients.
 wait_for grep -q "recording" $TMP/rec.err
 wrk -t1 -c2 -d5s "http://127.0.0.1:$NGINX_PORT/" >/dev/null 2>&1 &
-clients=($!)
-for i in 1 2 3 4; do
-	( end=$((SECONDS + 5))
-	  while [ $SECONDS -lt $end ]; do
-		curl -s "http://127.0.0.1:$NGINX_PORT/waits"
-	  done >$TMP/times.$i ) &
-	clients+=($!)
-done
+load=$!
+waits_clients 4 5
 wait $rec
 check "record -e cpu,lua-wait exits 0" test $? -eq 0
-wait "${clients[@]}"
+wait $load "${CLIENTS[@]}"
 nginx_stop
-cat $TMP/times.* >$TMP/times
 # Requests cut by the end of the recording are in the clients' times but
 # not all in the profile: fewer than 4 of some 250.
-read -r ta tb tc n < <(awk 'NF == 3 { a += $1; b += $2; c += $3; n++ }
-	END { print a, b, c, n }' $TMP/times)
+read -r ta tb tc n < <(waits_times)
 check_num "requests answered" "${n:-0}" ">=" 40
 $LUAPROF report --kind lua-wait --format folded -o $TMP/w.folded $TMP/w.lp 2>$TMP/rep.err
 check "report --kind lua-wait exits 0" test $? -eq 0

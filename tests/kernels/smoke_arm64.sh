@@ -332,19 +332,11 @@ if [ -n "$NGINX_MASTER" ]; then
 	rec=$!
 	CLEANUP_PIDS+=($rec)
 	wait_for eval "grep -q recording $TMP/lw.err || ! kill -0 $rec 2>/dev/null"
-	clients=()
-	for i in 1 2; do
-		( end=$((SECONDS + 6))
-		  while [ $SECONDS -lt $end ]; do
-			curl -s --max-time 20 "http://127.0.0.1:$NGINX_PORT/waits"
-		  done >$TMP/times.$i ) &
-		clients+=($!)
-	done
+	waits_clients 2 6
 	wait $rec
 	check "lua-wait: record -e cpu,lua-wait exits 0" test $? -eq 0
-	wait "${clients[@]}"
-	read -r ta tb tc n < <(cat $TMP/times.* | awk 'NF == 3 { a += $1; b += $2; c += $3; n++ }
-		END { print a + 0, b + 0, c + 0, n + 0 }')
+	wait "${CLIENTS[@]}"
+	read -r ta tb tc n < <(waits_times)
 	$LUAPROF report --kind lua-wait --format folded -o $TMP/lw.folded $TMP/lw.lp 2>/dev/null
 	# WHO: the wait under Lua function WHO of waits.lua, above lua_resume.
 	lwaited() { grep -F ";lua_resume;" $TMP/lw.folded |
