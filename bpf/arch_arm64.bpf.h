@@ -65,11 +65,19 @@
  *                  uc_mcontext     +304  (16-aligned) fault_address,
  *                    regs[31]      +312  x29 +544, x30 +552
  *                    sp, pc        +560, +568
+ *                    __reserved    +592  fpsimd_context first
  */
 #define LP_SIGFRAME_FP 544
 #define LP_SIGFRAME_LR 552
 #define LP_SIGFRAME_SP 560
 #define LP_SIGFRAME_PC 568
+/* The first record of the sigcontext's __reserved area (+592), which the
+ * kernel always writes: the FP/SIMD context's magic.  A stack pointer that
+ * no longer points at the frame reads something else: a tick while
+ * rt_sigreturn restores the registers, sp already the interrupted code's,
+ * pc still the trampoline's. */
+#define LP_SIGFRAME_MAGIC_AT 592
+#define LP_SIGFRAME_MAGIC 0x46508001u /* FPSIMD_MAGIC */
 
 /* 1 if the instruction before return address ra is a call: bl, blr, or
  * the authenticating blraa/blrab/blraaz/blrabz. */

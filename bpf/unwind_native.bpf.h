@@ -1263,6 +1263,12 @@ static __always_inline int unwind_cfa(const struct lp_unwind_proc *proc,
 		/* The registers of the interrupted code, as the kernel saved
 		 * them (bpf/arch_*.bpf.h's LP_SIGFRAME_*).  That pc was
 		 * interrupted, not called from: look it up as is. */
+#ifdef LP_SIGFRAME_MAGIC
+		if (unwind_read(c, c->sp + LP_SIGFRAME_MAGIC_AT, &ra))
+			return LP_USTOP_READ;
+		if ((__u32)ra != LP_SIGFRAME_MAGIC)
+			return LP_USTOP_BAD_FRAME;
+#endif
 		if (unwind_read(c, c->sp + LP_SIGFRAME_FP, &bp) ||
 		    unwind_read(c, c->sp + LP_SIGFRAME_SP, &sp) ||
 		    unwind_read(c, c->sp + LP_SIGFRAME_PC, &ra))

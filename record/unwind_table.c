@@ -502,7 +502,10 @@ static const uint8_t *vaddr_bytes(const struct unwind_table *t,
  * registers from the sigcontext, as libgcc does and the walker does
  * (LP_CFA_SIGNAL, bpf/arch_arm64.bpf.h).  A handler returns to the symbol
  * itself, which a walk looks up a byte before: the row starts at the nop
- * the kernel puts there for that.  Only these three instructions get it.
+ * the kernel puts there for that.  Only these three instructions get it,
+ * and the address after the svc, where a tick during the system call
+ * finds the pc (sp still at the frame), unless another function's CFI
+ * starts there.
  */
 #define ARM64_SIGRETURN "__kernel_rt_sigreturn"
 static const uint32_t arm64_sigreturn[] = {
@@ -547,7 +550,9 @@ static int mark_sigreturn(Elf *elf, struct unwind_table *t)
 	if (!code || avail < sizeof(arm64_sigreturn) ||
 	    memcmp(code, arm64_sigreturn, sizeof(arm64_sigreturn)))
 		return 0;
-	err = mark_span(t, lo, lo + sizeof(arm64_sigreturn), LP_CFA_SIGNAL);
+	err = mark_span(t, lo, lo + sizeof(arm64_sigreturn) + 4, LP_CFA_SIGNAL);
+	if (!err)
+		err = mark_span(t, lo, lo + sizeof(arm64_sigreturn), LP_CFA_SIGNAL);
 	if (err > 0)
 		t->signal_rows++;
 	return err < 0 ? err : 0;

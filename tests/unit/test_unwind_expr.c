@@ -338,7 +338,8 @@ TEST(unwind_expr_arm64_sigreturn)
 	/* arm64's vDSO: __kernel_rt_sigreturn, a dynamic symbol of no type,
 	 * with no CFI (nor any other code here: the CIE's registers are
 	 * x86's, foreign to arm64).  Its nop, mov x8, #139 and svc #0 get a
-	 * signal row, whether the bytes are those and the object arm64's. */
+	 * signal row, and the address after the svc (a tick in the system
+	 * call), if the bytes are those and the object arm64's. */
 	static const uint32_t tramp[] = { 0xd503201f, 0xd2801168, 0xd4000001 };
 	static const uint8_t ins[] = { 0x0e, 16 };
 	static struct image im;
@@ -363,7 +364,9 @@ TEST(unwind_expr_arm64_sigreturn)
 			CHECK(t.signal_rows == 1);
 			r = unwind_table_lookup(&t, sym_addr + 7);
 			CHECK(r && r->cfa_type == LP_CFA_SIGNAL);
-			r = unwind_table_lookup(&t, sym_addr + 8);
+			r = unwind_table_lookup(&t, sym_addr + 8); /* after the svc */
+			CHECK(r && r->cfa_type == LP_CFA_SIGNAL);
+			r = unwind_table_lookup(&t, sym_addr + 12);
 			CHECK(r && r->cfa_type == LP_CFA_GAP);
 			CHECK(!unwind_table_lookup(&t, 0xeff));
 		} else {
