@@ -164,7 +164,6 @@ int lj_mc_starts(const char *s, const char *p)
 	return !strncmp(s, p, strlen(p));
 }
 
-
 /* What matching needs of the instruction just decoded: its mnemonic and
  * the registers it reads and writes (capstone's), then what its
  * instruction set says of it. */

@@ -258,7 +258,7 @@ static int build_vdso(struct unwind_table *t)
 			break;
 		}
 		memcpy(copy, (const void *)base, m->end - m->start);
-		err = unwind_table_build_mem(copy, m->end - m->start, t);
+		err = unwind_table_build_vdso(copy, m->end - m->start, t);
 		free(copy);
 		break;
 	}

@@ -505,7 +505,9 @@ static const uint8_t *vaddr_bytes(const struct unwind_table *t,
  * the kernel puts there for that.  Only these three instructions get it,
  * and the address after the svc, where a tick during the system call
  * finds the pc (sp still at the frame), unless another function's CFI
- * starts there.
+ * starts there.  Looked for in the vDSO only (unwind_table_build_vdso()):
+ * no other object holds it, and a search of every object's symbols
+ * would cost each one's table.
  */
 #define ARM64_SIGRETURN "__kernel_rt_sigreturn"
 static const uint32_t arm64_sigreturn[] = {
@@ -612,7 +614,8 @@ static int section_data(Elf_Scn *scn, const GElf_Shdr *sh, struct cfi_sec *s,
 const struct cfi_regs cfi_regs_x86_64 = { EM_X86_64, 7, 6, 16, 0 };
 const struct cfi_regs cfi_regs_aarch64 = { EM_AARCH64, 31, 29, 32, 1 };
 
-static int build_elf(Elf *elf, struct unwind_table *t)
+/* vdso: the image is the kernel's vDSO (its signal trampoline). */
+static int build_elf(Elf *elf, struct unwind_table *t, int vdso)
 {
 	struct builder b = { .t = t };
 	struct cfi_sec eh = { 0 }, dbg = { 0 };
@@ -687,7 +690,7 @@ static int build_elf(Elf *elf, struct unwind_table *t)
 	err = finish_rows(&b) ?: finish_fns(&b);
 	if (!err && t->nrows)
 		err = mark_entry(t, ehdr.e_entry) ?: mark_fiber_roots(elf, t);
-	if (!err && ehdr.e_machine == EM_AARCH64)
+	if (!err && vdso && ehdr.e_machine == EM_AARCH64)
 		err = mark_sigreturn(elf, t);
 	free(b.v);
 	free(b.ranges);
@@ -716,7 +719,7 @@ int unwind_table_build_fd(int fd, struct unwind_table *t)
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		return -ENOEXEC;
-	err = build_elf(elf, t);
+	err = build_elf(elf, t, 0);
 	elf_end(elf);
 	return err;
 }
@@ -732,8 +735,7 @@ int unwind_table_build_path(const char *path, struct unwind_table *t)
 	return err;
 }
 
-int unwind_table_build_mem(const void *image, size_t size,
-			   struct unwind_table *t)
+static int build_mem(const void *image, size_t size, struct unwind_table *t, int vdso)
 {
 	Elf *elf;
 	int err = libelf_ready();
@@ -745,9 +747,20 @@ int unwind_table_build_mem(const void *image, size_t size,
 	elf = elf_memory((char *)image, size);
 	if (!elf)
 		return -ENOEXEC;
-	err = build_elf(elf, t);
+	err = build_elf(elf, t, vdso);
 	elf_end(elf);
 	return err;
+}
+
+int unwind_table_build_mem(const void *image, size_t size,
+			   struct unwind_table *t)
+{
+	return build_mem(image, size, t, 0);
+}
+
+int unwind_table_build_vdso(const void *image, size_t size, struct unwind_table *t)
+{
+	return build_mem(image, size, t, 1);
 }
 
 const struct lp_unwind_row *unwind_table_lookup(const struct unwind_table *t,

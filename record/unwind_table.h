@@ -59,6 +59,9 @@ int unwind_table_build_fd(int fd, struct unwind_table *t);
 int unwind_table_build_path(const char *path, struct unwind_table *t);
 int unwind_table_build_mem(const void *image, size_t size,
 			   struct unwind_table *t);
+/* The same for the kernel's vDSO, whose arm64 signal trampoline has no
+ * CFI: its instructions get an LP_CFA_SIGNAL row. */
+int unwind_table_build_vdso(const void *image, size_t size, struct unwind_table *t);
 
 /* The function (FDE) that holds vaddr, or NULL. */
 const struct unwind_fn *unwind_table_function(const struct unwind_table *t, uint64_t vaddr);

@@ -339,7 +339,8 @@ TEST(unwind_expr_arm64_sigreturn)
 	 * with no CFI (nor any other code here: the CIE's registers are
 	 * x86's, foreign to arm64).  Its nop, mov x8, #139 and svc #0 get a
 	 * signal row, and the address after the svc (a tick in the system
-	 * call), if the bytes are those and the object arm64's. */
+	 * call), if the bytes are those, the object arm64's and read as the
+	 * vDSO. */
 	static const uint32_t tramp[] = { 0xd503201f, 0xd2801168, 0xd4000001 };
 	static const uint8_t ins[] = { 0x0e, 16 };
 	static struct image im;
@@ -357,7 +358,11 @@ TEST(unwind_expr_arm64_sigreturn)
 		memcpy(im.b + 0xf00, tramp, sizeof(tramp));
 		if (k == 1)
 			im.b[0xf08] = 0x21; /* svc #1 */
+		/* Not looked for in other objects. */
 		CHECK(unwind_table_build_mem(im.b, sizeof(im.b), &t) == 0);
+		CHECK(t.signal_rows == 0);
+		unwind_table_free(&t);
+		CHECK(unwind_table_build_vdso(im.b, sizeof(im.b), &t) == 0);
 		r = unwind_table_lookup(&t, sym_addr - 1); /* a handler's return */
 		if (k == 0) {
 			CHECK(r && r->cfa_type == LP_CFA_SIGNAL && r->pc == 0xf00);
