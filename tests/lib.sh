@@ -201,6 +201,21 @@ share_dev() {
 		'BEGIN { d = (s ? g / s : 0) - (t ? w / t : 1); printf "%.4f", d < 0 ? -d : d }'
 }
 
+# check_abc_shares NAME BOUND GA GB GC TA TB TC: a's, b's and c's shares
+# of GA + GB + GC each within BOUND of their shares of TA + TB + TC, the
+# truth (share_dev), a check each, named NAME with %s for a, b or c.
+check_abc_shares() {
+	local name=$1 bound=$2 sum truth i=0 f
+	local -a g=("${3:-0}" "${4:-0}" "${5:-0}") t=("${6:-0}" "${7:-0}" "${8:-0}")
+	sum=$(awk -v a="${g[0]}" -v b="${g[1]}" -v c="${g[2]}" 'BEGIN { print a + b + c }')
+	truth=$(awk -v a="${t[0]}" -v b="${t[1]}" -v c="${t[2]}" 'BEGIN { print a + b + c }')
+	for f in a b c; do
+		check_num "${name//%s/$f}" "$(share_dev "${g[i]}" "$sum" "${t[i]}" "$truth")" \
+			"<=" "$bound"
+		i=$((i + 1))
+	done
+}
+
 # compiled_placed LP [ARGS...]: the share of compiled samples that their
 # trace's snapshots placed, from the report header (ARGS: report's, as
 # --pid): in a function, or in inlined code marked as not told apart

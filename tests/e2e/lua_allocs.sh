@@ -30,11 +30,8 @@ for mode in jit joff; do
 	echo "# $mode: bytes sampled a $a b $b c $c; allocated by LuaJIT's count a $ta b $tb c $tc"
 	sum=$((a + b + c)) truth=$(awk -v a="$ta" -v b="$tb" -v c="$tc" 'BEGIN { print a + b + c }')
 	check_num "$mode: bytes sampled under a, b, c" "$sum" ">" 0
-	for f in a b c; do
-		eval "got=\$$f want=\$t$f"
-		check_num "$mode: $f's share of the bytes, against LuaJIT's count" \
-			"$(share_dev "$got" "$sum" "$want" "$truth")" "<=" 0.05
-	done
+	check_abc_shares "$mode: %s's share of the bytes, against LuaJIT's count" 0.05 \
+		"$a" "$b" "$c" "$ta" "$tb" "$tc"
 	# Of the sum: the bytes sampled are a Poisson count of N-byte units (N = 16 KiB:
 	# about 1% of it), and the probe is on before the work begins.
 	check_num "$mode: bytes sampled under a, b, c, of LuaJIT's count" \

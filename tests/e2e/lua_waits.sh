@@ -45,12 +45,8 @@ for f in a b c; do
 done
 sum=$((a + b + c))
 truth=$(awk -v a="$ta" -v b="$tb" -v c="$tc" 'BEGIN { print a + b + c }')
-for f in a b c; do
-	eval "got=\$$f want=\$t$f"
-	check_num "$f's share of the Lua-land wait time, against the clock's" \
-		"$(awk -v g="$got" -v s="$sum" -v w="$want" -v t="$truth" \
-			'BEGIN { d = g / s - w / t; print d < 0 ? -d : d }')" "<=" 0.05
-done
+check_abc_shares "%s's share of the Lua-land wait time, against the clock's" 0.05 \
+	"$a" "$b" "$c" "$ta" "$tb" "$tc"
 check_num "Lua-land wait of a, b and c, of the clock's" \
 	"$(awk -v s="$sum" -v t="$truth" 'BEGIN { printf "%.3f", s / t }')" ">=" 0.9
 check_num "... and no more" \

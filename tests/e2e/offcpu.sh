@@ -24,12 +24,8 @@ a=$(waited a __nanosleep) b=$(waited b read) c=$(waited c wait4)
 echo "# off-CPU us: a $a b $b c $c; by the wall clock ms: a $ta b $tb c $tc"
 sum=$((a + b + c))
 truth=$(awk -v a="$ta" -v b="$tb" -v c="$tc" 'BEGIN { print a + b + c }')
-for f in a b c; do
-	eval "got=\$$f want=\$t$f"
-	check_num "$f's share of the off-CPU time, against the wall clock's" \
-		"$(awk -v g="$got" -v s="$sum" -v w="$want" -v t="$truth" \
-			'BEGIN { d = g / s - w / t; print d < 0 ? -d : d }')" "<=" 0.05
-done
+check_abc_shares "%s's share of the off-CPU time, against the wall clock's" 0.05 \
+	"$a" "$b" "$c" "$ta" "$tb" "$tc"
 # What is not off-CPU time: the CPU time spawning the commands (0.95 of
 # the wall time is waits, idle) and, on a busy machine, the time the
 # thread was preempted while it could run, which no one waits for.

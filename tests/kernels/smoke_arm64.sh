@@ -272,11 +272,8 @@ for lj in luajit2:$LJ2 upstream:$LJ1; do
 	echo "  alloc $name: bytes sampled a $sa b $sb c $sc; by LuaJIT's count a $ta b $tb c $tc"
 	check_num "alloc $name: bytes sampled under a, b, c, of LuaJIT's count" \
 		"$(share $sum $truth)" ">=" 0.8
-	for f in a b c; do
-		eval "got=\$s$f want=\$t$f"
-		check_num "alloc $name: $f's share of the bytes, against LuaJIT's count" \
-			"$(share_dev "$got" "$sum" "${want:-0}" "$truth")" "<=" 0.05
-	done
+	check_abc_shares "alloc $name: %s's share of the bytes, against LuaJIT's count" 0.05 \
+		"$sa" "$sb" "$sc" "$ta" "$tb" "$tc"
 done
 
 at "off-CPU waits and memory in use"
@@ -295,11 +292,8 @@ wa=$(waited a __nanosleep) wb=$(waited b read) wc=$(waited c wait4)
 sum=$((wa + wb + wc)) truth=$(awk -v a="${ta:-0}" -v b="${tb:-0}" -v c="${tc:-0}" \
 	'BEGIN { print a + b + c }')
 echo "  off-cpu: us a $wa b $wb c $wc; by the clock ms a $ta b $tb c $tc"
-for f in a b c; do
-	eval "got=\$w$f want=\$t$f"
-	check_num "off-cpu: $f's share of the off-CPU time, against the clock's" \
-		"$(share_dev "$got" "$sum" "${want:-0}" "$truth")" "<=" 0.05
-done
+check_abc_shares "off-cpu: %s's share of the off-CPU time, against the clock's" 0.05 \
+	"$wa" "$wb" "$wc" "$ta" "$tb" "$tc"
 check_num "off-cpu: the time of a, b and c, of the clock's" \
 	"$(share $sum $(awk -v t="$truth" 'BEGIN { printf "%d", t * 1000 }'))" ">=" 0.8
 $LUAPROF record -e inuse --alloc-every 16k -o $TMP/r.lp -- $LJ2 $S/retain.lua 3 \
@@ -348,14 +342,10 @@ if [ -n "$NGINX_MASTER" ]; then
 	lwaited() { grep -F ";lua_resume;" $TMP/lw.folded |
 		grep -F ";$1 ($NGINX_APPDIR/waits.lua:" | folded_total /dev/stdin; }
 	wa=$(lwaited a) wb=$(lwaited b) wc=$(lwaited c)
-	sum=$((wa + wb + wc)) truth=$((ta + tb + tc))
 	echo "  lua-wait: us a $wa b $wb c $wc; by the clock us a $ta b $tb c $tc, $n requests"
 	check_num "lua-wait: requests answered" "$n" ">=" 8
-	for f in a b c; do
-		eval "got=\$w$f want=\$t$f"
-		check_num "lua-wait: $f's share of the Lua-land wait time, against the clock's" \
-			"$(share_dev "$got" "$sum" "$want" "$truth")" "<=" 0.08
-	done
+	check_abc_shares "lua-wait: %s's share of the Lua-land wait time, against the clock's" 0.08 \
+		"$wa" "$wb" "$wc" "$ta" "$tb" "$tc"
 	check "lua-wait: every wait is a Lua stack above lua_resume" \
 		sh -c "! grep -vE ';lua_resume;main \(=content_by_lua\(nginx.conf:[0-9]+\):0\);' $TMP/lw.folded"
 fi
