@@ -439,8 +439,9 @@ static void record_loop(struct session *s)
 	int tty = isatty(STDERR_FILENO) && !s->o->quiet;
 
 	while (!stop_requested && !s->write_err) {
-		uint64_t now;
-		int n = ring_buffer__poll(s->rb, 100);
+		uint64_t now, read_ns;
+		/* (An exit settles within milliseconds: looked at soon.) */
+		int n = ring_buffer__poll(s->rb, s->exits_pending ? 3 : 100);
 
 		if (n > 0)
 			s->loop.woken++;
@@ -451,8 +452,11 @@ static void record_loop(struct session *s)
 		 * WAKEUP_BYTES in bpf/sampler.bpf.c): what waits is taken
 		 * here, so that a flush below writes every sample taken
 		 * until 100 ms ago, however slowly they come. */
+		read_ns = mono_ns();
 		if (n >= 0)
 			n = ring_buffer__consume(s->rb);
+		if (n >= 0 && s->exits_pending)
+			settle_exits(s, read_ns);
 		release_holds(s);
 		if (n < 0 && n != -EINTR) {
 			fprintf(stderr, "luaprof record: ring buffer: %s\n", strerror(-n));
@@ -513,6 +517,7 @@ static int finish(struct session *s)
 	unprobe_alloc(s); /* the blocks alive now are those alive at the end */
 	/* What is still in the ring buffer was sampled: keep it. */
 	ring_buffer__consume(s->rb);
+	settle_exits(s, UINT64_MAX);
 	alloc_emit_inuse(s);
 	release_holds(s);
 	emit_lost(s);

@@ -46,6 +46,12 @@ struct lua_puc;
 #define FLUSH_NS 1000000000ull
 #define STATUS_NS 500000000ull
 #define ALIVE_CHECK_NS 1000000000ull
+/* A process's exit event is sent by its last thread, while another of
+ * its threads, still in do_exit() on another CPU, may have a sample under
+ * way that reaches the ring buffer after it.  Its mappings are kept (and
+ * its exit record held back) until the ring buffer has been read this
+ * long past the exit: a sample is taken in microseconds. */
+#define EXIT_SETTLE_NS 2000000ull
 #define CUT_WALKS 12
 
 /* The precision of sample times in the trace (docs/format.md §3.6). */
@@ -58,6 +64,9 @@ struct lua_puc;
 struct target {
 	pid_t pid;
 	int alive;
+	/* Its exit event's time while the exit settles (EXIT_SETTLE_NS),
+	 * else 0; alive until then. */
+	uint64_t exit_ns;
 	struct maps_table maps;
 	uint64_t maps_read_ns;
 	uint64_t maps_gen; /* which maps: new with each (session.maps_gens) */
@@ -176,6 +185,7 @@ struct session {
 	int nvm_announced;
 	struct target *targets;
 	int ntargets, nalive;
+	int exits_pending; /* targets whose exit_ns is set */
 	uint64_t maps_gens; /* the last target.maps_gen given */
 	struct last_ustack *last_ustacks; /* [LAST_USTACKS] */
 	size_t captargets;
@@ -243,6 +253,8 @@ struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 				 uint64_t time_ns, uint32_t flags,
 				 const char *comm);
 void target_exited(struct session *s, struct target *t, uint64_t time_ns);
+void target_exit_heard(struct session *s, struct target *t, uint64_t time_ns);
+void settle_exits(struct session *s, uint64_t read_ns);
 int check_mappings(struct session *s, struct target *t,
 		   const struct lp_event_sample *e, const struct uframes *u);
 void refresh_maps(struct session *s, pid_t pid);

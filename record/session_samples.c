@@ -362,7 +362,7 @@ int handle_event(void *ctx, void *data, size_t size)
 	case LP_EVENT_EXIT:
 		t = find_target(s, h->pid);
 		if (t)
-			target_exited(s, t, h->time_ns);
+			target_exit_heard(s, t, h->time_ns);
 		break;
 	}
 	return 0;

@@ -226,6 +226,8 @@ struct target *add_target(struct session *s, pid_t pid, pid_t ppid,
 {
 	struct target *t = find_target(s, pid);
 
+	if (t && t->exit_ns) /* its pid taken again: the old one is gone */
+		target_exited(s, t, t->exit_ns);
 	if (!t) {
 		if (GROW(s->targets, s->captargets, (size_t)s->ntargets + 1))
 			return NULL;
@@ -254,6 +256,11 @@ void target_exited(struct session *s, struct target *t, uint64_t time_ns)
 
 	if (!t->alive)
 		return;
+	if (t->exit_ns) { /* its exit event's time, not ours */
+		time_ns = t->exit_ns;
+		t->exit_ns = 0;
+		s->exits_pending--;
+	}
 	t->alive = 0;
 	s->nalive--;
 	unwind_remove_process(s->unw, t->pid); /* native unwinder */
@@ -270,6 +277,29 @@ void target_exited(struct session *s, struct target *t, uint64_t time_ns)
 	rec.u.exit.pid = t->pid;
 	rec.u.exit.time_ns = time_ns;
 	emit(s, &rec);
+}
+
+/* The exit event of t: settles once the ring buffer has been read past
+ * time_ns + EXIT_SETTLE_NS (settle_exits()). */
+void target_exit_heard(struct session *s, struct target *t, uint64_t time_ns)
+{
+	if (!t->alive || t->exit_ns)
+		return;
+	t->exit_ns = time_ns ? time_ns : 1;
+	s->exits_pending++;
+}
+
+/* Ends the exits heard EXIT_SETTLE_NS before read_ns, when the ring
+ * buffer was last read whole; UINT64_MAX ends them all. */
+void settle_exits(struct session *s, uint64_t read_ns)
+{
+	for (int i = 0; i < s->ntargets && s->exits_pending; i++) {
+		struct target *t = &s->targets[i];
+
+		if (t->alive && t->exit_ns && (read_ns == UINT64_MAX ||
+					       t->exit_ns + EXIT_SETTLE_NS <= read_ns))
+			target_exited(s, t, t->exit_ns);
+	}
 }
 
 /* Is a re-read of t's mappings due?  For code known to run (a leaf, a

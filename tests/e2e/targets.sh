@@ -44,6 +44,23 @@ check "record -- tree exits 0" test $? -eq 0
 $LUAPROF report --format folded -o $TMP/launch.folded $TMP/launch.lp 2>/dev/null
 check "children of a launched command are followed" grep -q child_work $TMP/launch.folded
 
+# Processes whose threads exit together, a few hundred a second: a sample
+# of one thread in do_exit() may reach the recorder after the exit event
+# its last thread sent.  Before the recorder held exits back, such a
+# sample was named against mappings already dropped, [unmapped], and made
+# the process anew: its pid twice in info.
+$LUAPROF record -q -F 999 -o $TMP/exits.lp -- $SAMPLES/exits 4 >$TMP/exits.out
+check "record -- exits exits 0" test $? -eq 0
+$LUAPROF report --format folded -o $TMP/exits.folded $TMP/exits.lp 2>/dev/null
+read -r total _ garbage _ < <(stack_bars $TMP/exits.folded)
+nexit=$(grep -F 'do_exit_[k]' $TMP/exits.folded | folded_total /dev/stdin)
+check_num "exits: samples ($(cat $TMP/exits.out))" "${total:-0}" ">=" 300
+check_num "exits: samples in do_exit, of $total" "$nexit" ">=" 5
+check_num "exits: samples with a garbage frame" "$garbage" "==" 0 ||
+	show_stacks $TMP/exits.folded.garbage
+check_num "exits: pids in info more than once" \
+	"$(info_pids $TMP/exits.lp | sort | uniq -d | wc -l)" "==" 0
+
 # A target that exits mid-way ends the recording, and the trace is whole.
 # It exits once it has had half a second of CPU under the recorder (on a
 # busy machine the recorder's setup may take longer than the target's
