@@ -4,18 +4,21 @@
  * in lib/).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/elfsyms.h"
 #include "lib/bsearch.h"
+#include "lib/elfplt.h"
+#include "lib/grow.h"
 
 #define ENTRY_SIZE 0x40
 
 /* A symbol as read, before aliases are merged. */
 struct raw_sym {
 	struct elf_fsym s;
-	int rank; /* 0 global, 1 weak, 2 anything else, 3 made up (_start) */
+	int rank; /* 0 global, 1 weak, 2 anything else, 3 made up (_start, @plt) */
 };
 
 static int raw_cmp(const void *a, const void *b)
@@ -170,11 +173,90 @@ size_t elf_fsyms_merge(struct elf_fsym *v, size_t n)
 	return merge_sorted(v, n);
 }
 
+/* The PLT's stubs, "sym@plt", their names written to *names (malloc'd):
+ * the raw symbols point into it. */
+static int add_plt(Elf *elf, struct raw_sym **v, size_t *n, size_t *cap, char **names)
+{
+	struct elf_plt_stub *stubs;
+	size_t nstubs, bytes = 0, at = 0;
+	int err = elf_plt_stubs(elf, &stubs, &nstubs);
+
+	*names = NULL;
+	for (size_t i = 0; !err && i < nstubs; i++)
+		bytes += strlen(stubs[i].name) + sizeof("@plt");
+	if (!err && nstubs && (!(*names = malloc(bytes)) || GROW(*v, *cap, *n + nstubs)))
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < nstubs; i++) {
+		char *name = *names + at;
+		size_t len = (size_t)sprintf(name, "%s@plt", stubs[i].name);
+
+		(*v)[(*n)++] = (struct raw_sym){ { stubs[i].addr, stubs[i].size, name, len }, 3 };
+		at += len + 1;
+	}
+	free(stubs);
+	return err;
+}
+
+/* The end of the executable section that holds addr, or UINT64_MAX. */
+static uint64_t section_end(Elf *elf, uint64_t addr)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_ALLOC) &&
+		    (sh.sh_flags & SHF_EXECINSTR) && sh.sh_type != SHT_NOBITS &&
+		    addr >= sh.sh_addr && addr - sh.sh_addr < sh.sh_size)
+			return sh.sh_addr + sh.sh_size;
+	}
+	return UINT64_MAX;
+}
+
+/* A symbol without a size (hand-written assembly, _init) covers up to
+ * the next symbol, and no further than its section: _init's .init, not
+ * the .plt after it.  The size is written out, so that a table read from
+ * the file and one embedded (a few symbols) bound it alike. */
+static void bound_sizeless(Elf *elf, struct elf_fsym *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t end;
+
+		if (v[i].size)
+			continue;
+		end = section_end(elf, v[i].addr);
+		if (i + 1 < n && v[i + 1].addr < end)
+			end = v[i + 1].addr;
+		if (end != UINT64_MAX)
+			v[i].size = end - v[i].addr;
+	}
+}
+
+/* The table and the names made up for it in one block, freed as one. */
+static struct elf_fsym *pack(const struct elf_fsym *v, size_t n, const char *names,
+			     size_t nbytes)
+{
+	struct elf_fsym *out = malloc(n * sizeof(*out) + nbytes);
+	char *copy;
+
+	if (!out)
+		return NULL;
+	copy = (char *)(out + n);
+	memcpy(out, v, n * sizeof(*out));
+	if (nbytes)
+		memcpy(copy, names, nbytes);
+	for (size_t i = 0; i < n; i++)
+		if (names && out[i].name >= names && out[i].name < names + nbytes)
+			out[i].name = copy + (out[i].name - names);
+	return out;
+}
+
 int elf_function_symbols(Elf *elf, struct elf_fsym **out, size_t *n)
 {
 	struct raw_sym *raw = NULL;
 	struct elf_fsym *syms = NULL;
-	size_t nraw = 0, cap = 0;
+	char *names = NULL;
+	size_t nraw = 0, cap = 0, nnames = 0, nsyms;
 	int err;
 
 	*out = NULL;
@@ -182,6 +264,13 @@ int elf_function_symbols(Elf *elf, struct elf_fsym **out, size_t *n)
 	err = read_section_type(elf, SHT_SYMTAB, &raw, &nraw, &cap) ?:
 	      read_section_type(elf, SHT_DYNSYM, &raw, &nraw, &cap) ?:
 	      add_entry(elf, &raw, &nraw, &cap);
+	if (!err) {
+		size_t before = nraw;
+
+		err = add_plt(elf, &raw, &nraw, &cap, &names);
+		for (size_t i = before; i < nraw; i++)
+			nnames += raw[i].s.len + 1;
+	}
 	if (err || !nraw)
 		goto cleanup;
 	qsort(raw, nraw, sizeof(*raw), raw_cmp);
@@ -192,9 +281,16 @@ int elf_function_symbols(Elf *elf, struct elf_fsym **out, size_t *n)
 	}
 	for (size_t i = 0; i < nraw; i++)
 		syms[i] = raw[i].s;
-	*out = syms;
-	*n = merge_sorted(syms, nraw);
+	nsyms = merge_sorted(syms, nraw);
+	bound_sizeless(elf, syms, nsyms);
+	*out = pack(syms, nsyms, names, nnames);
+	if (!*out)
+		err = -ENOMEM;
+	else
+		*n = nsyms;
 cleanup:
+	free(syms);
+	free(names);
 	free(raw);
 	return err;
 }

@@ -28,9 +28,12 @@ struct elf_fsym {
  * .dynsym, in ascending address order, one per address: of several names
  * for one address, a global one over a weak over a local, then the
  * shortest, then the first in byte order; a size the chosen name lacks is
- * taken from another.  An object that can be run (an interpreter, or no
- * library needed) whose entry point no symbol covers has "_start" there.
- * *out is malloc'd (NULL when *n is 0).  0 or -ENOMEM.
+ * taken from another, and a symbol with none is given one: up to the next
+ * symbol or the end of its section, whichever comes first.  An object
+ * that can be run (an interpreter, or no library needed) whose entry
+ * point no symbol covers has "_start" there, and its PLT stubs are
+ * "sym@plt" (elfplt.h).  *out is malloc'd, with the names made up (NULL
+ * when *n is 0).  0 or -ENOMEM.
  */
 int elf_function_symbols(Elf *elf, struct elf_fsym **out, size_t *n);
 

@@ -343,3 +343,96 @@ TEST(symtab_entry_point_is_start)
 	CHECK(n == 0);
 	free(v);
 }
+
+/* lp_objsym_find over r's table: the report's rule. */
+static long real_find(const struct real_obj *r, uint64_t addr)
+{
+	struct lp_objsym *v = calloc(r->nsyms ? r->nsyms : 1, sizeof(*v));
+	long i;
+
+	if (!v)
+		return -2;
+	for (size_t k = 0; k < r->nsyms; k++)
+		v[k] = (struct lp_objsym){ r->syms[k].addr, r->syms[k].size, r->syms[k].name };
+	i = lp_objsym_find(v, r->nsyms, addr, NULL, NULL);
+	free(v);
+	return i;
+}
+
+/* The "sym@plt" stubs of the object holding code, against objdump's:
+ * every stub objdump names by a symbol (not "*ABS*+0x...", which ours
+ * names by the ifunc) has that name and address here, and no stub is
+ * named here that objdump names otherwise.  *agreed: how many agreed. */
+static void plt_agrees(const void *code, int *agreed)
+{
+	struct real_obj r;
+	char cmd[600], line[512], name[256];
+	unsigned long long addr;
+	FILE *p;
+
+	*agreed = 0;
+	CHECK(open_real(&r, code) == 0);
+	snprintf(cmd, sizeof(cmd), "objdump -d --no-show-raw-insn '%s' 2>/dev/null", r.path);
+	p = popen(cmd, "r");
+	CHECK(p != NULL);
+	while (fgets(line, sizeof(line), p)) {
+		long i;
+
+		if (sscanf(line, "%llx <%255[^>]>:", &addr, name) != 2 ||
+		    strlen(name) < 5 || strcmp(name + strlen(name) - 4, "@plt") ||
+		    strchr(name, '+') || name[0] == '*')
+			continue;
+		i = real_find(&r, addr);
+		CHECK(i >= 0 && r.syms[i].addr == addr && !strcmp(r.syms[i].name, name));
+		(*agreed)++;
+	}
+	pclose(p);
+	for (size_t i = 0; i < r.nsyms; i++) /* each of ours objdump names too */
+		if (strstr(r.syms[i].name, "@plt"))
+			CHECK(r.syms[i].size >= 8 && r.syms[i].size <= 32);
+	close_real(&r);
+}
+
+TEST(symtab_plt_stubs_named_as_objdump)
+{
+	int agreed;
+
+	plt_agrees((const void *)plt_agrees, &agreed); /* this binary */
+	CHECK(agreed > 10);
+	plt_agrees((const void *)qsort, &agreed); /* libc's own */
+	CHECK(agreed > 0);
+}
+
+/* _init has no size: it covers .init up to its end, not the .plt that
+ * follows, whose first entry (the resolver's) no symbol names. */
+TEST(symtab_sizeless_symbol_ends_with_its_section)
+{
+	struct real_obj r;
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	uint64_t init_end = 0, plt = 0;
+	long i;
+
+	CHECK(open_real(&r, (const void *)plt_agrees) == 0);
+	CHECK(elf_getshdrstrndx(r.elf, &shstrndx) == 0);
+	while ((scn = elf_nextscn(r.elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(r.elf, shstrndx, sh.sh_name)))
+			continue;
+		if (!strcmp(name, ".init"))
+			init_end = sh.sh_addr + sh.sh_size;
+		if (!strcmp(name, ".plt"))
+			plt = sh.sh_addr;
+	}
+	if (!init_end || !plt) {
+		close_real(&r);
+		SKIP("this binary has no .init or no .plt");
+	}
+	i = real_find(&r, init_end - 1);
+	CHECK(i >= 0 && !strcmp(r.syms[i].name, "_init") &&
+	      r.syms[i].addr + r.syms[i].size == init_end);
+	CHECK(real_find(&r, plt) == -1);
+	close_real(&r);
+}
