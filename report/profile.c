@@ -126,6 +126,9 @@ void profile_header(FILE *out, const struct profile *p, const char *title)
 	fprintf(out, ", lost: %" PRIu64, p->lost);
 	if (p->lost)
 		fprintf(out, " (%.2f%%)", 100.0 * p->lost / taken);
+	if (p->waits_unmeasured)
+		fprintf(out, ", waits not measured: %" PRIu64 " (off-cpu, lua-wait)",
+			p->waits_unmeasured);
 	if (p->cut)
 		fprintf(out, ", native stack cut: %" PRIu64 " (%.2f%%, [truncated])",
 			p->cut, p->shown ? 100.0 * p->cut / p->shown : 0.0);

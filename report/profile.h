@@ -64,7 +64,10 @@ struct profile {
 	struct profile_trace *traces;
 	size_t ntraces;
 	uint64_t samples;         /* samples read, before filters */
-	uint64_t lost;            /* samples the recorder lost */
+	uint64_t lost;            /* events the recorder lost, of any kind but */
+	/* waits not measured (off-CPU or Lua-land: their start not kept),
+	 * which count in lost for those kinds only, here for the others */
+	uint64_t waits_unmeasured;
 	uint64_t cut;             /* shown samples whose native stack was cut */
 	uint64_t lua_cut;         /* ... whose Lua stack was cut */
 	uint64_t gaps;            /* ... that has frames it could not see */

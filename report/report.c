@@ -68,6 +68,7 @@ struct report_pass {
 	struct annotate *ann;
 	struct stalls *stl;   /* --stalls: stalls, and what ran in them */
 	uint64_t samples, lost, missing;
+	uint64_t lost_waits; /* of lost, LP_LOST_UNTRACKED's */
 	uint64_t place[LUA_PLACE_MAX]; /* compiled samples, by how placed */
 	uint64_t origin;      /* the first sample's time: --from, --to */
 	uint64_t win_first, win_last; /* samples in the window */
@@ -452,6 +453,8 @@ static int on_record(struct run *r, struct report_pass *ps, const struct lp_reco
 		return 0;
 	case LP_REC_LOST:
 		ps->lost = count_add(ps->lost, rec->u.lost.count);
+		if (rec->u.lost.reason == LP_LOST_UNTRACKED)
+			ps->lost_waits = count_add(ps->lost_waits, rec->u.lost.count);
 		return 0;
 	case LP_REC_KSYMS:
 		return frames_add_ksyms(ps->fr, &rec->u.ksyms);
@@ -501,12 +504,20 @@ static void warn_unplaced(struct run *r, struct report_pass *ps)
 
 static void warn_health(struct run *r, struct report_pass *ps, const struct trace_reader_stats *st)
 {
-	uint64_t lost = ps->lost, taken;
+	uint64_t lost = ps->lost, waits = ps->lost_waits, taken;
+	int kind_waits = r->prof->kind == LP_KIND_OFF_CPU || r->prof->kind == LP_KIND_LUA_WAIT ||
+			 r->prof->kind == LP_KIND_WALL;
 
 	/* The footer counts what the recorder knew it lost; LOST records
 	 * may be missing from a damaged trace, the footer from a cut one. */
 	if (ps->footer_seen && ps->footer.lost > lost)
 		lost = ps->footer.lost;
+	/* A wait not measured is an off-CPU or Lua-land one: not lost to
+	 * another kind's view, which says it apart. */
+	if (!kind_waits) {
+		lost -= waits < lost ? waits : lost;
+		r->prof->waits_unmeasured = count_add(r->prof->waits_unmeasured, waits);
+	}
 	r->prof->lost = count_add(r->prof->lost, lost);
 	taken = count_add(ps->samples, lost);
 	health_warn(r->o->who, pass_path(r, ps), st);

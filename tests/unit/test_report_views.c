@@ -29,7 +29,7 @@
  * n40 samples `gap` ns apart from time 1 s; thread 41 takes 2 samples in
  * the kernel function sys_read from 1 s.  Then `extra` samples of
  * thread 40 in main alone (no work frame) follow.  With events, off-CPU
- * events too (write_kinds_trace()). */
+ * events too (and losses, with events 2). */
 static int write_views_trace_ev(const char *path, int n40, uint64_t gap, int extra,
 				int events)
 {
@@ -103,6 +103,10 @@ static int write_views_trace_ev(const char *path, int n40, uint64_t gap, int ext
 		};
 		err = trace_write(w, &rec);
 	}
+	/* events == 2: 2 events lost in the ring buffer, and 3 waits not
+	 * measured. */
+	if (events == 2)
+		err = err ?: rt_lost(w, 2, LP_LOST_RINGBUF) ?: rt_lost(w, 3, LP_LOST_UNTRACKED);
 	err = err ?: rt_kfuncs(w, kfn, 1);
 	return trace_writer_close(w, NULL) ?: err;
 }
@@ -629,6 +633,18 @@ TEST(kinds_one_at_a_time_weighted)
 	CHECK(strstr(out, "        us  percent  function"));
 	CHECK(strstr(out, "91.84%"));
 	free(out);
+	/* Waits not measured are lost to off-cpu's view (and wall's), and
+	 * said apart in the others'. */
+	CHECK(write_views_trace_ev(path, 6, 10000000, 0, 2) == 0);
+	CHECK(rt_run(cmd_report, &out, &err, "report", path, NULL) == 0);
+	CHECK(strstr(out, "# samples: 8, lost: 2 (20.00%), waits not measured: 3 "
+			  "(off-cpu, lua-wait)\n"));
+	free(out);
+	free(err);
+	CHECK(rt_run(cmd_report, &out, &err, "report", "--kind", "off-cpu", path, NULL) == 0);
+	CHECK(strstr(out, "# off-cpu: 4900 us in 4 events, lost: 5 (55.56%)\n"));
+	free(out);
+	free(err);
 	/* Misuse: a kind no one knows; a mode that counts CPU samples. */
 	CHECK(rt_run(cmd_report, NULL, &err, "report", "--kind", "walls", path, NULL) == 2);
 	CHECK(strstr(err, "unknown event kind 'walls'"));
