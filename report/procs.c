@@ -41,6 +41,22 @@ static int new_entry(struct procs *t, uint32_t pid, struct proc **out)
 	return 0;
 }
 
+/* *exe, empty, becomes a copy of ppid's, if known; -ENOMEM or 0. */
+static int inherit_exe(const struct procs *t, uint32_t ppid, char **exe)
+{
+	const struct proc *parent = ppid ? procs_find(t, ppid) : NULL;
+	char *copy;
+
+	if (!parent || parent->exited || !parent->exe || !parent->exe[0])
+		return 0;
+	copy = strdup(parent->exe);
+	if (!copy)
+		return -ENOMEM;
+	free(*exe);
+	*exe = copy;
+	return 0;
+}
+
 int procs_add(struct procs *t, const struct lp_process *rec)
 {
 	char *comm, *exe;
@@ -66,6 +82,13 @@ int procs_add(struct procs *t, const struct lp_process *rec)
 	}
 	if (!p->comm)
 		p->time_ns = rec->time_ns;
+	/* A child the recorder could not read (gone by the time it heard of
+	 * the fork) runs the image its parent ran then. */
+	if (!exe[0] && (rec->flags & LP_PROC_FORKED) && !(rec->flags & LP_PROC_EXEC) &&
+	    !(p->flags & LP_PROC_EXEC) && inherit_exe(t, rec->ppid, &exe)) {
+		err = -ENOMEM;
+		goto fail;
+	}
 	free(p->comm);
 	free(p->exe);
 	p->ppid = rec->ppid;

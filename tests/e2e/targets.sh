@@ -60,6 +60,9 @@ check_num "exits: samples with a garbage frame" "$garbage" "==" 0 ||
 	show_stacks $TMP/exits.folded.garbage
 check_num "exits: pids in info more than once" \
 	"$(info_pids $TMP/exits.lp | sort | uniq -d | wc -l)" "==" 0
+# A child gone before the recorder read it runs its parent's image.
+check_num "exits: processes in info with no exe" \
+	"$($LUAPROF info $TMP/exits.lp | awk '$1 ~ /^[0-9]+$/ && $NF == "?"' | wc -l)" "==" 0
 
 # A target that exits mid-way ends the recording, and the trace is whole.
 # It exits once it has had half a second of CPU under the recorder (on a

@@ -124,3 +124,26 @@ TEST(info_cli_contract)
 	free(out);
 	free(err);
 }
+
+/* A forked child the recorder found gone (no exe read) runs its parent's
+ * image; one that exec'd, or whose parent is unknown, stays unknown. */
+TEST(info_forked_child_runs_its_parents_exe)
+{
+	const char *path = rt_path("info-fork.lp");
+	struct trace_writer *w = rt_open(path);
+	char *out = NULL;
+	int err;
+
+	CHECK(w != NULL);
+	err = rt_meta(w, START_NS, START_REAL) ?:
+	      rt_process(w, 100, 1, LP_PROC_EXISTING, "exits", "/usr/bin/exits", START_NS) ?:
+	      rt_process(w, 101, 100, LP_PROC_FORKED, "exits", "", START_NS) ?:
+	      rt_process(w, 102, 100, LP_PROC_FORKED | LP_PROC_EXEC, "sh", "", START_NS) ?:
+	      rt_process(w, 103, 0, LP_PROC_FORKED, "x", "", START_NS);
+	CHECK(trace_writer_close(w, NULL) == 0 && err == 0);
+	CHECK(rt_run(cmd_info, &out, NULL, "info", path, NULL) == 0);
+	CHECK(strstr(out, "      101     100  exits            forked                   -         0  /usr/bin/exits\n"));
+	CHECK(strstr(out, "      102     100  sh               forked,exec              -         0  ?\n"));
+	CHECK(strstr(out, "      103       0  x                forked                   -         0  ?\n"));
+	free(out);
+}
