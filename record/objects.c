@@ -53,6 +53,7 @@
 #include "record/procmaps.h"
 #include "record/srclines.h"
 #include "record/symtab.h"
+#include "record/vdso.h"
 
 /* Descriptors kept open for objects not yet embedded; past this many the
  * file is opened again by path when its symbols are written. */
@@ -135,24 +136,23 @@ static struct object *find(struct object_set *s, const char *path, uint64_t inod
 	return NULL;
 }
 
-/* A new object for mapping m: reads its identity and writes its OBJECT
- * record.  NULL when the file cannot be read (its frames then print as
- * module+offset, as before objects existed). */
-static struct object *add(struct object_set *s, pid_t pid,
-			  const struct lp_mapping *m, struct trace_writer *w)
+/* A new object for mapping m, read from fd (taken over): reads its
+ * identity and writes its OBJECT record.  NULL when the file cannot be
+ * read (its frames then print as module+offset, as before objects
+ * existed). */
+static struct object *add_fd(struct object_set *s, const struct lp_mapping *m, int fd,
+			     struct trace_writer *w)
 {
 	uint8_t ident[LP_OBJID_MAX];
 	struct lp_record rec;
 	struct object *o;
 	uint32_t kind, len;
 	uint64_t size;
-	int fd;
 
-	if (GROW(s->v, s->cap, s->n + 1))
+	if (GROW(s->v, s->cap, s->n + 1)) {
+		close(fd);
 		return NULL;
-	fd = procmaps_open(pid, m);
-	if (fd < 0)
-		return NULL;
+	}
 	if (lp_objid_read(fd, &kind, ident, &len, &size)) {
 		close(fd);
 		return NULL;
@@ -187,19 +187,34 @@ static struct object *add(struct object_set *s, pid_t pid,
 	return o;
 }
 
+static int is_vdso(const char *path)
+{
+	return !strcmp(path, "[vdso]");
+}
+
+/* The file behind m, or our own vDSO's bytes for a process's vDSO (the
+ * same image: vdso.h): a descriptor, or -errno. */
+static int open_object(pid_t pid, const struct lp_mapping *m)
+{
+	return is_vdso(m->path) ? vdso_fd() : procmaps_open(pid, m);
+}
+
 void object_set_assign(struct object_set *s, pid_t pid, struct maps_table *t,
 		       struct trace_writer *w)
 {
 	for (uint32_t i = 0; i < t->n; i++) {
 		struct lp_mapping *m = &t->v[i];
 		struct object *o;
+		int fd;
 
 		m->object = 0;
-		if (m->path[0] != '/')
-			continue; /* anonymous, [vdso] and the like */
+		/* Anonymous memory, [stack] and the like are no object; the
+		 * vDSO is one, when its symbols are embedded. */
+		if (m->path[0] != '/' && !(s->embed && is_vdso(m->path)))
+			continue;
 		o = find(s, m->path, m->inode);
-		if (!o)
-			o = add(s, pid, m, w);
+		if (!o && (fd = open_object(pid, m)) >= 0)
+			o = add_fd(s, m, fd, w);
 		if (o)
 			m->object = o->id;
 	}
@@ -215,7 +230,7 @@ static void queue(struct object_set *s, struct object *o)
 	if (!s->prep || o->queued)
 		return;
 	fd = o->fd >= 0 ? fcntl(o->fd, F_DUPFD_CLOEXEC, 0) :
-			  open(o->path, O_RDONLY | O_CLOEXEC);
+	     is_vdso(o->path) ? vdso_fd() : open(o->path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0 && !obj_prep_submit(s->prep, o->id, fd, o->path))
 		o->queued = 1;
 }

@@ -44,7 +44,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -59,6 +58,7 @@
 #include "record/command_files.h"
 #include "record/procmaps.h"
 #include "record/unwind.h"
+#include "record/vdso.h"
 #include "record/unwind_buckets.h"
 #include "record/unwind_table.h"
 #include "sampler.skel.h"
@@ -238,31 +238,13 @@ static void register_file(struct unwinder *u, const struct uobj *o,
 /* The vDSO is the same image in every 64-bit process: read ours. */
 static int build_vdso(struct unwind_table *t)
 {
-	struct maps_table self;
-	unsigned long base = getauxval(AT_SYSINFO_EHDR);
 	void *copy;
-	int err = -ENOENT;
+	size_t size;
+	int err = vdso_image(&copy, &size);
 
-	if (!base || procmaps_read(getpid(), &self))
-		return -ENOENT;
-	for (uint32_t i = 0; i < self.n; i++) {
-		const struct lp_mapping *m = &self.v[i];
-
-		/* Its code and headers share one mapping: the image. */
-		if (strcmp(m->path, "[vdso]") || m->start != base)
-			continue;
-		/* A copy: libelf must not be handed read-only code pages. */
-		copy = malloc(m->end - m->start);
-		if (!copy) {
-			err = -ENOMEM;
-			break;
-		}
-		memcpy(copy, (const void *)base, m->end - m->start);
-		err = unwind_table_build_vdso(copy, m->end - m->start, t);
-		free(copy);
-		break;
-	}
-	maps_table_free(&self);
+	if (!err)
+		err = unwind_table_build_vdso(copy, size, t);
+	free(copy);
 	return err;
 }
 

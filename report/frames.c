@@ -256,12 +256,13 @@ static int name_chain(struct frames *f, const struct maps_view *v, uint64_t addr
 		*ids = *func = f->unmapped_id;
 		return 0;
 	}
-	if (m->path[0] != '/')
+	if (m->path[0] != '/' && !(m->object && f->objs && !strcmp(m->path, "[vdso]")))
 		/* Anonymous code (another JIT's: a trace's is named by the
-		 * Lua walk), [vdso], [stack], or anything else the kernel
-		 * names: one function per mapping name, so that the time of
-		 * a foreign JIT's code adds up in one row; --lines shows
-		 * where in it, as it shows a line. */
+		 * Lua walk), [stack], the vDSO of a trace that holds none of
+		 * its symbols, or anything else the kernel names: one
+		 * function per mapping name, so that the time of a foreign
+		 * JIT's code adds up in one row; --lines shows where in it,
+		 * as it shows a line. */
 		return name_special(f, m, at, ids, func);
 	if (f->objs)
 		err = objects_lookup(f->objs, m->object, m->path,
