@@ -121,6 +121,12 @@ check_num "nofp signal: handler samples reaching main through the signal frame" 
 	"$(share_with $TMP/signal.folded on_alarm main)" ">=" 0.95
 check_num "nofp signal: handler samples under wait_loop, the code they interrupted" \
 	"$(share_with $TMP/signal.folded on_alarm wait_loop)" ">=" 0.95
+# wait_loop reads the clock through the vDSO, whose symbols the trace
+# embeds: its frames are named, none is [vdso].
+check_num "nofp signal: samples in __vdso_clock_gettime" \
+	"$(folded_incl $TMP/signal.folded __vdso_clock_gettime)" ">=" 10
+check_num "nofp signal: samples with a [vdso] frame" \
+	"$(grep -F '[vdso]' $TMP/signal.folded | folded_total /dev/stdin)" "==" 0
 
 # --- realigned frames: GCC's DRAP, CFA and rbp by DWARF expressions -------
 # Symbols bound at load (LD_BIND_NOW): ld.so's lazy binder,
