@@ -182,6 +182,9 @@ check_num "nofp signal: handler samples reaching main through the signal frame" 
 	"$(share_with $TMP/nofp-signal.folded on_alarm main)" ">=" 0.95
 check_num "nofp signal: handler samples under wait_loop, the code they interrupted" \
 	"$(share_with $TMP/nofp-signal.folded on_alarm wait_loop)" ">=" 0.95
+# The trampoline is the vDSO's, whose symbols the trace embeds.
+check_num "nofp signal: handler samples under __kernel_rt_sigreturn, named" \
+	"$(share_with $TMP/nofp-signal.folded on_alarm __kernel_rt_sigreturn)" ">=" 0.95
 # A tick during the rt_sigreturn system call finds the pc after the svc;
 # once the call has restored sp, the frame it points at is no signal
 # frame, and the walk must say so ([truncated]), not end there as whole.
