@@ -37,9 +37,9 @@
 #include "format/trace.h"
 #include "record/luajit_code.h"
 
-/* Bumped whenever luajit_code.c's rules or luajit_struct.c change what
- * they derive: older files are read again from the code. */
-#define RULES_VERSION 2
+/* Bumped whenever luajit_code.c's rules, luajit_libs.c or luajit_struct.c
+ * change what they derive: older files are read again from the code. */
+#define RULES_VERSION 3
 
 #define LINE_MAX_LEN 256
 #define FF_MAX 256

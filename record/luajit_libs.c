@@ -163,6 +163,7 @@ static int skip_proto(struct cursor *c)
 struct entry {
 	uint32_t ffid;
 	char name[64];
+	int noreg; /* an id registered elsewhere (LIBINIT_FFID), not a helper */
 };
 
 /*
@@ -190,6 +191,7 @@ static int parse_init(const uint8_t *p, size_t len, struct entry *e, int max)
 				if (c.p[i] < 0x21 || c.p[i] > 0x7e)
 					return -1;
 			memcpy(e[n].name, c.p, l);
+			e[n].noreg = 0;
 			e[n++].name[l] = '\0';
 			c.p += l;
 			continue;
@@ -215,6 +217,7 @@ static int parse_init(const uint8_t *p, size_t len, struct entry *e, int max)
 			if (n == max || id >= FF_MAX)
 				return -1;
 			e[n].ffid = id++;
+			e[n].noreg = 1;
 			e[n++].name[0] = '\0';
 			break;
 		case LIBINIT_END:
@@ -367,6 +370,43 @@ static void guess_prefix(const struct entry *e, int n, const struct lj_build_des
 	}
 }
 
+/* Does the known build number every builtin named here as this build
+ * does (and at least LIKE_MIN of them)?  Then this build's unnamed ids
+ * are the known build's too: the lazily registered functions (table.new,
+ * table.isempty, jit.util's) whose registration an amalgamated build
+ * inlines out of reach. */
+#define LIKE_MIN 100
+static int like_numbering(const struct lj_ffnames *out, uint32_t top,
+			  const struct lj_build_desc *like)
+{
+	uint32_t named = 0;
+
+	if (top > like->nffnames)
+		return 0;
+	for (uint32_t i = 2; i < top; i++) {
+		if (!out->names[i] || !out->names[i][0])
+			continue;
+		if (strcmp(out->names[i], like->ffnames[i]))
+			return 0;
+		named++;
+	}
+	return named >= LIKE_MIN;
+}
+
+static int fill_from_like(struct lj_ffnames *out, uint32_t top,
+			  const struct lj_build_desc *like)
+{
+	for (uint32_t i = 2; i < top; i++) {
+		if (out->names[i] && out->names[i][0])
+			continue;
+		free(out->names[i]);
+		out->names[i] = strdup(like->ffnames[i]);
+		if (!out->names[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int lj_ffnames_from_code(struct elf_image *im, struct sx_ctx *sx,
 			 const struct lj_build_desc *like, struct lj_ffnames *out,
 			 int *resume, int *wrap_aux)
@@ -410,8 +450,12 @@ int lj_ffnames_from_code(struct elf_image *im, struct sx_ctx *sx,
 		for (int i = n - 1; i >= 0; i--) {
 			char name[160];
 
-			/* an unnamed helper before its user: ipairs_aux */
+			/* an unnamed helper before its user: ipairs_aux and
+			 * gmatch_aux (LJLIB_NOREGUV), coroutine.wrap_aux
+			 * (LJLIB_NOREG, as functions registered elsewhere
+			 * are: table.new, OpenResty's table.isempty) */
 			if (!e[i].name[0] && i + 1 < n && e[i + 1].name[0] &&
+			    (!e[i].noreg || !strcmp(e[i + 1].name, "wrap")) &&
 			    !strstr(e[i + 1].name, "_aux") && !out->names[e[i].ffid])
 				snprintf(e[i].name, sizeof(e[i].name), "%.59s_aux", e[i + 1].name);
 			if (!e[i].name[0] || out->names[e[i].ffid])
@@ -424,6 +468,12 @@ int lj_ffnames_from_code(struct elf_image *im, struct sx_ctx *sx,
 			if (e[i].ffid + 1 > top)
 				top = e[i].ffid + 1;
 		}
+	}
+	if (like && like_numbering(out, top, like)) {
+		int err = fill_from_like(out, top, like);
+
+		if (err)
+			return err;
 	}
 	for (uint32_t i = 0; i < top; i++) {
 		if (out->names[i] && !strcmp(out->names[i], "coroutine.resume"))
