@@ -141,16 +141,26 @@ static void need(struct obj_symtab *t, size_t i)
 	}
 }
 
-void obj_symtab_need(struct obj_symtab *t, uint64_t off)
+static void obj_symtab_need_vaddr(struct obj_symtab *t, uint64_t vaddr)
 {
-	uint64_t vaddr;
 	size_t from, to;
 
-	if (elf_seg_vaddr(t->segs, t->nsegs, off, &vaddr))
-		return; /* the report prints module+offset: no symbol needed */
 	lp_objsym_find(t->syms, t->nsyms, vaddr, &from, &to);
 	for (size_t i = from; i < to; i++)
 		need(t, i);
+}
+
+void obj_symtab_need(struct obj_symtab *t, uint64_t off)
+{
+	uint64_t vaddr;
+
+	if (elf_seg_vaddr(t->segs, t->nsegs, off, &vaddr))
+		return; /* the report prints module+offset: no symbol needed */
+	obj_symtab_need_vaddr(t, vaddr);
+	/* None covering it, the report looks at the next byte too: a
+	 * signal trampoline's return address (report/frames.c). */
+	if (vaddr + 1 && lp_objsym_find(t->syms, t->nsyms, vaddr, NULL, NULL) < 0)
+		obj_symtab_need_vaddr(t, vaddr + 1);
 }
 
 void obj_symtab_need_all(struct obj_symtab *t)

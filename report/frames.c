@@ -47,6 +47,7 @@ struct chain_ent {
 	uint64_t gen, at;
 	uint32_t pid, n, func;
 	uint32_t off; /* into chain_ids */
+	int ret;      /* at is a return address's call (name_chain()) */
 };
 
 struct frames {
@@ -233,6 +234,16 @@ static int name_special(struct frames *f, const struct map_ent *m, uint64_t at,
 	       describe_native(f, *id, m, off + m->pgoff, *func, NULL);
 }
 
+/* The symbol of address at in mapping m. */
+static int lookup(struct frames *f, const struct map_ent *m, uint64_t at,
+		  struct sym_result *res)
+{
+	uint64_t off = at - m->start + m->pgoff;
+
+	return f->objs ? objects_lookup(f->objs, m->object, m->path, off, res) :
+			 symbolizer_lookup(f->sym, m->path, off, res);
+}
+
 static int name_chain(struct frames *f, const struct maps_view *v, uint64_t addr, int ret,
 		      uint32_t *ids, uint32_t *n, uint32_t *func)
 {
@@ -264,12 +275,18 @@ static int name_chain(struct frames *f, const struct maps_view *v, uint64_t addr
 		 * JIT's code adds up in one row; --lines shows where in it,
 		 * as it shows a line. */
 		return name_special(f, m, at, ids, func);
-	if (f->objs)
-		err = objects_lookup(f->objs, m->object, m->path,
-				     at - m->start + m->pgoff, &res);
-	else
-		err = symbolizer_lookup(f->sym, m->path,
-					at - m->start + m->pgoff, &res);
+	err = lookup(f, m, at, &res);
+	/* A return address that follows no call is a signal trampoline's
+	 * first byte, which the kernel enters as if returned to (glibc's
+	 * __restore_rt, the arm64 vDSO's __kernel_rt_sigreturn: each after
+	 * a nop no symbol covers): named by the symbol that starts there. */
+	if (!err && ret && addr && !res.func && res.elf) {
+		struct sym_result tr;
+
+		err = lookup(f, m, addr, &tr);
+		if (!err && tr.func && tr.start == tr.addr)
+			res = tr;
+	}
 	if (err)
 		return err;
 	c.n = 0;
@@ -328,7 +345,7 @@ int frames_user_chain(struct frames *f, const struct maps_view *v, uint64_t addr
 	while ((i = htab_probe_next(&f->chains_h, &p)) >= 0) {
 		const struct chain_ent *c = &f->chains[i];
 
-		if (c->at == at && c->pid == pid && c->gen == gen) {
+		if (c->at == at && c->pid == pid && c->gen == gen && c->ret == (ret && addr)) {
 			memcpy(ids, f->chain_ids + c->off, c->n * sizeof(*ids));
 			*n = c->n;
 			*func = c->func;
@@ -345,7 +362,7 @@ int frames_user_chain(struct frames *f, const struct maps_view *v, uint64_t addr
 		return err;
 	memcpy(f->chain_ids + f->nchain_ids, ids, *n * sizeof(*ids));
 	f->chains[f->nchains++] = (struct chain_ent){ gen, at, pid, *n, *func,
-						      (uint32_t)f->nchain_ids };
+						      (uint32_t)f->nchain_ids, ret && addr };
 	f->nchain_ids += *n;
 	return 0;
 }

@@ -270,6 +270,7 @@ int objects_lookup(struct objects *o, uint64_t id, const char *path,
 	res->func = NULL;
 	res->addr = off;
 	res->elf = 0;
+	res->start = 0;
 	return 0;
 }
 

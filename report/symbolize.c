@@ -290,10 +290,11 @@ int symbolizer_add_table(struct symbolizer *s, const char *key,
 	return err;
 }
 
-static const char *find_sym(const struct sym_file *f, uint64_t addr)
+static const char *find_sym(const struct sym_file *f, uint64_t addr, uint64_t *start)
 {
 	long i = lp_objsym_find(f->syms, f->nsyms, addr, NULL, NULL);
 
+	*start = i < 0 ? 0 : f->syms[i].addr;
 	return i < 0 ? NULL : f->syms[i].name;
 }
 
@@ -307,6 +308,7 @@ int symbolizer_lookup(struct symbolizer *s, const char *path, uint64_t off,
 	res->func = NULL;
 	res->addr = off;
 	res->elf = 0;
+	res->start = 0;
 	err = get_file(s, path, &f);
 	if (err)
 		return err;
@@ -317,6 +319,6 @@ int symbolizer_lookup(struct symbolizer *s, const char *path, uint64_t off,
 		return 0;
 	res->elf = 1;
 	res->addr = vaddr;
-	res->func = find_sym(f, res->addr);
+	res->func = find_sym(f, res->addr, &res->start);
 	return 0;
 }

@@ -23,6 +23,7 @@ struct sym_result {
 	uint64_t addr;    /* the ELF virtual address when elf is set,
 			   * otherwise the file offset */
 	int elf;          /* the file was read as ELF */
+	uint64_t start;   /* the symbol's own address, when func is set */
 };
 
 /* `who` prefixes warnings, e.g. "luaprof report". */
