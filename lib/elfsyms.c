@@ -34,6 +34,17 @@ static int raw_cmp(const void *a, const void *b)
 	return strcmp(x->s.name, y->s.name);
 }
 
+/* Whether section ndx holds code.  An exported symbol of no type there
+ * is code too, written by hand: the arm64 vDSO's __kernel_rt_sigreturn
+ * (a .dynsym's other untyped symbols, _edata and the like, mark data). */
+static int in_code(Elf *elf, size_t ndx)
+{
+	Elf_Scn *scn = ndx < SHN_LORESERVE ? elf_getscn(elf, ndx) : NULL;
+	GElf_Shdr sh;
+
+	return scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR);
+}
+
 /* Appends the function symbols of every section of type `type`. */
 static int read_section_type(Elf *elf, Elf64_Word type, struct raw_sym **v,
 			     size_t *n, size_t *cap)
@@ -60,8 +71,9 @@ static int read_section_type(Elf *elf, Elf64_Word type, struct raw_sym **v,
 				break;
 			t = GELF_ST_TYPE(st.st_info);
 			b = GELF_ST_BIND(st.st_info);
-			if ((t != STT_FUNC && t != STT_GNU_IFUNC) || !st.st_value ||
-			    st.st_shndx == SHN_UNDEF)
+			if (!st.st_value || st.st_shndx == SHN_UNDEF ||
+			    (t != STT_FUNC && t != STT_GNU_IFUNC &&
+			     !(t == STT_NOTYPE && type == SHT_DYNSYM && in_code(elf, st.st_shndx))))
 				continue;
 			name = elf_strptr(elf, sh.sh_link, st.st_name);
 			if (!name || !name[0])

@@ -25,7 +25,8 @@ struct elf_fsym {
 
 /*
  * The defined, non-zero STT_FUNC and STT_GNU_IFUNC symbols of .symtab and
- * .dynsym, in ascending address order, one per address: of several names
+ * .dynsym, and .dynsym's untyped ones in code (STT_NOTYPE: hand-written
+ * entry points such as the arm64 vDSO's), in ascending address order, one per address: of several names
  * for one address, a global one over a weak over a local, then the
  * shortest, then the first in byte order; a size the chosen name lacks is
  * taken from another, and a symbol with none is given one: up to the next

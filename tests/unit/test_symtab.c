@@ -436,3 +436,38 @@ TEST(symtab_sizeless_symbol_ends_with_its_section)
 	CHECK(real_find(&r, plt) == -1);
 	close_real(&r);
 }
+
+/* An exported symbol of no type in code is an entry point written by hand
+ * (the arm64 vDSO's __kernel_rt_sigreturn): it names its code.  One in
+ * data (_edata, a label) names nothing.  Built here by the compiler. */
+TEST(symtab_untyped_export_in_code)
+{
+	const char *src = rt_path("untyped.s"), *so = rt_path("untyped.so");
+	char cmd[700];
+	struct elf_fsym *v = NULL;
+	size_t n = 0;
+	int found = 0, data = 0, fd;
+	FILE *f = fopen(src, "w");
+	Elf *elf;
+
+	CHECK(f != NULL);
+	fputs("\t.text\n\t.globl hand_entry\n\tnop\nhand_entry:\n\tnop\n\tnop\n"
+	      "\t.data\n\t.globl data_label\ndata_label:\n\t.quad 1\n", f);
+	CHECK(fclose(f) == 0);
+	snprintf(cmd, sizeof(cmd), "cc -shared -nostdlib -o '%s' '%s' 2>/dev/null", so, src);
+	if (system(cmd) != 0)
+		SKIP("no compiler to build a shared object");
+	fd = open(so, O_RDONLY);
+	CHECK(fd >= 0);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	CHECK(elf && elf_function_symbols(elf, &v, &n) == 0);
+	for (size_t i = 0; i < n; i++) {
+		found |= !strcmp(v[i].name, "hand_entry") && v[i].size >= 2;
+		data |= !strcmp(v[i].name, "data_label") || !strcmp(v[i].name, "_edata");
+	}
+	CHECK(found && !data);
+	free(v);
+	elf_end(elf);
+	close(fd);
+}
