@@ -10,14 +10,23 @@
 
 #include "lib/demangle.h"
 
+#define PLT_SUFFIX "@plt"
+
 int lp_demangle(const char *sym, char *out, size_t len)
 {
-	char *d;
-	size_t n;
+	size_t n, suffix = 0, slen;
+	char *d, *name;
 
 	if (!sym || !len || sym[0] != '_' || (sym[1] != 'Z' && sym[1] != 'R'))
 		return 0;
-	d = cplus_demangle(sym, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+	/* A PLT stub's name is its target's and "@plt" (lib/elfplt.h),
+	 * kept after the readable name, as c++filt keeps it. */
+	slen = strlen(sym);
+	if (slen > strlen(PLT_SUFFIX) && !strcmp(sym + slen - strlen(PLT_SUFFIX), PLT_SUFFIX))
+		suffix = strlen(PLT_SUFFIX);
+	name = strndup(sym, slen - suffix);
+	d = name ? cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO) : NULL;
+	free(name);
 	if (!d)
 		return 0;
 	n = strlen(d);
@@ -26,5 +35,7 @@ int lp_demangle(const char *sym, char *out, size_t len)
 	memcpy(out, d, n);
 	out[n] = '\0';
 	free(d);
+	if (suffix && n + suffix < len)
+		memcpy(out + n, PLT_SUFFIX, suffix + 1);
 	return 1;
 }

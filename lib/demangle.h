@@ -10,7 +10,7 @@
 
 /* The readable form of symbol sym in out (len bytes, cut to fit): 1 when
  * sym is a mangled name (Itanium C++ _Z..., Rust _R... or legacy), else 0
- * and out untouched. */
+ * and out untouched.  A PLT stub's "@plt" stays at the end. */
 int lp_demangle(const char *sym, char *out, size_t len);
 
 #endif

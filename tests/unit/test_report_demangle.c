@@ -19,6 +19,10 @@ TEST(demangle_cxx_and_rust)
 	CHECK(lp_demangle("_ZN3std2rt10lang_start17h0123456789abcdefE", b, sizeof(b)) &&
 	      !strcmp(b, "std::rt::lang_start"));
 	CHECK(!lp_demangle("main", b, sizeof(b)) && !lp_demangle("_Zgarbage", b, sizeof(b)));
+	/* A PLT stub of a C++ function (lib/elfplt.h). */
+	CHECK(lp_demangle("_ZN7EThread7executeEv@plt", b, sizeof(b)) &&
+	      !strcmp(b, "EThread::execute()@plt"));
+	CHECK(!lp_demangle("_Zgarbage@plt", b, sizeof(b)) && !lp_demangle("@plt", b, sizeof(b)));
 	/* Cut to fit, still a string. */
 	CHECK(lp_demangle("_ZN7EThread7executeEv", b, 8) && !strcmp(b, "EThread"));
 }
