@@ -276,7 +276,8 @@ int procmaps_read_code(pid_t pid, const struct maps_table *prev,
 		maps_table_free(out);
 		return err;
 	}
-	qsort(out->v, out->n, sizeof(*out->v), mapping_cmp);
+	if (out->n) /* (an exiting process lists none: no array to sort) */
+		qsort(out->v, out->n, sizeof(*out->v), mapping_cmp);
 	return 0;
 }
 
