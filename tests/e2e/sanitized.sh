@@ -46,6 +46,11 @@ run "record -vv -- luajit abc.lua" record -vv -F 999 -o $TMP/abc.lp -- \
 	luajit samples/lua/abc.lua
 check "the recording has samples" test "$(trace_samples $TMP/abc.lp)" -gt 100
 
+# Processes that fork, start threads and exit a few hundred times a
+# second: exits settling, mappings of processes gone, the vDSO's object.
+run "record -- exits" record -F 999 -o $TMP/exits.lp -- $SAMPLES/exits 2
+check "the exits recording has samples" test "$(trace_samples $TMP/exits.lp)" -gt 100
+
 # The load starts once the recorder samples: the sanitized recorder takes
 # seconds more to set up than the load would run, more so on a busy host.
 nginx_start || { fail "nginx started"; exit 1; }
