@@ -187,16 +187,11 @@ static struct object *add_fd(struct object_set *s, const struct lp_mapping *m, i
 	return o;
 }
 
-static int is_vdso(const char *path)
-{
-	return !strcmp(path, "[vdso]");
-}
-
 /* The file behind m, or our own vDSO's bytes for a process's vDSO (the
  * same image: vdso.h): a descriptor, or -errno. */
 static int open_object(pid_t pid, const struct lp_mapping *m)
 {
-	return is_vdso(m->path) ? vdso_fd() : procmaps_open(pid, m);
+	return vdso_mapping(m->path) ? vdso_fd() : procmaps_open(pid, m);
 }
 
 void object_set_assign(struct object_set *s, pid_t pid, struct maps_table *t,
@@ -210,7 +205,7 @@ void object_set_assign(struct object_set *s, pid_t pid, struct maps_table *t,
 		m->object = 0;
 		/* Anonymous memory, [stack] and the like are no object; the
 		 * vDSO is one, when its symbols are embedded. */
-		if (m->path[0] != '/' && !(s->embed && is_vdso(m->path)))
+		if (m->path[0] != '/' && !(s->embed && vdso_mapping(m->path)))
 			continue;
 		o = find(s, m->path, m->inode);
 		if (!o && (fd = open_object(pid, m)) >= 0)
@@ -230,7 +225,7 @@ static void queue(struct object_set *s, struct object *o)
 	if (!s->prep || o->queued)
 		return;
 	fd = o->fd >= 0 ? fcntl(o->fd, F_DUPFD_CLOEXEC, 0) :
-	     is_vdso(o->path) ? vdso_fd() : open(o->path, O_RDONLY | O_CLOEXEC);
+	     vdso_mapping(o->path) ? vdso_fd() : open(o->path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0 && !obj_prep_submit(s->prep, o->id, fd, o->path))
 		o->queued = 1;
 }

@@ -347,7 +347,7 @@ static int resolve_mapping(struct unwinder *u, pid_t pid,
 	out->end = m->end;
 	out->bias = 0;
 	out->obj = 0;
-	if (!strcmp(m->path, "[vdso]")) {
+	if (vdso_mapping(m->path)) {
 		key.vdso = 1;
 	} else if (m->path[0] != '/') {
 		/* Anonymous code ("", [anon:...], [heap]): a JIT's; the

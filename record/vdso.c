@@ -12,6 +12,11 @@
 #include "record/procmaps.h"
 #include "record/vdso.h"
 
+int vdso_mapping(const char *path)
+{
+	return !strcmp(path, "[vdso]");
+}
+
 int vdso_image(void **copy, size_t *size)
 {
 	struct maps_table self;
@@ -26,7 +31,7 @@ int vdso_image(void **copy, size_t *size)
 		const struct lp_mapping *m = &self.v[i];
 
 		/* Its code and headers share one mapping: the image. */
-		if (strcmp(m->path, "[vdso]") || m->start != base)
+		if (!vdso_mapping(m->path) || m->start != base)
 			continue;
 		*copy = malloc(m->end - m->start);
 		if (!*copy) {

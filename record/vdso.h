@@ -10,6 +10,9 @@
 
 #include <stddef.h>
 
+/* Whether a mapping named path is the vDSO. */
+int vdso_mapping(const char *path);
+
 /* A malloc'd copy of our vDSO's mapping (libelf must not be handed its
  * read-only pages), its headers and code: 0, -ENOENT or -ENOMEM. */
 int vdso_image(void **copy, size_t *size);

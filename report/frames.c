@@ -267,13 +267,13 @@ static int name_chain(struct frames *f, const struct maps_view *v, uint64_t addr
 		*ids = *func = f->unmapped_id;
 		return 0;
 	}
-	if (m->path[0] != '/' && !(m->object && f->objs && !strcmp(m->path, "[vdso]")))
+	if (m->path[0] != '/' && !(m->object && f->objs))
 		/* Anonymous code (another JIT's: a trace's is named by the
-		 * Lua walk), [stack], the vDSO of a trace that holds none of
-		 * its symbols, or anything else the kernel names: one
-		 * function per mapping name, so that the time of a foreign
-		 * JIT's code adds up in one row; --lines shows where in it,
-		 * as it shows a line. */
+		 * Lua walk), [stack], or anything else the kernel names and
+		 * the trace gives no object (the vDSO has one when its
+		 * symbols are embedded): one function per mapping name, so
+		 * that the time of a foreign JIT's code adds up in one row;
+		 * --lines shows where in it, as it shows a line. */
 		return name_special(f, m, at, ids, func);
 	err = lookup(f, m, at, &res);
 	/* A return address that follows no call is a signal trampoline's
