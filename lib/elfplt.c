@@ -44,11 +44,39 @@ static int is_irelative(GElf_Half machine, uint32_t type)
 	return machine == EM_X86_64 ? type == R_X86_64_IRELATIVE : type == R_AARCH64_IRELATIVE;
 }
 
-/* The name of the STT_GNU_IFUNC symbol whose resolver is at addr (an
- * IRELATIVE relocation's addend: a call of an ifunc from within its own
- * object, as libc's of memcpy), or NULL. */
-static const char *ifunc_name(Elf *elf, uint64_t addr)
+static const char *slot_name(const struct slot *v, size_t n, uint64_t got)
 {
+	const struct slot key = { got, NULL }, *s;
+
+	s = n ? bsearch(&key, v, n, sizeof(*v), slot_cmp) : NULL;
+	return s ? s->name : NULL;
+}
+
+/* An ifunc as read: its resolver's address, and its place in the
+ * tables, the first of several names for one resolver being the one. */
+struct ifunc {
+	uint64_t addr;
+	size_t order;
+	const char *name;
+};
+
+static int ifunc_cmp(const void *a, const void *b)
+{
+	const struct ifunc *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The STT_GNU_IFUNC symbols of elf's symbol tables as slots keyed by
+ * their resolver's address, the first name of each, sorted: an
+ * IRELATIVE relocation's addend names one, a call of an ifunc from
+ * within its own object (libc's of memcpy). */
+static int read_ifuncs(Elf *elf, struct slot **out, size_t *nout)
+{
+	struct ifunc *v = NULL;
+	size_t n = 0, cap = 0;
 	Elf_Scn *scn = NULL;
 
 	while ((scn = elf_nextscn(elf, scn))) {
@@ -64,18 +92,43 @@ static const char *ifunc_name(Elf *elf, uint64_t addr)
 
 			if (!gelf_getsym(d, (int)i, &st))
 				break;
-			if (GELF_ST_TYPE(st.st_info) == STT_GNU_IFUNC && st.st_value == addr &&
-			    st.st_shndx != SHN_UNDEF &&
-			    (name = elf_strptr(elf, sh.sh_link, st.st_name)) && name[0])
-				return name;
+			if (GELF_ST_TYPE(st.st_info) != STT_GNU_IFUNC || st.st_shndx == SHN_UNDEF ||
+			    !(name = elf_strptr(elf, sh.sh_link, st.st_name)) || !name[0])
+				continue;
+			if (GROW(v, cap, n + 1)) {
+				free(v);
+				return -ENOMEM;
+			}
+			v[n] = (struct ifunc){ st.st_value, n, name };
+			n++;
 		}
 	}
-	return NULL;
+	if (n)
+		qsort(v, n, sizeof(*v), ifunc_cmp);
+	*out = n ? malloc(n * sizeof(**out)) : NULL;
+	if (n && !*out) {
+		free(v);
+		return -ENOMEM;
+	}
+	*nout = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!i || v[i].addr != v[i - 1].addr)
+			(*out)[(*nout)++] = (struct slot){ v[i].addr, v[i].name };
+	free(v);
+	return 0;
 }
+
+/* The ifuncs (read_ifuncs()), read when first needed. */
+struct ifuncs {
+	struct slot *v;
+	size_t n;
+	int read;
+};
 
 /* The named symbols of one relocation section's slots, appended. */
 static int section_slots(Elf *elf, GElf_Half machine, const GElf_Shdr *sh,
-			 Elf_Data *d, struct slot **v, size_t *n, size_t *cap)
+			 Elf_Data *d, struct ifuncs *ifn, struct slot **v, size_t *n,
+			 size_t *cap)
 {
 	Elf_Scn *symscn = elf_getscn(elf, sh->sh_link);
 	GElf_Shdr symsh;
@@ -90,9 +143,14 @@ static int section_slots(Elf *elf, GElf_Half machine, const GElf_Shdr *sh,
 
 		if (!gelf_getrela(d, (int)i, &r))
 			break;
-		if (is_irelative(machine, GELF_R_TYPE(r.r_info)))
-			name = ifunc_name(elf, (uint64_t)r.r_addend);
-		else if (binds_slot(machine, GELF_R_TYPE(r.r_info)) && GELF_R_SYM(r.r_info) &&
+		if (is_irelative(machine, GELF_R_TYPE(r.r_info))) {
+			if (!ifn->read) {
+				ifn->read = 1;
+				if (read_ifuncs(elf, &ifn->v, &ifn->n))
+					return -ENOMEM;
+			}
+			name = slot_name(ifn->v, ifn->n, (uint64_t)r.r_addend);
+		} else if (binds_slot(machine, GELF_R_TYPE(r.r_info)) && GELF_R_SYM(r.r_info) &&
 			 gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &st))
 			name = elf_strptr(elf, symsh.sh_link, st.st_name);
 		else
@@ -109,6 +167,7 @@ static int section_slots(Elf *elf, GElf_Half machine, const GElf_Shdr *sh,
 /* Every named slot of elf's RELA sections, sorted by address. */
 static int read_slots(Elf *elf, GElf_Half machine, struct slot **v, size_t *n)
 {
+	struct ifuncs ifn = { NULL, 0, 0 };
 	Elf_Scn *scn = NULL;
 	size_t cap = 0;
 	int err = 0;
@@ -121,19 +180,12 @@ static int read_slots(Elf *elf, GElf_Half machine, struct slot **v, size_t *n)
 
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_RELA && sh.sh_entsize &&
 		    (d = elf_getdata(scn, NULL)))
-			err = section_slots(elf, machine, &sh, d, v, n, &cap);
+			err = section_slots(elf, machine, &sh, d, &ifn, v, n, &cap);
 	}
+	free(ifn.v);
 	if (*n)
 		qsort(*v, *n, sizeof(**v), slot_cmp);
 	return err;
-}
-
-static const char *slot_name(const struct slot *v, size_t n, uint64_t got)
-{
-	const struct slot key = { got, NULL }, *s;
-
-	s = n ? bsearch(&key, v, n, sizeof(*v), slot_cmp) : NULL;
-	return s ? s->name : NULL;
 }
 
 /* The slot an x86_64 entry at addr jumps through; 0 if it is no stub. */
