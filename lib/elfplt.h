@@ -6,6 +6,8 @@
  * through, read from its own instructions and found among the object's
  * JUMP_SLOT and GLOB_DAT relocations: a stub whose slot no relocation
  * names (the PLT's first entry, which calls the resolver) stays unnamed.
+ * An IRELATIVE slot (an object's call of its own ifunc) is named by the
+ * ifunc whose resolver it holds, as libc's stub of memcpy is memcpy@plt.
  * For x86_64 (.plt, .plt.sec, .plt.got; with or without endbr64) and
  * arm64 (.plt; with or without bti).  In lib/ beside elfsyms.c, whose
  * table they join for record and report alike.
