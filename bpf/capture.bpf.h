@@ -101,7 +101,7 @@ struct capture {
 	__u32 busy; /* a capture is under way on this CPU */
 	__u32 sent; /* this CPU's events sent (capture_send) */
 	__u32 last_lost; /* capture_send() could not send its event */
-	__u32 pad;
+	__u32 new_code; /* the native walk went through code its list lacks */
 	/* The caller's: its verdict on this CPU's last tgid, as of
 	 * procs_gen == memo_gen (sampler.bpf.c's is_target).  Here because
 	 * every event touches this line anyway. */
@@ -270,6 +270,8 @@ static __always_inline int capture_stacks(void *ctx, struct capture *cap,
 	if (unwind_native_user_stack(e, cap)) /* no tables: frame pointers */
 		e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack),
 						BPF_F_USER_STACK);
+	else
+		wake |= cap->new_code;
 	/* (A second Lua walk, from the VM's C frame, counts as native.)  The
 	 * first may have validated a G whose C frame is on another stack (a
 	 * fiber's): it still locates the process's VM for the recorder, and
@@ -350,7 +352,8 @@ discard:
  * recorder can check its VM.  So does a young process's (YOUNG_NS), a
  * new compiled trace or Lua stack (walk_lua: lj_traces_seen), and a
  * native walk that left every known mapping (native unwinder): new code
- * was mapped, and walks stop there until the recorder reads it.  Returns
+ * was mapped, and walks stop there, or name frames the recorder cannot
+ * name, until it reads it.  Returns
  * the Lua frames sent.
  */
 static __always_inline __u32 capture_send(struct capture *cap, struct lp_event_sample *e,

@@ -1640,6 +1640,10 @@ __noinline int unwind_native_user_stack(struct lp_event_sample *e, struct captur
 			rc->stops[stop]++;
 		rc->frames += n;
 	}
+	/* Frames in code the list lacks, found through the kernel's
+	 * mappings: the recorder must read them before the process moves
+	 * on (an exec, an exit) to name those frames at all. */
+	cap->new_code = c->vma_hi[0] || c->vma_hi[1];
 	phase_count_reads(c->reads);
 	return 0;
 }

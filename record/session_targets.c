@@ -336,9 +336,14 @@ int check_mappings(struct session *s, struct target *t,
 			code[ncode++] = e->ustack[i];
 	}
 	/* Code that ran is worth a read at once: the read keeps it (or a
-	 * page of it), so its next samples do not ask again.  The rest waits
-	 * its turn. */
-	if (ncode || (unknown && maps_reread_due(t, u->n > 0 && !u->map[0]))) {
+	 * page of it), so its next samples do not ask again.  So is a walk
+	 * that reached the stack's end: its frames were code, not stack
+	 * data, found in the kernel's mappings where its list had none (a
+	 * library just mapped), and a read now lists them; one that waited
+	 * its turn after a read a moment too early (a dlopen half done) left
+	 * them unnamed.  The rest waits its turn. */
+	if (ncode || (unknown && (e->ustack_stop == LP_USTOP_END ||
+				  maps_reread_due(t, u->n > 0 && !u->map[0])))) {
 		emit_maps_code(s, t, e->h.time_ns, 0, code, ncode);
 		return 0;
 	}
