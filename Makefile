@@ -41,7 +41,8 @@ REPORT_OBJ := $(REPORT_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC   := $(wildcard tests/unit/*.c)
 UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 SAMPLES    := $(filter-out $(ARCH_NOT_SAMPLES),\
-	      $(patsubst samples/%.c,$(BUILD)/samples/%,$(wildcard samples/*.c)))
+	      $(patsubst samples/%.c,$(BUILD)/samples/%,$(wildcard samples/*.c))) \
+	      $(BUILD)/samples/libstale.so
 
 .PHONY: all deps test unit demo clean bench docs-img sanitize sanitize-build fuzz fuzz-build \
 	man install static deb
@@ -164,6 +165,12 @@ $(BUILD)/samples/%: samples/%.c | $(ARCH_PREREQ)
 $(BUILD)/samples/nofp: samples/nofp.c | $(ARCH_PREREQ)
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fomit-frame-pointer -fno-inline -Wall -Wextra -o $@ $<
+
+# libstale.so, which nofp's "dlopens" mode loads: CFI and code of its own
+# (samples/lib/stale.c).
+$(BUILD)/samples/libstale.so: samples/lib/stale.c | $(ARCH_PREREQ)
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -shared -fPIC -Wall -Wextra -o $@ $<
 
 # inline is built as releases are, -O2 with inlining, for the source lines
 # and inlined frames of tests/e2e/self_contained.sh; frame pointers keep

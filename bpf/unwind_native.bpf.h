@@ -997,13 +997,19 @@ static __always_inline int unwind_in_vm(const struct lp_unwind_proc *proc,
 }
 
 /*
- * Frame 0's row led nowhere (no mapping holds its caller).  One CFI lie
- * is common enough to undo: LuaJIT's math helpers (vm_mod, vm_floor, ...)
- * are frameless leaves called from the interpreter, yet lie inside the
- * interpreter's FDE, whose CFA is rsp + 80.  Take frame 0 as a leaf
- * instead, return address at [rsp], if that leads somewhere; else keep
- * the pc that led nowhere, which tells the recorder to look for new
- * mappings.  The index of the caller's mapping, or idx.
+ * Frame 0's row led nowhere: no mapping of the list holds its caller, and
+ * no call comes right before it.  One CFI lie is common enough to undo:
+ * LuaJIT's math helpers (vm_mod, vm_floor, ...) are frameless leaves
+ * called from the interpreter, yet lie inside the interpreter's FDE,
+ * whose CFA is rsp + 80.  Take frame 0 as a leaf instead, return address
+ * at [rsp], if that is a call site in known code; else keep the pc that
+ * led nowhere, which tells the recorder to look for new mappings.
+ * A caller found by the row that follows a call is code mapped since the
+ * list was read (a library the dynamic loader just mapped), not a lie;
+ * and [rsp] of a leaf that keeps a frame is stack data, often an old
+ * code pointer: libgcc's constructor, run by the dynamic loader, has the
+ * program's entry point there.  The index of the caller's mapping, or
+ * idx.
  */
 static __always_inline int unwind_leaf_retry(const struct lp_unwind_proc *proc,
 					     struct unwind_cursor *c, __u64 *lookup, int idx)
@@ -1012,10 +1018,10 @@ static __always_inline int unwind_leaf_retry(const struct lp_unwind_proc *proc,
 	int ridx;
 
 	c->leaf_retry = 0;
-	if (unwind_leaf_ra(c, c->sp0, &ra, &sp))
+	if (arch_is_call_site(c->pc) || unwind_leaf_ra(c, c->sp0, &ra, &sp))
 		return idx;
 	ridx = unwind_map_index(proc, ra - 1);
-	if (ridx < 0)
+	if (ridx < 0 || !arch_is_call_site(ra))
 		return idx;
 	unwind_move(c, ra, sp, c->bp0, 1);
 	c->rec_pc = ra;

@@ -8,6 +8,7 @@
  *   usage: nofp [chains|libc|signal|realign|lies|threads] [SECONDS]   (default: chains 3)
  *          SECONDS of CPU time
  *          nofp execs N
+ *          nofp dlopens N LIB
  *
  *   chains  main;run_chains;chain_a;level1;level2;level3;spin_leaf
  *           main;run_chains;chain_b;vla_frame;level3;spin_leaf
@@ -40,10 +41,17 @@
  *   execs N lying_spin for a moment, then exec itself as "execs N-1":
  *           after each exec the recorder needs a moment to load the new
  *           image's tables, and a walk then must not follow rbp
+ *   dlopens N LIB  loads LIB (build/samples/libstale.so) and spins in
+ *           its stale_spin for a moment, then execs itself as "dlopens
+ *           N-1 LIB": main;run_dlopens;stale_run;stale_spin, in a library
+ *           the recorder knows (the last image mapped it) before each new
+ *           image's mappings list holds it; stale_spin's [rsp] (arm64:
+ *           x30) is a return address into main (samples/lib/stale.c)
  *
  * Every function is noipa: no inlining, cloning or tail calls, so each
  * named function is one real frame.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -368,6 +376,29 @@ NOIPA unsigned long run_execs(const char *self, int left)
 	return n; /* exec failed: stop here */
 }
 
+/* Each image loads lib and spins in it for 30 ms, then replaces itself;
+ * the last returns. */
+NOIPA unsigned long run_dlopens(const char *self, int left, const char *lib)
+{
+	unsigned long (*run)(unsigned long, unsigned long);
+	unsigned long stale = (unsigned long)__builtin_return_address(0), n = 0, k = 0;
+	void *h = dlopen(lib, RTLD_NOW);
+	char arg[16];
+	double end = now() + 0.03;
+
+	if (!h || !(run = (unsigned long (*)(unsigned long, unsigned long))dlsym(h, "stale_run"))) {
+		fprintf(stderr, "nofp: %s\n", dlerror());
+		exit(1);
+	}
+	while (now() < end)
+		n += run(UNIT + (k++ % 777) * 100, stale);
+	if (left <= 0)
+		return n;
+	snprintf(arg, sizeof(arg), "%d", left - 1);
+	execl(self, self, "dlopens", arg, lib, (char *)NULL);
+	return n; /* exec failed: stop here */
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "chains";
@@ -384,6 +415,8 @@ int main(int argc, char **argv)
 		r = run_lies(seconds);
 	else if (!strcmp(mode, "threads"))
 		r = run_threads(seconds);
+	else if (!strcmp(mode, "dlopens") && argc > 3)
+		r = run_dlopens("/proc/self/exe", atoi(argv[2]), argv[3]);
 	else if (!strcmp(mode, "execs"))
 		r = run_execs("/proc/self/exe", argc > 2 ? atoi(argv[2]) : 0);
 	else

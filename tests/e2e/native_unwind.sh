@@ -190,6 +190,28 @@ check_num "threads: stacks cut at clone3" \
 record execs $SAMPLES/nofp execs 30
 check "record -- nofp execs exits 0" test $? -eq 0
 check_num "execs: frames made of stack data" "$(user_garbage $TMP/execs.folded)" "==" 0
+# Each image loads libstale.so and spins in its stale_spin, whose [rsp]
+# holds a return address into main (samples/lib/stale.c): until the
+# recorder reads the new image's mappings, stale_spin's caller lies in
+# none of the walker's list.  That once made the walk take stale_spin for
+# a frameless leaf and main for its caller: one sample of 30 per image
+# (as libgcc's constructor gave ld.so's _start in lua_walk's newlibs).
+# And a walk that went through code its list lacked did not wake the
+# recorder: it read the mappings after the image had exec'd, and named
+# nearly every stale_spin sample [unmapped] (880 of 910).
+record dlopens $SAMPLES/nofp dlopens 30 $SAMPLES/libstale.so
+check "record -- nofp dlopens exits 0" test $? -eq 0
+awk '{ n = split($0, fr, ";"); for (i = 2; i <= n; i++) if (fr[i] ~ /^stale_spin( |$)/)
+	print fr[i - 1], $NF }' $TMP/dlopens.folded |
+	awk '{ c[$1] += $2 } END { for (f in c) print f, c[f] }' >$TMP/dlopens.callers
+check_num "dlopens: samples in stale_spin" "$(awk '{ n += $2 } END { print n + 0 }' $TMP/dlopens.callers)" ">=" 300
+check_num "dlopens: stale_spin's callers other than stale_run (stack data)" \
+	"$(awk '$1 != "stale_run" && $1 != "[truncated]" { n += $2 } END { print n + 0 }' $TMP/dlopens.callers)" "==" 0 ||
+	sed 's/^/    /' $TMP/dlopens.callers
+check_num "dlopens: frames made of stack data" "$(user_garbage $TMP/dlopens.folded)" "==" 0
+# (About 95% of the samples are in stale_spin, the rest in dlopen and
+# exec; 3% reached stale_run when the recorder was not woken.)
+check_reach dlopens stale_run 0.8
 # A shell forking children that exec at once: the recorder hears of each
 # fork after the child has exec'd, and must not take the new image's
 # mappings for the ones the child's first samples (in execve) ran in; and
