@@ -45,39 +45,37 @@ __asm__(".text\n"
 	".cfi_endproc\n"
 	".size stale_run, .-stale_run\n");
 #elif defined(__aarch64__)
+/* A frame record (x29, x30) pushed, and popped to return. */
+#define A64_PUSH                                                      \
+	"	stp x29, x30, [sp, #-16]!\n"                                \
+	".cfi_def_cfa_offset 16\n"                                    \
+	".cfi_offset x29, -16\n"                                      \
+	".cfi_offset x30, -8\n"
+#define A64_POP                                                       \
+	"	ldp x29, x30, [sp], #16\n"                                  \
+	".cfi_def_cfa_offset 0\n"                                     \
+	".cfi_restore x29\n"                                          \
+	".cfi_restore x30\n"                                          \
+	"	ret\n"
 __asm__(".text\n"
 	".type stale_spin, %function\n"
 	"stale_spin:\n"
 	".cfi_startproc\n"
-	"	stp x29, x30, [sp, #-16]!\n"
-	".cfi_def_cfa_offset 16\n"
-	".cfi_offset x29, -16\n"
-	".cfi_offset x30, -8\n"
+	A64_PUSH
 	"	mov x30, x1\n"
 	"1:	subs x0, x0, #1\n"
 	"	b.ne 1b\n"
-	"	ldp x29, x30, [sp], #16\n"
-	".cfi_def_cfa_offset 0\n"
-	".cfi_restore x29\n"
-	".cfi_restore x30\n"
-	"	ret\n"
+	A64_POP
 	".cfi_endproc\n"
 	".size stale_spin, .-stale_spin\n"
 	".globl stale_run\n"
 	".type stale_run, %function\n"
 	"stale_run:\n"
 	".cfi_startproc\n"
-	"	stp x29, x30, [sp, #-16]!\n"
-	".cfi_def_cfa_offset 16\n"
-	".cfi_offset x29, -16\n"
-	".cfi_offset x30, -8\n"
+	A64_PUSH
 	"	mov x29, sp\n"
 	"	bl stale_spin\n"
-	"	ldp x29, x30, [sp], #16\n"
-	".cfi_def_cfa_offset 0\n"
-	".cfi_restore x29\n"
-	".cfi_restore x30\n"
-	"	ret\n"
+	A64_POP
 	".cfi_endproc\n"
 	".size stale_run, .-stale_run\n");
 #else
