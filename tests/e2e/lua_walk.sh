@@ -28,17 +28,26 @@ show_truncated() {
 # 1. C called from Lua, from the first sample: string.gsub over 4 MB.
 # Hardly a tick lands in the interpreter, so G comes from the VM's C frame,
 # which every sample's native walk crosses.  A program of one second of
-# CPU time, start-up included.
+# CPU time, start-up included.  Its first moments have no Lua frames:
+# the loader, and, for a LuaJIT the host loads with dlopen, the time the
+# recorder takes to read the new library and locate its VM (6 to 12
+# samples idle, 24 once with CI busy).  Past its first 0.2 s, all but
+# lua_close's have them.
 cside() { # LABEL OUT COMMAND...
 	local label=$1 out=$2 total lua
 	shift 2
 	$LUAPROF record -F 999 -o $out -- "$@" $S/cside.lua 1 2>$out.err
 	check "$label: record exits 0" test $? -eq 0
 	$LUAPROF report --format folded -o $out.folded $out 2>/dev/null
+	$LUAPROF report --format folded --from 0.2 -o $out.late.folded $out 2>/dev/null
 	total=$(folded_total $out.folded)
 	lua=$(chunk_samples $out.folded $S/cside.lua)
 	check_num "$label: samples" "$total" ">=" 500
-	check_num "$label: share of samples with Lua frames" "$(share $lua $total)" ">=" 0.98
+	check_num "$label: share of samples with Lua frames" "$(share $lua $total)" ">=" 0.95 ||
+		grep -vF "($S/cside.lua:" $out.folded | head -5 | cut -c1-300 | sed 's/^/    /'
+	check_num "$label: past its first 0.2 s, share of samples with Lua frames" \
+		"$(share $(chunk_samples $out.late.folded $S/cside.lua) $(folded_total $out.late.folded))" ">=" 0.99 ||
+		grep -vF "($S/cside.lua:" $out.late.folded | head -5 | cut -c1-300 | sed 's/^/    /'
 	check "$label: string.gsub runs under rewrite, under main" \
 		grep -qF "main ($S/cside.lua:0);rewrite ($S/cside.lua:$(line_of cside.lua '^function rewrite'));string.gsub" $out.folded
 	check "$label: no warning that the offsets are wrong" \
