@@ -353,8 +353,7 @@ discard:
  * new compiled trace or Lua stack (walk_lua: lj_traces_seen), and a
  * native walk that left every known mapping (native unwinder): new code
  * was mapped, and walks stop there, or name frames the recorder cannot
- * name, until it reads it.  Returns
- * the Lua frames sent.
+ * name, until it reads it.  Returns the Lua frames sent.
  */
 static __always_inline __u32 capture_send(struct capture *cap, struct lp_event_sample *e,
 					  int wake)
