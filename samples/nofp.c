@@ -364,16 +364,24 @@ NOIPA unsigned long run_threads(double seconds)
 }
 
 /* Each image spins for 30 ms, then replaces itself; the last returns. */
-NOIPA unsigned long run_execs(const char *self, int left)
+/* Replaces this image with self run as "MODE LEFT-1 [LIB]", unless LEFT
+ * is 0; returns if it does not (or the exec failed: stop here). */
+static void exec_again(const char *self, const char *mode, int left, const char *lib)
 {
 	char arg[16];
-	unsigned long n = run_lies(0.03);
 
 	if (left <= 0)
-		return n;
+		return;
 	snprintf(arg, sizeof(arg), "%d", left - 1);
-	execl(self, self, "execs", arg, (char *)NULL);
-	return n; /* exec failed: stop here */
+	execl(self, self, mode, arg, lib, (char *)NULL);
+}
+
+NOIPA unsigned long run_execs(const char *self, int left)
+{
+	unsigned long n = run_lies(0.03);
+
+	exec_again(self, "execs", left, NULL);
+	return n;
 }
 
 /* Each image loads lib and spins in it for 30 ms, then replaces itself;
@@ -383,7 +391,6 @@ NOIPA unsigned long run_dlopens(const char *self, int left, const char *lib)
 	unsigned long (*run)(unsigned long, unsigned long);
 	unsigned long stale = (unsigned long)__builtin_return_address(0), n = 0, k = 0;
 	void *h = dlopen(lib, RTLD_NOW);
-	char arg[16];
 	double end = now() + 0.03;
 
 	if (!h || !(run = (unsigned long (*)(unsigned long, unsigned long))dlsym(h, "stale_run"))) {
@@ -392,11 +399,8 @@ NOIPA unsigned long run_dlopens(const char *self, int left, const char *lib)
 	}
 	while (now() < end)
 		n += run(UNIT + (k++ % 777) * 100, stale);
-	if (left <= 0)
-		return n;
-	snprintf(arg, sizeof(arg), "%d", left - 1);
-	execl(self, self, "dlopens", arg, lib, (char *)NULL);
-	return n; /* exec failed: stop here */
+	exec_again(self, "dlopens", left, lib);
+	return n;
 }
 
 int main(int argc, char **argv)
