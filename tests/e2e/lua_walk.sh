@@ -33,6 +33,8 @@ show_truncated() {
 # recorder takes to read the new library and locate its VM (6 to 12
 # samples idle, 24 once with CI busy).  Past its first 0.2 s, all but
 # lua_close's have them.
+# without_lua FOLDED: its first stacks without cside.lua's frames, indented.
+without_lua() { grep -vF "($S/cside.lua:" "$1" | head -5 | cut -c1-300 | sed 's/^/    /'; }
 cside() { # LABEL OUT COMMAND...
 	local label=$1 out=$2 total lua
 	shift 2
@@ -44,10 +46,10 @@ cside() { # LABEL OUT COMMAND...
 	lua=$(chunk_samples $out.folded $S/cside.lua)
 	check_num "$label: samples" "$total" ">=" 500
 	check_num "$label: share of samples with Lua frames" "$(share $lua $total)" ">=" 0.95 ||
-		grep -vF "($S/cside.lua:" $out.folded | head -5 | cut -c1-300 | sed 's/^/    /'
+		without_lua $out.folded
 	check_num "$label: past its first 0.2 s, share of samples with Lua frames" \
 		"$(share $(chunk_samples $out.late.folded $S/cside.lua) $(folded_total $out.late.folded))" ">=" 0.99 ||
-		grep -vF "($S/cside.lua:" $out.late.folded | head -5 | cut -c1-300 | sed 's/^/    /'
+		without_lua $out.late.folded
 	check "$label: string.gsub runs under rewrite, under main" \
 		grep -qF "main ($S/cside.lua:0);rewrite ($S/cside.lua:$(line_of cside.lua '^function rewrite'));string.gsub" $out.folded
 	check "$label: no warning that the offsets are wrong" \
