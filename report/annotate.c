@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "lib/escape.h"
+#include "report/count.h"
 #include "report/annotate.h"
 #include "lib/htab.h"
 
@@ -220,11 +221,11 @@ static int build(struct annotate *a)
 				return -ENOMEM;
 			if (f->stamp != stamp) {
 				f->stamp = stamp;
-				f->total += c;
+				f->total = count_add(f->total, c);
 			}
 			if (le->stamp != stamp) {
 				le->stamp = stamp;
-				le->total += c;
+				le->total = count_add(le->total, c);
 			}
 			if (i == 0) {
 				f->self += c;

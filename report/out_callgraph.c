@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lib/grow.h"
+#include "report/count.h"
 #include "report/formats.h"
 
 struct node {
@@ -87,7 +88,7 @@ static int build(struct tree *t)
 		}
 		for (; i < n && i < nprev && v[i] == prev[i]; i++) {
 			cur = path[i];
-			t->v[cur].total += p->counts[s];
+			t->v[cur].total = count_add(t->v[cur].total, p->counts[s]);
 		}
 		for (; i < n; i++) {
 			err = child(t, cur, v[i], &cur);
@@ -97,7 +98,7 @@ static int build(struct tree *t)
 				return err;
 			}
 			path[i] = cur;
-			t->v[cur].total += p->counts[s];
+			t->v[cur].total = count_add(t->v[cur].total, p->counts[s]);
 		}
 		t->v[cur].self += p->counts[s];
 		prev = v;

@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "lib/escape.h"
+#include "report/count.h"
 #include "report/formats.h"
 #include "lib/grow.h"
 
@@ -124,16 +125,16 @@ static int add_stacks(struct ftree *t, const struct profile *p)
 
 		v = seqtab_get(&p->stacks, order[k], &n);
 		err = GROW(path, cappath, n + 1);
-		t->v[0].total += c;
+		t->v[0].total = count_add(t->v[0].total, c);
 		for (; !err && i < n && i < nprev && v[i] == prev[i]; i++) {
 			node = path[i];
-			t->v[node].total += c;
+			t->v[node].total = count_add(t->v[node].total, c);
 		}
 		for (; !err && i < n; i++) {
 			err = tree_child(t, node, v[i], &node);
 			if (!err) {
 				path[i] = node;
-				t->v[node].total += c;
+				t->v[node].total = count_add(t->v[node].total, c);
 			}
 		}
 		prev = v;
@@ -492,12 +493,12 @@ static int draw_tree(struct draw *d)
 			uint32_t c = t->kids[n->kids + k];
 
 			if (t->v[c].total < d->minw) {
-				merged += t->v[c].total;
+				merged = count_add(merged, t->v[c].total);
 				nmerged++;
 				continue;
 			}
 			stack[top++] = (struct item){ c, x };
-			x += t->v[c].total;
+			x = count_add(x, t->v[c].total);
 		}
 		if (nmerged && merged >= d->minw)
 			frame(d, it.node, x, merged, n->depth + 1, "", nmerged);

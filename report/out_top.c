@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/count.h"
 #include "report/formats.h"
 
 struct row {
@@ -78,12 +79,12 @@ int out_top(FILE *out, const struct profile *p, const struct out_opts *o)
 		v = seqtab_get(&p->stacks, s, &n);
 		if (!c || !n)
 			continue;
-		self[v[n - 1]] += c;
+		self[v[n - 1]] = count_add(self[v[n - 1]], c);
 		for (uint32_t i = 0; i < n; i++) {
 			if (seen[v[i]] == s + 1)
 				continue;
 			seen[v[i]] = s + 1;
-			total[v[i]] += c;
+			total[v[i]] = count_add(total[v[i]], c);
 		}
 	}
 	profile_header(out, p, "top");
